@@ -1,0 +1,281 @@
+//! `auth.json`: provider credentials of a profile.
+//!
+//! Shape (shared with the original): `{"version": 1, "providers": {<id>: {...}},
+//! "active_provider": <id|null>, "credential_pool": {...}, "updated_at": <ISO-8601 UTC>}`.
+//! Unknown keys are kept.
+//!
+//! Loading rules, in order — each exists because getting it wrong loses credentials:
+//! * missing file → an empty store;
+//! * permission denied → [`Error::AuthUnreadable`] naming the owner, the mode and the `chown`
+//!   that fixes it; the file is left exactly as it is (degrading to an empty store would let
+//!   the next save erase every credential — the original's bug);
+//! * any other read error → [`Error::Io`], file untouched;
+//! * content that is not a JSON object → the file is *copied* aside to
+//!   `auth.json.corrupt.<timestamp>` and an empty store is returned with a [`CorruptCopy`]
+//!   report, so the caller can say where the old bytes are.
+//!
+//! Saving takes an exclusive lock on the sibling `auth.lock` (waiting up to 15 s), then writes
+//! atomically with mode 0600.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use crate::Error;
+use crate::atomic::write_atomic;
+
+/// How long a writer waits for another writer's lock.
+const LOCK_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The credential store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthStore {
+    doc: Map<String, Value>,
+}
+
+/// Where an unparseable `auth.json` was preserved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptCopy {
+    /// The file that failed to parse.
+    pub path: PathBuf,
+    /// Where its bytes were copied, or `None` if the copy itself failed.
+    pub preserved_at: Option<PathBuf>,
+    /// The parser's description.
+    pub reason: String,
+}
+
+/// The result of [`AuthStore::load`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// The store (empty when the file was missing or corrupt).
+    pub store: AuthStore,
+    /// Set when the file existed but could not be parsed.
+    pub corrupt: Option<CorruptCopy>,
+}
+
+impl Default for AuthStore {
+    fn default() -> Self {
+        let mut doc = Map::new();
+        doc.insert("version".into(), json!(1));
+        doc.insert("providers".into(), json!({}));
+        AuthStore { doc }
+    }
+}
+
+impl AuthStore {
+    /// Loads the store at `path` following the rules in the module doc.
+    pub fn load(path: &Path) -> Result<Loaded, Error> {
+        let bytes = match fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok(Loaded {
+                    store: AuthStore::default(),
+                    corrupt: None,
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                return Err(unreadable(path, e));
+            }
+            Err(e) => return Err(Error::io("read", path, e)),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(mut doc)) => {
+                if !doc.get("providers").is_some_and(Value::is_object) {
+                    doc.insert("providers".into(), json!({}));
+                }
+                Ok(Loaded {
+                    store: AuthStore { doc },
+                    corrupt: None,
+                })
+            }
+            Ok(_) => Ok(Loaded {
+                store: AuthStore::default(),
+                corrupt: Some(preserve(path, "not a JSON object".into())),
+            }),
+            Err(e) => Ok(Loaded {
+                store: AuthStore::default(),
+                corrupt: Some(preserve(path, e.to_string())),
+            }),
+        }
+    }
+
+    /// Provider ids that have stored state.
+    pub fn providers(&self) -> Vec<String> {
+        self.doc
+            .get("providers")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The active provider id, if any.
+    pub fn active_provider(&self) -> Option<&str> {
+        self.doc.get("active_provider").and_then(Value::as_str)
+    }
+
+    /// One provider's state.
+    pub fn provider(&self, id: &str) -> Option<&Value> {
+        self.doc.get("providers")?.get(id)
+    }
+
+    /// Replaces one provider's state.
+    pub fn set_provider(&mut self, id: &str, state: Value) {
+        let providers = self.doc.entry("providers").or_insert_with(|| json!({}));
+        if let Value::Object(map) = providers {
+            map.insert(id.to_string(), state);
+        }
+    }
+
+    /// Sets the active provider.
+    pub fn set_active_provider(&mut self, id: Option<&str>) {
+        self.doc.insert(
+            "active_provider".into(),
+            id.map_or(Value::Null, |id| json!(id)),
+        );
+    }
+
+    /// Saves under the `auth.lock` lock: atomic, 0600, `version` and `updated_at` refreshed.
+    pub fn save(&mut self, path: &Path) -> Result<(), Error> {
+        let _lock = lock(path)?;
+        self.doc.insert("version".into(), json!(1));
+        self.doc
+            .insert("updated_at".into(), json!(crate::time::iso_utc_now()));
+        let mut text = serde_json::to_string_pretty(&self.doc).unwrap_or_default();
+        text.push('\n');
+        write_atomic(path, text.as_bytes(), 0o600)
+    }
+}
+
+/// Holds `auth.lock` until dropped.
+struct LockGuard {
+    // Closing the file releases the flock; the field exists to be dropped.
+    _file: File,
+}
+
+fn lock(auth_path: &Path) -> Result<LockGuard, Error> {
+    let lock_path = auth_path.with_file_name("auth.lock");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| Error::io("open", &lock_path, e))?;
+    let deadline = Instant::now() + LOCK_TIMEOUT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(LockGuard { _file: file }),
+            Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(25))
+            }
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(Error::LockTimeout { path: lock_path });
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(Error::io("lock", &lock_path, e)),
+        }
+    }
+}
+
+fn preserve(path: &Path, reason: String) -> CorruptCopy {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "auth.json".into());
+    let dest = path.with_file_name(format!("{name}.corrupt.{}", crate::time::compact_utc_now()));
+    // Copy, never rename: the original stays where it is, in case the parse error is ours.
+    let preserved_at = fs::copy(path, &dest).ok().map(|_| dest);
+    CorruptCopy {
+        path: path.to_path_buf(),
+        preserved_at,
+        reason,
+    }
+}
+
+fn unreadable(path: &Path, source: io::Error) -> Error {
+    let Ok(meta) = fs::metadata(path) else {
+        return Error::io("read", path, source);
+    };
+    let me = nix::unistd::geteuid().as_raw();
+    Error::AuthUnreadable {
+        path: path.to_path_buf(),
+        owner: describe_uid(meta.uid()),
+        mode: meta.mode() & 0o7777,
+        current: describe_uid(me),
+        current_name: user_name(me).unwrap_or_else(|| me.to_string()),
+    }
+}
+
+/// `name (uid N)`, or `uid N` when the uid has no passwd entry.
+pub fn describe_uid(uid: u32) -> String {
+    match user_name(uid) {
+        Some(name) => format!("{name} (uid {uid})"),
+        None => format!("uid {uid}"),
+    }
+}
+
+fn user_name(uid: u32) -> Option<String> {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_file_is_empty_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let loaded = AuthStore::load(&dir.path().join("auth.json")).unwrap();
+        assert!(loaded.store.providers().is_empty());
+        assert!(loaded.corrupt.is_none());
+    }
+
+    #[test]
+    fn corrupt_file_is_copied_aside_and_left_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("auth.json");
+        fs::write(&path, "{not json").unwrap();
+        let loaded = AuthStore::load(&path).unwrap();
+        let corrupt = loaded.corrupt.unwrap();
+        let copy = corrupt.preserved_at.unwrap();
+        assert!(
+            copy.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("auth.json.corrupt.")
+        );
+        assert_eq!(fs::read_to_string(copy).unwrap(), "{not json");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "{not json");
+    }
+
+    #[test]
+    fn save_keeps_unknown_keys_and_is_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("auth.json");
+        fs::write(
+            &path,
+            "\u{feff}{\"providers\": {\"nous\": {\"access_token\": \"t\"}}, \"extra\": 5}",
+        )
+        .unwrap();
+        let mut store = AuthStore::load(&path).unwrap().store;
+        assert_eq!(store.providers(), ["nous"]);
+        store.set_active_provider(Some("nous"));
+        store.save(&path).unwrap();
+        let saved: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(saved["extra"], 5);
+        assert_eq!(saved["version"], 1);
+        assert_eq!(saved["active_provider"], "nous");
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+}

@@ -1,0 +1,330 @@
+//! `config.yaml`: a profile's settings.
+//!
+//! Reading is tolerant: the whole document is kept as a YAML value, so keys Hermes does not
+//! know survive a write unchanged, and a typed view ([`Config::model`], [`Config::memory_provider`],
+//! ...) is computed on demand. String values may reference environment variables as `${VAR}`
+//! or `${env:VAR}`; the typed view expands them (an unset variable is kept verbatim), the
+//! stored document never does, so a write can never bake a secret into the file.
+//!
+//! A file that fails to parse is reported with its line and column and is never rewritten.
+//! A missing file reads as an empty mapping (every default applies).
+//!
+//! Keys Hermes reads (defaults in `seeds/config.yaml`, documented in `docs/configuration.md`):
+//!
+//! | key                            | type          | default     |
+//! |--------------------------------|---------------|-------------|
+//! | `model` (string = `default`)   | string / map  |             |
+//! | `model.default`                | string        | (not set)   |
+//! | `model.provider`               | string        | `auto`      |
+//! | `model.base_url`               | string        | (not set)   |
+//! | `model.api_key`                | string        | (not set)   |
+//! | `memory.provider`              | string        | `built-in`  |
+//! | `security.allow_lazy_installs` | bool          | `true`      |
+//! | `gateway.*`                    | map           | `{}`        |
+//! | `services.*`                   | map           | `{}`        |
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use yaml_serde::{Mapping, Value};
+
+use crate::Error;
+use crate::atomic::write_atomic;
+
+/// A loaded `config.yaml`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    path: PathBuf,
+    doc: Value,
+    exists: bool,
+}
+
+/// The `model` section, with `${VAR}` references expanded and empty strings treated as unset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelSettings {
+    /// Model name sent to the provider.
+    pub default: Option<String>,
+    /// Provider name, `auto` when unset.
+    pub provider: Option<String>,
+    /// OpenAI-compatible base URL.
+    pub base_url: Option<String>,
+    /// API key (normally a `${VAR}` reference or unset).
+    pub api_key: Option<String>,
+}
+
+impl Config {
+    /// Loads `path`; a missing file is an empty config.
+    pub fn load(path: &Path) -> Result<Self, Error> {
+        let text = match fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok(Config {
+                    path: path.to_path_buf(),
+                    doc: Value::Mapping(Mapping::new()),
+                    exists: false,
+                });
+            }
+            Err(e) => return Err(Error::io("read", path, e)),
+        };
+        Self::parse(path, &text)
+    }
+
+    /// Parses config text that came from `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, Error> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let doc: Value = match yaml_serde::from_str(text) {
+            Ok(doc) => doc,
+            Err(e) => {
+                let (line, column) = e
+                    .location()
+                    .map(|l| (l.line(), l.column()))
+                    .unwrap_or((0, 0));
+                let message = e.to_string();
+                // The parser appends " at line X column Y"; we report those separately.
+                let message = match message.find(" at line ") {
+                    Some(at) => message[..at].to_string(),
+                    None => message,
+                };
+                return Err(Error::ConfigParse {
+                    path: path.to_path_buf(),
+                    line,
+                    column,
+                    message,
+                });
+            }
+        };
+        let doc = match doc {
+            Value::Null => Value::Mapping(Mapping::new()),
+            Value::Mapping(_) => doc,
+            _ => {
+                return Err(Error::ConfigNotMapping {
+                    path: path.to_path_buf(),
+                });
+            }
+        };
+        Ok(Config {
+            path: path.to_path_buf(),
+            doc,
+            exists: true,
+        })
+    }
+
+    /// Whether the file existed when loaded.
+    pub fn exists(&self) -> bool {
+        self.exists
+    }
+
+    /// The file this config came from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The raw value at a dotted path (`"model.default"`), unexpanded.
+    pub fn raw(&self, dotted: &str) -> Option<&Value> {
+        dotted
+            .split('.')
+            .try_fold(&self.doc, |value, key| value.get(key))
+    }
+
+    /// A string at a dotted path with `${VAR}` expanded through `var`. Empty means unset.
+    pub fn string(&self, dotted: &str, var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+        let raw = match self.raw(dotted)? {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            _ => return None,
+        };
+        let expanded = expand_vars(&raw, var);
+        (!expanded.trim().is_empty()).then(|| expanded.trim().to_string())
+    }
+
+    /// The `model` section. `model: gpt-4o` is shorthand for `model.default`.
+    pub fn model(&self, var: &dyn Fn(&str) -> Option<String>) -> ModelSettings {
+        if let Some(Value::String(name)) = self.raw("model") {
+            let name = expand_vars(name, var);
+            return ModelSettings {
+                default: (!name.trim().is_empty()).then(|| name.trim().to_string()),
+                ..Default::default()
+            };
+        }
+        ModelSettings {
+            default: self
+                .string("model.default", var)
+                .or_else(|| self.string("model.model", var)),
+            provider: self.string("model.provider", var),
+            base_url: self.string("model.base_url", var),
+            api_key: self.string("model.api_key", var),
+        }
+    }
+
+    /// `memory.provider`; `None` for the built-in memory (empty, `built-in`, `builtin`, `none`).
+    pub fn memory_provider(&self) -> Option<String> {
+        let name = self.string("memory.provider", &|_| None)?;
+        match name.to_ascii_lowercase().as_str() {
+            "built-in" | "builtin" | "none" => None,
+            _ => Some(name),
+        }
+    }
+
+    /// `security.allow_lazy_installs`, default `true`. Only an explicit `false` (or a false-like
+    /// string) switches installs off.
+    pub fn allow_lazy_installs(&self) -> bool {
+        match self.raw("security.allow_lazy_installs") {
+            Some(Value::Bool(b)) => *b,
+            Some(Value::String(s)) => !matches!(
+                s.trim().to_ascii_lowercase().as_str(),
+                "false" | "no" | "0" | "off"
+            ),
+            _ => true,
+        }
+    }
+
+    /// The `gateway` section (an empty mapping when absent).
+    pub fn gateway(&self) -> Value {
+        self.raw("gateway")
+            .cloned()
+            .unwrap_or(Value::Mapping(Mapping::new()))
+    }
+
+    /// The `services` section (an empty mapping when absent).
+    pub fn services(&self) -> Value {
+        self.raw("services")
+            .cloned()
+            .unwrap_or(Value::Mapping(Mapping::new()))
+    }
+
+    /// Sets a value at a dotted path, creating intermediate mappings; every other key is kept.
+    /// A non-mapping value in the way is replaced by a mapping.
+    pub fn set(&mut self, dotted: &str, value: Value) {
+        let mut node = &mut self.doc;
+        let mut keys = dotted.split('.').peekable();
+        while let Some(key) = keys.next() {
+            if !node.is_mapping() {
+                *node = Value::Mapping(Mapping::new());
+            }
+            let Value::Mapping(map) = node else { return };
+            if keys.peek().is_none() {
+                map.insert(Value::from(key), value);
+                return;
+            }
+            node = map
+                .entry(Value::from(key))
+                .or_insert_with(|| Value::Mapping(Mapping::new()));
+        }
+    }
+
+    /// Writes the document back atomically (mode 0640), keeping every key.
+    pub fn save(&self) -> Result<(), Error> {
+        let text = yaml_serde::to_string(&self.doc)
+            .map_err(|e| Error::io("serialize", &self.path, io::Error::other(e.to_string())))?;
+        write_atomic(&self.path, text.as_bytes(), 0o640)
+    }
+}
+
+/// Expands `${VAR}` and `${env:VAR}`; unset variables and bare `$VAR` are left as written.
+pub fn expand_vars(raw: &str, var: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let name = after[..end].strip_prefix("env:").unwrap_or(&after[..end]);
+        match var(name) {
+            Some(value) => out.push_str(&value),
+            None => out.push_str(&rest[start..start + 3 + end]),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        (name == "KEY").then(|| "sk-123".to_string())
+    }
+
+    #[test]
+    fn typed_view_and_expansion() {
+        let cfg = Config::parse(
+            Path::new("c.yaml"),
+            "model:\n  default: gpt-4o\n  api_key: ${KEY}\n  base_url: ''\nmemory:\n  provider: honcho\nsecurity:\n  allow_lazy_installs: false\n",
+        )
+        .unwrap();
+        let model = cfg.model(&env);
+        assert_eq!(model.default.as_deref(), Some("gpt-4o"));
+        assert_eq!(model.api_key.as_deref(), Some("sk-123"));
+        assert_eq!(model.base_url, None);
+        assert_eq!(cfg.memory_provider().as_deref(), Some("honcho"));
+        assert!(!cfg.allow_lazy_installs());
+    }
+
+    #[test]
+    fn string_model_is_shorthand() {
+        let cfg = Config::parse(Path::new("c"), "model: llama3\n").unwrap();
+        assert_eq!(cfg.model(&env).default.as_deref(), Some("llama3"));
+        assert!(cfg.allow_lazy_installs());
+        assert_eq!(cfg.memory_provider(), None);
+    }
+
+    #[test]
+    fn expansion_rules() {
+        assert_eq!(expand_vars("a${KEY}b${env:KEY}", &env), "ask-123bsk-123");
+        assert_eq!(
+            expand_vars("${MISSING} $KEY ${open", &env),
+            "${MISSING} $KEY ${open"
+        );
+    }
+
+    #[test]
+    fn parse_error_has_line_and_column() {
+        let err = Config::parse(
+            Path::new("c.yaml"),
+            "model:\n  default: [unclosed\nother: 1\n",
+        )
+        .unwrap_err();
+        let Error::ConfigParse { line, column, .. } = err else {
+            panic!("{err:?}")
+        };
+        assert!(line >= 2, "line {line}");
+        assert!(column >= 1);
+        assert!(matches!(
+            Config::parse(Path::new("c"), "- a\n- b\n"),
+            Err(Error::ConfigNotMapping { .. })
+        ));
+    }
+
+    #[test]
+    fn set_keeps_unknown_keys_and_does_not_bake_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        fs::write(
+            &path,
+            "custom:\n  nested: [1, 2]\nmodel:\n  api_key: ${KEY}\n",
+        )
+        .unwrap();
+        let mut cfg = Config::load(&path).unwrap();
+        cfg.set("memory.provider", Value::from("mem0"));
+        cfg.save().unwrap();
+        let again = Config::load(&path).unwrap();
+        assert_eq!(
+            again
+                .raw("custom.nested")
+                .unwrap()
+                .as_sequence()
+                .unwrap()
+                .len(),
+            2
+        );
+        assert_eq!(again.raw("model.api_key").unwrap().as_str(), Some("${KEY}"));
+        assert_eq!(again.memory_provider().as_deref(), Some("mem0"));
+    }
+}

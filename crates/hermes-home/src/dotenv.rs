@@ -1,0 +1,321 @@
+//! `.env`: the per-profile secrets file.
+//!
+//! Format (compatible with the original's files and with `python-dotenv`):
+//!
+//! | line                         | meaning                                         |
+//! |------------------------------|-------------------------------------------------|
+//! | `KEY=value`                  | a variable; surrounding whitespace trimmed      |
+//! | `export KEY=value`           | same (the `export ` prefix is tolerated)        |
+//! | `KEY="a b # c"`, `KEY='x'`   | quoted values; `\"`, `\\`, `\n` in double quotes |
+//! | `KEY=value  # note`          | an unquoted value ends at ` #`                  |
+//! | `# comment`, blank           | kept verbatim by the writer                     |
+//!
+//! The writer keeps comments and the order of lines, replaces a key in place, appends new keys,
+//! refuses invalid names and a denylist of variables that control how processes start, strips
+//! CR/LF from values, and writes atomically with mode 0600. Lines it cannot parse are kept.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::Error;
+use crate::atomic::write_atomic;
+
+/// Variables `.env` may never set: they change how every process in the profile starts.
+pub const DENYLIST: &[&str] = &[
+    "PATH",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "HERMES_HOME",
+    "HOME",
+    "SHELL",
+    "USER",
+    "LOGNAME",
+    "IFS",
+    "BASH_ENV",
+    "ENV",
+    "NODE_OPTIONS",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Line {
+    /// A comment, a blank line, or a line we do not understand: kept verbatim.
+    Other(String),
+    Var {
+        key: String,
+        value: String,
+        raw: String,
+    },
+}
+
+/// A parsed `.env` file that can be edited and written back without losing comments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DotEnv {
+    lines: Vec<Line>,
+}
+
+impl DotEnv {
+    /// Parses `.env` text.
+    pub fn parse(text: &str) -> Self {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let lines = text
+            .lines()
+            .map(|raw| match parse_line(raw) {
+                Some((key, value)) => Line::Var {
+                    key,
+                    value,
+                    raw: raw.to_string(),
+                },
+                None => Line::Other(raw.to_string()),
+            })
+            .collect();
+        DotEnv { lines }
+    }
+
+    /// Reads `path`; a missing file is an empty `.env`.
+    pub fn load(path: &Path) -> Result<Self, Error> {
+        match fs::read_to_string(path) {
+            Ok(text) => Ok(Self::parse(&text)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(Error::io("read", path, e)),
+        }
+    }
+
+    /// The value of `key` (the last assignment wins, as in a shell).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.vars()
+            .filter(|(k, _)| *k == key)
+            .last()
+            .map(|(_, v)| v)
+    }
+
+    /// All assignments in file order.
+    pub fn vars(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.lines.iter().filter_map(|line| match line {
+            Line::Var { key, value, .. } => Some((key.as_str(), value.as_str())),
+            Line::Other(_) => None,
+        })
+    }
+
+    /// Sets `key`, in place when it exists, appended otherwise. CR and LF are removed from the
+    /// value so a value can never smuggle in a second assignment.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), Error> {
+        validate_key(key)?;
+        let value: String = value.chars().filter(|c| *c != '\r' && *c != '\n').collect();
+        let raw = format!("{key}={}", quote(&value));
+        let mut replaced = false;
+        self.lines.retain_mut(|line| match line {
+            Line::Var { key: k, .. } if k == key => {
+                if replaced {
+                    return false; // drop later duplicates so the new value is the one in force
+                }
+                *line = Line::Var {
+                    key: key.to_string(),
+                    value: value.clone(),
+                    raw: raw.clone(),
+                };
+                replaced = true;
+                true
+            }
+            _ => true,
+        });
+        if !replaced {
+            self.lines.push(Line::Var {
+                key: key.to_string(),
+                value,
+                raw,
+            });
+        }
+        Ok(())
+    }
+
+    /// Removes every assignment of `key`; returns whether there was one.
+    pub fn unset(&mut self, key: &str) -> bool {
+        let before = self.lines.len();
+        self.lines
+            .retain(|line| !matches!(line, Line::Var { key: k, .. } if k == key));
+        before != self.lines.len()
+    }
+
+    /// The file text.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for line in &self.lines {
+            match line {
+                Line::Other(raw) | Line::Var { raw, .. } => out.push_str(raw),
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Writes atomically with mode 0600.
+    pub fn save(&self, path: &Path) -> Result<(), Error> {
+        write_atomic(path, self.render().as_bytes(), 0o600)
+    }
+}
+
+/// Sets one key in the `.env` at `path`, creating the file if needed.
+pub fn set_var(path: &Path, key: &str, value: &str) -> Result<PathBuf, Error> {
+    let mut env = DotEnv::load(path)?;
+    env.set(key, value)?;
+    env.save(path)?;
+    Ok(path.to_path_buf())
+}
+
+/// Checks a variable name against the syntax and the denylist.
+pub fn validate_key(key: &str) -> Result<(), Error> {
+    let mut chars = key.chars();
+    let valid = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(Error::EnvKeyInvalid {
+            key: key.to_string(),
+        });
+    }
+    if DENYLIST.contains(&key) {
+        return Err(Error::EnvKeyDenied {
+            key: key.to_string(),
+        });
+    }
+    Ok(())
+}
+
+fn parse_line(raw: &str) -> Option<(String, String)> {
+    let line = raw.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return None;
+    }
+    let line = line
+        .strip_prefix("export ")
+        .map(str::trim_start)
+        .unwrap_or(line);
+    let (key, rest) = line.split_once('=')?;
+    let key = key.trim();
+    let mut chars = key.chars();
+    let valid = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return None;
+    }
+    Some((key.to_string(), parse_value(rest.trim())))
+}
+
+fn parse_value(rest: &str) -> String {
+    if let Some(body) = rest.strip_prefix('"') {
+        let mut out = String::new();
+        let mut chars = body.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => return out,
+                '\\' => match chars.next() {
+                    Some('n') => out.push('\n'),
+                    Some(other) => out.push(other),
+                    None => out.push('\\'),
+                },
+                c => out.push(c),
+            }
+        }
+        out
+    } else if let Some(body) = rest.strip_prefix('\'') {
+        body.split_once('\'')
+            .map(|(v, _)| v)
+            .unwrap_or(body)
+            .to_string()
+    } else {
+        let end = rest
+            .find(" #")
+            .or_else(|| rest.find("\t#"))
+            .unwrap_or(rest.len());
+        rest[..end].trim().to_string()
+    }
+}
+
+fn quote(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:@+,=%".contains(c));
+    if plain {
+        value.to_string()
+    } else {
+        format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerant_parsing() {
+        let env = DotEnv::parse(
+            "\u{feff}# header\nexport A=1\nB = two words # note\nC=\"x # y\\\"z\"\nD='single'\nnot a line\nE=\n",
+        );
+        assert_eq!(env.get("A"), Some("1"));
+        assert_eq!(env.get("B"), Some("two words"));
+        assert_eq!(env.get("C"), Some("x # y\"z"));
+        assert_eq!(env.get("D"), Some("single"));
+        assert_eq!(env.get("E"), Some(""));
+        assert_eq!(env.vars().count(), 5);
+    }
+
+    #[test]
+    fn writer_keeps_comments_order_and_unknown_lines() {
+        let mut env = DotEnv::parse("# keep me\nA=1\nweird line\nB=2\n");
+        env.set("A", "new value").unwrap();
+        env.set("C", "3").unwrap();
+        assert_eq!(
+            env.render(),
+            "# keep me\nA=\"new value\"\nweird line\nB=2\nC=3\n"
+        );
+        assert_eq!(DotEnv::parse(&env.render()).get("A"), Some("new value"));
+    }
+
+    #[test]
+    fn values_cannot_inject_lines() {
+        let mut env = DotEnv::default();
+        env.set("KEY", "abc\nPATH=/evil\r").unwrap();
+        assert_eq!(env.render().lines().count(), 1);
+        assert_eq!(DotEnv::parse(&env.render()).get("PATH"), None);
+    }
+
+    #[test]
+    fn invalid_and_denied_names_are_refused() {
+        let mut env = DotEnv::default();
+        assert!(matches!(
+            env.set("1ABC", "x"),
+            Err(Error::EnvKeyInvalid { .. })
+        ));
+        assert!(matches!(
+            env.set("A-B", "x"),
+            Err(Error::EnvKeyInvalid { .. })
+        ));
+        for key in ["PATH", "LD_PRELOAD", "PYTHONPATH", "HERMES_HOME"] {
+            assert!(
+                matches!(env.set(key, "x"), Err(Error::EnvKeyDenied { .. })),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn save_is_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".env");
+        set_var(&path, "OPENAI_API_KEY", "sk").unwrap();
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            DotEnv::load(&path).unwrap().get("OPENAI_API_KEY"),
+            Some("sk")
+        );
+    }
+}

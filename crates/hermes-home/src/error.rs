@@ -1,0 +1,175 @@
+//! The one error type of `hermes-home`, and the hint that goes with each variant.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Everything that can go wrong while resolving, reading or writing `HERMES_HOME`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system error while acting on a path.
+    #[error("could not {action} `{}`", path.display())]
+    Io {
+        /// What was being done: "read", "write", "create directory", ...
+        action: &'static str,
+        /// The path acted on.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// Neither `HERMES_HOME` nor `HOME` is set.
+    #[error("cannot locate the Hermes home: neither `HERMES_HOME` nor `HOME` is set")]
+    NoHome,
+    /// A profile name that does not follow the naming rule.
+    #[error("invalid profile name `{name}`: {reason}")]
+    InvalidProfileName {
+        /// The name as given.
+        name: String,
+        /// Which part of the rule it breaks.
+        reason: &'static str,
+    },
+    /// A reserved profile name.
+    #[error("profile name `{name}` is reserved")]
+    ReservedProfileName {
+        /// The name as given.
+        name: String,
+    },
+    /// A named profile that does not exist.
+    #[error("profile `{name}` does not exist (looked for `{}`)", path.join("SOUL.md").display())]
+    ProfileNotFound {
+        /// The profile name.
+        name: String,
+        /// Where it would live.
+        path: PathBuf,
+    },
+    /// A profile that already exists.
+    #[error("profile `{name}` already exists at `{}`", path.display())]
+    ProfileExists {
+        /// The profile name.
+        name: String,
+        /// Where it lives.
+        path: PathBuf,
+    },
+    /// An attempt to delete the default profile.
+    #[error("the default profile cannot be deleted")]
+    DefaultProfileUndeletable,
+    /// `config.yaml` is not valid YAML.
+    #[error("`{}` is not valid YAML (line {line}, column {column}): {message}", path.display())]
+    ConfigParse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// The parser's description.
+        message: String,
+    },
+    /// `config.yaml` parses but its top level is not a mapping.
+    #[error("`{}` must be a mapping of settings at the top level", path.display())]
+    ConfigNotMapping {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A `.env` key that is not a valid variable name.
+    #[error("invalid environment variable name `{key}`")]
+    EnvKeyInvalid {
+        /// The key as given.
+        key: String,
+    },
+    /// A `.env` key that Hermes refuses to set.
+    #[error("refusing to set `{key}` in `.env`: it controls how processes start")]
+    EnvKeyDenied {
+        /// The key as given.
+        key: String,
+    },
+    /// `auth.json` exists but the current user may not read it.
+    #[error(
+        "cannot read `{}`: permission denied (owner {owner}, mode {mode:04o}; running as {current})",
+        path.display()
+    )]
+    AuthUnreadable {
+        /// The file.
+        path: PathBuf,
+        /// The file's owner, as `name (uid N)`.
+        owner: String,
+        /// The file's permission bits.
+        mode: u32,
+        /// The current user, as `name (uid N)`.
+        current: String,
+        /// The current user's name, for the suggested `chown`.
+        current_name: String,
+    },
+    /// Another process held the auth store lock for too long.
+    #[error("timed out waiting for the lock on `{}`", path.display())]
+    LockTimeout {
+        /// The lock file.
+        path: PathBuf,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(action: &'static str, path: &Path, source: io::Error) -> Self {
+        Error::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// What the user can do about this error, when there is something to say.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::Io { source, path, .. } => match source.kind() {
+                io::ErrorKind::PermissionDenied => Some(format!(
+                    "check the owner and mode of `{}` (`ls -l`); in a container, files under \
+                     `/opt/data` must belong to the `hermes` user",
+                    path.display()
+                )),
+                io::ErrorKind::ReadOnlyFilesystem => {
+                    Some("the file system is read-only; point `HERMES_HOME` at a writable volume".into())
+                }
+                io::ErrorKind::StorageFull => Some("the disk is full; free some space and retry".into()),
+                _ => None,
+            },
+            Error::NoHome => Some("set `HERMES_HOME` to the directory that holds your Hermes data".into()),
+            Error::InvalidProfileName { name, .. } => {
+                let lower = name.trim().to_ascii_lowercase();
+                let suggestion = if lower != name.as_str() && crate::ProfileName::parse(&lower).is_ok() {
+                    format!(" (did you mean `{lower}`?)")
+                } else {
+                    String::new()
+                };
+                Some(format!(
+                    "profile names are 1-64 characters from `a-z`, `0-9`, `_` and `-`, starting with \
+                     a letter or digit{suggestion}"
+                ))
+            }
+            Error::ReservedProfileName { .. } => Some(format!(
+                "choose another name; reserved names are: {}",
+                crate::profile::RESERVED_NAMES.join(", ")
+            )),
+            Error::ProfileNotFound { .. } => {
+                Some("create it with `hermes profile create <name>`, or list profiles with `hermes profile list`".into())
+            }
+            Error::ProfileExists { .. } => Some("pick another name, or delete the old profile first".into()),
+            Error::DefaultProfileUndeletable => {
+                Some("the default profile is `HERMES_HOME` itself; remove that directory by hand if you really mean it".into())
+            }
+            Error::ConfigParse { .. } | Error::ConfigNotMapping { .. } => {
+                Some("fix the file by hand; Hermes never rewrites a config it cannot parse".into())
+            }
+            Error::EnvKeyInvalid { .. } => {
+                Some("names start with a letter or `_` and contain only letters, digits and `_`".into())
+            }
+            Error::EnvKeyDenied { .. } => Some("set it in the environment of the container or shell instead".into()),
+            Error::AuthUnreadable { path, current_name, .. } => Some(format!(
+                "as root, run `chown {current_name}: {}` (in a container: `docker exec -u root <container> chown {current_name}: {}`); the file was left untouched",
+                path.display(),
+                path.display()
+            )),
+            Error::LockTimeout { .. } => Some("another Hermes process is writing credentials; retry in a moment".into()),
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! `gateway_state.json`: the runtime record of a profile's gateway.
+//!
+//! Shared with the original (field table in `../shared/reference`, §5.7). Two writers:
+//! the gateway process records its own life (`pid`, `kind`, `argv`, `start_time`,
+//! `hermes_home`, `gateway_state`, `exit_reason`, `updated_at`, `code_sha`, `code_version`),
+//! and the supervisor records the operator's choice (`desired_state` = `running` | `stopped`).
+//! Both go through [`merge`], which changes only the fields given and keeps every other key —
+//! including keys this version of Hermes does not know.
+//!
+//! Reading tolerates a UTF-8 BOM. A file that is not a JSON object reads as
+//! [`StateRead::Invalid`] (callers treat it as "unknown" and warn); [`merge`] onto such a file
+//! first copies it aside to `gateway_state.json.corrupt.<timestamp>`, so nothing is lost.
+//!
+//! The *effective* state decides boot autostart: `desired_state` when present and not null,
+//! else `gateway_state`, with `draining` and `degraded` counting as `running`.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::Error;
+use crate::atomic::write_atomic;
+
+/// A parsed record.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GatewayState {
+    fields: Map<String, Value>,
+}
+
+/// The result of reading a state file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StateRead {
+    /// No file.
+    Missing,
+    /// A valid record.
+    Valid(GatewayState),
+    /// The file exists but is not a JSON object; the reason says why.
+    Invalid(String),
+}
+
+impl StateRead {
+    /// The record, if valid.
+    pub fn state(&self) -> Option<&GatewayState> {
+        match self {
+            StateRead::Valid(state) => Some(state),
+            _ => None,
+        }
+    }
+}
+
+impl GatewayState {
+    /// Builds a record from fields.
+    pub fn from_fields(fields: Map<String, Value>) -> Self {
+        GatewayState { fields }
+    }
+
+    /// All fields.
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.fields
+    }
+
+    fn str_field(&self, key: &str) -> Option<&str> {
+        self.fields.get(key).and_then(Value::as_str)
+    }
+
+    /// `gateway_state`: what the gateway last said about itself.
+    pub fn gateway_state(&self) -> Option<&str> {
+        self.str_field("gateway_state")
+    }
+
+    /// `desired_state`: what the operator last asked for.
+    pub fn desired_state(&self) -> Option<&str> {
+        self.str_field("desired_state")
+    }
+
+    /// `pid` of the gateway that wrote the record.
+    pub fn pid(&self) -> Option<i64> {
+        self.fields.get("pid").and_then(Value::as_i64)
+    }
+
+    /// `exit_reason`, if any.
+    pub fn exit_reason(&self) -> Option<&str> {
+        self.str_field("exit_reason")
+    }
+
+    /// The state that decides autostart (see module doc).
+    pub fn effective_state(&self) -> Option<&str> {
+        match self.desired_state().or_else(|| self.gateway_state()) {
+            Some("draining" | "degraded") => Some("running"),
+            other => other,
+        }
+    }
+}
+
+/// Reads the record at `path`. Only I/O errors other than "not found" are errors.
+pub fn read(path: &Path) -> Result<StateRead, Error> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(StateRead::Missing),
+        Err(e) => return Err(Error::io("read", path, e)),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    Ok(match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(fields)) => StateRead::Valid(GatewayState { fields }),
+        Ok(_) => StateRead::Invalid("not a JSON object".into()),
+        Err(e) => StateRead::Invalid(e.to_string()),
+    })
+}
+
+/// Merges `updates` into the record at `path` (creating it), keeping every other key.
+/// A `null` value in `updates` is written as `null` (the original's readers expect that).
+/// Returns where an invalid previous file was preserved, if there was one.
+pub fn merge(path: &Path, updates: Map<String, Value>) -> Result<Option<PathBuf>, Error> {
+    let (mut fields, preserved) = match read(path)? {
+        StateRead::Valid(state) => (state.fields, None),
+        StateRead::Missing => (Map::new(), None),
+        StateRead::Invalid(_) => {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let dest =
+                path.with_file_name(format!("{name}.corrupt.{}", crate::time::compact_utc_now()));
+            fs::copy(path, &dest).map_err(|e| Error::io("preserve", path, e))?;
+            (Map::new(), Some(dest))
+        }
+    };
+    fields.extend(updates);
+    let text = serde_json::to_string(&fields).unwrap_or_default();
+    write_atomic(path, text.as_bytes(), 0o644)?;
+    Ok(preserved)
+}
+
+/// Records an operator's choice: `desired_state` plus an integer-epoch `updated_at`, as the
+/// original's service manager did.
+pub fn set_desired(path: &Path, desired: &str) -> Result<(), Error> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut updates = Map::new();
+    updates.insert("desired_state".into(), Value::from(desired));
+    updates.insert("updated_at".into(), Value::from(now));
+    merge(path, updates).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn effective_state_rules() {
+        let state = |v: Value| GatewayState::from_fields(v.as_object().unwrap().clone());
+        assert_eq!(
+            state(json!({"gateway_state": "running"})).effective_state(),
+            Some("running")
+        );
+        assert_eq!(
+            state(json!({"gateway_state": "draining"})).effective_state(),
+            Some("running")
+        );
+        assert_eq!(
+            state(json!({"gateway_state": "running", "desired_state": "stopped"}))
+                .effective_state(),
+            Some("stopped")
+        );
+        assert_eq!(
+            state(json!({"gateway_state": "stopped", "desired_state": null})).effective_state(),
+            Some("stopped")
+        );
+        assert_eq!(state(json!({})).effective_state(), None);
+    }
+
+    #[test]
+    fn bom_is_tolerated_and_merge_keeps_other_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gateway_state.json");
+        fs::write(
+            &path,
+            "\u{feff}{\"gateway_state\":\"running\",\"platforms\":{\"x\":1},\"future\":true}",
+        )
+        .unwrap();
+        set_desired(&path, "stopped").unwrap();
+        let StateRead::Valid(state) = read(&path).unwrap() else {
+            panic!("invalid")
+        };
+        assert_eq!(state.gateway_state(), Some("running"));
+        assert_eq!(state.desired_state(), Some("stopped"));
+        assert_eq!(state.fields()["platforms"]["x"], 1);
+        assert_eq!(state.fields()["future"], true);
+    }
+
+    #[test]
+    fn invalid_file_reads_as_invalid_and_merge_preserves_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gateway_state.json");
+        fs::write(&path, "garbage{").unwrap();
+        assert!(matches!(read(&path).unwrap(), StateRead::Invalid(_)));
+        let mut updates = Map::new();
+        updates.insert("gateway_state".into(), json!("starting"));
+        let preserved = merge(&path, updates).unwrap().unwrap();
+        assert_eq!(fs::read_to_string(preserved).unwrap(), "garbage{");
+        assert_eq!(
+            read(&path).unwrap().state().unwrap().gateway_state(),
+            Some("starting")
+        );
+    }
+}

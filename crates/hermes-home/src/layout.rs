@@ -1,0 +1,293 @@
+//! Where Hermes keeps its data: resolving `HERMES_HOME`, selecting a profile, and the directory
+//! skeleton.
+//!
+//! ```text
+//! $HERMES_HOME/                 the root, and also the "default" profile
+//! ├── SOUL.md  config.yaml  .env  auth.json  gateway_state.json
+//! ├── active_profile            sticky profile chosen by `hermes profile use`
+//! ├── logs/ sessions/ memories/ skills/ cron/ plans/ workspace/ home/
+//! └── profiles/
+//!     ├── <name>/               a named profile: same files, same skeleton
+//!     ├── .<name>.staging-<pid> a profile being created (renamed into place when complete)
+//!     └── .trash/<name>-<ts>    a deleted profile, recoverable by moving it back
+//! ```
+//!
+//! Words: the *root* is the resolved `HERMES_HOME`; a *profile home* is the directory of one
+//! profile (the root for `default`); a directory under `profiles/` *is a profile* iff it holds
+//! `SOUL.md`.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::Error;
+use crate::profile::{DEFAULT_PROFILE, ProfileName};
+use crate::seeds::{self, Seeded};
+
+/// Sub-directories every profile home has.
+pub const SKELETON_DIRS: &[&str] = &[
+    "logs",
+    "sessions",
+    "memories",
+    "skills",
+    "cron",
+    "plans",
+    "workspace",
+    "home",
+];
+
+/// Resolves the root: `HERMES_HOME` (trimmed, `~` expanded; empty means unset), else
+/// `~/.hermes`. `var` looks a variable up (the process environment, or a test's map).
+pub fn resolve_root(var: impl Fn(&str) -> Option<String>) -> Result<PathBuf, Error> {
+    let home = var("HOME").filter(|h| !h.trim().is_empty());
+    if let Some(raw) = var("HERMES_HOME") {
+        let raw = raw.trim();
+        if !raw.is_empty() {
+            return expand_tilde(raw, home.as_deref());
+        }
+    }
+    match home {
+        Some(home) => Ok(PathBuf::from(home).join(".hermes")),
+        None => Err(Error::NoHome),
+    }
+}
+
+fn expand_tilde(raw: &str, home: Option<&str>) -> Result<PathBuf, Error> {
+    if raw == "~" || raw.starts_with("~/") {
+        let home = home.ok_or(Error::NoHome)?;
+        Ok(PathBuf::from(home).join(raw.trim_start_matches('~').trim_start_matches('/')))
+    } else {
+        Ok(PathBuf::from(raw))
+    }
+}
+
+/// Which profile a command acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProfileRef {
+    /// The root itself.
+    Default,
+    /// `profiles/<name>`.
+    Named(ProfileName),
+}
+
+impl ProfileRef {
+    /// The profile's name as users write it (`default` for the root).
+    pub fn name(&self) -> &str {
+        match self {
+            ProfileRef::Default => DEFAULT_PROFILE,
+            ProfileRef::Named(name) => name.as_str(),
+        }
+    }
+
+    /// Parses a user-given name; `default` (any case) selects the root.
+    pub fn parse(name: &str) -> Result<Self, Error> {
+        if name.trim().eq_ignore_ascii_case(DEFAULT_PROFILE) {
+            Ok(ProfileRef::Default)
+        } else {
+            ProfileName::parse(name).map(ProfileRef::Named)
+        }
+    }
+}
+
+/// A resolved Hermes home: the root plus the selected profile.
+#[derive(Debug, Clone)]
+pub struct Home {
+    root: PathBuf,
+    profile: ProfileRef,
+    dir: PathBuf,
+}
+
+impl Home {
+    /// Selects a profile under `root`: the explicit `flag` (`-p NAME`), else the sticky
+    /// `active_profile` file, else `default`. A named profile must exist (hold `SOUL.md`):
+    /// selecting a missing one is an error, never a silently created directory.
+    pub fn select(root: PathBuf, flag: Option<&str>) -> Result<Self, Error> {
+        let profile = match flag {
+            Some(name) => ProfileRef::parse(name)?,
+            None => read_active_profile(&root)?,
+        };
+        Self::for_profile(root, profile)
+    }
+
+    /// The home of one given profile, which must exist unless it is `default`.
+    pub fn for_profile(root: PathBuf, profile: ProfileRef) -> Result<Self, Error> {
+        let dir = match &profile {
+            ProfileRef::Default => root.clone(),
+            ProfileRef::Named(name) => {
+                let dir = root.join("profiles").join(name.as_str());
+                if !dir.join("SOUL.md").is_file() {
+                    return Err(Error::ProfileNotFound {
+                        name: name.to_string(),
+                        path: dir,
+                    });
+                }
+                dir
+            }
+        };
+        Ok(Home { root, profile, dir })
+    }
+
+    /// The root (`HERMES_HOME`).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    /// The selected profile.
+    pub fn profile(&self) -> &ProfileRef {
+        &self.profile
+    }
+    /// The selected profile's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    /// `config.yaml` of the selected profile.
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.join("config.yaml")
+    }
+    /// `.env` of the selected profile.
+    pub fn env_path(&self) -> PathBuf {
+        self.dir.join(".env")
+    }
+    /// `SOUL.md` of the selected profile.
+    pub fn soul_path(&self) -> PathBuf {
+        self.dir.join("SOUL.md")
+    }
+    /// `auth.json` of the selected profile.
+    pub fn auth_path(&self) -> PathBuf {
+        self.dir.join("auth.json")
+    }
+    /// `gateway_state.json` of the selected profile.
+    pub fn gateway_state_path(&self) -> PathBuf {
+        self.dir.join("gateway_state.json")
+    }
+    /// `logs/` under the root (shared by all profiles' services).
+    pub fn logs_dir(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+    /// `profiles/` under the root.
+    pub fn profiles_dir(&self) -> PathBuf {
+        self.root.join("profiles")
+    }
+}
+
+/// Reads the sticky profile. Missing, empty or `default` means the root.
+pub fn read_active_profile(root: &Path) -> Result<ProfileRef, Error> {
+    let path = root.join("active_profile");
+    match fs::read_to_string(&path) {
+        Ok(text) if text.trim().is_empty() => Ok(ProfileRef::Default),
+        Ok(text) => ProfileRef::parse(text.trim()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(ProfileRef::Default),
+        Err(e) => Err(Error::io("read", &path, e)),
+    }
+}
+
+/// What [`ensure_skeleton`] created.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SkeletonReport {
+    /// Files that were absent and have been seeded (`.env`, `config.yaml`, `SOUL.md`).
+    pub seeded: Vec<PathBuf>,
+}
+
+/// Creates the skeleton of a profile home in `dir` and seeds `.env` (0600), `config.yaml` and
+/// `SOUL.md` when they are absent. Existing files are never touched. For the root, pass
+/// `is_root = true` to also create `profiles/`.
+pub fn ensure_skeleton(dir: &Path, is_root: bool) -> Result<SkeletonReport, Error> {
+    fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
+    let extra: &[&str] = if is_root { &["profiles"] } else { &[] };
+    for sub in SKELETON_DIRS.iter().chain(extra) {
+        let path = dir.join(sub);
+        fs::create_dir_all(&path).map_err(|e| Error::io("create directory", &path, e))?;
+    }
+    let mut report = SkeletonReport::default();
+    let files: [(&str, &str, u32); 3] = [
+        (".env", seeds::ENV_HEADER, 0o600),
+        ("config.yaml", seeds::DEFAULT_CONFIG_YAML, 0o640),
+        ("SOUL.md", seeds::DEFAULT_SOUL_MD, 0o644),
+    ];
+    for (name, contents, mode) in files {
+        let path = dir.join(name);
+        if seeds::seed_file(&path, contents, mode)? == Seeded::Created {
+            report.seeded.push(path);
+        }
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn lookup(map: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = map
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn hermes_home_is_trimmed_and_tilde_expanded() {
+        let root = resolve_root(lookup(&[("HERMES_HOME", "  ~/data \n"), ("HOME", "/u")])).unwrap();
+        assert_eq!(root, PathBuf::from("/u/data"));
+    }
+
+    #[test]
+    fn empty_hermes_home_falls_back_to_dot_hermes() {
+        let root = resolve_root(lookup(&[("HERMES_HOME", "   "), ("HOME", "/u")])).unwrap();
+        assert_eq!(root, PathBuf::from("/u/.hermes"));
+    }
+
+    #[test]
+    fn no_home_at_all_is_an_error() {
+        assert!(matches!(resolve_root(lookup(&[])), Err(Error::NoHome)));
+    }
+
+    #[test]
+    fn selecting_a_missing_profile_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Home::select(dir.path().to_path_buf(), Some("ghost")).unwrap_err();
+        assert!(matches!(err, Error::ProfileNotFound { .. }));
+        assert!(!dir.path().join("profiles").exists());
+    }
+
+    #[test]
+    fn sticky_profile_is_used_without_flag_and_flag_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        fs::create_dir_all(root.join("profiles/work")).unwrap();
+        fs::write(root.join("profiles/work/SOUL.md"), "x").unwrap();
+        fs::write(root.join("active_profile"), "work\n").unwrap();
+        assert_eq!(
+            Home::select(root.clone(), None).unwrap().profile().name(),
+            "work"
+        );
+        assert_eq!(
+            Home::select(root, Some("default"))
+                .unwrap()
+                .profile()
+                .name(),
+            "default"
+        );
+    }
+
+    #[test]
+    fn skeleton_seeds_once_and_keeps_existing_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = ensure_skeleton(dir.path(), true).unwrap();
+        assert_eq!(first.seeded.len(), 3);
+        fs::write(dir.path().join("config.yaml"), "model: mine\n").unwrap();
+        let second = ensure_skeleton(dir.path(), true).unwrap();
+        assert!(second.seeded.is_empty());
+        assert_eq!(
+            fs::read_to_string(dir.path().join("config.yaml")).unwrap(),
+            "model: mine\n"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(dir.path().join(".env"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(dir.path().join("profiles").is_dir());
+    }
+}

@@ -1,0 +1,30 @@
+//! `hermes-home`: everything Hermes keeps on disk, in one place.
+//!
+//! * [`layout`] — resolving `HERMES_HOME`, selecting a profile, the directory skeleton;
+//! * [`profile`] — profile names, create / clone / list / use / delete, alias wrappers;
+//! * [`config`] — `config.yaml` (tolerant read, typed view, key-preserving write);
+//! * [`dotenv`] — `.env` (comment-preserving edits, denylist, 0600);
+//! * [`auth`] — `auth.json` (never lost on a permission error, corrupt copies kept);
+//! * [`gateway_state`] — `gateway_state.json` (field-merging writer, effective state);
+//! * [`seeds`] — the files a new profile starts with;
+//! * [`atomic`] — the temp-file + fsync + rename writer every module uses.
+//!
+//! The formats are shared with the original Python implementation's data volumes: a file we
+//! do not fully understand is read tolerantly and written back with every unknown key intact.
+
+#![deny(missing_docs)]
+
+pub mod atomic;
+pub mod auth;
+pub mod config;
+pub mod dotenv;
+mod error;
+pub mod gateway_state;
+pub mod layout;
+pub mod profile;
+pub mod seeds;
+pub mod time;
+
+pub use error::Error;
+pub use layout::{Home, ProfileRef};
+pub use profile::ProfileName;

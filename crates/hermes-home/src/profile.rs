@@ -1,0 +1,563 @@
+//! Profiles: their names, and creating, cloning, listing, selecting and deleting them.
+//!
+//! A *profile* is an agent persona with its own `SOUL.md`, `config.yaml`, `.env`, credentials
+//! and history. The root of `HERMES_HOME` is the `default` profile; named profiles live in
+//! `profiles/<name>/`, and a directory there counts as a profile iff it holds `SOUL.md`.
+//!
+//! Creation is all-or-nothing: the profile is built in a hidden staging directory
+//! (`profiles/.<name>.staging-<pid>`) and renamed into place, so a crash never leaves half a
+//! profile. Deletion moves the profile to `profiles/.trash/<name>-<timestamp>` (recoverable)
+//! unless the caller asks to purge.
+
+use std::fmt;
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::Error;
+use crate::atomic::{sync_dir, write_atomic};
+use crate::layout::{ProfileRef, ensure_skeleton, read_active_profile};
+
+/// The name of the root profile.
+pub const DEFAULT_PROFILE: &str = "default";
+
+/// Names that can never be given to a profile.
+pub const RESERVED_NAMES: &[&str] = &["default", "hermes", "root", "sudo", "test", "tmp"];
+
+/// A valid profile name: `^[a-z0-9][a-z0-9_-]{0,63}$`, not reserved.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ProfileName(String);
+
+impl ProfileName {
+    /// Validates a name (surrounding whitespace is ignored).
+    pub fn parse(raw: &str) -> Result<Self, Error> {
+        let name = raw.trim();
+        let invalid = |reason| {
+            Err(Error::InvalidProfileName {
+                name: name.to_string(),
+                reason,
+            })
+        };
+        let Some(first) = name.chars().next() else {
+            return invalid("the name is empty");
+        };
+        if name.len() > 64 {
+            return invalid("the name is longer than 64 characters");
+        }
+        if !(first.is_ascii_lowercase() || first.is_ascii_digit()) {
+            return invalid("it must start with a lowercase letter or a digit");
+        }
+        if !name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+        {
+            return invalid("only lowercase letters, digits, `_` and `-` are allowed");
+        }
+        if RESERVED_NAMES.contains(&name) {
+            return Err(Error::ReservedProfileName {
+                name: name.to_string(),
+            });
+        }
+        Ok(ProfileName(name.to_string()))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ProfileName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Options of [`create`].
+#[derive(Debug, Default, Clone)]
+pub struct CreateOptions {
+    /// Copy config, `.env`, `SOUL.md`, skills and memories from this profile.
+    pub clone_from: Option<ProfileRef>,
+    /// A one-line description stored in `profile.yaml`.
+    pub description: Option<String>,
+}
+
+/// The directory of a named profile (whether or not it exists).
+pub fn profile_dir(root: &Path, name: &ProfileName) -> PathBuf {
+    root.join("profiles").join(name.as_str())
+}
+
+fn home_dir_of(root: &Path, profile: &ProfileRef) -> PathBuf {
+    match profile {
+        ProfileRef::Default => root.to_path_buf(),
+        ProfileRef::Named(name) => profile_dir(root, name),
+    }
+}
+
+/// Creates the named profile under `root` and returns its directory.
+pub fn create(root: &Path, name: &ProfileName, options: &CreateOptions) -> Result<PathBuf, Error> {
+    let profiles = root.join("profiles");
+    fs::create_dir_all(&profiles).map_err(|e| Error::io("create directory", &profiles, e))?;
+    let target = profile_dir(root, name);
+    if target.exists() {
+        return Err(Error::ProfileExists {
+            name: name.to_string(),
+            path: target,
+        });
+    }
+    let source = match &options.clone_from {
+        Some(from) => {
+            let dir = home_dir_of(root, from);
+            if !dir.join("SOUL.md").is_file() {
+                return Err(Error::ProfileNotFound {
+                    name: from.name().to_string(),
+                    path: dir,
+                });
+            }
+            Some(dir)
+        }
+        None => None,
+    };
+    let staging = profiles.join(format!(".{name}.staging-{}", std::process::id()));
+    if staging.exists() {
+        // Left over by a crashed run with our pid (pids are reused); it was never published.
+        fs::remove_dir_all(&staging).map_err(|e| Error::io("remove", &staging, e))?;
+    }
+    let built = build_profile(&staging, source.as_deref(), options);
+    let published = built.and_then(|()| {
+        // `rename` onto an existing directory fails unless it is empty; a profile that
+        // appeared meanwhile is reported, not merged.
+        match fs::rename(&staging, &target) {
+            Ok(()) => sync_dir(&profiles).map_err(|e| Error::io("sync", &profiles, e)),
+            Err(e) if target.exists() => {
+                let _ = e;
+                Err(Error::ProfileExists {
+                    name: name.to_string(),
+                    path: target.clone(),
+                })
+            }
+            Err(e) => Err(Error::io("rename", &staging, e)),
+        }
+    });
+    if published.is_err() {
+        let _ = fs::remove_dir_all(&staging);
+    }
+    published.map(|()| target)
+}
+
+fn build_profile(
+    staging: &Path,
+    source: Option<&Path>,
+    options: &CreateOptions,
+) -> Result<(), Error> {
+    fs::create_dir_all(staging).map_err(|e| Error::io("create directory", staging, e))?;
+    if let Some(source) = source {
+        for file in ["config.yaml", ".env", "SOUL.md"] {
+            let from = source.join(file);
+            if from.is_file() {
+                let to = staging.join(file);
+                fs::copy(&from, &to).map_err(|e| Error::io("copy", &from, e))?;
+                if file == ".env" {
+                    fs::set_permissions(&to, fs::Permissions::from_mode(0o600))
+                        .map_err(|e| Error::io("set the mode of", &to, e))?;
+                }
+            }
+        }
+        for dir in ["skills", "memories"] {
+            let from = source.join(dir);
+            if from.is_dir() {
+                copy_tree(&from, &staging.join(dir))?;
+            }
+        }
+    }
+    ensure_skeleton(staging, false)?;
+    if let Some(description) = &options.description {
+        let description = description.replace(['\r', '\n'], " ");
+        let doc = yaml_serde::to_string(&yaml_serde::Mapping::from_iter([(
+            yaml_serde::Value::from("description"),
+            yaml_serde::Value::from(description.trim()),
+        )]))
+        .unwrap_or_default();
+        write_atomic(&staging.join("profile.yaml"), doc.as_bytes(), 0o644)?;
+    }
+    Ok(())
+}
+
+/// Copies a directory tree; symlinks are recreated as symlinks, never followed.
+fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
+    fs::create_dir_all(to).map_err(|e| Error::io("create directory", to, e))?;
+    let entries = fs::read_dir(from).map_err(|e| Error::io("read directory", from, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("read directory", from, e))?;
+        let src = entry.path();
+        let dst = to.join(entry.file_name());
+        let kind = entry
+            .file_type()
+            .map_err(|e| Error::io("inspect", &src, e))?;
+        if kind.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if kind.is_symlink() {
+            let link = fs::read_link(&src).map_err(|e| Error::io("read link", &src, e))?;
+            std::os::unix::fs::symlink(&link, &dst)
+                .map_err(|e| Error::io("create link", &dst, e))?;
+        } else {
+            fs::copy(&src, &dst).map_err(|e| Error::io("copy", &src, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// How [`delete`] disposes of a profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposal {
+    /// Move to `profiles/.trash/` (recoverable).
+    Trash,
+    /// Remove for good.
+    Purge,
+}
+
+/// What [`delete`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deleted {
+    /// Where the profile went (`None` when purged).
+    pub trashed_to: Option<PathBuf>,
+    /// Whether the sticky `active_profile` pointed at it and was reset to `default`.
+    pub active_reset: bool,
+}
+
+/// Deletes a named profile. The default profile cannot be deleted.
+pub fn delete(root: &Path, profile: &ProfileRef, disposal: Disposal) -> Result<Deleted, Error> {
+    let ProfileRef::Named(name) = profile else {
+        return Err(Error::DefaultProfileUndeletable);
+    };
+    let dir = profile_dir(root, name);
+    if !dir.join("SOUL.md").is_file() {
+        return Err(Error::ProfileNotFound {
+            name: name.to_string(),
+            path: dir,
+        });
+    }
+    let trashed_to = match disposal {
+        Disposal::Purge => {
+            fs::remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
+            None
+        }
+        Disposal::Trash => {
+            let trash = root.join("profiles").join(".trash");
+            fs::create_dir_all(&trash).map_err(|e| Error::io("create directory", &trash, e))?;
+            let stamp = crate::time::compact_utc_now();
+            let mut dest = trash.join(format!("{name}-{stamp}"));
+            let mut n = 1;
+            while dest.exists() {
+                dest = trash.join(format!("{name}-{stamp}-{n}"));
+                n += 1;
+            }
+            fs::rename(&dir, &dest).map_err(|e| Error::io("move", &dir, e))?;
+            Some(dest)
+        }
+    };
+    let active_reset = read_active_profile(root).ok().as_ref() == Some(profile);
+    if active_reset {
+        set_active(root, &ProfileRef::Default)?;
+    }
+    Ok(Deleted {
+        trashed_to,
+        active_reset,
+    })
+}
+
+/// Makes `profile` sticky (`hermes profile use`). It must exist.
+pub fn set_active(root: &Path, profile: &ProfileRef) -> Result<(), Error> {
+    let path = root.join("active_profile");
+    match profile {
+        ProfileRef::Default => match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io("remove", &path, e)),
+        },
+        ProfileRef::Named(name) => {
+            let dir = profile_dir(root, name);
+            if !dir.join("SOUL.md").is_file() {
+                return Err(Error::ProfileNotFound {
+                    name: name.to_string(),
+                    path: dir,
+                });
+            }
+            write_atomic(&path, format!("{name}\n").as_bytes(), 0o644)
+        }
+    }
+}
+
+/// One profile as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileEntry {
+    /// Which profile.
+    pub profile: ProfileRef,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its `profile.yaml` description, if any.
+    pub description: Option<String>,
+}
+
+/// Lists the default profile, then every named profile sorted by name. Directories under
+/// `profiles/` without `SOUL.md`, hidden ones, and ones whose name is invalid are skipped.
+pub fn list(root: &Path) -> Result<Vec<ProfileEntry>, Error> {
+    let mut out = vec![ProfileEntry {
+        profile: ProfileRef::Default,
+        dir: root.to_path_buf(),
+        description: read_description(root),
+    }];
+    let profiles = root.join("profiles");
+    let entries = match fs::read_dir(&profiles) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(Error::io("read directory", &profiles, e)),
+    };
+    let mut named = Vec::new();
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(raw) = file_name.to_str() else {
+            continue;
+        };
+        let Ok(name) = ProfileName::parse(raw) else {
+            continue;
+        };
+        if name.as_str() != raw {
+            continue;
+        }
+        let dir = entry.path();
+        if dir.join("SOUL.md").is_file() {
+            named.push(ProfileEntry {
+                description: read_description(&dir),
+                profile: ProfileRef::Named(name),
+                dir,
+            });
+        }
+    }
+    named.sort_by(|a, b| a.profile.name().cmp(b.profile.name()));
+    out.extend(named);
+    Ok(out)
+}
+
+fn read_description(dir: &Path) -> Option<String> {
+    let text = fs::read_to_string(dir.join("profile.yaml")).ok()?;
+    let value: yaml_serde::Value = yaml_serde::from_str(&text).ok()?;
+    value.get("description")?.as_str().map(str::to_string)
+}
+
+/// The alias wrapper of a profile: a tiny script in `~/.local/bin` running `hermes -p NAME`.
+pub mod alias {
+    use super::*;
+
+    /// What [`write`] did.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum AliasOutcome {
+        /// The wrapper was written.
+        Written(PathBuf),
+        /// A command of that name already exists, so no wrapper was written.
+        Conflict(PathBuf),
+    }
+
+    /// Writes `<bin_dir>/<name>` running `<hermes> -p <name> "$@"`, unless a command of that
+    /// name is already on `path_var` or the file exists and is not one of ours.
+    pub fn write(
+        bin_dir: &Path,
+        name: &ProfileName,
+        hermes: &Path,
+        path_var: Option<&str>,
+    ) -> Result<AliasOutcome, Error> {
+        let wrapper = bin_dir.join(name.as_str());
+        if let Some(existing) = find_on_path(name.as_str(), path_var) {
+            if !is_ours(&existing) {
+                return Ok(AliasOutcome::Conflict(existing));
+            }
+        }
+        if wrapper.exists() && !is_ours(&wrapper) {
+            return Ok(AliasOutcome::Conflict(wrapper));
+        }
+        fs::create_dir_all(bin_dir).map_err(|e| Error::io("create directory", bin_dir, e))?;
+        let script = format!(
+            "#!/bin/sh\nexec {} -p {name} \"$@\"\n",
+            shell_quote(&hermes.to_string_lossy())
+        );
+        write_atomic(&wrapper, script.as_bytes(), 0o755)?;
+        Ok(AliasOutcome::Written(wrapper))
+    }
+
+    /// Removes the wrapper if it is ours; returns its path when it was removed.
+    pub fn remove(bin_dir: &Path, name: &ProfileName) -> Result<Option<PathBuf>, Error> {
+        let wrapper = bin_dir.join(name.as_str());
+        if !is_ours(&wrapper) {
+            return Ok(None);
+        }
+        fs::remove_file(&wrapper).map_err(|e| Error::io("remove", &wrapper, e))?;
+        Ok(Some(wrapper))
+    }
+
+    /// A wrapper is ours iff its first 8 KiB contain `-p <something>` after a `hermes` word.
+    fn is_ours(path: &Path) -> bool {
+        use std::io::Read;
+        let Ok(file) = fs::File::open(path) else {
+            return false;
+        };
+        let mut head = String::new();
+        let _ = file.take(8192).read_to_string(&mut head);
+        head.starts_with("#!/bin/sh\nexec ") && head.contains(" -p ")
+    }
+
+    fn find_on_path(command: &str, path_var: Option<&str>) -> Option<PathBuf> {
+        path_var?
+            .split(':')
+            .filter(|dir| !dir.is_empty())
+            .map(|dir| Path::new(dir).join(command))
+            .find(|candidate| {
+                fs::metadata(candidate)
+                    .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                    .unwrap_or(false)
+            })
+    }
+
+    fn shell_quote(s: &str) -> String {
+        if s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+        {
+            s.to_string()
+        } else {
+            format!("'{}'", s.replace('\'', "'\\''"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(s: &str) -> ProfileName {
+        ProfileName::parse(s).unwrap()
+    }
+
+    #[test]
+    fn name_rule() {
+        for ok in ["a", "0", "work", "my_bot-2", &"a".repeat(64)] {
+            assert!(ProfileName::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "-a",
+            "_a",
+            "Work",
+            "a b",
+            "a/b",
+            "..",
+            "é",
+            &"a".repeat(65),
+        ] {
+            assert!(
+                matches!(
+                    ProfileName::parse(bad),
+                    Err(Error::InvalidProfileName { .. })
+                ),
+                "{bad}"
+            );
+        }
+        for reserved in RESERVED_NAMES {
+            assert!(matches!(
+                ProfileName::parse(reserved),
+                Err(Error::ReservedProfileName { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn create_clone_list_delete_roundtrip() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        ensure_skeleton(root, true).unwrap();
+        fs::write(root.join(".env"), "OPENAI_API_KEY=sk-1\n").unwrap();
+        fs::write(root.join("skills/note.md"), "skill").unwrap();
+        let opts = CreateOptions {
+            clone_from: Some(ProfileRef::Default),
+            description: Some("Work bot".into()),
+        };
+        let created = create(root, &name("work"), &opts).unwrap();
+        assert_eq!(
+            fs::read_to_string(created.join(".env")).unwrap(),
+            "OPENAI_API_KEY=sk-1\n"
+        );
+        assert_eq!(
+            fs::metadata(created.join(".env"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o600
+        );
+        assert_eq!(
+            fs::read_to_string(created.join("skills/note.md")).unwrap(),
+            "skill"
+        );
+        let listed = list(root).unwrap();
+        assert_eq!(
+            listed.iter().map(|e| e.profile.name()).collect::<Vec<_>>(),
+            ["default", "work"]
+        );
+        assert_eq!(listed[1].description.as_deref(), Some("Work bot"));
+        assert!(matches!(
+            create(root, &name("work"), &CreateOptions::default()),
+            Err(Error::ProfileExists { .. })
+        ));
+
+        set_active(root, &ProfileRef::Named(name("work"))).unwrap();
+        let deleted = delete(root, &ProfileRef::Named(name("work")), Disposal::Trash).unwrap();
+        assert!(deleted.active_reset);
+        assert!(deleted.trashed_to.unwrap().join("SOUL.md").is_file());
+        assert_eq!(list(root).unwrap().len(), 1);
+        assert!(matches!(
+            delete(root, &ProfileRef::Default, Disposal::Purge),
+            Err(Error::DefaultProfileUndeletable)
+        ));
+    }
+
+    #[test]
+    fn failed_creation_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let opts = CreateOptions {
+            clone_from: Some(ProfileRef::Named(name("ghost"))),
+            description: None,
+        };
+        assert!(matches!(
+            create(root, &name("new"), &opts),
+            Err(Error::ProfileNotFound { .. })
+        ));
+        let leftovers: Vec<_> = fs::read_dir(root.join("profiles")).unwrap().collect();
+        assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn alias_is_written_unless_a_command_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        let other = dir.path().join("other");
+        fs::create_dir_all(&other).unwrap();
+        let taken = other.join("ls");
+        fs::write(&taken, "#!/bin/sh\n").unwrap();
+        fs::set_permissions(&taken, fs::Permissions::from_mode(0o755)).unwrap();
+        let path_var = other.to_string_lossy().to_string();
+        let hermes = Path::new("/usr/bin/hermes");
+        assert_eq!(
+            alias::write(&bin, &name("ls"), hermes, Some(&path_var)).unwrap(),
+            alias::AliasOutcome::Conflict(taken)
+        );
+        let written = alias::write(&bin, &name("work"), hermes, Some(&path_var)).unwrap();
+        let alias::AliasOutcome::Written(path) = written else {
+            panic!("not written")
+        };
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "#!/bin/sh\nexec /usr/bin/hermes -p work \"$@\"\n"
+        );
+        assert_eq!(alias::remove(&bin, &name("work")).unwrap(), Some(path));
+    }
+}

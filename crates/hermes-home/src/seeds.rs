@@ -1,0 +1,84 @@
+//! The files a new home or profile starts with, and the rule for seeding them.
+//!
+//! Seeding only ever creates a file that is absent: an existing `.env`, `config.yaml` or
+//! `SOUL.md` — customised, empty, or even unreadable — is never touched.
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use crate::Error;
+
+/// The comment header of a fresh `.env`.
+pub const ENV_HEADER: &str = "\
+# Per-profile secrets for this Hermes profile.
+# API keys and tokens set here override the shell environment.
+# Behavioral settings belong in config.yaml, not here.
+";
+
+/// The default `config.yaml`: every key Hermes reads, with its default. Documented in
+/// `docs/configuration.md`.
+pub const DEFAULT_CONFIG_YAML: &str = include_str!("../seeds/config.yaml");
+
+/// The default persona of a new profile.
+pub const DEFAULT_SOUL_MD: &str = include_str!("../seeds/SOUL.md");
+
+/// What [`seed_file`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seeded {
+    /// The file was absent and has been written.
+    Created,
+    /// The file already existed and was left as it is.
+    Kept,
+}
+
+/// Creates `path` with `contents` and `mode` unless something already exists there.
+///
+/// Uses `O_CREAT | O_EXCL`, so two processes seeding at once cannot both write, and a file
+/// created between a check and the write is never clobbered.
+pub fn seed_file(path: &Path, contents: &str, mode: u32) -> Result<Seeded, Error> {
+    let mut file = match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(Seeded::Kept),
+        Err(e) => return Err(Error::io("create", path, e)),
+    };
+    let written = file
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))
+        .and_then(|()| file.write_all(contents.as_bytes()))
+        .and_then(|()| file.sync_all());
+    if let Err(e) = written {
+        // Never leave a half-written seed behind: the next run would keep it forever.
+        let _ = std::fs::remove_file(path);
+        return Err(Error::io("write", path, e));
+    }
+    Ok(Seeded::Created)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn existing_file_is_kept_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("SOUL.md");
+        std::fs::write(&path, "mine").unwrap();
+        assert_eq!(
+            seed_file(&path, DEFAULT_SOUL_MD, 0o644).unwrap(),
+            Seeded::Kept
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine");
+    }
+
+    #[test]
+    fn default_config_is_valid_yaml_mapping() {
+        let value: yaml_serde::Value = yaml_serde::from_str(DEFAULT_CONFIG_YAML).unwrap();
+        assert!(value.is_mapping());
+    }
+}
