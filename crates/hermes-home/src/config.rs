@@ -54,6 +54,15 @@ pub struct ModelSettings {
 }
 
 impl Config {
+    /// An empty config that would be written to `path` (every default applies).
+    pub fn empty(path: &Path) -> Self {
+        Config {
+            path: path.to_path_buf(),
+            doc: Value::Mapping(Mapping::new()),
+            exists: false,
+        }
+    }
+
     /// Loads `path`; a missing file is an empty config.
     pub fn load(path: &Path) -> Result<Self, Error> {
         let text = match fs::read_to_string(path) {

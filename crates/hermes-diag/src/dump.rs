@@ -1,0 +1,314 @@
+//! `hermes dump`: a plain-text support summary to paste into a bug report.
+//!
+//! It names the exact build (`[sha8]` or `[(unknown)]`), the platform, the profile and home,
+//! the model, which API keys are set (names only — a value is never printed), the memory
+//! provider, the profiles, the supervisor and gateway status, and the install method. The
+//! format is pinned by a snapshot test in the binary crate; change it deliberately.
+
+use std::path::Path;
+
+use hermes_home::config::Config;
+use hermes_home::dotenv::DotEnv;
+use hermes_home::{Home, profile};
+use serde::Serialize;
+
+use crate::identity::BuildIdentity;
+use crate::install::Install;
+
+/// Provider and tool keys reported by `dump`: (environment variable, label).
+pub const API_KEYS: &[(&str, &str)] = &[
+    ("OPENROUTER_API_KEY", "openrouter"),
+    ("OPENAI_API_KEY", "openai"),
+    ("ANTHROPIC_API_KEY", "anthropic"),
+    ("NOUS_API_KEY", "nous"),
+    ("GOOGLE_API_KEY", "google"),
+    ("GEMINI_API_KEY", "gemini"),
+    ("DEEPSEEK_API_KEY", "deepseek"),
+    ("MINIMAX_API_KEY", "minimax"),
+    ("KIMI_API_KEY", "kimi"),
+    ("ZAI_API_KEY", "zai"),
+    ("HF_TOKEN", "huggingface"),
+    ("API_SERVER_KEY", "api_server"),
+    ("HONCHO_API_KEY", "honcho"),
+    ("MEM0_API_KEY", "mem0"),
+    ("FIRECRAWL_API_KEY", "firecrawl"),
+    ("TAVILY_API_KEY", "tavily"),
+    ("GITHUB_TOKEN", "github"),
+];
+
+/// One supervised service as the supervisor reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServiceLine {
+    /// Service name (`gateway-default`, `dashboard`, ...).
+    pub name: String,
+    /// State word (`up`, `down`, `failed`, ...).
+    pub state: String,
+    /// Process id when running.
+    pub pid: Option<u32>,
+}
+
+/// What is known about the supervisor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum SupervisorView {
+    /// No supervisor answers on this home's control socket.
+    NotRunning,
+    /// A supervisor answered with these services.
+    Running {
+        /// Its services.
+        services: Vec<ServiceLine>,
+    },
+    /// Something answered but the exchange failed.
+    Unreachable {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One API key row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyRow {
+    /// Environment variable name.
+    pub env: String,
+    /// Short label.
+    pub label: String,
+    /// Whether it is set (in the profile's `.env` or the environment).
+    pub set: bool,
+}
+
+/// Everything `dump` reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DumpReport {
+    /// Package version.
+    pub version: String,
+    /// Commit, 8 characters, or `(unknown)`.
+    pub build: String,
+    /// OS, kernel release and architecture.
+    pub os: String,
+    /// Selected profile.
+    pub profile: String,
+    /// The profile's directory, `~`-abbreviated.
+    pub hermes_home: String,
+    /// Configured model, or `(not set)`.
+    pub model: String,
+    /// Configured provider, or `(auto)`.
+    pub provider: String,
+    /// Configured base URL, or `(not set)`.
+    pub base_url: String,
+    /// API keys, set or not.
+    pub api_keys: Vec<KeyRow>,
+    /// Memory provider, `built-in` when none.
+    pub memory_provider: String,
+    /// All profile names.
+    pub profiles: Vec<String>,
+    /// Supervisor and gateways.
+    pub supervisor: SupervisorView,
+    /// Install method.
+    pub install_method: String,
+    /// Install directory.
+    pub install_dir: String,
+    /// Problems met while collecting (a config that does not parse, an unreadable `.env`).
+    pub warnings: Vec<String>,
+}
+
+/// Collects the report. `var` reads the process environment.
+pub fn collect(
+    home: &Home,
+    var: &dyn Fn(&str) -> Option<String>,
+    identity: &BuildIdentity,
+    install: &Install,
+    supervisor: SupervisorView,
+) -> DumpReport {
+    let mut warnings = Vec::new();
+    let dotenv = DotEnv::load(&home.env_path()).unwrap_or_else(|e| {
+        warnings.push(format!("{e}"));
+        DotEnv::default()
+    });
+    // The profile's `.env` overrides the shell, as it does for the gateway.
+    let lookup = |name: &str| {
+        dotenv
+            .get(name)
+            .map(str::to_string)
+            .or_else(|| var(name))
+            .filter(|v| !v.is_empty())
+    };
+    let config = Config::load(&home.config_path()).unwrap_or_else(|e| {
+        warnings.push(format!("{e}"));
+        Config::empty(&home.config_path())
+    });
+    let model = config.model(&lookup);
+    let api_keys = API_KEYS
+        .iter()
+        .map(|(env, label)| KeyRow {
+            env: env.to_string(),
+            label: label.to_string(),
+            set: lookup(env).is_some(),
+        })
+        .collect();
+    let profiles = match profile::list(home.root()) {
+        Ok(list) => list.iter().map(|p| p.profile.name().to_string()).collect(),
+        Err(e) => {
+            warnings.push(format!("{e}"));
+            Vec::new()
+        }
+    };
+    DumpReport {
+        version: identity.version.clone(),
+        build: identity.short_sha().to_string(),
+        os: os_description(),
+        profile: home.profile().name().to_string(),
+        hermes_home: abbreviate_home(home.dir(), var("HOME").as_deref()),
+        model: model.default.unwrap_or_else(|| "(not set)".into()),
+        provider: model.provider.unwrap_or_else(|| "(auto)".into()),
+        base_url: model.base_url.unwrap_or_else(|| "(not set)".into()),
+        api_keys,
+        memory_provider: config
+            .memory_provider()
+            .unwrap_or_else(|| "built-in".into()),
+        profiles,
+        supervisor,
+        install_method: install.method.as_str().to_string(),
+        install_dir: install
+            .dir
+            .as_ref()
+            .map_or_else(|| "(unknown)".into(), |d| d.display().to_string()),
+        warnings,
+    }
+}
+
+/// Renders the plain-text report (no colour: it is meant to be pasted).
+pub fn render(report: &DumpReport) -> String {
+    let mut out = String::from("--- hermes dump ---\n");
+    let mut row =
+        |key: &str, value: &str| out.push_str(&format!("{:<18}{value}\n", format!("{key}:")));
+    row("version", &format!("{} [{}]", report.version, report.build));
+    row("os", &report.os);
+    row(
+        "install",
+        &format!("{} ({})", report.install_method, report.install_dir),
+    );
+    row("profile", &report.profile);
+    row("hermes_home", &report.hermes_home);
+    row("model", &report.model);
+    row("provider", &report.provider);
+    row("base_url", &report.base_url);
+    row("memory_provider", &report.memory_provider);
+    row(
+        "profiles",
+        &format!("{} ({})", report.profiles.join(", "), report.profiles.len()),
+    );
+    out.push_str("\napi_keys:\n");
+    for key in &report.api_keys {
+        out.push_str(&format!(
+            "  {:<20}{}\n",
+            key.label,
+            if key.set { "set" } else { "not set" }
+        ));
+    }
+    out.push('\n');
+    match &report.supervisor {
+        SupervisorView::NotRunning => out.push_str("supervisor:       not running\n"),
+        SupervisorView::Unreachable { reason } => {
+            out.push_str(&format!("supervisor:       unreachable ({reason})\n"))
+        }
+        SupervisorView::Running { services } => {
+            out.push_str("supervisor:       running\nservices:\n");
+            for service in services {
+                let pid = service
+                    .pid
+                    .map(|p| format!(" (pid {p})"))
+                    .unwrap_or_default();
+                out.push_str(&format!("  {:<20}{}{pid}\n", service.name, service.state));
+            }
+        }
+    }
+    for warning in &report.warnings {
+        out.push_str(&format!("warning:          {warning}\n"));
+    }
+    out.push_str("--- end dump ---\n");
+    out
+}
+
+/// `~/x` when `path` is under `home`.
+pub fn abbreviate_home(path: &Path, home: Option<&str>) -> String {
+    if let Some(home) = home.filter(|h| !h.is_empty() && *h != "/") {
+        if let Ok(rest) = path.strip_prefix(home) {
+            return if rest.as_os_str().is_empty() {
+                "~".into()
+            } else {
+                format!("~/{}", rest.display())
+            };
+        }
+    }
+    path.display().to_string()
+}
+
+fn os_description() -> String {
+    let pretty = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_string())
+        });
+    let kernel = nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let base = format!(
+        "{} {} {}",
+        std::env::consts::OS,
+        kernel,
+        std::env::consts::ARCH
+    );
+    match pretty {
+        Some(pretty) => format!("{base} ({pretty})"),
+        None => base,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn abbreviation() {
+        assert_eq!(
+            abbreviate_home(Path::new("/u/.hermes"), Some("/u")),
+            "~/.hermes"
+        );
+        assert_eq!(
+            abbreviate_home(Path::new("/opt/data"), Some("/opt/data")),
+            "~"
+        );
+        assert_eq!(
+            abbreviate_home(Path::new("/opt/data"), Some("/")),
+            "/opt/data"
+        );
+        assert_eq!(abbreviate_home(Path::new("/opt/data"), None), "/opt/data");
+    }
+
+    #[test]
+    fn keys_are_reported_by_name_never_by_value() {
+        let dir = tempfile::tempdir().unwrap();
+        hermes_home::layout::ensure_skeleton(dir.path(), true).unwrap();
+        std::fs::write(dir.path().join(".env"), "OPENAI_API_KEY=sk-secret-value\n").unwrap();
+        let home = Home::select(dir.path().to_path_buf(), None).unwrap();
+        let identity = BuildIdentity::resolve("", None);
+        let report = collect(
+            &home,
+            &|_| None,
+            &identity,
+            &Install::detect(None),
+            SupervisorView::NotRunning,
+        );
+        let text = render(&report);
+        assert!(text.contains("openai              set\n"), "{text}");
+        assert!(text.contains("anthropic           not set\n"), "{text}");
+        assert!(!text.contains("sk-secret-value"));
+        assert!(
+            text.contains("version:          0.1.0 [(unknown)]"),
+            "{text}"
+        );
+        assert!(text.contains("supervisor:       not running"));
+    }
+}

@@ -1,0 +1,17 @@
+//! `hermes-diag`: what support needs to know about a running Hermes.
+//!
+//! * [`identity`] — the commit this binary was built from (embedded, baked file, unknown);
+//! * [`install`] — how it was installed and how to upgrade it;
+//! * [`dump`] — the `hermes dump` support summary;
+//! * [`doctor`] — the `hermes doctor` checks.
+
+pub mod doctor;
+pub mod dump;
+// Shared with build.rs, which uses the parts the library does not.
+#[allow(dead_code)]
+mod git;
+pub mod identity;
+pub mod install;
+
+pub use identity::BuildIdentity;
+pub use install::{Install, InstallMethod};

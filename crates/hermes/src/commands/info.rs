@@ -1,0 +1,104 @@
+//! `hermes version`, `hermes dump` and `hermes doctor`: what support needs to know.
+
+use hermes_diag::doctor::{self, Check};
+use hermes_diag::dump::{self, SupervisorView};
+use hermes_diag::{BuildIdentity, Install};
+use serde_json::json;
+
+use crate::context::Context;
+use crate::failure::{CommandResult, ExitStatus, Failure};
+use crate::output;
+
+fn identity_and_install() -> (BuildIdentity, Install) {
+    let install = Install::current();
+    (BuildIdentity::current(install.dir.as_deref()), install)
+}
+
+/// The one-line banner: `hermes 0.1.0 · build abcdef12`.
+pub fn banner() -> String {
+    let (identity, _) = identity_and_install();
+    format!(
+        "hermes {} · build {}\n",
+        identity.version,
+        identity.short_sha()
+    )
+}
+
+/// `hermes version` / `hermes --version`.
+pub fn run_version(json_output: bool) -> CommandResult {
+    let (identity, install) = identity_and_install();
+    let dir = install
+        .dir
+        .as_ref()
+        .map_or_else(|| "(unknown)".to_string(), |d| d.display().to_string());
+    if json_output {
+        output::json(&json!({
+            "version": identity.version,
+            "build": { "sha": identity.sha, "short": identity.short_sha(), "source": identity.source },
+            "install": { "method": install.method, "dir": install.dir },
+            "upgrade": install.method.upgrade_advice(),
+        }))?;
+    } else {
+        output::stdout(&format!(
+            "hermes {}\nbuild:           {}\ninstall method:  {}\ninstall dir:     {dir}\nupgrade:         {}\n",
+            identity.label(),
+            identity.short_sha(),
+            install.method.as_str(),
+            install.method.upgrade_advice(),
+        ))?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// `hermes dump`.
+pub fn run_dump(ctx: &Context, json_output: bool) -> CommandResult {
+    let home = ctx.home()?;
+    let (identity, install) = identity_and_install();
+    let report = dump::collect(
+        &home,
+        &Context::var,
+        &identity,
+        &install,
+        supervisor_view(&home),
+    );
+    if json_output {
+        output::json(&report)?;
+    } else {
+        output::stdout(&dump::render(&report))?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// What the supervisor of this home says, for `dump`.
+fn supervisor_view(_home: &hermes_home::Home) -> SupervisorView {
+    SupervisorView::NotRunning
+}
+
+/// `hermes doctor`.
+pub fn run_doctor(ctx: &Context, json_output: bool) -> CommandResult {
+    let (identity, _) = identity_and_install();
+    // Doctor must report a broken home, not stop at it: resolve without seeding first.
+    let root = hermes_home::layout::resolve_root(Context::var)?;
+    let home = match hermes_home::Home::select(root.clone(), ctx.profile_flag.as_deref()) {
+        Ok(home) => home,
+        Err(e) => return Err(Failure::from(e)),
+    };
+    let checks: Vec<Check> = doctor::home_checks(&home, &identity, &Context::var);
+    if json_output {
+        output::json(
+            &json!({ "profile": home.profile().name(), "home": home.dir(), "checks": checks }),
+        )?;
+    } else {
+        let title = format!(
+            "hermes doctor — profile `{}` (`{}`)",
+            home.profile().name(),
+            home.dir().display()
+        );
+        output::stdout(&doctor::render(&title, &checks, output::color_stdout()))?;
+    }
+    Ok(if doctor::has_failures(&checks) {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}

@@ -1,0 +1,4 @@
+//! One module per command group; each exposes `run_*` functions returning a `CommandResult`.
+
+pub mod info;
+pub mod profile;

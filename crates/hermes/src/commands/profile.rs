@@ -1,0 +1,273 @@
+//! `hermes profile ...`: create, delete, list, show and use profiles.
+
+use std::io::{BufRead, IsTerminal};
+use std::path::PathBuf;
+
+use hermes_home::config::Config;
+use hermes_home::gateway_state::{self, StateRead};
+use hermes_home::layout::read_active_profile;
+use hermes_home::profile::{self, CreateOptions, Disposal, alias};
+use hermes_home::{Home, ProfileName, ProfileRef};
+use serde::Serialize;
+
+use crate::cli::ProfileCommand;
+use crate::context::Context;
+use crate::failure::{CommandResult, ExitStatus, Failure};
+use crate::output;
+
+/// Dispatches `hermes profile <sub>`.
+pub fn run(ctx: &Context, command: ProfileCommand) -> CommandResult {
+    match command {
+        ProfileCommand::Create {
+            name,
+            clone_from,
+            description,
+            no_alias,
+        } => create(ctx, &name, clone_from.as_deref(), description, !no_alias),
+        ProfileCommand::Delete { name, yes, purge } => delete(ctx, &name, yes, purge),
+        ProfileCommand::List(flag) => list(ctx, flag.json),
+        ProfileCommand::Show { name, json } => show(ctx, &name, json),
+        ProfileCommand::Use { name } => use_profile(ctx, &name),
+    }
+}
+
+fn alias_dir() -> Option<PathBuf> {
+    Context::var("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".local/bin"))
+}
+
+fn create(
+    ctx: &Context,
+    name: &str,
+    clone_from: Option<&str>,
+    description: Option<String>,
+    with_alias: bool,
+) -> CommandResult {
+    let name = ProfileName::parse(name)?;
+    let root = ctx.root()?;
+    let clone_from = clone_from.map(ProfileRef::parse).transpose()?;
+    let dir = profile::create(
+        &root,
+        &name,
+        &CreateOptions {
+            clone_from: clone_from.clone(),
+            description,
+        },
+    )?;
+    let mut text = format!("Created profile `{name}` at `{}`", dir.display());
+    if let Some(from) = clone_from {
+        text.push_str(&format!(" (cloned from `{}`)", from.name()));
+    }
+    text.push('\n');
+    if with_alias {
+        let hermes = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));
+        match alias_dir() {
+            Some(bin) => {
+                match alias::write(&bin, &name, &hermes, Context::var("PATH").as_deref()) {
+                    Ok(alias::AliasOutcome::Written(path)) => {
+                        text.push_str(&format!(
+                            "Wrote alias `{}`: run `{name}` as a shortcut for `hermes -p {name}`\n",
+                            path.display()
+                        ));
+                    }
+                    Ok(alias::AliasOutcome::Conflict(existing)) => text.push_str(&format!(
+                        "No alias written: `{}` already exists; use `hermes -p {name}`\n",
+                        existing.display()
+                    )),
+                    Err(e) => output::stderr(&format!("warning: could not write the alias: {e}\n")),
+                }
+            }
+            None => output::stderr("warning: no alias written: `HOME` is not set\n"),
+        }
+    }
+    output::stdout(&text)?;
+    Ok(ExitStatus::Success)
+}
+
+fn delete(ctx: &Context, name: &str, yes: bool, purge: bool) -> CommandResult {
+    let root = ctx.root()?;
+    let profile = ProfileRef::parse(name)?;
+    // Resolve first so a missing or default profile fails before any prompt.
+    let home = Home::for_profile(root.clone(), profile.clone()).map_err(Failure::from)?;
+    if profile == ProfileRef::Default {
+        return Err(hermes_home::Error::DefaultProfileUndeletable.into());
+    }
+    if !yes {
+        confirm(name, home.dir())?;
+    }
+    let disposal = if purge {
+        Disposal::Purge
+    } else {
+        Disposal::Trash
+    };
+    let deleted = profile::delete(&root, &profile, disposal)?;
+    let mut text = format!("Deleted profile `{name}`");
+    match &deleted.trashed_to {
+        Some(trash) => text.push_str(&format!(
+            "; its files are in `{}` (move it back to restore)\n",
+            trash.display()
+        )),
+        None => text.push_str(" and purged its files\n"),
+    }
+    if let (Some(bin), ProfileRef::Named(name)) = (alias_dir(), &profile) {
+        if let Ok(Some(path)) = alias::remove(&bin, name) {
+            text.push_str(&format!("Removed alias `{}`\n", path.display()));
+        }
+    }
+    if deleted.active_reset {
+        text.push_str("The active profile is now `default`\n");
+    }
+    output::stdout(&text)?;
+    Ok(ExitStatus::Success)
+}
+
+fn confirm(name: &str, dir: &std::path::Path) -> Result<(), Failure> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(Failure::new(
+            format!("refusing to delete profile `{name}` without confirmation"),
+            Some("pass `--yes` to delete without a prompt".into()),
+        ));
+    }
+    output::stderr(&format!(
+        "This deletes profile `{name}` (`{}`).\nType `{name}` to confirm: ",
+        dir.display()
+    ));
+    let mut answer = String::new();
+    stdin.lock().read_line(&mut answer)?;
+    if answer.trim() != name {
+        return Err(Failure::new("cancelled: the name did not match", None));
+    }
+    Ok(())
+}
+
+/// One profile as `list` and `show` report it.
+#[derive(Debug, Serialize)]
+struct ProfileInfo {
+    name: String,
+    active: bool,
+    path: PathBuf,
+    description: Option<String>,
+    model: Option<String>,
+    gateway: Option<String>,
+    alias: Option<PathBuf>,
+    config_error: Option<String>,
+}
+
+fn info(root: &std::path::Path, entry: &profile::ProfileEntry, active: &ProfileRef) -> ProfileInfo {
+    let home = Home::for_profile(root.to_path_buf(), entry.profile.clone()).ok();
+    let (model, config_error) = match Config::load(&entry.dir.join("config.yaml")) {
+        Ok(config) => (config.model(&Context::var).default, None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let gateway = home.and_then(|h| match gateway_state::read(&h.gateway_state_path()) {
+        Ok(StateRead::Valid(state)) => state.effective_state().map(str::to_string),
+        Ok(StateRead::Invalid(_)) => Some("unknown".into()),
+        _ => None,
+    });
+    let alias = match &entry.profile {
+        ProfileRef::Named(name) => alias_dir()
+            .map(|d| d.join(name.as_str()))
+            .filter(|p| p.is_file()),
+        ProfileRef::Default => None,
+    };
+    ProfileInfo {
+        name: entry.profile.name().to_string(),
+        active: &entry.profile == active,
+        path: entry.dir.clone(),
+        description: entry.description.clone(),
+        model,
+        gateway,
+        alias,
+        config_error,
+    }
+}
+
+fn list(ctx: &Context, json_output: bool) -> CommandResult {
+    let root = ctx.root()?;
+    let active = read_active_profile(&root).unwrap_or(ProfileRef::Default);
+    let infos: Vec<ProfileInfo> = profile::list(&root)?
+        .iter()
+        .map(|e| info(&root, e, &active))
+        .collect();
+    if json_output {
+        output::json(&infos)?;
+        return Ok(ExitStatus::Success);
+    }
+    let width = infos.iter().map(|i| i.name.len()).max().unwrap_or(4).max(4);
+    let mut text = format!(
+        "  {:<width$}  {:<20}  {:<9}  DESCRIPTION\n",
+        "NAME", "MODEL", "GATEWAY"
+    );
+    for i in &infos {
+        text.push_str(&format!(
+            "{} {:<width$}  {:<20}  {:<9}  {}\n",
+            if i.active { "*" } else { " " },
+            i.name,
+            i.model.as_deref().unwrap_or("-"),
+            i.gateway.as_deref().unwrap_or("-"),
+            i.description.as_deref().unwrap_or(""),
+        ));
+    }
+    output::stdout(&text)?;
+    Ok(ExitStatus::Success)
+}
+
+fn show(ctx: &Context, name: &str, json_output: bool) -> CommandResult {
+    let root = ctx.root()?;
+    let profile = ProfileRef::parse(name)?;
+    let home = Home::for_profile(root.clone(), profile.clone())?;
+    let active = read_active_profile(&root).unwrap_or(ProfileRef::Default);
+    let entry = profile::ProfileEntry {
+        profile,
+        dir: home.dir().to_path_buf(),
+        description: None,
+    };
+    let mut i = info(&root, &entry, &active);
+    i.description = profile::list(&root)?
+        .into_iter()
+        .find(|e| e.profile == entry.profile)
+        .and_then(|e| e.description);
+    if json_output {
+        output::json(&i)?;
+        return Ok(ExitStatus::Success);
+    }
+    let mut text = format!(
+        "name:         {}{}\n",
+        i.name,
+        if i.active { " (active)" } else { "" }
+    );
+    text.push_str(&format!("path:         {}\n", i.path.display()));
+    text.push_str(&format!(
+        "description:  {}\n",
+        i.description.as_deref().unwrap_or("-")
+    ));
+    text.push_str(&format!(
+        "model:        {}\n",
+        i.model.as_deref().unwrap_or("(not set)")
+    ));
+    text.push_str(&format!(
+        "gateway:      {}\n",
+        i.gateway.as_deref().unwrap_or("never started")
+    ));
+    text.push_str(&format!(
+        "alias:        {}\n",
+        i.alias
+            .as_ref()
+            .map_or_else(|| "-".into(), |p| p.display().to_string())
+    ));
+    if let Some(error) = &i.config_error {
+        text.push_str(&format!("config error: {error}\n"));
+    }
+    output::stdout(&text)?;
+    Ok(ExitStatus::Success)
+}
+
+fn use_profile(ctx: &Context, name: &str) -> CommandResult {
+    let root = ctx.root()?;
+    let profile = ProfileRef::parse(name)?;
+    profile::set_active(&root, &profile)?;
+    output::stdout(&format!("Active profile is now `{}`\n", profile.name()))?;
+    Ok(ExitStatus::Success)
+}

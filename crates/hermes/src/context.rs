@@ -1,0 +1,35 @@
+//! What every command needs from its surroundings: the environment, the `-p` flag, and the
+//! resolved home. Commands get a `Context` instead of reading globals.
+
+use std::path::PathBuf;
+
+use hermes_home::Home;
+use hermes_home::layout::{ensure_skeleton, resolve_root};
+
+use crate::failure::Failure;
+
+/// Per-invocation settings.
+pub struct Context {
+    /// The global `-p/--profile` flag.
+    pub profile_flag: Option<String>,
+}
+
+impl Context {
+    /// Looks a variable up in the process environment.
+    pub fn var(name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    /// The root (`HERMES_HOME`), created with its skeleton and seeds on first use.
+    pub fn root(&self) -> Result<PathBuf, Failure> {
+        let root = resolve_root(Self::var)?;
+        ensure_skeleton(&root, true)?;
+        Ok(root)
+    }
+
+    /// The selected profile's home.
+    pub fn home(&self) -> Result<Home, Failure> {
+        let root = self.root()?;
+        Ok(Home::select(root, self.profile_flag.as_deref())?)
+    }
+}

@@ -1,0 +1,123 @@
+//! How a command ends: the exit-status policy and the `error:` / `hint:` rendering.
+//!
+//! Library crates return typed errors with a `hint()`; each gets a `From` impl here, so the
+//! rendering lives in exactly one place:
+//!
+//! ```text
+//! error: <what failed>
+//!   Caused by: <source>
+//!
+//! hint: <what to do>
+//! ```
+
+use std::fmt::Write as _;
+
+/// The exit status of a command that did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Exit 0.
+    Success,
+    /// Exit 1 without an error message (e.g. `doctor` found a failing check and said so).
+    Failure,
+    /// Any other code chosen by the command (e.g. a gateway's 78 or 75).
+    External(u8),
+}
+
+impl ExitStatus {
+    /// The process exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::External(code) => code,
+        }
+    }
+}
+
+/// A user-facing failure: exit 1 with a one-line reason and, when we know one, a hint.
+#[derive(Debug)]
+pub struct Failure {
+    /// The `error:` line.
+    pub message: String,
+    /// `Caused by:` lines, outermost first.
+    pub causes: Vec<String>,
+    /// The `hint:` line.
+    pub hint: Option<String>,
+    /// The exit code (1 unless a command needs another).
+    pub code: u8,
+}
+
+impl Failure {
+    /// A failure with a message and an optional hint.
+    pub fn new(message: impl Into<String>, hint: Option<String>) -> Self {
+        Failure {
+            message: message.into(),
+            causes: Vec::new(),
+            hint,
+            code: 1,
+        }
+    }
+
+    fn from_error(error: &dyn std::error::Error, hint: Option<String>) -> Self {
+        let mut causes = Vec::new();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            causes.push(cause.to_string());
+            source = cause.source();
+        }
+        Failure {
+            message: error.to_string(),
+            causes,
+            hint,
+            code: 1,
+        }
+    }
+
+    /// The text written to stderr.
+    pub fn render(&self) -> String {
+        let mut out = format!("error: {}\n", self.message);
+        for cause in &self.causes {
+            let _ = writeln!(out, "  Caused by: {cause}");
+        }
+        if let Some(hint) = &self.hint {
+            let _ = write!(out, "\nhint: {hint}\n");
+        }
+        out
+    }
+}
+
+impl From<hermes_home::Error> for Failure {
+    fn from(error: hermes_home::Error) -> Self {
+        let hint = error.hint();
+        Failure::from_error(&error, hint)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(error: std::io::Error) -> Self {
+        Failure::from_error(&error, None)
+    }
+}
+
+/// What every command returns.
+pub type CommandResult = Result<ExitStatus, Failure>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_error_causes_and_hint() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        let err = hermes_home::Error::Io {
+            action: "read",
+            path: "/x/.env".into(),
+            source: io,
+        };
+        let text = Failure::from(err).render();
+        assert!(
+            text.starts_with("error: could not read `/x/.env`\n  Caused by: denied\n\nhint: "),
+            "{text}"
+        );
+    }
+}

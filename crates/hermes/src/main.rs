@@ -1,0 +1,70 @@
+//! The `hermes` binary: parse the command line, run one command, map the outcome to an exit
+//! code. All real work lives in the `hermes-*` library crates.
+//!
+//! Exit codes: 0 success, 1 a user-facing failure (one `error:` line and a `hint:`), 2 a usage
+//! error (clap's message), anything else chosen by a command (a gateway's 78/75, PID 1's
+//! child status).
+
+mod cli;
+mod commands;
+mod context;
+mod failure;
+mod output;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+
+use crate::cli::{Cli, Command};
+use crate::context::Context;
+use crate::failure::{CommandResult, ExitStatus};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // `--help` is not an error; everything else clap reports is a usage error (2).
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(status) => ExitCode::from(status.code()),
+        Err(failure) if is_broken_pipe(&failure) => ExitCode::SUCCESS,
+        Err(failure) => {
+            output::stderr(&failure.render());
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn is_broken_pipe(failure: &failure::Failure) -> bool {
+    failure.message.contains("Broken pipe")
+}
+
+fn run(cli: Cli) -> CommandResult {
+    let ctx = Context {
+        profile_flag: cli.profile,
+    };
+    if cli.version {
+        return commands::info::run_version(false);
+    }
+    match cli.command {
+        None => {
+            let mut text = String::new();
+            if std::io::stdout().is_terminal() {
+                text.push_str(&commands::info::banner());
+                text.push('\n');
+            }
+            text.push_str(&Cli::command().render_help().to_string());
+            output::stdout(&text)?;
+            Ok(ExitStatus::Success)
+        }
+        Some(Command::Profile(command)) => commands::profile::run(&ctx, command),
+        Some(Command::Version(flag)) => commands::info::run_version(flag.json),
+        Some(Command::Dump(flag)) => commands::info::run_dump(&ctx, flag.json),
+        Some(Command::Doctor(flag)) => commands::info::run_doctor(&ctx, flag.json),
+    }
+}
