@@ -231,14 +231,14 @@ pub fn render(report: &DumpReport) -> String {
 
 /// `~/x` when `path` is under `home`.
 pub fn abbreviate_home(path: &Path, home: Option<&str>) -> String {
-    if let Some(home) = home.filter(|h| !h.is_empty() && *h != "/") {
-        if let Ok(rest) = path.strip_prefix(home) {
-            return if rest.as_os_str().is_empty() {
-                "~".into()
-            } else {
-                format!("~/{}", rest.display())
-            };
-        }
+    if let Some(home) = home.filter(|h| !h.is_empty() && *h != "/")
+        && let Ok(rest) = path.strip_prefix(home)
+    {
+        return if rest.as_os_str().is_empty() {
+            "~".into()
+        } else {
+            format!("~/{}", rest.display())
+        };
     }
     path.display().to_string()
 }

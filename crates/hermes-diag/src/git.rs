@@ -98,10 +98,10 @@ impl Repo {
             self.git_dir.join("HEAD"),
             self.common_dir.join("packed-refs"),
         ];
-        if let Ok(head) = fs::read_to_string(self.git_dir.join("HEAD")) {
-            if let Some(reference) = head.trim().strip_prefix("ref:") {
-                paths.push(self.common_dir.join(reference.trim()));
-            }
+        if let Ok(head) = fs::read_to_string(self.git_dir.join("HEAD"))
+            && let Some(reference) = head.trim().strip_prefix("ref:")
+        {
+            paths.push(self.common_dir.join(reference.trim()));
         }
         // A missing file would make cargo rerun the build script on every build.
         paths.retain(|p| p.exists());

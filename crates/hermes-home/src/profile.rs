@@ -368,10 +368,10 @@ pub mod alias {
         path_var: Option<&str>,
     ) -> Result<AliasOutcome, Error> {
         let wrapper = bin_dir.join(name.as_str());
-        if let Some(existing) = find_on_path(name.as_str(), path_var) {
-            if !is_ours(&existing) {
-                return Ok(AliasOutcome::Conflict(existing));
-            }
+        if let Some(existing) = find_on_path(name.as_str(), path_var)
+            && !is_ours(&existing)
+        {
+            return Ok(AliasOutcome::Conflict(existing));
         }
         if wrapper.exists() && !is_ours(&wrapper) {
             return Ok(AliasOutcome::Conflict(wrapper));

@@ -33,6 +33,9 @@ pub enum Command {
     /// Create, list, select and delete profiles.
     #[command(subcommand)]
     Profile(ProfileCommand),
+    /// Inspect stored provider credentials (`auth.json`).
+    #[command(subcommand)]
+    Auth(AuthCommand),
     /// Print the version, build commit, install method and install directory.
     Version(JsonFlag),
     /// Print a support summary to paste into a bug report (never prints secret values).
@@ -92,4 +95,11 @@ pub enum ProfileCommand {
         /// The profile to activate.
         name: String,
     },
+}
+
+/// `hermes auth ...`
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// List the providers that have stored credentials (names only, never secrets).
+    List(JsonFlag),
 }

@@ -19,8 +19,6 @@ pub enum ExitStatus {
     Success,
     /// Exit 1 without an error message (e.g. `doctor` found a failing check and said so).
     Failure,
-    /// Any other code chosen by the command (e.g. a gateway's 78 or 75).
-    External(u8),
 }
 
 impl ExitStatus {
@@ -29,7 +27,6 @@ impl ExitStatus {
         match self {
             ExitStatus::Success => 0,
             ExitStatus::Failure => 1,
-            ExitStatus::External(code) => code,
         }
     }
 }

@@ -63,6 +63,7 @@ fn run(cli: Cli) -> CommandResult {
             Ok(ExitStatus::Success)
         }
         Some(Command::Profile(command)) => commands::profile::run(&ctx, command),
+        Some(Command::Auth(command)) => commands::auth::run(&ctx, command),
         Some(Command::Version(flag)) => commands::info::run_version(flag.json),
         Some(Command::Dump(flag)) => commands::info::run_dump(&ctx, flag.json),
         Some(Command::Doctor(flag)) => commands::info::run_doctor(&ctx, flag.json),

@@ -77,8 +77,10 @@ fn supervisor_view(_home: &hermes_home::Home) -> SupervisorView {
 /// `hermes doctor`.
 pub fn run_doctor(ctx: &Context, json_output: bool) -> CommandResult {
     let (identity, _) = identity_and_install();
-    // Doctor must report a broken home, not stop at it: resolve without seeding first.
+    // Doctor must report a broken home, not stop at it: seeding is attempted (first use
+    // creates the home) but its failure is left for the checks to describe.
     let root = hermes_home::layout::resolve_root(Context::var)?;
+    let _ = hermes_home::layout::ensure_skeleton(&root, true);
     let home = match hermes_home::Home::select(root.clone(), ctx.profile_flag.as_deref()) {
         Ok(home) => home,
         Err(e) => return Err(Failure::from(e)),

@@ -1,4 +1,5 @@
 //! One module per command group; each exposes `run_*` functions returning a `CommandResult`.
 
+pub mod auth;
 pub mod info;
 pub mod profile;

@@ -110,10 +110,10 @@ fn delete(ctx: &Context, name: &str, yes: bool, purge: bool) -> CommandResult {
         )),
         None => text.push_str(" and purged its files\n"),
     }
-    if let (Some(bin), ProfileRef::Named(name)) = (alias_dir(), &profile) {
-        if let Ok(Some(path)) = alias::remove(&bin, name) {
-            text.push_str(&format!("Removed alias `{}`\n", path.display()));
-        }
+    if let (Some(bin), ProfileRef::Named(name)) = (alias_dir(), &profile)
+        && let Ok(Some(path)) = alias::remove(&bin, name)
+    {
+        text.push_str(&format!("Removed alias `{}`\n", path.display()));
     }
     if deleted.active_reset {
         text.push_str("The active profile is now `default`\n");

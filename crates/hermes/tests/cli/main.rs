@@ -1,0 +1,13 @@
+//! End-to-end tests of the `hermes` binary, each in a fresh temporary home.
+//!
+//! Table of contents:
+//! * `profiles` — create / clone / list / show / use / delete, names, aliases
+//! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
+//! * `diagnostics` — version, dump (snapshot), doctor
+//!
+//! Shared helpers live in `util`.
+
+mod diagnostics;
+mod formats;
+mod profiles;
+mod util;

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on a fresh Debian machine (run as root; CI does).
+# Idempotent: installed packages are skipped.
+set -euo pipefail
+
+need=()
+command -v python3 >/dev/null || need+=(python3)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+command -v unshare >/dev/null || need+=(util-linux)
+command -v sh >/dev/null || need+=(dash)
+if ((${#need[@]})); then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${need[@]}"
+fi

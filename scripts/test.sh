@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The project's test command: formatting, lints, then every test of the workspace.
+# Usage: scripts/test.sh            (from the repository root)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "==> cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "==> cargo clippy --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "==> cargo test"
+# Tests that need root (privilege drops, PID namespaces) run for real as root and print
+# `skipping: <reason>` otherwise.
+cargo test --workspace --locked
