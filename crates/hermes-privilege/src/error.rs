@@ -67,7 +67,13 @@ pub enum Error {
 
     /// `drop_to` was called while other threads exist; changing the environment then is
     /// unsound, and credentials would have to be changed under running threads.
-    #[error("cannot drop privileges in-process while {threads} threads are running")]
+    #[error(
+        "cannot drop privileges in-process: {}",
+        match threads {
+            0 => "cannot tell whether other threads run (`/proc/self/task` is unreadable)".to_owned(),
+            n => format!("{n} threads are running"),
+        }
+    )]
     ThreadsRunning {
         /// How many threads `/proc/self/task` listed (0 when it could not be read).
         threads: usize,

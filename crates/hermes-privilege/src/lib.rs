@@ -8,7 +8,7 @@
 //!   with the environment a drop sets ([`Identity::env_overrides`]).
 //! * [`drop`](mod@drop): the privilege drop itself, in this process ([`drop_to`]) or in a
 //!   child before `exec` ([`DropPlan`], [`configure_command`]).
-//! * [`remap`]: `HERMES_UID`/`HERMES_GID` (or `PUID`/`PGID`) rewrite the service user's
+//! * [`remap`](mod@remap): `HERMES_UID`/`HERMES_GID` (or `PUID`/`PGID`) rewrite the service user's
 //!   entries atomically ([`IdRequest`], [`remap()`]).
 //! * [`devices`]: gids of a mounted Docker socket and `/dev/dri` nodes to add to a drop
 //!   ([`device_gids`]).
@@ -19,6 +19,8 @@
 //!
 //! The crate never prints: warnings are returned as data, errors are [`Error`] with a
 //! [`hint`](Error::hint).
+
+#![deny(missing_docs)]
 
 pub mod account;
 pub mod devices;

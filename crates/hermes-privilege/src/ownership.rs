@@ -169,12 +169,16 @@ pub struct RepairReport {
     pub failed: usize,
     /// Human-readable warnings, at most a few dozen; the counts above are complete.
     pub warnings: Vec<String>,
+    /// Warnings left out of `warnings` because it was full.
+    pub warnings_not_listed: usize,
 }
 
 impl RepairReport {
     fn warn(&mut self, message: String) {
         if self.warnings.len() < MAX_WARNINGS {
             self.warnings.push(message);
+        } else {
+            self.warnings_not_listed += 1;
         }
     }
 
@@ -234,14 +238,6 @@ pub fn repair_ownership(plan: &RepairPlan, uid: u32, gid: u32) -> Result<RepairR
             ids,
             &mut report,
         );
-    }
-    if report.failed + report.refused > report.warnings.len()
-        && report.warnings.len() == MAX_WARNINGS
-    {
-        report.warnings.push(format!(
-            "{} more problems not listed",
-            report.failed + report.refused - MAX_WARNINGS
-        ));
     }
     Ok(report)
 }

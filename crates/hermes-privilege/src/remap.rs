@@ -162,8 +162,9 @@ impl RemapReport {
 
 /// Rewrites `user`'s passwd entry and `group`'s group entry to the requested ids.
 ///
-/// The passwd entry's primary gid follows the group's new gid (as `groupmod -g` does for a
-/// user whose primary group it is). Files are only written when something changes.
+/// When the group's gid changes, the passwd entry's primary gid follows it (as `groupmod -g`
+/// does for a user whose primary group it is). Files are only written when something
+/// changes; after a change, re-run [`crate::Identity::lookup`] and ownership repair.
 pub fn remap(
     files: &SystemFiles,
     user: &str,
@@ -181,18 +182,23 @@ pub fn remap(
 
     let uid = IdChange::decide(pw_uid, request.uid);
     let gid = IdChange::decide(gr_gid, request.gid);
-    let new_gid = gid.current();
+    // The passwd entry's primary gid follows a changed group gid; when the group is not
+    // remapped the field is left exactly as it is, even if it names another group.
+    let new_pw_gid = match gid {
+        IdChange::Changed { to, .. } => to,
+        _ => pw_gid,
+    };
 
-    if uid.current() != pw_uid || new_gid != pw_gid {
+    if uid.current() != pw_uid || new_pw_gid != pw_gid {
         let rewritten = replace_fields(
             &passwd,
             pw_line,
-            &[(2, uid.current().to_string()), (3, new_gid.to_string())],
+            &[(2, uid.current().to_string()), (3, new_pw_gid.to_string())],
         );
         write_atomic(&files.passwd, &rewritten)?;
     }
-    if new_gid != gr_gid {
-        let rewritten = replace_fields(&group_bytes, gr_line, &[(2, new_gid.to_string())]);
+    if let IdChange::Changed { to, .. } = gid {
+        let rewritten = replace_fields(&group_bytes, gr_line, &[(2, to.to_string())]);
         write_atomic(&files.group, &rewritten)?;
     }
     Ok(RemapReport {

@@ -89,7 +89,8 @@ pub fn shim_drop(files: &SystemFiles, user: &str, extra_gids: &[u32]) -> Result<
         source: Box::new(source),
     };
     let mut identity = Identity::lookup(files, user).map_err(wrap)?;
-    identity.add_groups(extra_gids.iter().copied());
+    // Gid 0 is never added from outside, whatever the caller passes: see `device_gids`.
+    identity.add_groups(extra_gids.iter().copied().filter(|gid| *gid != 0));
     drop_to(&identity).map_err(wrap)?;
     Ok(identity)
 }

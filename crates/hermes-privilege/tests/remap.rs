@@ -161,3 +161,22 @@ fn missing_service_user_or_group_is_an_error_and_nothing_is_written() {
     assert!(err.to_string().contains("no group `ghost`"), "{err}");
     assert_eq!(read(&files.passwd), PASSWD);
 }
+
+#[test]
+fn uid_remap_keeps_a_primary_gid_that_names_another_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = setup(dir.path());
+    // hermes's primary group is `users` (100), not the `hermes` group.
+    let passwd = PASSWD.replace("hermes:x:10000:10000:", "hermes:x:10000:100:");
+    std::fs::write(&files.passwd, &passwd).unwrap();
+    let nothing = remap(&files, "hermes", "hermes", &IdRequest::default()).unwrap();
+    assert!(!nothing.changed());
+    assert_eq!(read(&files.passwd), passwd);
+    let request = IdRequest::from_env(&env(&[("PUID", "1000")]));
+    remap(&files, "hermes", "hermes", &request).unwrap();
+    assert_eq!(
+        read(&files.passwd),
+        passwd.replace("hermes:x:10000:100:", "hermes:x:1000:100:")
+    );
+    assert_eq!(read(&files.group), GROUP);
+}
