@@ -467,3 +467,67 @@ fn walk(dir: OwnedFd, path: &Path, dev: u64, ids: Ids, depth: usize, report: &mu
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_plan_is_targeted() {
+        let plan = RepairPlan::data_volume("/opt/data");
+        assert!(plan.chown_root);
+        let mode_of = |name: &str| plan.files.iter().find(|r| r.name == name).map(|r| r.mode);
+        assert_eq!(mode_of(".env"), Some(Some(0o600)));
+        assert_eq!(mode_of("config.yaml"), Some(Some(0o640)));
+        assert_eq!(mode_of("auth.json"), Some(None));
+        assert_eq!(mode_of("host_secret.json"), None);
+        // No subtree is the root itself or escapes it.
+        for subtree in &plan.subtrees {
+            let plain = subtree
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            assert!(
+                plain && !subtree.as_os_str().is_empty(),
+                "{}",
+                subtree.display()
+            );
+        }
+        assert!(plan.subtrees.contains(&PathBuf::from("profiles")));
+        assert!(plan.subtrees.contains(&PathBuf::from(".local")));
+    }
+
+    #[test]
+    fn warnings_are_capped_but_counted() {
+        let mut report = RepairReport::default();
+        for i in 0..(MAX_WARNINGS + 8) {
+            report.fail("chown", Path::new(&format!("/v/{i}")), Errno::EPERM);
+        }
+        assert_eq!(report.failed, MAX_WARNINGS + 8);
+        assert_eq!(report.warnings.len(), MAX_WARNINGS);
+        assert_eq!(report.warnings_not_listed, 8);
+        assert!(
+            report.warnings[0].starts_with("cannot chown `/v/0`"),
+            "{:?}",
+            report.warnings[0]
+        );
+        assert!(report.warnings[0].contains("rootless"));
+    }
+
+    #[test]
+    fn unusual_subtree_and_file_names_are_skipped_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let (uid, gid) = (
+            nix::unistd::geteuid().as_raw(),
+            nix::unistd::getegid().as_raw(),
+        );
+        let plan = RepairPlan {
+            root: dir.path().to_owned(),
+            chown_root: false,
+            files: vec![FileRule::owned("a/b")],
+            subtrees: vec![PathBuf::from("../escape"), PathBuf::from("/abs")],
+        };
+        let report = repair_ownership(&plan, uid, gid).unwrap();
+        assert_eq!(report.warnings.len(), 3, "{report:?}");
+        assert_eq!(report.changed, 0);
+    }
+}

@@ -246,3 +246,48 @@ fn not_root_means_failures_are_reported_not_fatal() {
     assert!(report.failed >= 1, "{report:?}");
     assert!(report.warnings[0].starts_with("cannot chown"), "{report:?}");
 }
+
+/// Unmounts on drop, so a failing assertion does not leave a mount behind.
+struct Mount(std::path::PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_subtree_that_is_a_separate_mount_is_not_reowned() {
+    if !is_root() {
+        return skip("mounting a tmpfs for the test needs root");
+    }
+    let v = volume();
+    let workspace = v.root.join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "hermes-test", workspace.to_str().unwrap()])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        return skip("cannot mount a tmpfs here (no CAP_SYS_ADMIN?)");
+    }
+    let _mount = Mount(workspace.clone());
+    write(
+        &workspace.join("host-project/main.rs"),
+        "fn main() {}",
+        0o644,
+    );
+
+    let report = repair_ownership(&RepairPlan::data_volume(&v.root), UID, GID).unwrap();
+    assert_eq!(owner(&workspace), (0, 0));
+    assert_eq!(owner(&workspace.join("host-project/main.rs")), (0, 0));
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("workspace") && w.contains("separate mount")),
+        "{report:?}"
+    );
+    // The rest of the volume was still repaired.
+    assert_eq!(owner(&v.root.join("profiles/coder/SOUL.md")), (UID, GID));
+}
