@@ -1,0 +1,293 @@
+//! Ownership repair on a temporary data volume: targeted re-owning, exact modes, and no
+//! symlink ever followed (checked with `lstat` on the link targets). Re-owning to another
+//! uid needs root; the tests that do print a skip reason otherwise.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+use std::path::Path;
+
+use hermes_privilege::{FileRule, RepairPlan, repair_ownership};
+
+const UID: u32 = 10000;
+const GID: u32 = 10000;
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+#[allow(clippy::print_stdout)]
+fn skip(reason: &str) {
+    println!("skipping: {reason}");
+}
+
+fn owner(path: &Path) -> (u32, u32) {
+    let meta = std::fs::symlink_metadata(path).unwrap();
+    (meta.uid(), meta.gid())
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+fn write(path: &Path, body: &str, mode: u32) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A volume with everything root-owned (we run as root) plus an `outside` directory whose
+/// files symlinks point at.
+struct Volume {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    outside: std::path::PathBuf,
+}
+
+fn volume() -> Volume {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("data");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    write(&root.join(".env"), "API_SERVER_KEY=x\n", 0o644);
+    write(&root.join("config.yaml"), "model: x\n", 0o666);
+    write(&root.join("SOUL.md"), "soul\n", 0o444);
+    write(&root.join("host_secret.json"), "{}", 0o600);
+    write(&root.join("profiles/coder/SOUL.md"), "coder\n", 0o644);
+    write(&root.join("profiles/coder/sessions/s1.json"), "{}", 0o600);
+    write(&root.join("cron/root_owned.json"), "{}", 0o644);
+    write(&root.join("logs/gateways/default/current"), "line\n", 0o644);
+    write(&outside.join("target.txt"), "not hermes's\n", 0o644);
+    write(&outside.join("auth-target.json"), "{}", 0o600);
+    std::fs::create_dir_all(outside.join("dir")).unwrap();
+    write(&outside.join("dir/inner.txt"), "x", 0o644);
+    // A symlink inside a subtree pointing outside the volume, a symlinked directory inside a
+    // subtree, a symlinked allowlisted file, and a symlinked subtree.
+    symlink(
+        outside.join("target.txt"),
+        root.join("profiles/coder/escape"),
+    )
+    .unwrap();
+    symlink(outside.join("dir"), root.join("profiles/coder/escape-dir")).unwrap();
+    symlink(outside.join("auth-target.json"), root.join("auth.json")).unwrap();
+    symlink(&outside, root.join("skills")).unwrap();
+    Volume {
+        _dir: dir,
+        root,
+        outside,
+    }
+}
+
+#[test]
+fn repair_reowns_targets_and_never_follows_symlinks() {
+    if !is_root() {
+        return skip("re-owning files to another uid needs root");
+    }
+    let v = volume();
+    let report = repair_ownership(&RepairPlan::data_volume(&v.root), UID, GID).unwrap();
+
+    // Re-owned: the root itself, allowlisted files, everything under subtrees.
+    for path in [
+        "",
+        ".env",
+        "config.yaml",
+        "SOUL.md",
+        "profiles",
+        "profiles/coder",
+        "profiles/coder/SOUL.md",
+        "profiles/coder/sessions/s1.json",
+        "cron/root_owned.json",
+        "logs/gateways/default/current",
+    ] {
+        assert_eq!(owner(&v.root.join(path)), (UID, GID), "{path}");
+    }
+    // Modes: exact for .env and config.yaml, u+rw for the rest.
+    assert_eq!(mode(&v.root.join(".env")), 0o600);
+    assert_eq!(mode(&v.root.join("config.yaml")), 0o640);
+    assert_eq!(mode(&v.root.join("SOUL.md")), 0o644);
+
+    // Not on the allowlist: untouched.
+    assert_eq!(owner(&v.root.join("host_secret.json")), (0, 0));
+
+    // Symlinks: still symlinks, and no target outside the volume was re-owned.
+    for link in [
+        "auth.json",
+        "skills",
+        "profiles/coder/escape",
+        "profiles/coder/escape-dir",
+    ] {
+        let meta = std::fs::symlink_metadata(v.root.join(link)).unwrap();
+        assert!(
+            meta.file_type().is_symlink(),
+            "{link} is no longer a symlink"
+        );
+    }
+    for target in ["target.txt", "auth-target.json", "dir", "dir/inner.txt", ""] {
+        assert_eq!(
+            owner(&v.outside.join(target)),
+            (0, 0),
+            "outside/{target} was re-owned"
+        );
+    }
+    assert_eq!(mode(&v.outside.join("auth-target.json")), 0o600);
+
+    // Refusals are reported as data, by path.
+    assert_eq!(report.refused, 2, "{report:?}");
+    let refusals: Vec<_> = report
+        .warnings
+        .iter()
+        .filter(|w| w.starts_with("refusing"))
+        .collect();
+    assert!(
+        refusals
+            .iter()
+            .any(|w| w.contains("chown/chmod through symlinked path") && w.contains("auth.json")),
+        "{refusals:?}"
+    );
+    assert!(
+        refusals
+            .iter()
+            .any(|w| w.contains("recursive chown through symlinked path") && w.contains("skills")),
+        "{refusals:?}"
+    );
+    assert_eq!(report.links_not_followed, 2, "{report:?}");
+    assert_eq!(report.failed, 0, "{report:?}");
+    assert!(report.changed >= 10, "{report:?}");
+    assert_eq!(report.modes_set, 3, "{report:?}");
+
+    // A second boot finds nothing to do.
+    let again = repair_ownership(&RepairPlan::data_volume(&v.root), UID, GID).unwrap();
+    assert_eq!(
+        (again.changed, again.modes_set, again.failed),
+        (0, 0, 0),
+        "{again:?}"
+    );
+    assert_eq!(again.refused, 2);
+}
+
+#[test]
+fn symlinked_parent_of_a_nested_subtree_is_refused() {
+    if !is_root() {
+        return skip("re-owning files to another uid needs root");
+    }
+    let v = volume();
+    // `platforms` -> outside, so `platforms/pairing` would resolve outside the volume.
+    std::fs::create_dir_all(v.outside.join("pairing")).unwrap();
+    write(&v.outside.join("pairing/p.json"), "{}", 0o644);
+    symlink(&v.outside, v.root.join("platforms")).unwrap();
+    let plan = RepairPlan {
+        root: v.root.clone(),
+        chown_root: false,
+        files: vec![],
+        subtrees: vec!["platforms/pairing".into()],
+    };
+    let report = repair_ownership(&plan, UID, GID).unwrap();
+    assert_eq!(report.refused, 1, "{report:?}");
+    assert!(report.warnings[0].contains("platforms"), "{report:?}");
+    assert_eq!(owner(&v.outside.join("pairing/p.json")), (0, 0));
+    assert_eq!(owner(&v.outside.join("pairing")), (0, 0));
+    // chown_root: false leaves the root alone.
+    assert_eq!(owner(&v.root), (0, 0));
+}
+
+#[test]
+fn repair_to_the_current_owner_changes_nothing_and_needs_no_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(&root.join("config.yaml"), "x", 0o640);
+    write(&root.join("logs/a.log"), "x", 0o644);
+    let (uid, gid) = owner(root);
+    let plan = RepairPlan {
+        root: root.to_owned(),
+        chown_root: true,
+        files: vec![
+            FileRule::with_mode("config.yaml", 0o640),
+            FileRule::owned("absent.json"),
+        ],
+        subtrees: vec!["logs".into(), "missing".into()],
+    };
+    let report = repair_ownership(&plan, uid, gid).unwrap();
+    assert_eq!(report.changed, 0, "{report:?}");
+    assert_eq!(report.unchanged, 4, "{report:?}"); // root, config.yaml, logs, logs/a.log
+    assert_eq!((report.failed, report.refused, report.modes_set), (0, 0, 0));
+    assert!(report.warnings.is_empty(), "{report:?}");
+}
+
+#[test]
+fn missing_root_is_an_error_with_a_hint() {
+    let plan = RepairPlan::data_volume("/nonexistent/hermes-data");
+    let err = repair_ownership(&plan, UID, GID).unwrap_err();
+    assert!(
+        err.to_string().contains("/nonexistent/hermes-data"),
+        "{err}"
+    );
+    assert!(err.hint().unwrap().contains("mounted"));
+}
+
+#[test]
+fn not_root_means_failures_are_reported_not_fatal() {
+    if is_root() {
+        return skip("root can chown anything; this checks the unprivileged path");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("logs/a.log"), "x", 0o644);
+    let plan = RepairPlan {
+        root: dir.path().to_owned(),
+        chown_root: false,
+        files: vec![],
+        subtrees: vec!["logs".into()],
+    };
+    let report = repair_ownership(&plan, 0, 0).unwrap();
+    assert!(report.failed >= 1, "{report:?}");
+    assert!(report.warnings[0].starts_with("cannot chown"), "{report:?}");
+}
+
+/// Unmounts on drop, so a failing assertion does not leave a mount behind.
+struct Mount(std::path::PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_subtree_that_is_a_separate_mount_is_not_reowned() {
+    if !is_root() {
+        return skip("mounting a tmpfs for the test needs root");
+    }
+    let v = volume();
+    let workspace = v.root.join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "hermes-test", workspace.to_str().unwrap()])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        return skip("cannot mount a tmpfs here (no CAP_SYS_ADMIN?)");
+    }
+    let _mount = Mount(workspace.clone());
+    write(
+        &workspace.join("host-project/main.rs"),
+        "fn main() {}",
+        0o644,
+    );
+
+    let report = repair_ownership(&RepairPlan::data_volume(&v.root), UID, GID).unwrap();
+    assert_eq!(owner(&workspace), (0, 0));
+    assert_eq!(owner(&workspace.join("host-project/main.rs")), (0, 0));
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("workspace") && w.contains("separate mount")),
+        "{report:?}"
+    );
+    // The rest of the volume was still repaired.
+    assert_eq!(owner(&v.root.join("profiles/coder/SOUL.md")), (UID, GID));
+}
