@@ -150,11 +150,7 @@ pub fn feature_status(
 /// Plain-text table for `hermes deps status`.
 pub fn render_status(rows: &[FeatureStatus], out: &mut dyn Write) -> std::io::Result<()> {
     let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(7).max(7);
-    writeln!(
-        out,
-        "{:<width$}  {:<9}  {}",
-        "FEATURE", "STATE", "DESCRIPTION"
-    )?;
+    writeln!(out, "{:<width$}  {:<9}  DESCRIPTION", "FEATURE", "STATE")?;
     for r in rows {
         let state = if r.installed { "installed" } else { "missing" };
         writeln!(out, "{:<width$}  {:<9}  {}", r.name, state, r.description)?;

@@ -94,9 +94,9 @@ pub fn pip_index_url(env: &Environment, sys_prefix: Option<&Path>) -> Option<Str
     }
     pip_config_files(env, sys_prefix)
         .iter()
+        .rev()
         .filter_map(|f| std::fs::read_to_string(f).ok())
-        .filter_map(|t| index_url_from_ini(&t))
-        .last()
+        .find_map(|t| index_url_from_ini(&t))
 }
 
 /// The index URL to export to uv as `UV_INDEX_URL`, or `None` when uv already

@@ -192,6 +192,7 @@ pub fn spec_satisfied(spec: &str, versions: &BTreeMap<String, Option<String>>) -
 }
 
 #[cfg(test)]
+#[allow(clippy::print_stdout)]
 mod tests {
     use super::*;
 
