@@ -582,6 +582,15 @@ mod tests {
         InstallOptions::new("/nonexistent/hermes-home", allow, env)
     }
 
+    proptest::proptest! {
+        #[test]
+        fn random_specs_never_panic(specs in proptest::collection::vec(".{0,240}", 0..4)) {
+            // Kill switch off: whatever the specs, nothing may run, and nothing may panic.
+            let o = install_specs(&specs, &opts(false, Environment::default()));
+            proptest::prop_assert!(o.ok || o.blocked);
+        }
+    }
+
     #[test]
     fn empty_specs_succeed_without_running() {
         let o = install_specs(&["", "  "], &opts(false, Environment::default()));
