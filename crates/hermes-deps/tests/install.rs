@@ -343,3 +343,40 @@ fn uv_installs_into_a_venv_when_available() {
     assert!(out.command.starts_with("uv pip install"), "{}", out.command);
     assert!(out.still_missing.is_empty());
 }
+
+#[test]
+fn uv_installs_into_a_durable_target_when_available() {
+    let env = Environment::from_process();
+    if env.which("uv").is_none() {
+        println!("skipping: uv not on PATH");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let wh = d.path().join("wheels");
+    write_wheel(&wh, "hermes_uvlazy", "3.0", &[]);
+    let venv = d.path().join("core");
+    make_venv(&venv);
+    chmod_tree(&venv, false);
+    let before = tree(&venv);
+    let target = d.path().join("lazy");
+    let env = env
+        .with(VENV_VAR, &venv.to_string_lossy())
+        .with(DISABLE_VAR, "1")
+        .with(TARGET_VAR, &target.to_string_lossy());
+    let mut o = options(d.path(), env, &wh);
+    o.installer = InstallerChoice::Auto;
+    let out = install_specs(&["hermes-uvlazy==3.0"], &o);
+    let after = tree(&venv);
+    chmod_tree(&venv, true);
+    assert!(out.ok, "{out:?}");
+    assert!(
+        out.command
+            .starts_with(&format!("uv pip install --target {}", target.display())),
+        "{}",
+        out.command
+    );
+    assert!(target.join("hermes_uvlazy/__init__.py").exists());
+    assert_eq!(before, after, "the core venv must not be written to");
+    assert!(out.still_missing.is_empty(), "{:?}", out.still_missing);
+    assert_no_raw_os_error(&out);
+}
