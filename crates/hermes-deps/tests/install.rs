@@ -380,3 +380,84 @@ fn uv_installs_into_a_durable_target_when_available() {
     assert!(out.still_missing.is_empty(), "{:?}", out.still_missing);
     assert_no_raw_os_error(&out);
 }
+
+/// Makes `dir` a read-only bind mount in a private mount namespace of the
+/// CURRENT THREAD (children spawned from it inherit it). Root only.
+fn read_only_bind_in_private_namespace(dir: &Path) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    use nix::sched::{CloneFlags, unshare};
+    unshare(CloneFlags::CLONE_NEWNS).map_err(|e| format!("unshare: {e}"))?;
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|e| format!("make / private: {e}"))?;
+    mount(Some(dir), dir, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+        .map_err(|e| format!("bind: {e}"))?;
+    mount(
+        None::<&str>,
+        dir,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY,
+        None::<&str>,
+    )
+    .map_err(|e| format!("remount read-only: {e}"))
+}
+
+#[test]
+fn durable_target_next_to_a_truly_read_only_core() {
+    if !nix::unistd::geteuid().is_root() {
+        println!("skipping: a read-only bind mount needs root");
+        return;
+    }
+    if python3().is_none() {
+        println!("skipping: python3 not on PATH");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let wh = d.path().join("wheels");
+    write_wheel(&wh, "hermes_rolazy", "1.0", &[]);
+    let venv = d.path().join("core");
+    make_venv(&venv);
+    let target = d.path().join("lazy");
+    // A dedicated thread owns the private mount namespace, so nothing else in
+    // the test binary sees the read-only mount.
+    let (venv2, target2, wh2, home) = (
+        venv.clone(),
+        target.clone(),
+        wh.clone(),
+        d.path().to_path_buf(),
+    );
+    let result = std::thread::spawn(move || {
+        read_only_bind_in_private_namespace(&venv2)?;
+        // Proof the mount is really read-only for root.
+        assert!(
+            std::fs::write(venv2.join("probe"), "x").is_err(),
+            "core must be read-only"
+        );
+        let env = Environment::from_process()
+            .with(VENV_VAR, &venv2.to_string_lossy())
+            .with(DISABLE_VAR, "1")
+            .with(TARGET_VAR, &target2.to_string_lossy());
+        Ok(install_specs(
+            &["hermes-rolazy"],
+            &options(&home, env, &wh2),
+        ))
+    })
+    .join()
+    .expect("install thread");
+    let out = match result {
+        Ok(out) => out,
+        Err(e) => {
+            println!("skipping: cannot create a read-only bind mount here ({e})");
+            return;
+        }
+    };
+    assert!(out.ok, "{out:?}");
+    assert!(target.join("hermes_rolazy/__init__.py").exists());
+    assert!(out.still_missing.is_empty());
+    assert_no_raw_os_error(&out);
+}
