@@ -431,7 +431,7 @@ fn durable_target_next_to_a_truly_read_only_core() {
         wh.clone(),
         d.path().to_path_buf(),
     );
-    let result = std::thread::spawn(move || {
+    let result: Result<_, String> = std::thread::spawn(move || {
         read_only_bind_in_private_namespace(&venv2)?;
         // Proof the mount is really read-only for root.
         assert!(
