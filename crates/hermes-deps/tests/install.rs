@@ -461,3 +461,41 @@ fn durable_target_next_to_a_truly_read_only_core() {
     assert!(out.still_missing.is_empty());
     assert_no_raw_os_error(&out);
 }
+
+#[test]
+fn ensure_feature_installs_once_then_reports_satisfied() {
+    if python3().is_none() {
+        println!("skipping: python3 not on PATH");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let wh = d.path().join("wheels");
+    write_wheel(&wh, "hermes_feat_a", "1.0", &[]);
+    write_wheel(&wh, "hermes_feat_b", "2.5", &[]);
+    let venv = d.path().join("core");
+    make_venv(&venv);
+    let registry = hermes_deps::FeatureRegistry::parse(
+        "version: 1\nfeatures:\n  test.feat:\n    description: a test feature\n    specs: [hermes-feat-a==1.0, 'hermes-feat-b>=2,<3']\n",
+    )
+    .unwrap();
+    let env = Environment::from_process()
+        .with(VENV_VAR, &venv.to_string_lossy())
+        .without(TARGET_VAR)
+        .without(DISABLE_VAR);
+    let o = options(d.path(), env, &wh);
+
+    let rows = hermes_deps::feature_status(&registry, &o).unwrap();
+    assert!(!rows[0].installed);
+    assert_eq!(rows[0].missing.len(), 2);
+
+    let first = hermes_deps::ensure_feature(&registry, "test.feat", &o).unwrap();
+    assert!(
+        !first.already_satisfied && first.install.ok,
+        "{:?}",
+        first.install
+    );
+    assert!(hermes_deps::feature_status(&registry, &o).unwrap()[0].installed);
+
+    let second = hermes_deps::ensure_feature(&registry, "test.feat", &o).unwrap();
+    assert!(second.already_satisfied && second.install.command.is_empty());
+}
