@@ -18,7 +18,7 @@ pub enum Error {
         searched: String,
     },
     /// A program could not be started.
-    #[error("could not start `{program}`: {source}")]
+    #[error("could not start `{program}`: {}", describe_io(source))]
     Spawn {
         /// The program.
         program: String,
@@ -51,10 +51,23 @@ pub enum Error {
         detail: String,
     },
     /// The durable install target could not be prepared.
-    #[error("lazy install target `{path}` is not writable: {source}")]
+    #[error(
+        "lazy install target `{path}` is not writable: {}",
+        describe_io(source)
+    )]
     TargetNotWritable {
         /// The target directory.
         path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A temporary file (the constraints file) could not be written.
+    #[error(
+        "could not write a temporary constraints file: {}",
+        describe_io(source)
+    )]
+    TempFile {
         /// The OS error.
         #[source]
         source: std::io::Error,
@@ -81,6 +94,21 @@ pub enum Error {
     },
 }
 
+/// An OS error as a lowercase phrase without the `(os error N)` suffix, so
+/// messages read as sentences (`read-only file system`, `permission denied`).
+pub fn describe_io(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let text = match text.find(" (os error ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => text,
+    }
+}
+
 impl Error {
     /// The "what to do" line for this error.
     pub fn hint(&self) -> Option<String> {
@@ -105,6 +133,10 @@ impl Error {
                 "make `{}` writable by the Hermes user, or point `HERMES_LAZY_INSTALL_TARGET` at a writable directory on the data volume",
                 path.display()
             ),
+            Self::TempFile { .. } => {
+                "check that the temporary directory (`TMPDIR`, default `/tmp`) exists and is writable"
+                    .to_string()
+            }
             Self::PipUnavailable { .. } => {
                 "install uv (`pip install uv`) or pip into the core environment".to_string()
             }
@@ -154,9 +186,27 @@ mod tests {
     }
 
     #[test]
+    fn os_errors_read_as_phrases() {
+        let e = Error::TargetNotWritable {
+            path: "/t".into(),
+            source: std::io::Error::from_raw_os_error(30),
+        };
+        assert_eq!(
+            e.to_string(),
+            "lazy install target `/t` is not writable: read-only file system"
+        );
+        let e = Error::Spawn {
+            program: "uv".into(),
+            source: std::io::Error::from_raw_os_error(13),
+        };
+        assert_eq!(e.to_string(), "could not start `uv`: permission denied");
+    }
+
+    #[test]
     fn messages_follow_the_conventions() {
         for e in every_variant() {
             let m = e.to_string();
+            assert!(!m.contains("os error"), "{m}");
             assert!(m.starts_with(|c: char| c.is_lowercase() || c == '`'), "{m}");
             assert!(!m.ends_with('.'), "{m}");
             if let Some(h) = e.hint() {

@@ -198,6 +198,8 @@ pub struct InstallOutcome {
     pub stderr: String,
     /// Specs still unsatisfied in a fresh interpreter after a successful install.
     pub still_missing: Vec<String>,
+    /// Why the post-install re-check could not run, if it could not.
+    pub recheck_error: Option<String>,
 }
 
 impl InstallOutcome {
@@ -333,7 +335,10 @@ pub fn install_specs(specs: &[impl AsRef<str>], options: &InstallOptions) -> Ins
         options.emit(InstallEvent::Rechecking);
         match options.interpreter().map(|i| i.missing(&specs)) {
             Some(Ok(missing)) => outcome.still_missing = missing,
-            Some(Err(e)) => outcome.still_missing = vec![format!("(re-check failed: {e})")],
+            Some(Err(e)) => {
+                outcome.still_missing = specs.clone();
+                outcome.recheck_error = Some(e.to_string());
+            }
             None => outcome.still_missing = specs.clone(),
         }
     }
@@ -409,15 +414,7 @@ fn run_install(
         None
     } else {
         let kind = if target.is_some() { "core" } else { "plugin" };
-        Some(write_constraints(kind, &lines).map_err(|source| {
-            (
-                Error::Spawn {
-                    program: "constraints file".into(),
-                    source,
-                },
-                None,
-            )
-        })?)
+        Some(write_constraints(kind, &lines).map_err(|source| (Error::TempFile { source }, None))?)
     };
     let constraint_path = constraints.as_ref().map(|f| f.path().to_path_buf());
     let mut extra: Vec<String> = Vec::new();
@@ -502,6 +499,13 @@ fn run_install(
     });
     match run_captured(&mut cmd, options.timeout) {
         Ok(out) => Ok(finish("`pip install`", out, command)),
+        Err(Error::Timeout { seconds, .. }) => Err((
+            Error::Timeout {
+                program: "pip install".into(),
+                seconds,
+            },
+            Some(command),
+        )),
         Err(e) => Err((e, Some(command))),
     }
 }

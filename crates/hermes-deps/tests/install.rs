@@ -499,3 +499,48 @@ fn ensure_feature_installs_once_then_reports_satisfied() {
     let second = hermes_deps::ensure_feature(&registry, "test.feat", &o).unwrap();
     assert!(second.already_satisfied && second.install.command.is_empty());
 }
+
+#[test]
+fn unwritable_target_fails_with_a_sentence_and_runs_nothing() {
+    let Some(py) = python3() else {
+        println!("skipping: python3 not on PATH");
+        return;
+    };
+    let real = Command::new(py)
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
+    let d = tempfile::tempdir().unwrap();
+    let venv = d.path().join("core");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::os::unix::fs::symlink(&real, venv.join("bin/python3")).unwrap();
+    // A target below a regular file can never be created, even by root.
+    std::fs::write(d.path().join("file"), "").unwrap();
+    let target = d.path().join("file/lazy");
+    let env = Environment::from_process()
+        .with(VENV_VAR, &venv.to_string_lossy())
+        .with(DISABLE_VAR, "1")
+        .with(TARGET_VAR, &target.to_string_lossy());
+    let out = install_specs(&["hermes-anything"], &options(d.path(), env, d.path()));
+    assert!(!out.ok && !out.blocked, "{out:?}");
+    assert!(
+        out.reason.starts_with(&format!(
+            "lazy install target `{}` is not writable: ",
+            target.display()
+        )),
+        "{}",
+        out.reason
+    );
+    assert!(
+        out.hint
+            .as_deref()
+            .unwrap_or("")
+            .contains("HERMES_LAZY_INSTALL_TARGET")
+    );
+    assert!(
+        out.stdout.is_empty() && out.stderr.is_empty(),
+        "no installer ran"
+    );
+    assert_no_raw_os_error(&out);
+}

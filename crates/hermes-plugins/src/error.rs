@@ -7,7 +7,10 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// A manifest could not be read.
-    #[error("could not read plugin manifest `{path}`: {source}")]
+    #[error(
+        "could not read plugin manifest `{path}`: {}",
+        hermes_deps::describe_io(source)
+    )]
     ReadManifest {
         /// The manifest file.
         path: PathBuf,
