@@ -1,0 +1,211 @@
+//! Doctor rows for the installer: where installs go, whether that place is
+//! writable, which Python and which installer would run.
+//!
+//! A *doctor row* is a label, a [`Check`] and one line of detail; the binary
+//! aligns and colours them. Probing writability creates and removes a temp
+//! file (mode bits lie for root and on read-only mounts); nothing else is
+//! written.
+
+use std::io::Write;
+
+use crate::install::InstallOptions;
+use crate::python::{Interpreter, venv_python};
+use crate::route::{BlockReason, Route};
+use crate::target::probe_writable;
+
+/// Outcome of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Check {
+    /// Fine.
+    Ok,
+    /// Works, but worth knowing.
+    Warn,
+    /// Broken.
+    Fail,
+}
+
+/// One line of `hermes doctor`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DoctorRow {
+    /// What was checked.
+    pub label: String,
+    /// The verdict.
+    pub check: Check,
+    /// The detail (and what to do, when not ok).
+    pub detail: String,
+}
+
+impl DoctorRow {
+    /// Builds a row.
+    pub fn new(label: &str, check: Check, detail: impl Into<String>) -> Self {
+        Self {
+            label: label.to_string(),
+            check,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// Plain-text rendering: `[ok]   label  detail`.
+pub fn render_rows(rows: &[DoctorRow], out: &mut dyn Write) -> std::io::Result<()> {
+    let width = rows.iter().map(|r| r.label.len()).max().unwrap_or(0);
+    for r in rows {
+        let tag = match r.check {
+            Check::Ok => "[ok]  ",
+            Check::Warn => "[warn]",
+            Check::Fail => "[fail]",
+        };
+        writeln!(out, "{tag} {:<width$}  {}", r.label, r.detail)?;
+    }
+    Ok(())
+}
+
+/// Installer rows: route, Python, target writable, installer.
+pub fn installer_rows(options: &InstallOptions) -> Vec<DoctorRow> {
+    let mut rows = Vec::new();
+    let route = options.route();
+    rows.push(match &route {
+        Route::Venv {
+            venv,
+            managed: true,
+        } => DoctorRow::new(
+            "installs",
+            Check::Ok,
+            format!("into the Hermes-managed venv `{}`", venv.display()),
+        ),
+        Route::Venv {
+            venv,
+            managed: false,
+        } => DoctorRow::new(
+            "installs",
+            Check::Ok,
+            format!("into the core venv `{}`", venv.display()),
+        ),
+        Route::Target { target, .. } => DoctorRow::new(
+            "installs",
+            Check::Ok,
+            format!("into the durable target `{}`", target.display()),
+        ),
+        Route::Blocked(r @ BlockReason::KillSwitch) => {
+            DoctorRow::new("installs", Check::Warn, format!("{r}; {}", r.hint()))
+        }
+        Route::Blocked(r) => DoctorRow::new("installs", Check::Fail, format!("{r}; {}", r.hint())),
+    });
+    let (venv, managed) = crate::route::core_venv(&options.env, &options.hermes_home);
+    let mut info = None;
+    match venv_python(&venv) {
+        Some(py) => match Interpreter::new(py.clone(), None, options.env.clone()).info() {
+            Ok(i) => {
+                rows.push(DoctorRow::new(
+                    "python",
+                    Check::Ok,
+                    format!("`{}` ({})", py.display(), i.version),
+                ));
+                info = Some(i);
+            }
+            Err(e) => rows.push(DoctorRow::new("python", Check::Fail, format!("{e}"))),
+        },
+        None if managed => match options.env.which("python3") {
+            Some(base) => rows.push(DoctorRow::new(
+                "python",
+                Check::Ok,
+                format!(
+                    "`{}`; the managed venv `{}` is created at the first install",
+                    base.display(),
+                    venv.display()
+                ),
+            )),
+            None => rows.push(DoctorRow::new(
+                "python",
+                Check::Fail,
+                "no `python3` on `PATH`; install Python 3",
+            )),
+        },
+        None => rows.push(DoctorRow::new(
+            "python",
+            Check::Fail,
+            format!(
+                "`{}/bin/python3` not found; check `HERMES_VENV`",
+                venv.display()
+            ),
+        )),
+    }
+    match &route {
+        Route::Target { target, .. } => rows.push(match probe_writable(target) {
+            Ok(()) => DoctorRow::new(
+                "target writable",
+                Check::Ok,
+                format!("`{}`", target.display()),
+            ),
+            Err(e) => DoctorRow::new(
+                "target writable",
+                Check::Fail,
+                format!("{e}; {}", e.hint().unwrap_or_default()),
+            ),
+        }),
+        Route::Venv { managed: false, .. } => {
+            if let Some(sp) = info.as_ref().and_then(|i| i.site_packages.first()) {
+                rows.push(match probe_writable(sp) {
+                    Ok(()) => DoctorRow::new("venv writable", Check::Ok, format!("`{}`", sp.display())),
+                    Err(_) => DoctorRow::new(
+                        "venv writable",
+                        Check::Fail,
+                        format!("`{}` is read-only; set `HERMES_LAZY_INSTALL_TARGET` to a writable directory", sp.display()),
+                    ),
+                });
+            }
+        }
+        _ => {}
+    }
+    rows.push(match options.uv() {
+        Some(uv) => DoctorRow::new("installer", Check::Ok, format!("uv (`{}`)", uv.display())),
+        None => DoctorRow::new(
+            "installer",
+            Check::Ok,
+            "pip (uv not found; `python -m pip` is used)",
+        ),
+    });
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Environment;
+    use crate::env::{DISABLE_VAR, TARGET_VAR, VENV_VAR};
+
+    #[test]
+    fn sealed_without_target_fails_and_target_is_probed() {
+        let env = Environment::default()
+            .with(DISABLE_VAR, "1")
+            .with(VENV_VAR, "/nonexistent/venv");
+        let rows = installer_rows(&InstallOptions::new("/nonexistent/h", true, env.clone()));
+        assert_eq!(rows[0].check, Check::Fail);
+        assert!(rows[0].detail.contains("HERMES_LAZY_INSTALL_TARGET"));
+        assert_eq!(rows[1].check, Check::Fail, "python row: {rows:?}");
+
+        let d = tempfile::tempdir().unwrap();
+        let env = env.with(TARGET_VAR, &d.path().join("lazy").to_string_lossy());
+        let rows = installer_rows(&InstallOptions::new("/nonexistent/h", true, env));
+        let t = rows.iter().find(|r| r.label == "target writable").unwrap();
+        assert_eq!(t.check, Check::Ok);
+        let mut buf = Vec::new();
+        render_rows(&rows, &mut buf).unwrap();
+        assert!(
+            String::from_utf8(buf)
+                .unwrap()
+                .contains("[ok]   target writable")
+        );
+    }
+
+    #[test]
+    fn kill_switch_is_a_warning() {
+        let rows = installer_rows(&InstallOptions::new(
+            "/nonexistent/h",
+            false,
+            Environment::default(),
+        ));
+        assert_eq!(rows[0].check, Check::Warn);
+    }
+}

@@ -1,0 +1,217 @@
+//! The crate's typed error and its hints.
+//!
+//! Every variant carries its context in fields (path, program, feature) and
+//! [`Error::hint`] gives the "what to do" line. Inside [`crate::install_specs`]
+//! errors never escape: they become the `reason`/`hint` of an
+//! [`crate::InstallOutcome`], so callers see a sentence, never a raw OS error.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No Python interpreter could be found.
+    #[error("no Python interpreter found (looked for {searched})")]
+    PythonNotFound {
+        /// What was looked for, for display.
+        searched: String,
+    },
+    /// A program could not be started.
+    #[error("could not start `{program}`: {}", describe_io(source))]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A program ran longer than its time limit and was stopped.
+    #[error("`{program}` timed out after {seconds}s")]
+    Timeout {
+        /// The program.
+        program: String,
+        /// The limit.
+        seconds: u64,
+    },
+    /// Python answered a query with something unexpected.
+    #[error("could not query the Python interpreter `{python}`: {detail}")]
+    PythonQuery {
+        /// The interpreter.
+        python: PathBuf,
+        /// What went wrong.
+        detail: String,
+    },
+    /// The Hermes-managed venv could not be created.
+    #[error("could not create the Python environment `{path}`: {detail}")]
+    VenvCreate {
+        /// Where the venv was to be created.
+        path: PathBuf,
+        /// The failure, last lines of stderr.
+        detail: String,
+    },
+    /// The durable install target could not be prepared.
+    #[error(
+        "lazy install target `{path}` is not writable: {}",
+        describe_io(source)
+    )]
+    TargetNotWritable {
+        /// The target directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A temporary file (the constraints file) could not be written.
+    #[error(
+        "could not write a temporary constraints file: {}",
+        describe_io(source)
+    )]
+    TempFile {
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Neither uv nor pip can run in the core environment.
+    #[error("pip is not available in `{python}` and `ensurepip` failed: {detail}")]
+    PipUnavailable {
+        /// The interpreter.
+        python: PathBuf,
+        /// Why ensurepip failed.
+        detail: String,
+    },
+    /// The feature registry does not know this feature.
+    #[error("feature `{name}` is not in the feature registry")]
+    UnknownFeature {
+        /// The feature asked for.
+        name: String,
+    },
+    /// A feature registry file failed to parse or validate.
+    #[error("invalid feature registry: {detail}")]
+    Registry {
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+/// An OS error as a lowercase phrase without the `(os error N)` suffix, so
+/// messages read as sentences (`read-only file system`, `permission denied`).
+pub fn describe_io(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let text = match text.find(" (os error ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => text,
+    }
+}
+
+impl Error {
+    /// The "what to do" line for this error.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::PythonNotFound { .. } => {
+                "install Python 3 (`python3` on `PATH`) or set `HERMES_VENV` to a Python environment"
+                    .to_string()
+            }
+            Self::Spawn { program, .. } => {
+                format!("check that `{program}` exists and is executable")
+            }
+            Self::Timeout { .. } => "check network access to the package index; if you need a \
+                 mirror, set `index-url` in `pip.conf` or `PIP_INDEX_URL` (it is passed to uv too)"
+                .to_string(),
+            Self::PythonQuery { python, .. } => {
+                format!("run `{} -c 'import sys; print(sys.version)'` to check the interpreter", python.display())
+            }
+            Self::VenvCreate { .. } => "install the venv module (Debian: `apt-get install python3-venv`) \
+                 or set `HERMES_VENV` to an existing environment"
+                .to_string(),
+            Self::TargetNotWritable { path, .. } => format!(
+                "make `{}` writable by the Hermes user, or point `HERMES_LAZY_INSTALL_TARGET` at a writable directory on the data volume",
+                path.display()
+            ),
+            Self::TempFile { .. } => {
+                "check that the temporary directory (`TMPDIR`, default `/tmp`) exists and is writable"
+                    .to_string()
+            }
+            Self::PipUnavailable { .. } => {
+                "install uv (`pip install uv`) or pip into the core environment".to_string()
+            }
+            Self::UnknownFeature { .. } => "run `hermes deps status` to list the known features".to_string(),
+            Self::Registry { .. } => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_variant() -> Vec<Error> {
+        let io = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        vec![
+            Error::PythonNotFound {
+                searched: "`python3`".into(),
+            },
+            Error::Spawn {
+                program: "uv".into(),
+                source: io(),
+            },
+            Error::Timeout {
+                program: "uv".into(),
+                seconds: 3,
+            },
+            Error::PythonQuery {
+                python: "/p".into(),
+                detail: "bad".into(),
+            },
+            Error::VenvCreate {
+                path: "/v".into(),
+                detail: "no".into(),
+            },
+            Error::TargetNotWritable {
+                path: "/t".into(),
+                source: io(),
+            },
+            Error::PipUnavailable {
+                python: "/p".into(),
+                detail: "x".into(),
+            },
+            Error::UnknownFeature { name: "x.y".into() },
+            Error::Registry { detail: "x".into() },
+        ]
+    }
+
+    #[test]
+    fn os_errors_read_as_phrases() {
+        let e = Error::TargetNotWritable {
+            path: "/t".into(),
+            source: std::io::Error::from_raw_os_error(30),
+        };
+        assert_eq!(
+            e.to_string(),
+            "lazy install target `/t` is not writable: read-only file system"
+        );
+        let e = Error::Spawn {
+            program: "uv".into(),
+            source: std::io::Error::from_raw_os_error(13),
+        };
+        assert_eq!(e.to_string(), "could not start `uv`: permission denied");
+    }
+
+    #[test]
+    fn messages_follow_the_conventions() {
+        for e in every_variant() {
+            let m = e.to_string();
+            assert!(!m.contains("os error"), "{m}");
+            assert!(m.starts_with(|c: char| c.is_lowercase() || c == '`'), "{m}");
+            assert!(!m.ends_with('.'), "{m}");
+            if let Some(h) = e.hint() {
+                assert!(!h.ends_with('.'), "{h}");
+            }
+        }
+    }
+}

@@ -1,0 +1,736 @@
+//! The one entry point: [`install_specs`].
+//!
+//! Order of work, each step able to stop the install before anything runs:
+//!
+//! 1. trim specs and drop empty ones (none left → success, nothing run);
+//! 2. spec safety ([`crate::spec::check_spec`]) on EVERY spec → *blocked*;
+//! 3. routing ([`crate::route::route`]) → *blocked* by the kill switch or a
+//!    sealed image without durable target;
+//! 4. prepare: the core venv's interpreter (a managed venv is created here),
+//!    and in target mode the ABI stamp and the core constraints file;
+//! 5. the *installer ladder*: `uv pip install` when uv is available (managed
+//!    `$HERMES_HOME/bin/uv`, else `uv` on `PATH`), else `python -m pip install`
+//!    (bootstrapping pip with `ensurepip` when missing). A uv failure is final:
+//!    falling back to pip would bypass the constraints;
+//! 6. re-check availability in a fresh interpreter with the Hermes path order,
+//!    so a "missing dependencies" state clears without a restart.
+//!
+//! Nothing here panics or returns an OS error to the caller: every failure is
+//! folded into an [`InstallOutcome`] with a `reason` and a `hint`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::process::{Captured, run_captured, tail};
+use crate::python::{Interpreter, venv_python};
+use crate::route::{BlockReason, Route, route};
+use crate::spec::check_spec;
+use crate::target::{
+    TargetPrep, constraint_lines, installed_distributions, prepare_target, write_constraints,
+};
+use crate::{Environment, Error, pipconf};
+
+/// Default time limit for one installer run.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+/// How much of the installer's stderr is passed through on failure.
+pub const STDERR_TAIL: usize = 2000;
+
+/// Something the installer is doing, for progress display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InstallEvent {
+    /// The install was refused; nothing will run.
+    Blocked {
+        /// The reason.
+        reason: String,
+    },
+    /// Creating the Hermes-managed venv.
+    CreatingVenv {
+        /// Where.
+        path: PathBuf,
+    },
+    /// The durable target held packages built for another interpreter and was emptied.
+    TargetWiped {
+        /// The target.
+        path: PathBuf,
+    },
+    /// pip was missing and is being bootstrapped with `ensurepip`.
+    BootstrappingPip,
+    /// Running the installer.
+    Running {
+        /// The command, for display.
+        command: String,
+    },
+    /// Re-checking availability in a fresh interpreter.
+    Rechecking,
+    /// Done.
+    Finished {
+        /// Whether it succeeded.
+        ok: bool,
+    },
+}
+
+/// A progress callback.
+pub type Progress = Arc<dyn Fn(&InstallEvent) + Send + Sync>;
+
+/// Which installer to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InstallerChoice {
+    /// uv when available, else pip.
+    #[default]
+    Auto,
+    /// Always `python -m pip`.
+    Pip,
+}
+
+/// Everything the installer needs from its caller.
+#[derive(Clone)]
+pub struct InstallOptions {
+    /// `$HERMES_HOME` (managed venv and managed uv live under it).
+    pub hermes_home: PathBuf,
+    /// `security.allow_lazy_installs` from config.yaml (default true).
+    pub allow_lazy_installs: bool,
+    /// The environment snapshot.
+    pub env: Environment,
+    /// Time limit for the installer run.
+    pub timeout: Duration,
+    /// Resolve only (`--dry-run`); nothing is installed.
+    pub dry_run: bool,
+    /// Extra constraint lines (`name>=x,<y`), passed with `--constraint`.
+    pub constraints: Vec<String>,
+    /// Local wheel directories (`--find-links`), for air-gapped installs.
+    pub find_links: Vec<PathBuf>,
+    /// Do not contact any index (`--no-index`); use with `find_links`.
+    pub no_index: bool,
+    /// Which installer to use.
+    pub installer: InstallerChoice,
+    /// Progress callback.
+    pub progress: Option<Progress>,
+}
+
+impl std::fmt::Debug for InstallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InstallOptions")
+            .field("hermes_home", &self.hermes_home)
+            .field("allow_lazy_installs", &self.allow_lazy_installs)
+            .field("timeout", &self.timeout)
+            .field("dry_run", &self.dry_run)
+            .field("installer", &self.installer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InstallOptions {
+    /// Options with defaults: 300 s timeout, no dry run, auto installer.
+    pub fn new(
+        hermes_home: impl Into<PathBuf>,
+        allow_lazy_installs: bool,
+        env: Environment,
+    ) -> Self {
+        Self {
+            hermes_home: hermes_home.into(),
+            allow_lazy_installs,
+            env,
+            timeout: DEFAULT_TIMEOUT,
+            dry_run: false,
+            constraints: Vec::new(),
+            find_links: Vec::new(),
+            no_index: false,
+            installer: InstallerChoice::Auto,
+            progress: None,
+        }
+    }
+
+    /// Where installs would go right now.
+    pub fn route(&self) -> Route {
+        route(self.allow_lazy_installs, &self.env, &self.hermes_home)
+    }
+
+    /// The uv binary to use: Hermes-managed (`$HERMES_HOME/bin/uv`) first, then `PATH`.
+    pub fn uv(&self) -> Option<PathBuf> {
+        if self.installer == InstallerChoice::Pip {
+            return None;
+        }
+        let managed = self.hermes_home.join("bin").join("uv");
+        if crate::env::is_executable(&managed) {
+            return Some(managed);
+        }
+        self.env.which("uv")
+    }
+
+    /// The interpreter for availability checks (core venv + durable target),
+    /// or `None` when the core venv does not exist yet (nothing is installed).
+    pub fn interpreter(&self) -> Option<Interpreter> {
+        let (venv, _) = crate::route::core_venv(&self.env, &self.hermes_home);
+        let python = venv_python(&venv)?;
+        Some(Interpreter::new(
+            python,
+            self.env.durable_target(),
+            self.env.clone(),
+        ))
+    }
+
+    fn emit(&self, event: InstallEvent) {
+        if let Some(p) = &self.progress {
+            p(&event);
+        }
+    }
+}
+
+/// The result of [`install_specs`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct InstallOutcome {
+    /// The install succeeded (or there was nothing to do).
+    pub ok: bool,
+    /// Nothing was run: kill switch, sealed without target, or an unsafe spec.
+    pub blocked: bool,
+    /// Why it failed or was blocked; empty on success.
+    pub reason: String,
+    /// What to do about it.
+    pub hint: Option<String>,
+    /// What was (or would be) run, for display.
+    pub command: String,
+    /// The installer's standard output.
+    pub stdout: String,
+    /// The last [`STDERR_TAIL`] characters of the installer's standard error.
+    pub stderr: String,
+    /// Specs still unsatisfied in a fresh interpreter after a successful install.
+    pub still_missing: Vec<String>,
+    /// Why the post-install re-check could not run, if it could not.
+    pub recheck_error: Option<String>,
+}
+
+impl InstallOutcome {
+    fn blocked(reason: &BlockReason, command: String) -> Self {
+        Self {
+            ok: false,
+            blocked: true,
+            reason: reason.to_string(),
+            hint: Some(reason.hint()),
+            command,
+            ..Self::default()
+        }
+    }
+
+    fn failed(err: &Error, command: String) -> Self {
+        Self {
+            ok: false,
+            reason: err.to_string(),
+            hint: err.hint(),
+            command,
+            ..Self::default()
+        }
+    }
+
+    /// Plain-text rendering: the command, then `error:`/`hint:` lines and the
+    /// installer's stderr on failure.
+    pub fn render(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        if !self.command.is_empty() {
+            writeln!(
+                out,
+                "{} {}",
+                if self.blocked { "would run:" } else { "ran:" },
+                self.command
+            )?;
+        }
+        if self.ok {
+            if self.still_missing.is_empty() {
+                writeln!(out, "installed")?;
+            } else {
+                writeln!(
+                    out,
+                    "installed, but still missing: {}",
+                    self.still_missing.join(", ")
+                )?;
+            }
+            return Ok(());
+        }
+        writeln!(out, "error: {}", self.reason)?;
+        if let Some(h) = &self.hint {
+            writeln!(out, "hint: {h}")?;
+        }
+        if !self.stderr.trim().is_empty() {
+            writeln!(out, "installer output:\n{}", self.stderr.trim_end())?;
+        }
+        Ok(())
+    }
+}
+
+/// Quotes a spec for display when a shell would mangle it.
+fn shell_word(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_.-=+,/:".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The display command: `uv pip install [--target D] specs` or
+/// `<python> -m pip install [--target D] specs`.
+pub fn display_command(installer: &str, target: Option<&Path>, specs: &[String]) -> String {
+    let mut parts = vec![installer.to_string()];
+    if let Some(t) = target {
+        parts.push("--target".into());
+        parts.push(shell_word(&t.to_string_lossy()));
+    }
+    parts.extend(specs.iter().map(|s| shell_word(s)));
+    parts.join(" ")
+}
+
+/// Installs `specs` where the routing says, never panicking and never
+/// returning a raw OS error. See the module doc for the order of work.
+pub fn install_specs(specs: &[impl AsRef<str>], options: &InstallOptions) -> InstallOutcome {
+    let specs: Vec<String> = specs
+        .iter()
+        .map(|s| s.as_ref().trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if specs.is_empty() {
+        return InstallOutcome {
+            ok: true,
+            ..InstallOutcome::default()
+        };
+    }
+    let route = options.route();
+    let uv_display = display_command(
+        "uv pip install",
+        options.env.durable_target().as_deref(),
+        &specs,
+    );
+    for spec in &specs {
+        if let Err(why) = check_spec(spec) {
+            let reason = BlockReason::UnsafeSpec {
+                spec: spec.clone(),
+                why: why.to_string(),
+            };
+            options.emit(InstallEvent::Blocked {
+                reason: reason.to_string(),
+            });
+            return InstallOutcome::blocked(&reason, uv_display);
+        }
+    }
+    let (venv, managed, target) = match &route {
+        Route::Blocked(reason) => {
+            options.emit(InstallEvent::Blocked {
+                reason: reason.to_string(),
+            });
+            return InstallOutcome::blocked(reason, uv_display);
+        }
+        Route::Venv { venv, managed } => (venv.clone(), *managed, None),
+        Route::Target {
+            venv,
+            managed,
+            target,
+        } => (venv.clone(), *managed, Some(target.clone())),
+    };
+    let mut outcome = match run_install(&specs, options, &venv, managed, target.as_deref()) {
+        Ok(o) => o,
+        Err((err, command)) => InstallOutcome::failed(&err, command.unwrap_or(uv_display)),
+    };
+    if outcome.ok && !options.dry_run {
+        options.emit(InstallEvent::Rechecking);
+        match options.interpreter().map(|i| i.missing(&specs)) {
+            Some(Ok(missing)) => outcome.still_missing = missing,
+            Some(Err(e)) => {
+                outcome.still_missing = specs.clone();
+                outcome.recheck_error = Some(e.to_string());
+            }
+            None => outcome.still_missing = specs.clone(),
+        }
+    }
+    options.emit(InstallEvent::Finished { ok: outcome.ok });
+    outcome
+}
+
+type StepError = (Error, Option<String>);
+
+fn core_python(options: &InstallOptions, venv: &Path, managed: bool) -> Result<PathBuf, Error> {
+    if let Some(p) = venv_python(venv) {
+        return Ok(p);
+    }
+    if !managed {
+        return Err(Error::PythonNotFound {
+            searched: format!("`{}/bin/python3`", venv.display()),
+        });
+    }
+    options.emit(InstallEvent::CreatingVenv {
+        path: venv.to_path_buf(),
+    });
+    let base = options
+        .env
+        .get_nonempty(crate::env::PYTHON_VAR)
+        .map(PathBuf::from)
+        .or_else(|| options.env.which("python3"))
+        .ok_or_else(|| Error::PythonNotFound {
+            searched: "`HERMES_PYTHON`, `python3` on `PATH`".into(),
+        })?;
+    let mut cmd = Command::new(&base);
+    cmd.env_clear()
+        .envs(options.env.child_vars())
+        .arg("-m")
+        .arg("venv")
+        .arg(venv);
+    let out = run_captured(&mut cmd, Duration::from_secs(180))?;
+    if !out.success {
+        return Err(Error::VenvCreate {
+            path: venv.to_path_buf(),
+            detail: tail(out.stderr.trim(), 400).to_string(),
+        });
+    }
+    venv_python(venv).ok_or_else(|| Error::VenvCreate {
+        path: venv.to_path_buf(),
+        detail: "the venv has no `bin/python3`".into(),
+    })
+}
+
+fn run_install(
+    specs: &[String],
+    options: &InstallOptions,
+    venv: &Path,
+    managed: bool,
+    target: Option<&Path>,
+) -> Result<InstallOutcome, StepError> {
+    let python = core_python(options, venv, managed).map_err(|e| (e, None))?;
+    // The core interpreter WITHOUT the target: it is the one whose packages we pin.
+    let core = Interpreter::new(python.clone(), None, options.env.clone());
+    let info = core.info().map_err(|e| (e, None))?;
+    let mut lines = options.constraints.clone();
+    if let Some(t) = target {
+        if prepare_target(t, &info.abi).map_err(|e| (e, None))? == TargetPrep::Wiped {
+            options.emit(InstallEvent::TargetWiped {
+                path: t.to_path_buf(),
+            });
+        }
+        // If enumeration finds nothing the install simply runs unconstrained.
+        lines.extend(constraint_lines(&installed_distributions(
+            &info.site_packages,
+        )));
+    }
+    let constraints = if lines.is_empty() {
+        None
+    } else {
+        let kind = if target.is_some() { "core" } else { "plugin" };
+        Some(write_constraints(kind, &lines).map_err(|source| (Error::TempFile { source }, None))?)
+    };
+    let constraint_path = constraints.as_ref().map(|f| f.path().to_path_buf());
+    let mut extra: Vec<String> = Vec::new();
+    if options.dry_run {
+        extra.push("--dry-run".into());
+    }
+    if let Some(t) = target {
+        extra.push("--target".into());
+        extra.push(t.to_string_lossy().into_owned());
+    }
+    if let Some(c) = &constraint_path {
+        extra.push("--constraint".into());
+        extra.push(c.to_string_lossy().into_owned());
+    }
+    if options.no_index {
+        extra.push("--no-index".into());
+    }
+    for d in &options.find_links {
+        extra.push("--find-links".into());
+        extra.push(d.to_string_lossy().into_owned());
+    }
+
+    if let Some(uv) = options.uv() {
+        let command = display_command("uv pip install", target, specs);
+        let mut cmd = Command::new(&uv);
+        cmd.env_clear().envs(options.env.child_vars());
+        if let Some(url) = pipconf::uv_index_bridge(&options.env, Some(&info.prefix)) {
+            cmd.env("UV_INDEX_URL", url);
+        }
+        cmd.args(["pip", "install", "--python"])
+            .arg(&python)
+            .args(["--compile-bytecode", "--no-config"]);
+        cmd.args(&extra).args(specs);
+        options.emit(InstallEvent::Running {
+            command: command.clone(),
+        });
+        match run_captured(&mut cmd, options.timeout) {
+            Ok(out) => return Ok(finish("`uv pip install`", out, command)),
+            Err(Error::Spawn { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+            Err(Error::Timeout { seconds, .. }) => {
+                return Ok(InstallOutcome {
+                    reason: format!("`uv pip install` timed out after {seconds}s"),
+                    hint: Some(
+                        "if your network needs a package mirror, set `index-url` in `pip.conf` \
+                         (bridged to uv automatically) or `UV_INDEX_URL`"
+                            .into(),
+                    ),
+                    command,
+                    ..InstallOutcome::default()
+                });
+            }
+            Err(e) => return Err((e, Some(command))),
+        }
+    }
+
+    let command = display_command(
+        &format!("{} -m pip install", python.display()),
+        target,
+        specs,
+    );
+    ensure_pip(options, &python, target.is_some()).map_err(|e| (e, Some(command.clone())))?;
+    let mut cmd = Command::new(&python);
+    cmd.env_clear().envs(options.env.child_vars());
+    if target.is_some() {
+        // The core venv is sealed: do not even write bytecode for pip's own modules into it.
+        cmd.env("PYTHONDONTWRITEBYTECODE", "1");
+    }
+    cmd.args([
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-input",
+    ]);
+    if target.is_some() {
+        // Without --upgrade pip keeps an older copy already in the target, so a pin bump would not apply.
+        cmd.arg("--upgrade");
+    }
+    cmd.args(&extra).args(specs);
+    options.emit(InstallEvent::Running {
+        command: command.clone(),
+    });
+    match run_captured(&mut cmd, options.timeout) {
+        Ok(out) => Ok(finish("`pip install`", out, command)),
+        Err(Error::Timeout { seconds, .. }) => Err((
+            Error::Timeout {
+                program: "pip install".into(),
+                seconds,
+            },
+            Some(command),
+        )),
+        Err(e) => Err((e, Some(command))),
+    }
+}
+
+fn ensure_pip(options: &InstallOptions, python: &Path, sealed_core: bool) -> Result<(), Error> {
+    let mut probe = Command::new(python);
+    probe
+        .env_clear()
+        .envs(options.env.child_vars())
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    probe.args(["-m", "pip", "--version"]);
+    if run_captured(&mut probe, Duration::from_secs(60)).is_ok_and(|o| o.success) {
+        return Ok(());
+    }
+    let pip_missing = |detail: String| Error::PipUnavailable {
+        python: python.to_path_buf(),
+        detail,
+    };
+    if sealed_core {
+        return Err(pip_missing(
+            "the core environment is read-only, so pip cannot be bootstrapped into it".into(),
+        ));
+    }
+    options.emit(InstallEvent::BootstrappingPip);
+    let mut boot = Command::new(python);
+    boot.env_clear().envs(options.env.child_vars()).args([
+        "-m",
+        "ensurepip",
+        "--upgrade",
+        "--default-pip",
+    ]);
+    match run_captured(&mut boot, Duration::from_secs(120)) {
+        Ok(o) if o.success => Ok(()),
+        Ok(o) => Err(pip_missing(tail(o.stderr.trim(), 400).to_string())),
+        Err(e) => Err(pip_missing(e.to_string())),
+    }
+}
+
+fn finish(program: &str, out: Captured, command: String) -> InstallOutcome {
+    let stderr = tail(&out.stderr, STDERR_TAIL).to_string();
+    if out.success {
+        return InstallOutcome {
+            ok: true,
+            command,
+            stdout: out.stdout,
+            stderr,
+            ..InstallOutcome::default()
+        };
+    }
+    let status = out
+        .code
+        .map_or_else(|| "a signal".to_string(), |c| format!("exit status {c}"));
+    let stderr = if stderr.trim().is_empty() {
+        tail(&out.stdout, STDERR_TAIL).to_string()
+    } else {
+        stderr
+    };
+    InstallOutcome {
+        ok: false,
+        reason: format!("{program} failed with {status}"),
+        hint: Some("read the installer output below: usually a version that conflicts with the core \
+             environment, or no access to the package index (set `index-url` in `pip.conf` or `PIP_INDEX_URL`)"
+            .into()),
+        command,
+        stdout: out.stdout,
+        stderr,
+        ..InstallOutcome::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::{DISABLE_VAR, TARGET_VAR, VENV_VAR};
+    use std::sync::Mutex;
+
+    fn opts(allow: bool, env: Environment) -> InstallOptions {
+        InstallOptions::new("/nonexistent/hermes-home", allow, env)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn random_specs_never_panic(specs in proptest::collection::vec(".{0,240}", 0..4)) {
+            // Kill switch off: whatever the specs, nothing may run, and nothing may panic.
+            let o = install_specs(&specs, &opts(false, Environment::default()));
+            proptest::prop_assert!(o.ok || o.blocked);
+        }
+    }
+
+    #[test]
+    fn empty_specs_succeed_without_running() {
+        let o = install_specs(&["", "  "], &opts(false, Environment::default()));
+        assert!(o.ok && !o.blocked && o.command.is_empty());
+    }
+
+    #[test]
+    fn unsafe_specs_are_blocked_before_anything_runs() {
+        // The venv does not exist: any attempt to run would fail, not block.
+        let env = Environment::default().with(VENV_VAR, "/nonexistent/venv");
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let mut o = opts(true, env);
+        let sink = events.clone();
+        o.progress = Some(Arc::new(move |e: &InstallEvent| {
+            sink.lock().unwrap().push(e.clone())
+        }));
+        let long = "a".repeat(201);
+        for bad in [
+            "x; rm -rf /",
+            "--index-url=https://evil/simple",
+            "git+https://github.com/a/b",
+            "pkg @ file:///tmp/x",
+            long.as_str(),
+            "pkg\nother",
+        ] {
+            let out = install_specs(&["honcho-ai", bad], &o);
+            assert!(out.blocked && !out.ok, "{bad:?}: {out:?}");
+            assert!(
+                out.reason.starts_with("refusing to install unsafe spec"),
+                "{}",
+                out.reason
+            );
+            assert!(out.stdout.is_empty() && out.stderr.is_empty());
+        }
+        let ev = events.lock().unwrap();
+        assert!(
+            ev.iter().all(|e| matches!(e, InstallEvent::Blocked { .. })),
+            "{ev:?}"
+        );
+    }
+
+    #[test]
+    fn gating_matrix_through_install_specs() {
+        let sealed = Environment::default()
+            .with(DISABLE_VAR, "1")
+            .with(VENV_VAR, "/nonexistent/venv");
+        let o = install_specs(&["honcho-ai"], &opts(true, sealed.clone()));
+        assert!(o.blocked);
+        assert!(
+            o.reason.contains("immutable") && o.reason.contains("HERMES_LAZY_INSTALL_TARGET"),
+            "{}",
+            o.reason
+        );
+        assert!(
+            o.hint
+                .as_deref()
+                .unwrap_or("")
+                .contains("HERMES_LAZY_INSTALL_TARGET")
+        );
+
+        let o = install_specs(&["honcho-ai"], &opts(false, Environment::default()));
+        assert!(o.blocked);
+        assert_eq!(
+            o.reason,
+            "runtime installs disabled (security.allow_lazy_installs=false)"
+        );
+
+        let o = install_specs(
+            &["honcho-ai"],
+            &opts(false, sealed.clone().with(TARGET_VAR, "/tmp/t")),
+        );
+        assert!(o.blocked, "kill switch applies in target mode too");
+
+        // Sealed + target proceeds (past the gate): it fails on the missing venv,
+        // not blocked, and the failure is a sentence with a hint.
+        let o = install_specs(
+            &["honcho-ai"],
+            &opts(true, sealed.with(TARGET_VAR, "/tmp/hermes-t")),
+        );
+        assert!(!o.blocked && !o.ok, "{o:?}");
+        assert!(
+            o.reason.contains("no Python interpreter found"),
+            "{}",
+            o.reason
+        );
+        assert!(o.hint.is_some());
+    }
+
+    #[test]
+    fn command_display_venv_vs_target() {
+        let specs = vec!["honcho-ai".to_string(), "mem0ai>=2.0.10,<3".to_string()];
+        assert_eq!(
+            display_command("uv pip install", None, &specs),
+            "uv pip install honcho-ai 'mem0ai>=2.0.10,<3'"
+        );
+        assert_eq!(
+            display_command(
+                "uv pip install",
+                Some(Path::new("/opt/data/lazy-packages")),
+                &specs
+            ),
+            "uv pip install --target /opt/data/lazy-packages honcho-ai 'mem0ai>=2.0.10,<3'"
+        );
+        let env = Environment::default().with(DISABLE_VAR, "1");
+        let o = install_specs(
+            &specs,
+            &opts(false, env.with(TARGET_VAR, "/opt/data/lazy-packages")),
+        );
+        assert!(
+            o.command.contains("--target /opt/data/lazy-packages"),
+            "{}",
+            o.command
+        );
+    }
+
+    #[test]
+    fn failure_stderr_is_passed_through_and_bounded() {
+        let long = format!("{}THE-END", "x".repeat(5000));
+        let out = Captured {
+            success: false,
+            code: Some(1),
+            stdout: String::new(),
+            stderr: long,
+        };
+        let o = finish("`pip install`", out, "cmd".into());
+        assert!(!o.ok && !o.blocked);
+        assert_eq!(o.stderr.chars().count(), STDERR_TAIL);
+        assert!(o.stderr.ends_with("THE-END"));
+        assert_eq!(o.reason, "`pip install` failed with exit status 1");
+        let mut buf = Vec::new();
+        o.render(&mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert!(
+            text.contains("error: `pip install` failed")
+                && text.contains("hint: ")
+                && text.contains("THE-END")
+        );
+    }
+}

@@ -1,0 +1,3 @@
+//! Shared helpers for the public-API tests.
+
+pub mod wheel;

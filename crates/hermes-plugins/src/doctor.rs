@@ -1,0 +1,84 @@
+//! Doctor rows for plugins: the installer rows plus the active memory provider.
+
+use hermes_deps::{Check, DoctorRow, InstallOptions, installer_rows};
+
+use crate::discovery::Discovery;
+use crate::setup::memory_status;
+
+/// Installer state (route, Python, target writable, installer) and whether the
+/// active memory provider (`memory.provider`, raw) is available.
+pub fn doctor_rows(
+    discovery: &Discovery,
+    raw_active: Option<&str>,
+    options: &InstallOptions,
+) -> Vec<DoctorRow> {
+    let mut rows = installer_rows(options);
+    rows.push(match memory_status(discovery, raw_active, options) {
+        Err(e) => DoctorRow::new("memory provider", Check::Fail, e.to_string()),
+        Ok(s) => match (s.active, s.provider) {
+            (None, _) => DoctorRow::new("memory provider", Check::Ok, "built-in only"),
+            (Some(a), None) => DoctorRow::new(
+                "memory provider",
+                Check::Fail,
+                format!("`{a}` is configured but no such plugin exists; run `hermes memory setup`"),
+            ),
+            (Some(a), Some(p)) if p.available => {
+                DoctorRow::new("memory provider", Check::Ok, format!("`{a}` available"))
+            }
+            (Some(a), Some(p)) => {
+                let mut what: Vec<String> = p
+                    .dependencies
+                    .iter()
+                    .filter(|d| !d.installed)
+                    .map(|d| d.spec.clone())
+                    .collect();
+                what.extend(p.env_missing.iter().cloned());
+                what.extend(
+                    p.external
+                        .iter()
+                        .filter(|e| !e.found)
+                        .map(|e| e.name.clone()),
+                );
+                DoctorRow::new(
+                    "memory provider",
+                    Check::Fail,
+                    format!(
+                        "`{a}` not available (missing: {}); run `hermes memory setup {a}`",
+                        what.join(", ")
+                    ),
+                )
+            }
+        },
+    });
+    for problem in &discovery.problems {
+        rows.push(DoctorRow::new(
+            "plugin manifest",
+            Check::Warn,
+            problem.to_string(),
+        ));
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::discover;
+    use hermes_deps::Environment;
+
+    #[test]
+    fn reports_active_provider() {
+        let d = discover(None);
+        let o = InstallOptions::new("/nonexistent/h", true, Environment::default());
+        let rows = doctor_rows(&d, None, &o);
+        assert_eq!(rows.last().unwrap().detail, "built-in only");
+        let rows = doctor_rows(&d, Some("mem0"), &o);
+        let r = rows.last().unwrap();
+        assert_eq!(r.check, Check::Fail);
+        assert!(
+            r.detail.contains("mem0ai") && r.detail.contains("MEM0_API_KEY"),
+            "{}",
+            r.detail
+        );
+    }
+}

@@ -1,0 +1,27 @@
+//! `hermes-plugins`: plugin manifests (memory providers), discovery, status,
+//! setup and doctor rows.
+//!
+//! A *plugin* is a folder with a `plugin.yaml` ([`manifest`]). Bundled plugins
+//! ship in the binary; user plugins live in `$HERMES_HOME/plugins/<name>/`
+//! ([`discovery`]). Their pip dependencies are installed only through
+//! `hermes-deps`, so they follow the same routing (core venv or durable
+//! target) and the same safety rules as every other runtime install. This
+//! crate returns data and plain-text renderers; it never writes `.env` or
+//! `config.yaml` itself ([`setup::SetupPlan`] says what to write).
+
+pub mod discovery;
+pub mod doctor;
+mod error;
+pub mod manifest;
+pub mod setup;
+pub mod status;
+
+pub use discovery::{Discovery, Plugin, Source, discover};
+pub use doctor::doctor_rows;
+pub use error::Error;
+pub use manifest::{ExternalDependency, Manifest, PluginKind, Setting};
+pub use setup::{
+    ConfigWrite, EnvWrite, MemoryStatus, Question, SetupPlan, active_provider, find_provider,
+    memory_status, questions, setup_provider,
+};
+pub use status::{PluginStatus, list_plugins, plugin_status, render_list};
