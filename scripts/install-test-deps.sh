@@ -13,3 +13,8 @@ if ((${#need[@]})); then
     apt-get update -qq
     apt-get install -y -qq "${need[@]}"
 fi
+
+# uv: the installer tests exercise both uv and pip (they skip the uv half when it is absent).
+if ! command -v uv >/dev/null; then
+    python3 -m pip install --quiet uv || echo "warning: could not install uv; its tests will skip"
+fi

@@ -36,6 +36,15 @@ pub enum Command {
     /// Inspect stored provider credentials (`auth.json`).
     #[command(subcommand)]
     Auth(AuthCommand),
+    /// Python dependencies of optional features: status, install, ensure.
+    #[command(subcommand)]
+    Deps(DepsCommand),
+    /// Plugins (memory providers): what is installed and available.
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
+    /// Configure and inspect the memory provider.
+    #[command(subcommand)]
+    Memory(MemoryCommand),
     /// Print the version, build commit, install method and install directory.
     Version(JsonFlag),
     /// Print a support summary to paste into a bug report (never prints secret values).
@@ -102,4 +111,62 @@ pub enum ProfileCommand {
 pub enum AuthCommand {
     /// List the providers that have stored credentials (names only, never secrets).
     List(JsonFlag),
+}
+
+/// `hermes deps ...`
+#[derive(Debug, Subcommand)]
+pub enum DepsCommand {
+    /// List optional features and whether their Python packages are installed.
+    Status(JsonFlag),
+    /// Install pip specs (e.g. `honcho-ai==2.2.0`) where Hermes's Python finds them.
+    ///
+    /// Installs go to the core Python environment, or on a sealed image to the durable
+    /// target on the data volume (`HERMES_LAZY_INSTALL_TARGET`). See docs/plugins.md.
+    Install {
+        /// Pip requirement specs: NAME, optional [extras], optional version specifier.
+        #[arg(required = true, value_name = "SPEC")]
+        specs: Vec<String>,
+        /// Resolve only; install nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print machine-readable JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Install whatever one optional feature is missing (see `hermes deps status`).
+    Ensure {
+        /// Feature name, e.g. `memory.honcho`.
+        feature: String,
+        /// Print machine-readable JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `hermes plugins ...`
+#[derive(Debug, Subcommand)]
+pub enum PluginsCommand {
+    /// List plugins with their dependencies, environment and availability.
+    List(JsonFlag),
+}
+
+/// `hermes memory ...`
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Set up a memory provider: install its dependencies, ask for its settings, activate it.
+    ///
+    /// On a terminal this asks for each setting; in scripts pass them with `--set KEY=VALUE`.
+    /// Secrets go to the profile's `.env`, `memory.provider` to `config.yaml`.
+    Setup {
+        /// The provider (honcho, mem0, hindsight, supermemory, or a user plugin).
+        provider: Option<String>,
+        /// A setting value, e.g. `--set api_key=...` (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        values: Vec<String>,
+        /// Never prompt; missing settings use their defaults.
+        #[arg(long)]
+        non_interactive: bool,
+    },
+    /// Show the active memory provider and what it is missing.
+    Status(JsonFlag),
 }

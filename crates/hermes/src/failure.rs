@@ -90,6 +90,20 @@ impl From<hermes_home::Error> for Failure {
     }
 }
 
+impl From<hermes_deps::Error> for Failure {
+    fn from(error: hermes_deps::Error) -> Self {
+        let hint = error.hint();
+        Failure::from_error(&error, hint)
+    }
+}
+
+impl From<hermes_plugins::Error> for Failure {
+    fn from(error: hermes_plugins::Error) -> Self {
+        let hint = error.hint();
+        Failure::from_error(&error, hint)
+    }
+}
+
 impl From<std::io::Error> for Failure {
     fn from(error: std::io::Error) -> Self {
         Failure::from_error(&error, None)

@@ -69,6 +69,37 @@ pub fn run_dump(ctx: &Context, json_output: bool) -> CommandResult {
     Ok(ExitStatus::Success)
 }
 
+/// Installer and memory-provider rows. Skipped when the config does not parse (that is
+/// already a ✗ above, and we cannot know whether installs are switched off).
+fn plugin_checks(home: &hermes_home::Home) -> Vec<Check> {
+    let Ok(options) = crate::commands::plugins::install_options(home) else {
+        return Vec::new();
+    };
+    let raw = hermes_home::config::Config::load(&home.config_path())
+        .ok()
+        .and_then(|c| c.string("memory.provider", &|_| None));
+    let disc = hermes_plugins::discover(Some(&home.root().join("plugins")));
+    hermes_plugins::doctor_rows(&disc, raw.as_deref(), &options)
+        .into_iter()
+        .map(|row| {
+            let message = format!("{}: {}", row.label, row.detail);
+            match row.check {
+                hermes_deps::Check::Ok => Check::ok(message),
+                hermes_deps::Check::Warn => Check {
+                    status: doctor::Status::Warn,
+                    message,
+                    fix: None,
+                },
+                hermes_deps::Check::Fail => Check {
+                    status: doctor::Status::Fail,
+                    message,
+                    fix: None,
+                },
+            }
+        })
+        .collect()
+}
+
 /// What the supervisor of this home says, for `dump`.
 fn supervisor_view(_home: &hermes_home::Home) -> SupervisorView {
     SupervisorView::NotRunning
@@ -85,7 +116,8 @@ pub fn run_doctor(ctx: &Context, json_output: bool) -> CommandResult {
         Ok(home) => home,
         Err(e) => return Err(Failure::from(e)),
     };
-    let checks: Vec<Check> = doctor::home_checks(&home, &identity, &Context::var);
+    let mut checks: Vec<Check> = doctor::home_checks(&home, &identity, &Context::var);
+    checks.extend(plugin_checks(&home));
     if json_output {
         output::json(
             &json!({ "profile": home.profile().name(), "home": home.dir(), "checks": checks }),

@@ -2,4 +2,6 @@
 
 pub mod auth;
 pub mod info;
+pub mod plugins;
 pub mod profile;
+pub mod prompt;

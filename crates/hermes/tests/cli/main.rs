@@ -4,10 +4,12 @@
 //! * `profiles` — create / clone / list / show / use / delete, names, aliases
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
 //! * `diagnostics` — version, dump (snapshot), doctor
+//! * `plugins` — deps, plugins and memory setup refusals
 //!
 //! Shared helpers live in `util`.
 
 mod diagnostics;
 mod formats;
+mod plugins;
 mod profiles;
 mod util;

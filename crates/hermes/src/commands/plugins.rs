@@ -1,0 +1,315 @@
+//! `hermes deps`, `hermes plugins` and `hermes memory`: runtime Python dependencies and the
+//! memory-provider plugins that need them.
+//!
+//! The installer (`hermes-deps`) and plugin logic (`hermes-plugins`) return data; this module
+//! builds their options from the profile (its `.env` over the process environment, its
+//! `security.allow_lazy_installs`), prints progress on a terminal, and writes what a memory
+//! setup asks for with the `hermes-home` writers (which keep every other key).
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+
+use hermes_deps::{Environment, FeatureRegistry, InstallEvent, InstallOptions};
+use hermes_home::Home;
+use hermes_home::config::Config;
+use hermes_home::dotenv::DotEnv;
+use hermes_plugins::{Discovery, SetupPlan};
+
+use crate::cli::{DepsCommand, MemoryCommand, PluginsCommand};
+use crate::commands::prompt;
+use crate::context::Context;
+use crate::failure::{CommandResult, ExitStatus, Failure};
+use crate::output;
+
+/// Installer options for a profile. A config that does not parse is an error here: we would
+/// not know whether the operator switched installs off.
+pub fn install_options(home: &Home) -> Result<InstallOptions, Failure> {
+    let config = Config::load(&home.config_path())?;
+    let dotenv = DotEnv::load(&home.env_path())?;
+    let mut env = Environment::from_process();
+    for (key, value) in dotenv.vars() {
+        env = env.with(key, value);
+    }
+    let mut options = InstallOptions::new(home.root(), config.allow_lazy_installs(), env);
+    if std::io::stderr().is_terminal() {
+        options.progress = Some(Arc::new(|event: &InstallEvent| {
+            if let Some(line) = describe(event) {
+                output::stderr(&format!("{line}\n"));
+            }
+        }));
+    }
+    Ok(options)
+}
+
+fn describe(event: &InstallEvent) -> Option<String> {
+    Some(match event {
+        InstallEvent::Blocked { reason } => format!("blocked: {reason}"),
+        InstallEvent::CreatingVenv { path } => {
+            format!("creating the Python environment `{}`…", path.display())
+        }
+        InstallEvent::TargetWiped { path } => {
+            format!(
+                "`{}` held packages for another Python; emptied it",
+                path.display()
+            )
+        }
+        InstallEvent::BootstrappingPip => "bootstrapping pip…".into(),
+        InstallEvent::Running { command } => format!("running `{command}`…"),
+        InstallEvent::Rechecking => "checking availability…".into(),
+        InstallEvent::Finished { .. } => return None,
+        _ => return None,
+    })
+}
+
+fn render_to_string(
+    render: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>,
+) -> Result<String, Failure> {
+    let mut buf = Vec::new();
+    render(&mut buf)?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// `hermes deps <sub>`.
+pub fn run_deps(ctx: &Context, command: DepsCommand) -> CommandResult {
+    let home = ctx.home()?;
+    let mut options = install_options(&home)?;
+    match command {
+        DepsCommand::Status(flag) => {
+            let rows = hermes_deps::feature_status(&FeatureRegistry::bundled()?, &options)?;
+            if flag.json {
+                output::json(&rows)?;
+            } else {
+                output::stdout(&render_to_string(|b| hermes_deps::render_status(&rows, b))?)?;
+            }
+            Ok(ExitStatus::Success)
+        }
+        DepsCommand::Install {
+            specs,
+            dry_run,
+            json,
+        } => {
+            options.dry_run = dry_run;
+            let outcome = hermes_deps::install_specs(&specs, &options);
+            if json {
+                output::json(&outcome)?;
+            } else {
+                output::stdout(&render_to_string(|b| outcome.render(b))?)?;
+            }
+            Ok(if outcome.ok {
+                ExitStatus::Success
+            } else {
+                ExitStatus::Failure
+            })
+        }
+        DepsCommand::Ensure { feature, json } => {
+            let outcome =
+                hermes_deps::ensure_feature(&FeatureRegistry::bundled()?, &feature, &options)?;
+            if json {
+                output::json(&outcome)?;
+            } else if outcome.already_satisfied {
+                output::stdout(&format!("`{feature}` is already installed\n"))?;
+            } else {
+                output::stdout(&render_to_string(|b| outcome.install.render(b))?)?;
+            }
+            Ok(if outcome.install.ok {
+                ExitStatus::Success
+            } else {
+                ExitStatus::Failure
+            })
+        }
+    }
+}
+
+fn discovery(home: &Home) -> Discovery {
+    hermes_plugins::discover(Some(&home.root().join("plugins")))
+}
+
+/// `hermes plugins <sub>`.
+pub fn run_plugins(ctx: &Context, command: PluginsCommand) -> CommandResult {
+    let home = ctx.home()?;
+    let options = install_options(&home)?;
+    let disc = discovery(&home);
+    for problem in &disc.problems {
+        output::stderr(&format!("warning: {problem}\n"));
+    }
+    match command {
+        PluginsCommand::List(flag) => {
+            let rows = hermes_plugins::list_plugins(&disc, &options)?;
+            if flag.json {
+                output::json(&rows)?;
+            } else {
+                output::stdout(&render_to_string(|b| {
+                    hermes_plugins::render_list(&rows, b)
+                })?)?;
+            }
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// `hermes memory <sub>`.
+pub fn run_memory(ctx: &Context, command: MemoryCommand) -> CommandResult {
+    let home = ctx.home()?;
+    match command {
+        MemoryCommand::Status(flag) => {
+            let options = install_options(&home)?;
+            let config = Config::load(&home.config_path())?;
+            let raw = config.string("memory.provider", &|_| None);
+            let status =
+                hermes_plugins::memory_status(&discovery(&home), raw.as_deref(), &options)?;
+            if flag.json {
+                output::json(&status)?;
+            } else {
+                output::stdout(&render_to_string(|b| status.render(b))?)?;
+            }
+            Ok(ExitStatus::Success)
+        }
+        MemoryCommand::Setup {
+            provider,
+            values,
+            non_interactive,
+        } => setup(&home, provider, &values, non_interactive),
+    }
+}
+
+fn setup(
+    home: &Home,
+    provider: Option<String>,
+    raw_values: &[String],
+    non_interactive: bool,
+) -> CommandResult {
+    // Load both files first: a config we cannot parse must fail before anything is installed.
+    let mut config = Config::load(&home.config_path())?;
+    let mut dotenv = DotEnv::load(&home.env_path())?;
+    let options = install_options(home)?;
+    let disc = discovery(home);
+    let interactive = !non_interactive && prompt::interactive();
+
+    let mut values = BTreeMap::new();
+    for raw in raw_values {
+        let Some((key, value)) = raw.split_once('=') else {
+            return Err(Failure::new(
+                format!("invalid `--set {raw}`"),
+                Some("write it as `--set KEY=VALUE`, e.g. `--set api_key=...`".into()),
+            ));
+        };
+        values.insert(key.trim().to_string(), value.to_string());
+    }
+
+    let name = match provider {
+        Some(name) => name,
+        None => choose_provider(&disc, interactive)?,
+    };
+    let plugin = hermes_plugins::find_provider(&disc, &name)?;
+    if interactive {
+        for question in hermes_plugins::questions(plugin, &options.env) {
+            let setting = &question.setting;
+            if values.contains_key(&setting.key) || question.already_set {
+                continue;
+            }
+            let mut label = if setting.description.is_empty() {
+                setting.key.clone()
+            } else {
+                setting.description.clone()
+            };
+            if let Some(url) = &setting.url {
+                label.push_str(&format!(" ({url})"));
+            }
+            if let Some(default) = &setting.default {
+                label.push_str(&format!(" [{default}]"));
+            }
+            let answer = prompt::ask(&format!("{label}: "), setting.secret)?;
+            if !answer.is_empty() {
+                values.insert(setting.key.clone(), answer);
+            }
+        }
+    }
+
+    let plan: SetupPlan = hermes_plugins::setup_provider(&disc, &name, &values, &options)?;
+    if plan.ok {
+        write_plan(home, &plan, &mut config, &mut dotenv)?;
+    }
+    let mut text = render_to_string(|b| plan.render(b))?;
+    if plan.ok {
+        text.push_str(&format!(
+            "Memory provider `{name}` is now active in `{}`\n",
+            home.config_path().display()
+        ));
+    }
+    output::stdout(&text)?;
+    Ok(if plan.ok {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+fn write_plan(
+    home: &Home,
+    plan: &SetupPlan,
+    config: &mut Config,
+    dotenv: &mut DotEnv,
+) -> Result<(), Failure> {
+    if !plan.env_writes.is_empty() {
+        for write in &plan.env_writes {
+            dotenv.set(&write.key, &write.value)?;
+        }
+        dotenv.save(&home.env_path())?;
+    }
+    for write in &plan.config_writes {
+        config.set(&write.path.join("."), yaml_value(&write.value));
+    }
+    if !plan.config_writes.is_empty() {
+        config.save()?;
+    }
+    Ok(())
+}
+
+/// Plugin settings are strings; keep booleans and integers typed in YAML.
+fn yaml_value(raw: &str) -> yaml_serde::Value {
+    match raw {
+        "true" => yaml_serde::Value::Bool(true),
+        "false" => yaml_serde::Value::Bool(false),
+        _ => raw
+            .parse::<i64>()
+            .map_or_else(|_| yaml_serde::Value::from(raw), yaml_serde::Value::from),
+    }
+}
+
+fn choose_provider(disc: &Discovery, interactive: bool) -> Result<String, Failure> {
+    let names: Vec<&str> = disc
+        .memory_providers()
+        .map(|p| p.manifest.name.as_str())
+        .collect();
+    if !interactive {
+        return Err(Failure::new(
+            "no memory provider given",
+            Some(format!(
+                "name one: `hermes memory setup <provider>` with one of: {}",
+                names.join(", ")
+            )),
+        ));
+    }
+    let mut menu = String::from("Memory providers:\n");
+    for (i, plugin) in disc.memory_providers().enumerate() {
+        menu.push_str(&format!(
+            "  {}. {:<12} {}\n",
+            i + 1,
+            plugin.manifest.name,
+            plugin.manifest.description
+        ));
+    }
+    let _ = std::io::stderr().write_all(menu.as_bytes());
+    let answer = prompt::ask("Choose a provider (number or name): ", false)?;
+    let chosen = answer
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| names.get(n.wrapping_sub(1)).map(|s| s.to_string()))
+        .unwrap_or_else(|| answer.trim().to_string());
+    if chosen.is_empty() {
+        return Err(Failure::new("cancelled: no provider chosen", None));
+    }
+    Ok(chosen)
+}

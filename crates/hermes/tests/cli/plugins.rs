@@ -1,0 +1,126 @@
+//! `hermes deps`, `hermes plugins` and `hermes memory` through the real binary: the paths
+//! that must refuse cleanly (unsafe specs, sealed images, the kill switch, a broken config).
+//! Real installs are covered hermetically in `crates/hermes-deps/tests`.
+
+use std::fs;
+
+use crate::util::{TestContext, render};
+
+fn seeded(t: &TestContext) {
+    t.ok(&["profile", "list"]);
+}
+
+#[test]
+fn unsafe_spec_is_refused_before_anything_runs() {
+    let t = TestContext::new();
+    seeded(&t);
+    for spec in [
+        "x; rm -rf /",
+        "--index-url=http://evil",
+        "git+https://x/y",
+        "pkg @ file:///tmp/x",
+    ] {
+        let out = t.run(&["deps", "install", "--", spec]);
+        assert_eq!(out.status.code(), Some(1), "{spec}: {}", render(&out));
+        let text = render(&out);
+        assert!(text.contains("refusing to install unsafe spec"), "{text}");
+    }
+    assert!(
+        !t.root().join("venv").exists(),
+        "no environment was created"
+    );
+}
+
+#[test]
+fn sealed_image_without_target_blocks_setup_and_saves_nothing() {
+    let t = TestContext::new();
+    seeded(&t);
+    let config_before = fs::read(t.root().join("config.yaml")).unwrap();
+    let env_before = fs::read(t.root().join(".env")).unwrap();
+    let out = t
+        .cmd(&[
+            "memory",
+            "setup",
+            "honcho",
+            "--set",
+            "api_key=abc",
+            "--non-interactive",
+        ])
+        .env("HERMES_DISABLE_LAZY_INSTALLS", "1")
+        .output()
+        .unwrap();
+    let text = render(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("HERMES_LAZY_INSTALL_TARGET"), "{text}");
+    assert!(
+        !text.contains("EROFS") && !text.contains("os error"),
+        "no raw OS error: {text}"
+    );
+    assert_eq!(
+        fs::read(t.root().join("config.yaml")).unwrap(),
+        config_before
+    );
+    assert_eq!(fs::read(t.root().join(".env")).unwrap(), env_before);
+}
+
+#[test]
+fn kill_switch_in_config_blocks_installs() {
+    let t = TestContext::new();
+    seeded(&t);
+    fs::write(
+        t.root().join("config.yaml"),
+        "security:\n  allow_lazy_installs: false\n",
+    )
+    .unwrap();
+    let out = t.run(&["deps", "install", "six"]);
+    let text = render(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("allow_lazy_installs"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&t.run(&["deps", "install", "six", "--json"]).stdout).unwrap();
+    assert_eq!(json["blocked"], true);
+    assert_eq!(json["ok"], false);
+}
+
+#[test]
+fn broken_config_fails_setup_before_installing() {
+    let t = TestContext::new();
+    seeded(&t);
+    fs::write(t.root().join("config.yaml"), "memory: [\n").unwrap();
+    let out = t.run(&["memory", "setup", "honcho", "--non-interactive"]);
+    let text = render(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("is not valid YAML"), "{text}");
+    assert_eq!(
+        fs::read_to_string(t.root().join("config.yaml")).unwrap(),
+        "memory: [\n"
+    );
+}
+
+#[test]
+fn plugins_list_shows_the_bundled_memory_providers() {
+    let t = TestContext::new();
+    let rows: serde_json::Value =
+        serde_json::from_str(&t.ok(&["plugins", "list", "--json"])).unwrap();
+    let names: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    for bundled in ["honcho", "mem0", "hindsight", "supermemory"] {
+        assert!(names.contains(&bundled), "{names:?}");
+    }
+    let status: serde_json::Value =
+        serde_json::from_str(&t.ok(&["memory", "status", "--json"])).unwrap();
+    assert_eq!(status["active"], serde_json::Value::Null);
+}
+
+#[test]
+fn memory_setup_without_a_provider_lists_them_when_not_interactive() {
+    let t = TestContext::new();
+    let out = t.run(&["memory", "setup", "--non-interactive"]);
+    let text = render(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("honcho") && text.contains("hint:"), "{text}");
+}
