@@ -121,7 +121,7 @@ py_version="$("$venv/bin/python" --version 2>&1)"
 rs_version="$("$rs_hermes" --version 2>/dev/null | head -n 1)"
 commit="$(cd "$repo" && git rev-parse --short=8 HEAD 2>/dev/null || echo unknown)"
 
-python3 - "$work" "$work/hyperfine.json" "$first_runs" "$results" "$PY_VERSION" "$py_version" \
+python3 - "$work" "$target_dir" "$venv" "$repo" "$work/hyperfine.json" "$first_runs" "$results" "$PY_VERSION" "$py_version" \
     "$rs_version" "$commit" "$(hyperfine --version)" "$WARMUP" "$MIN_RUNS" <<'PY'
 """Combine hyperfine's export and the first-run outcomes into results.json; print the table."""
 import json
@@ -130,7 +130,7 @@ import platform
 import sys
 import time
 
-(work, hf_path, first_path, out_path, py_pkg, py_version, rs_version, commit,
+(work, target_dir, venv, repo, hf_path, first_path, out_path, py_pkg, py_version, rs_version, commit,
  hf_version, warmup, min_runs) = sys.argv[1:]
 
 with open(hf_path) as f:
@@ -201,6 +201,8 @@ doc = {
         "cpu_model": cpu_model(),
         "kernel": platform.release(),
         "arch": platform.machine(),
+        # Other work on the machine shows up here; ratios are what to read, not absolute times.
+        "loadavg_after_run": [round(x, 2) for x in os.getloadavg()],
     },
     "peers": {
         "rust": {"binary": "hermes (cargo build --release -p hermes)", "version": rs_version,
@@ -215,9 +217,13 @@ doc = {
     "seeded_after_first_runs": seeded,
     "raw": hf,
 }
+# The file is committed: name machine-specific directories by role, not by where they were.
+text = json.dumps(doc, indent=2) + "\n"
+for path, label in sorted(((work, "$WORK"), (target_dir, "$TARGET"), (venv, "$VENV"),
+                           (repo, "$REPO")), key=lambda p: -len(p[0])):
+    text = text.replace(path, label)
 with open(out_path, "w") as f:
-    json.dump(doc, f, indent=2)
-    f.write("\n")
+    f.write(text)
 
 
 def ms(row, peer):
@@ -236,7 +242,7 @@ for row in summary:
 if base:
     print(f"| `env true` (exec floor, both peers pay it) | {base['median'] * 1000:.1f} ms | | |")
 print()
-print(f"machine: {os.cpu_count()} CPUs, {cpu_model()}; rust {rs_version} ({commit}); "
+print(f"machine: {os.cpu_count()} CPUs, {cpu_model()}, load {os.getloadavg()[0]:.1f}; rust {rs_version} ({commit}); "
       f"python hermes-agent=={py_pkg} on {py_version}; {hf_version}")
 for r in failed.values():
     print(f"\nfailed first run: {r['command']} (exit {r['exit_code']})\n{r['stderr'][-800:]}")
