@@ -67,9 +67,14 @@ impl Client {
         let mut frame = serde_json::to_vec(request)
             .map_err(|e| proto(format!("cannot encode request: {e}")))?;
         frame.push(b'\n');
-        self.stream
-            .write_all(&frame)
-            .map_err(|e| proto(format!("cannot send to `{}`: {e}", self.socket.display())))?;
+        // A refusal (`forbidden`) may arrive, and the server close, before our request is
+        // written: keep the write error, but read what the server said first.
+        let send_error = self.stream.write_all(&frame).err();
+        let socket = self.socket.display().to_string();
+        let closed = |send_error: Option<std::io::Error>| match send_error {
+            Some(e) => proto(format!("cannot send to `{socket}`: {e}")),
+            None => proto("the supervisor closed the connection".into()),
+        };
         let mut chunk = [0u8; 16 * 1024];
         loop {
             match take_frame(&mut self.buf, MAX_RESPONSE) {
@@ -81,11 +86,15 @@ impl Client {
                 Frame::Incomplete => {}
             }
             match self.stream.read(&mut chunk) {
-                Ok(0) => return Err(proto("the supervisor closed the connection".into())),
+                Ok(0) => return Err(closed(send_error)),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     return Err(proto("timed out waiting for the supervisor".into()));
+                }
+                Err(e) if send_error.is_some() => {
+                    let _ = e;
+                    return Err(closed(send_error));
                 }
                 Err(e) => return Err(proto(format!("cannot read the response: {e}"))),
             }

@@ -810,12 +810,12 @@ impl Machine {
         let delay = timing.backoff(s.streak);
         let reason = if s.streak >= timing.crash_loop_after {
             format!(
-                "crash loop: {} failures in a row, last {why}; retrying in {:.1}s",
+                "crash loop: {} failures in a row, last {why}; retrying in {}",
                 s.streak,
-                delay.as_secs_f64()
+                human_delay(delay)
             )
         } else {
-            format!("{why}; retrying in {:.1}s", delay.as_secs_f64())
+            format!("{why}; retrying in {}", human_delay(delay))
         };
         out.push(Action::Note {
             service: s.spec.name.clone(),
@@ -984,6 +984,15 @@ impl Machine {
             self.shutdown = Shutdown::Finished;
             out.push(Action::Finished(outcome));
         }
+    }
+}
+
+/// `50ms`, `1.6s`.
+fn human_delay(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
     }
 }
 
