@@ -20,6 +20,9 @@
 //! | 75              | restart now       | restart now       | restart now |
 //! | 0               | restart (backoff) | down              | down      |
 //! | other / signal  | restart (backoff) | restart (backoff) | failed    |
+//!
+//! "backoff" waits `backoff_first * 2^(streak-1)` capped at `backoff_cap`, except that the
+//! first failure of a service that had reached `up` restarts at once.
 
 use std::time::{Duration, Instant};
 
@@ -537,7 +540,7 @@ impl Machine {
             Event::SpawnFailed { service, reason } => {
                 if let Some(i) = self.find(&service) {
                     let why = format!("cannot start: {reason}");
-                    self.failure(i, why, now, &mut out);
+                    self.failure(i, why, false, now, &mut out);
                 }
             }
             Event::Exited { pid, status } => self.exited(pid, status, now, &mut out),
@@ -727,8 +730,13 @@ impl Machine {
                     }
                 }
             }
-            ServiceState::Starting { since: spawned, .. } | ServiceState::Up { spawned, .. } => {
-                self.classify(i, status, now.saturating_duration_since(spawned), now, out);
+            ServiceState::Starting { since: spawned, .. } => {
+                let uptime = now.saturating_duration_since(spawned);
+                self.classify(i, status, uptime, false, now, out);
+            }
+            ServiceState::Up { spawned, .. } => {
+                let uptime = now.saturating_duration_since(spawned);
+                self.classify(i, status, uptime, true, now, out);
             }
             _ => {}
         }
@@ -743,6 +751,7 @@ impl Machine {
         i: usize,
         status: ExitStatus,
         uptime: Duration,
+        was_up: bool,
         now: Instant,
         out: &mut Vec<Action>,
     ) {
@@ -790,13 +799,24 @@ impl Machine {
                 } else {
                     format!("exited with {status}")
                 };
-                self.failure(i, why, now, out);
+                self.failure(i, why, was_up, now, out);
             }
         }
     }
 
     /// Schedules a backoff restart and words the reason (crash loop included).
-    fn failure(&mut self, i: usize, why: String, now: Instant, out: &mut Vec<Action>) {
+    ///
+    /// A service that had reached `up` and fails for the first time in its streak is restarted
+    /// at once (a healthy service's replacement should be runit-fast); every further failure
+    /// waits `backoff(streak)`.
+    fn failure(
+        &mut self,
+        i: usize,
+        why: String,
+        was_up: bool,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) {
         let timing = self.timing;
         let s = &mut self.services[i];
         if s.spec.restart == RestartPolicy::Never {
@@ -807,7 +827,11 @@ impl Machine {
             return;
         }
         s.streak = s.streak.saturating_add(1);
-        let delay = timing.backoff(s.streak);
+        let delay = if was_up && s.streak == 1 {
+            Duration::ZERO
+        } else {
+            timing.backoff(s.streak)
+        };
         let reason = if s.streak >= timing.crash_loop_after {
             format!(
                 "crash loop: {} failures in a row, last {why}; retrying in {}",
@@ -987,9 +1011,11 @@ impl Machine {
     }
 }
 
-/// `50ms`, `1.6s`.
+/// `now`, `50ms`, `1.6s`.
 fn human_delay(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
+    if d.is_zero() {
+        "now".into()
+    } else if d < Duration::from_secs(1) {
         format!("{}ms", d.as_millis())
     } else {
         format!("{:.1}s", d.as_secs_f64())
@@ -1113,6 +1139,33 @@ mod tests {
                 .reason
                 .starts_with("crash loop")
         );
+    }
+
+    #[test]
+    fn a_healthy_service_is_replaced_at_once_then_backs_off() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);
+        boot(&mut m, t0, "a", 1);
+        let t1 = t0 + Duration::from_secs(2);
+        m.handle(Event::Tick, t1);
+        assert_eq!(m.status_of("a", t1).unwrap().state, StateName::Up);
+        exit(&mut m, 1, ExitStatus::Signal(9), t1);
+        assert_eq!(m.next_deadline(), Some(t1));
+        assert_eq!(
+            m.handle(Event::Tick, t1),
+            vec![Action::Spawn {
+                service: "a".into()
+            }]
+        );
+        m.handle(
+            Event::Spawned {
+                service: "a".into(),
+                pid: 2,
+            },
+            t1,
+        );
+        // Dies again before settling: now it waits.
+        exit(&mut m, 2, ExitStatus::Code(1), t1);
+        assert_eq!(m.next_deadline(), Some(t1 + Timing::default().backoff(2)));
     }
 
     #[test]

@@ -496,10 +496,7 @@ impl Supervisor {
             return failed("empty command".into());
         };
         let mut cmd = Command::new(prog);
-        cmd.args(args)
-            .envs(&spec.env)
-            .process_group(0)
-            .stdin(Stdio::null());
+        cmd.args(args).envs(&spec.env).process_group(0);
         if let Some(cwd) = &spec.cwd {
             cmd.current_dir(cwd);
         }
@@ -515,8 +512,11 @@ impl Supervisor {
         }
         let capture = spec.log != LogTarget::Inherit;
         if capture {
-            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
         }
+        // Else (`LogTarget::Inherit`, PID 1's main program) all three are inherited: the TTY.
         if let Some(ra) = spec.run_as.clone().filter(|_| Uid::effective().is_root()) {
             let groups: Vec<Gid> = ra.groups.iter().map(|&g| Gid::from_raw(g)).collect();
             let (uid, gid) = (nix::unistd::Uid::from_raw(ra.uid), Gid::from_raw(ra.gid));
