@@ -1,0 +1,145 @@
+//! The crate's one error type, [`Error`], and its hints.
+//!
+//! Every variant carries its context (path, service, key) as fields. The message says what
+//! failed; [`Error::hint`] says what to do about it. Callers render both.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in `hermes-supervisor` that the caller must hear about.
+///
+/// Failures of one service (cannot spawn, crash, bad exit) are *not* errors: they are states
+/// with a reason, visible in status. These variants are about the supervisor itself and the
+/// control client.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Another supervisor holds the lock in the runtime directory.
+    #[error("a supervisor is already running (pid {pid}) in `{}`", runtime_dir.display())]
+    AlreadyRunning {
+        /// The pid written in the lock file by the running instance (0 if unreadable).
+        pid: i32,
+        /// The runtime directory that holds `supervisor.lock`.
+        runtime_dir: PathBuf,
+    },
+    /// A filesystem or socket operation on a known path failed.
+    #[error("cannot {action} `{}`: {source}", path.display())]
+    Io {
+        /// What we tried to do ("create", "bind", "lock", ...).
+        action: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A system call the event loop depends on failed (signalfd, poll, ...).
+    #[error("cannot set up {what}: {source}")]
+    Sys {
+        /// The facility that failed.
+        what: &'static str,
+        /// The errno.
+        source: nix::Error,
+    },
+    /// No supervisor listens on the control socket.
+    #[error("the supervisor is not running (no listener on `{}`)", socket.display())]
+    NotRunning {
+        /// The socket path that was tried.
+        socket: PathBuf,
+    },
+    /// The control socket exists but we may not use it.
+    #[error("permission denied on the control socket `{}`", socket.display())]
+    PermissionDenied {
+        /// The socket path.
+        socket: PathBuf,
+    },
+    /// Talking to the supervisor failed mid-exchange (timeout, reset, bad frame).
+    #[error("control connection failed: {reason}")]
+    Protocol {
+        /// What went wrong, in words.
+        reason: String,
+    },
+    /// The supervisor answered with an error.
+    #[error("{message}")]
+    Refused {
+        /// Machine-readable code from the response (`unknown_service`, `forbidden`, ...).
+        code: String,
+        /// The supervisor's message.
+        message: String,
+    },
+}
+
+impl Error {
+    /// The "what to do" line shown under the error, when there is one.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::AlreadyRunning { pid, .. } => Some(format!(
+                "stop it first (`kill {pid}`), or talk to it with `hermes service status`"
+            )),
+            Error::NotRunning { .. } => {
+                Some("start it with `hermes up` (or check `HERMES_RUNTIME_DIR`)".to_string())
+            }
+            Error::PermissionDenied { .. } => {
+                Some("run as root or as the service user; the socket is mode 0660".to_string())
+            }
+            Error::Refused { code, .. } if code == "unknown_service" => {
+                Some("list services with `hermes service status`".to_string())
+            }
+            Error::Refused { code, .. } if code == "forbidden" => {
+                Some("only root and the service user may use the control socket".to_string())
+            }
+            Error::Io { .. } => Some("check that the directory exists and is writable".to_string()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        Error::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_lowercase_without_period_and_hints_exist() {
+        let all = [
+            Error::AlreadyRunning {
+                pid: 42,
+                runtime_dir: "/run/hermes".into(),
+            },
+            Error::io("bind", "/x", std::io::Error::other("boom")),
+            Error::Sys {
+                what: "signalfd",
+                source: nix::Error::EINVAL,
+            },
+            Error::NotRunning {
+                socket: "/s".into(),
+            },
+            Error::PermissionDenied {
+                socket: "/s".into(),
+            },
+            Error::Protocol {
+                reason: "timed out".into(),
+            },
+            Error::Refused {
+                code: "unknown_service".into(),
+                message: "unknown service `x`".into(),
+            },
+        ];
+        for e in &all {
+            let m = e.to_string();
+            assert!(m.chars().next().is_some_and(|c| c.is_lowercase()), "{m}");
+            assert!(!m.ends_with('.'), "{m}");
+        }
+        assert!(all[0].hint().unwrap_or_default().contains("kill 42"));
+        assert!(all[3].hint().is_some());
+    }
+}

@@ -1,0 +1,1530 @@
+//! The pure supervision state machine: [`Machine::handle`] takes an [`Event`] and the time,
+//! changes service states, and returns the [`Action`]s the event loop must carry out.
+//!
+//! Nothing here touches a process, a file or the clock; tests drive it with made-up pids and
+//! instants. The loop in `supervisor.rs` is the only executor.
+//!
+//! Words defined here:
+//! * **failure streak** — consecutive exits that asked for a backoff restart; it resets when a
+//!   process stayed up for [`Timing::reset_after`] or an operator starts the service.
+//! * **crash loop** — a failure streak of at least [`Timing::crash_loop_after`]; the reason
+//!   says so.
+//! * **settle time** — how long a process must survive in `starting` to count as `up` when it
+//!   never sends `READY=1`.
+//!
+//! Exit classes (the restart-policy table):
+//!
+//! | exit            | always            | on-failure        | never     |
+//! |-----------------|-------------------|-------------------|-----------|
+//! | 78              | failed            | failed            | failed    |
+//! | 75              | restart now       | restart now       | restart now |
+//! | 0               | restart (backoff) | down              | down      |
+//! | other / signal  | restart (backoff) | restart (backoff) | failed    |
+//!
+//! "backoff" waits `backoff_first * 2^(streak-1)` capped at `backoff_cap`, except that the
+//! first failure of a service that had reached `up` restarts at once.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::spec::{Desired, RestartPolicy, ServiceSpec};
+use crate::status::{ExitStatus, ServiceStatus, StateName};
+
+/// Identifies a control request whose reply may come later (unregister waits for the exit).
+pub type RequestId = u64;
+
+/// Exit code meaning "bad configuration, do not restart" (sysexits `EX_CONFIG`).
+pub const EXIT_CONFIG: i32 = 78;
+/// Exit code meaning "restart me now" (sysexits `EX_TEMPFAIL`).
+pub const EXIT_TEMPFAIL: i32 = 75;
+
+/// The timing knobs of supervision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// Survival time after which a `starting` service without readiness counts as `up`.
+    pub settle: Duration,
+    /// First backoff delay; doubles on each further failure.
+    pub backoff_first: Duration,
+    /// Backoff ceiling.
+    pub backoff_cap: Duration,
+    /// Uptime after which the failure streak is forgiven.
+    pub reset_after: Duration,
+    /// Failure streak length reported as a crash loop.
+    pub crash_loop_after: u32,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            settle: Duration::from_secs(1),
+            backoff_first: Duration::from_millis(50),
+            backoff_cap: Duration::from_secs(30),
+            reset_after: Duration::from_secs(60),
+            crash_loop_after: 5,
+        }
+    }
+}
+
+impl Timing {
+    /// The delay before retry number `streak` (1-based): `first * 2^(streak-1)`, capped.
+    pub fn backoff(&self, streak: u32) -> Duration {
+        let exp = streak.saturating_sub(1).min(31);
+        self.backoff_first
+            .saturating_mul(1u32 << exp)
+            .min(self.backoff_cap)
+    }
+}
+
+/// What happens once a stopping process has exited.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterStop {
+    /// Park as `down` (operator stop).
+    Down,
+    /// Spawn again (operator restart).
+    Restart,
+    /// Remove the service and answer these pending unregister requests.
+    Forget(Vec<RequestId>),
+    /// Park as `down`; the supervisor is shutting down.
+    Shutdown,
+}
+
+/// A service's state. Each variant carries exactly the data that exists in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServiceState {
+    /// Switched off by configuration.
+    Disabled {
+        /// Since when.
+        since: Instant,
+    },
+    /// Not running and not meant to be.
+    Down {
+        /// Since when.
+        since: Instant,
+        /// Why.
+        reason: String,
+    },
+    /// Spawned, not yet ready or settled.
+    Starting {
+        /// Pid, which is also the process group id.
+        pid: i32,
+        /// Spawn time.
+        since: Instant,
+    },
+    /// Running and ready.
+    Up {
+        /// Pid / process group id.
+        pid: i32,
+        /// Spawn time (for uptime).
+        spawned: Instant,
+        /// When it became up.
+        since: Instant,
+        /// Whether readiness came from `READY=1` (else from the settle time).
+        notified: bool,
+    },
+    /// Waiting to be spawned again.
+    Backoff {
+        /// Since when.
+        since: Instant,
+        /// When the next spawn happens.
+        until: Instant,
+        /// Why (includes the crash-loop wording).
+        reason: String,
+    },
+    /// Stop signal sent.
+    Stopping {
+        /// Pid / process group id.
+        pid: i32,
+        /// Spawn time.
+        spawned: Instant,
+        /// When the stop began.
+        since: Instant,
+        /// When `SIGKILL` goes to the group; `None` once it has been sent.
+        kill_at: Option<Instant>,
+        /// What to do after the exit.
+        then: AfterStop,
+    },
+    /// Parked after a failure restarting will not fix.
+    Failed {
+        /// Since when.
+        since: Instant,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl ServiceState {
+    /// The state's name.
+    pub fn name(&self) -> StateName {
+        match self {
+            ServiceState::Disabled { .. } => StateName::Disabled,
+            ServiceState::Down { .. } => StateName::Down,
+            ServiceState::Starting { .. } => StateName::Starting,
+            ServiceState::Up { .. } => StateName::Up,
+            ServiceState::Backoff { .. } => StateName::Backoff,
+            ServiceState::Stopping { .. } => StateName::Stopping,
+            ServiceState::Failed { .. } => StateName::Failed,
+        }
+    }
+
+    /// The live process, if there is one.
+    pub fn pid(&self) -> Option<i32> {
+        match *self {
+            ServiceState::Starting { pid, .. }
+            | ServiceState::Up { pid, .. }
+            | ServiceState::Stopping { pid, .. } => Some(pid),
+            _ => None,
+        }
+    }
+
+    fn since(&self) -> Instant {
+        match *self {
+            ServiceState::Disabled { since }
+            | ServiceState::Down { since, .. }
+            | ServiceState::Starting { since, .. }
+            | ServiceState::Up { since, .. }
+            | ServiceState::Backoff { since, .. }
+            | ServiceState::Stopping { since, .. }
+            | ServiceState::Failed { since, .. } => since,
+        }
+    }
+
+    fn spawned(&self) -> Option<Instant> {
+        match *self {
+            ServiceState::Starting { since, .. } => Some(since),
+            ServiceState::Up { spawned, .. } | ServiceState::Stopping { spawned, .. } => {
+                Some(spawned)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// An operator request that changes something.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Start (or keep running).
+    Start(String),
+    /// Stop and keep stopped.
+    Stop(String),
+    /// Stop if running, then start.
+    Restart(String),
+    /// Add a service at run time.
+    Register(ServiceSpec),
+    /// Stop, wait for the exit, forget. Idempotent.
+    Unregister(String),
+    /// Stop everything and end the loop.
+    Shutdown,
+}
+
+/// Why an operator request was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpError {
+    /// No service by that name.
+    #[error("unknown service `{0}`")]
+    UnknownService(String),
+    /// A different service with that name exists.
+    #[error("service `{0}` is already registered with a different spec")]
+    AlreadyRegistered(String),
+    /// The supervisor is shutting down and starts nothing.
+    #[error("the supervisor is shutting down")]
+    ShuttingDown,
+}
+
+impl OpError {
+    /// Machine-readable code for the protocol.
+    pub fn code(&self) -> &'static str {
+        match self {
+            OpError::UnknownService(_) => "unknown_service",
+            OpError::AlreadyRegistered(_) => "already_registered",
+            OpError::ShuttingDown => "shutting_down",
+        }
+    }
+}
+
+/// Input to [`Machine::handle`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The loop starts: spawn every enabled service.
+    Boot,
+    /// A [`Action::Spawn`] succeeded.
+    Spawned {
+        /// Service name.
+        service: String,
+        /// New pid (= pgid).
+        pid: i32,
+    },
+    /// A [`Action::Spawn`] failed before `exec`.
+    SpawnFailed {
+        /// Service name.
+        service: String,
+        /// The error, in words.
+        reason: String,
+    },
+    /// A child was reaped. Unknown pids (orphans) are ignored.
+    Exited {
+        /// The reaped pid.
+        pid: i32,
+        /// How it ended.
+        status: ExitStatus,
+    },
+    /// `READY=1` arrived for the service whose leader has this pid.
+    Ready {
+        /// Leader pid.
+        pid: i32,
+    },
+    /// Time passed; fire due deadlines.
+    Tick,
+    /// An operator request.
+    Control {
+        /// Reply token.
+        id: RequestId,
+        /// The request.
+        op: Op,
+    },
+    /// SIGTERM/SIGINT: stop everything; a second one kills what is left.
+    Terminate,
+}
+
+/// How the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Shutdown was requested (signal or control socket); everything is stopped.
+    Stopped,
+    /// The main service exited with this status; everything else is stopped.
+    MainExited(ExitStatus),
+}
+
+impl Outcome {
+    /// Process exit code for this outcome (0, or the main program's code / 128+signal).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Outcome::Stopped => 0,
+            Outcome::MainExited(s) => s.exit_code(),
+        }
+    }
+}
+
+/// Output of [`Machine::handle`]: what the loop must do, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Spawn the service now and report [`Event::Spawned`] or [`Event::SpawnFailed`].
+    Spawn {
+        /// Service name.
+        service: String,
+    },
+    /// Send a signal to a process group (errors such as `ESRCH` are ignored).
+    Kill {
+        /// Process group id.
+        pgid: i32,
+        /// Signal.
+        signal: Signal,
+    },
+    /// Answer a control request.
+    Reply {
+        /// Token from [`Event::Control`].
+        id: RequestId,
+        /// Outcome.
+        result: Result<(), OpError>,
+    },
+    /// An operator changed what the service should be; call the hook.
+    DesiredChanged {
+        /// The service.
+        spec: Box<ServiceSpec>,
+        /// New desired state.
+        desired: Desired,
+    },
+    /// The service was removed; drop its resources.
+    Forgotten {
+        /// Service name.
+        service: String,
+    },
+    /// A supervisor message about a service, for the mirrored output.
+    Note {
+        /// Service name.
+        service: String,
+        /// The message.
+        text: String,
+    },
+    /// Everything is stopped; end the loop.
+    Finished(Outcome),
+}
+
+#[derive(Debug, Clone)]
+struct Service {
+    spec: ServiceSpec,
+    state: ServiceState,
+    restarts: u32,
+    streak: u32,
+    last_exit: Option<ExitStatus>,
+    started: bool,
+    seq: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shutdown {
+    Running,
+    Stopping(Outcome),
+    Finished,
+}
+
+/// All services and their states; see the module doc.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    services: Vec<Service>,
+    timing: Timing,
+    main: Option<String>,
+    shutdown: Shutdown,
+    seq: u64,
+}
+
+impl Machine {
+    /// A machine for these services (not started until [`Event::Boot`]). `main` names the
+    /// service whose exit ends the loop (PID 1's main program).
+    pub fn new(
+        specs: Vec<ServiceSpec>,
+        timing: Timing,
+        main: Option<String>,
+        now: Instant,
+    ) -> Self {
+        let mut m = Self {
+            services: Vec::new(),
+            timing,
+            main,
+            shutdown: Shutdown::Running,
+            seq: 0,
+        };
+        for spec in specs {
+            if m.find(&spec.name).is_none() {
+                m.services.push(Self::fresh(spec, now));
+            }
+        }
+        m
+    }
+
+    fn fresh(spec: ServiceSpec, now: Instant) -> Service {
+        let state = if spec.enabled {
+            ServiceState::Down {
+                since: now,
+                reason: "not started yet".into(),
+            }
+        } else {
+            ServiceState::Disabled { since: now }
+        };
+        Service {
+            spec,
+            state,
+            restarts: 0,
+            streak: 0,
+            last_exit: None,
+            started: false,
+            seq: 0,
+        }
+    }
+
+    fn find(&self, name: &str) -> Option<usize> {
+        self.services.iter().position(|s| s.spec.name == name)
+    }
+
+    fn find_pid(&self, pid: i32) -> Option<usize> {
+        self.services
+            .iter()
+            .position(|s| s.state.pid() == Some(pid))
+    }
+
+    /// The spec of a service.
+    pub fn spec(&self, name: &str) -> Option<&ServiceSpec> {
+        self.find(name).map(|i| &self.services[i].spec)
+    }
+
+    /// The state of a service.
+    pub fn state(&self, name: &str) -> Option<&ServiceState> {
+        self.find(name).map(|i| &self.services[i].state)
+    }
+
+    /// The service whose current process has this pid.
+    pub fn owner_of(&self, pid: i32) -> Option<&str> {
+        self.find_pid(pid)
+            .map(|i| self.services[i].spec.name.as_str())
+    }
+
+    /// Pids of all live service processes (leaders = process groups).
+    pub fn live_pids(&self) -> Vec<i32> {
+        self.services.iter().filter_map(|s| s.state.pid()).collect()
+    }
+
+    /// The main service's live process group, for signal forwarding.
+    pub fn main_pgid(&self) -> Option<i32> {
+        let main = self.main.as_deref()?;
+        self.state(main).and_then(ServiceState::pid)
+    }
+
+    /// Whether shutdown has begun.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutdown != Shutdown::Running
+    }
+
+    /// The earliest instant at which [`Event::Tick`] has work to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.services
+            .iter()
+            .filter_map(|s| match s.state {
+                ServiceState::Starting { since, .. } => Some(since + self.timing.settle),
+                ServiceState::Backoff { until, .. } if !self.is_shutting_down() => Some(until),
+                ServiceState::Stopping { kill_at, .. } => kill_at,
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Status of every service, in registration order.
+    pub fn status(&self, now: Instant) -> Vec<ServiceStatus> {
+        self.services.iter().map(|s| Self::row(s, now)).collect()
+    }
+
+    /// Status of one service.
+    pub fn status_of(&self, name: &str, now: Instant) -> Option<ServiceStatus> {
+        self.find(name).map(|i| Self::row(&self.services[i], now))
+    }
+
+    fn row(s: &Service, now: Instant) -> ServiceStatus {
+        let secs = |t: Instant| now.saturating_duration_since(t).as_secs_f64();
+        let reason = match &s.state {
+            ServiceState::Down { reason, .. }
+            | ServiceState::Backoff { reason, .. }
+            | ServiceState::Failed { reason, .. } => reason.clone(),
+            ServiceState::Disabled { .. } => "disabled in configuration".into(),
+            ServiceState::Starting { .. } => "waiting for readiness".into(),
+            ServiceState::Up { notified: true, .. } => "ready (notified)".into(),
+            ServiceState::Up { .. } => String::new(),
+            ServiceState::Stopping { kill_at: None, .. } => "killed (SIGKILL), waiting".into(),
+            ServiceState::Stopping { .. } => format!("sent {}", s.spec.stop_signal.as_str()),
+        };
+        ServiceStatus {
+            name: s.spec.name.clone(),
+            state: s.state.name(),
+            pid: s.state.pid(),
+            uptime_secs: s.state.spawned().map(secs),
+            since_secs: secs(s.state.since()),
+            restarts: s.restarts,
+            last_exit: s.last_exit,
+            reason,
+            profile: s.spec.profile.clone(),
+        }
+    }
+
+    /// Applies one event. See the module doc for the transition table.
+    pub fn handle(&mut self, event: Event, now: Instant) -> Vec<Action> {
+        let mut out = Vec::new();
+        match event {
+            Event::Boot => {
+                for i in 0..self.services.len() {
+                    if matches!(self.services[i].state, ServiceState::Down { .. }) {
+                        self.spawn(i, &mut out);
+                    }
+                }
+            }
+            Event::Spawned { service, pid } => {
+                if let Some(i) = self.find(&service) {
+                    self.seq += 1;
+                    let s = &mut self.services[i];
+                    if s.started {
+                        s.restarts = s.restarts.saturating_add(1);
+                    }
+                    s.started = true;
+                    s.seq = self.seq;
+                    s.state = ServiceState::Starting { pid, since: now };
+                }
+            }
+            Event::SpawnFailed { service, reason } => {
+                if let Some(i) = self.find(&service) {
+                    let why = format!("cannot start: {reason}");
+                    self.failure(i, why, false, now, &mut out);
+                }
+            }
+            Event::Exited { pid, status } => self.exited(pid, status, now, &mut out),
+            Event::Ready { pid } => {
+                if let Some(i) = self.find_pid(pid) {
+                    let s = &mut self.services[i];
+                    if let ServiceState::Starting { pid, since } = s.state {
+                        s.state = ServiceState::Up {
+                            pid,
+                            spawned: since,
+                            since: now,
+                            notified: true,
+                        };
+                    }
+                }
+            }
+            Event::Tick => self.tick(now, &mut out),
+            Event::Control { id, op } => self.control(id, op, now, &mut out),
+            Event::Terminate => {
+                if self.is_shutting_down() {
+                    // Second request: the operator is out of patience.
+                    for s in &mut self.services {
+                        if let ServiceState::Stopping { pid, kill_at, .. } = &mut s.state {
+                            *kill_at = None;
+                            out.push(Action::Kill {
+                                pgid: *pid,
+                                signal: Signal::SIGKILL,
+                            });
+                        }
+                    }
+                } else {
+                    self.begin_shutdown(Outcome::Stopped, now, &mut out);
+                }
+            }
+        }
+        self.check_finished(&mut out);
+        out
+    }
+
+    fn spawn(&mut self, i: usize, out: &mut Vec<Action>) {
+        if !self.is_shutting_down() {
+            out.push(Action::Spawn {
+                service: self.services[i].spec.name.clone(),
+            });
+        }
+    }
+
+    fn tick(&mut self, now: Instant, out: &mut Vec<Action>) {
+        let settle = self.timing.settle;
+        let shutting = self.is_shutting_down();
+        for i in 0..self.services.len() {
+            let s = &mut self.services[i];
+            match s.state {
+                ServiceState::Starting { pid, since } if now >= since + settle => {
+                    s.state = ServiceState::Up {
+                        pid,
+                        spawned: since,
+                        since: now,
+                        notified: false,
+                    };
+                }
+                ServiceState::Backoff { until, .. } if now >= until && !shutting => {
+                    out.push(Action::Spawn {
+                        service: s.spec.name.clone(),
+                    });
+                }
+                ServiceState::Stopping {
+                    pid,
+                    kill_at: Some(t),
+                    ..
+                } if now >= t => {
+                    if let ServiceState::Stopping { kill_at, .. } = &mut s.state {
+                        *kill_at = None;
+                    }
+                    out.push(Action::Kill {
+                        pgid: pid,
+                        signal: Signal::SIGKILL,
+                    });
+                    out.push(Action::Note {
+                        service: s.spec.name.clone(),
+                        text: format!(
+                            "did not stop within {:.1}s of {}; sent SIGKILL to its process group",
+                            s.spec.stop_grace.as_secs_f64(),
+                            s.spec.stop_signal.as_str()
+                        ),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn stop_process(&mut self, i: usize, then: AfterStop, now: Instant, out: &mut Vec<Action>) {
+        let s = &mut self.services[i];
+        match &mut s.state {
+            ServiceState::Starting { pid, since } => {
+                let (pid, spawned) = (*pid, *since);
+                Self::send_stop(s, pid, spawned, then, now, out);
+            }
+            ServiceState::Up { pid, spawned, .. } => {
+                let (pid, spawned) = (*pid, *spawned);
+                Self::send_stop(s, pid, spawned, then, now, out);
+            }
+            ServiceState::Stopping { then: t, .. } => {
+                // Merge: pending unregister replies are never dropped.
+                *t = match (std::mem::replace(t, AfterStop::Down), then) {
+                    (AfterStop::Forget(mut a), AfterStop::Forget(b)) => {
+                        a.extend(b);
+                        AfterStop::Forget(a)
+                    }
+                    (AfterStop::Forget(a), _) => AfterStop::Forget(a),
+                    (_, new) => new,
+                };
+            }
+            _ => {}
+        }
+    }
+
+    fn send_stop(
+        s: &mut Service,
+        pid: i32,
+        spawned: Instant,
+        then: AfterStop,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) {
+        out.push(Action::Kill {
+            pgid: pid,
+            signal: s.spec.stop_signal,
+        });
+        // A stopped (SIGSTOP) process cannot act on the stop signal until continued.
+        out.push(Action::Kill {
+            pgid: pid,
+            signal: Signal::SIGCONT,
+        });
+        s.state = ServiceState::Stopping {
+            pid,
+            spawned,
+            since: now,
+            kill_at: Some(now + s.spec.stop_grace),
+            then,
+        };
+    }
+
+    fn exited(&mut self, pid: i32, status: ExitStatus, now: Instant, out: &mut Vec<Action>) {
+        let Some(i) = self.find_pid(pid) else {
+            return; // an orphan or an escaped descendant: reaped, nothing to do
+        };
+        self.services[i].last_exit = Some(status);
+        let state = self.services[i].state.clone();
+        match state {
+            ServiceState::Stopping { then, .. } => {
+                // The leader is gone; make sure nothing of its group lingers.
+                out.push(Action::Kill {
+                    pgid: pid,
+                    signal: Signal::SIGKILL,
+                });
+                let s = &mut self.services[i];
+                match then {
+                    AfterStop::Down => {
+                        s.state = ServiceState::Down {
+                            since: now,
+                            reason: "stopped by operator".into(),
+                        };
+                    }
+                    AfterStop::Shutdown => {
+                        s.state = ServiceState::Down {
+                            since: now,
+                            reason: "stopped for shutdown".into(),
+                        };
+                    }
+                    AfterStop::Restart => {
+                        s.streak = 0;
+                        s.state = ServiceState::Down {
+                            since: now,
+                            reason: "restarting".into(),
+                        };
+                        self.spawn(i, out);
+                    }
+                    AfterStop::Forget(ids) => {
+                        let name = self.services.remove(i).spec.name;
+                        out.push(Action::Forgotten { service: name });
+                        for id in ids {
+                            out.push(Action::Reply { id, result: Ok(()) });
+                        }
+                        return;
+                    }
+                }
+            }
+            ServiceState::Starting { since: spawned, .. } => {
+                let uptime = now.saturating_duration_since(spawned);
+                self.classify(i, status, uptime, false, now, out);
+            }
+            ServiceState::Up { spawned, .. } => {
+                let uptime = now.saturating_duration_since(spawned);
+                self.classify(i, status, uptime, true, now, out);
+            }
+            _ => {}
+        }
+        if self.main.as_deref() == Some(self.services[i].spec.name.as_str()) {
+            self.begin_shutdown(Outcome::MainExited(status), now, out);
+        }
+    }
+
+    /// The restart-policy table from the module doc.
+    fn classify(
+        &mut self,
+        i: usize,
+        status: ExitStatus,
+        uptime: Duration,
+        was_up: bool,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) {
+        let s = &mut self.services[i];
+        if uptime >= self.timing.reset_after {
+            s.streak = 0;
+        }
+        let park = |reason: String| ServiceState::Down { since: now, reason };
+        if self.shutdown != Shutdown::Running || self.main.as_deref() == Some(s.spec.name.as_str())
+        {
+            s.state = park(format!("exited with {status}"));
+            return;
+        }
+        match (status, s.spec.restart) {
+            (ExitStatus::Code(EXIT_CONFIG), _) => {
+                s.state = ServiceState::Failed {
+                    since: now,
+                    reason: "configuration error (exit 78); fix it, then start it again".into(),
+                };
+                out.push(Action::Note {
+                    service: s.spec.name.clone(),
+                    text: "exited 78 (configuration error); not restarting".into(),
+                });
+            }
+            (ExitStatus::Code(EXIT_TEMPFAIL), _) => {
+                s.state = ServiceState::Backoff {
+                    since: now,
+                    until: now,
+                    reason: "asked for a restart (exit 75)".into(),
+                };
+                self.spawn(i, out);
+            }
+            (ExitStatus::Code(0), RestartPolicy::OnFailure | RestartPolicy::Never) => {
+                s.state = park("exited cleanly (code 0)".into());
+            }
+            (_, RestartPolicy::Never) => {
+                s.state = ServiceState::Failed {
+                    since: now,
+                    reason: format!("exited with {status} (restart: never)"),
+                };
+            }
+            _ => {
+                let why = if status == ExitStatus::Code(0) {
+                    "exited cleanly".to_string()
+                } else {
+                    format!("exited with {status}")
+                };
+                self.failure(i, why, was_up, now, out);
+            }
+        }
+    }
+
+    /// Schedules a backoff restart and words the reason (crash loop included).
+    ///
+    /// A service that had reached `up` and fails for the first time in its streak is restarted
+    /// at once (a healthy service's replacement should be runit-fast); every further failure
+    /// waits `backoff(streak)`.
+    fn failure(
+        &mut self,
+        i: usize,
+        why: String,
+        was_up: bool,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) {
+        let timing = self.timing;
+        let s = &mut self.services[i];
+        if s.spec.restart == RestartPolicy::Never {
+            s.state = ServiceState::Failed {
+                since: now,
+                reason: why,
+            };
+            return;
+        }
+        s.streak = s.streak.saturating_add(1);
+        let delay = if was_up && s.streak == 1 {
+            Duration::ZERO
+        } else {
+            timing.backoff(s.streak)
+        };
+        let reason = if s.streak >= timing.crash_loop_after {
+            format!(
+                "crash loop: {} failures in a row, last {why}; retrying in {}",
+                s.streak,
+                human_delay(delay)
+            )
+        } else {
+            format!("{why}; retrying in {}", human_delay(delay))
+        };
+        out.push(Action::Note {
+            service: s.spec.name.clone(),
+            text: reason.clone(),
+        });
+        s.state = ServiceState::Backoff {
+            since: now,
+            until: now + delay,
+            reason,
+        };
+    }
+
+    fn control(&mut self, id: RequestId, op: Op, now: Instant, out: &mut Vec<Action>) {
+        let result = self.apply(id, op, now, out);
+        match result {
+            Ok(true) => out.push(Action::Reply { id, result: Ok(()) }),
+            Ok(false) => {} // reply comes later (unregister waiting for an exit)
+            Err(e) => out.push(Action::Reply { id, result: Err(e) }),
+        }
+    }
+
+    /// One `apply` per operation; `Ok(false)` means the reply is deferred.
+    fn apply(
+        &mut self,
+        id: RequestId,
+        op: Op,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) -> Result<bool, OpError> {
+        let lookup = |m: &Self, name: &str| {
+            m.find(name)
+                .ok_or_else(|| OpError::UnknownService(name.to_string()))
+        };
+        match op {
+            Op::Start(name) => {
+                let i = lookup(self, &name)?;
+                if self.is_shutting_down() {
+                    return Err(OpError::ShuttingDown);
+                }
+                self.desired(i, Desired::Running, out);
+                match self.services[i].state {
+                    ServiceState::Starting { .. } | ServiceState::Up { .. } => {}
+                    ServiceState::Stopping { .. } => {
+                        self.stop_process(i, AfterStop::Restart, now, out)
+                    }
+                    _ => {
+                        self.services[i].streak = 0;
+                        self.spawn(i, out);
+                    }
+                }
+            }
+            Op::Stop(name) => {
+                let i = lookup(self, &name)?;
+                self.desired(i, Desired::Stopped, out);
+                let s = &mut self.services[i];
+                match s.state {
+                    ServiceState::Backoff { .. } => {
+                        s.state = ServiceState::Down {
+                            since: now,
+                            reason: "stopped by operator".into(),
+                        };
+                    }
+                    ServiceState::Starting { .. }
+                    | ServiceState::Up { .. }
+                    | ServiceState::Stopping { .. } => {
+                        self.stop_process(i, AfterStop::Down, now, out);
+                    }
+                    _ => {}
+                }
+            }
+            Op::Restart(name) => {
+                let i = lookup(self, &name)?;
+                if self.is_shutting_down() {
+                    return Err(OpError::ShuttingDown);
+                }
+                self.desired(i, Desired::Running, out);
+                match self.services[i].state {
+                    ServiceState::Starting { .. }
+                    | ServiceState::Up { .. }
+                    | ServiceState::Stopping { .. } => {
+                        self.stop_process(i, AfterStop::Restart, now, out);
+                    }
+                    _ => {
+                        self.services[i].streak = 0;
+                        self.spawn(i, out);
+                    }
+                }
+            }
+            Op::Register(spec) => {
+                if let Some(i) = self.find(&spec.name) {
+                    return if self.services[i].spec == spec {
+                        Ok(true)
+                    } else {
+                        Err(OpError::AlreadyRegistered(spec.name))
+                    };
+                }
+                if self.is_shutting_down() {
+                    return Err(OpError::ShuttingDown);
+                }
+                let enabled = spec.enabled;
+                self.services.push(Self::fresh(spec, now));
+                if enabled {
+                    self.spawn(self.services.len() - 1, out);
+                }
+            }
+            Op::Unregister(name) => {
+                let Some(i) = self.find(&name) else {
+                    return Ok(true); // idempotent: already gone
+                };
+                if self.services[i].state.pid().is_some() {
+                    self.stop_process(i, AfterStop::Forget(vec![id]), now, out);
+                    return Ok(false);
+                }
+                // No process: nothing can race us, forget now.
+                let name = self.services.remove(i).spec.name;
+                out.push(Action::Forgotten { service: name });
+            }
+            Op::Shutdown => self.begin_shutdown(Outcome::Stopped, now, out),
+        }
+        Ok(true)
+    }
+
+    fn desired(&self, i: usize, desired: Desired, out: &mut Vec<Action>) {
+        out.push(Action::DesiredChanged {
+            spec: Box::new(self.services[i].spec.clone()),
+            desired,
+        });
+    }
+
+    /// Stops every service, newest start first. All stop signals go out at once (each with
+    /// its own grace) so shutdown fits in a container runtime's stop timeout.
+    fn begin_shutdown(&mut self, outcome: Outcome, now: Instant, out: &mut Vec<Action>) {
+        if self.is_shutting_down() {
+            return;
+        }
+        self.shutdown = Shutdown::Stopping(outcome);
+        let mut order: Vec<usize> = (0..self.services.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(self.services[i].seq));
+        for i in order {
+            match self.services[i].state {
+                ServiceState::Backoff { .. } => {
+                    self.services[i].state = ServiceState::Down {
+                        since: now,
+                        reason: "stopped for shutdown".into(),
+                    };
+                }
+                ServiceState::Starting { .. } | ServiceState::Up { .. } => {
+                    self.stop_process(i, AfterStop::Shutdown, now, out);
+                }
+                ServiceState::Stopping { .. } => {
+                    if let ServiceState::Stopping { then, .. } = &mut self.services[i].state
+                        && matches!(then, AfterStop::Restart)
+                    {
+                        *then = AfterStop::Shutdown;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn check_finished(&mut self, out: &mut Vec<Action>) {
+        if let Shutdown::Stopping(outcome) = self.shutdown
+            && self.services.iter().all(|s| s.state.pid().is_none())
+        {
+            self.shutdown = Shutdown::Finished;
+            out.push(Action::Finished(outcome));
+        }
+    }
+}
+
+/// `now`, `50ms`, `1.6s`.
+fn human_delay(d: Duration) -> String {
+    if d.is_zero() {
+        "now".into()
+    } else if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn machine(specs: Vec<ServiceSpec>) -> (Machine, Instant) {
+        let t0 = Instant::now();
+        (Machine::new(specs, Timing::default(), None, t0), t0)
+    }
+
+    fn svc(name: &str, restart: RestartPolicy) -> ServiceSpec {
+        let mut s = ServiceSpec::shell(name, "true");
+        s.restart = restart;
+        s
+    }
+
+    /// Boots, spawns `name` as `pid`, lets it settle to `up`.
+    fn boot(m: &mut Machine, t: Instant, name: &str, pid: i32) {
+        let a = m.handle(Event::Boot, t);
+        assert!(a.contains(&Action::Spawn {
+            service: name.into()
+        }));
+        m.handle(
+            Event::Spawned {
+                service: name.into(),
+                pid,
+            },
+            t,
+        );
+    }
+
+    fn exit(m: &mut Machine, pid: i32, status: ExitStatus, t: Instant) -> Vec<Action> {
+        m.handle(Event::Exited { pid, status }, t)
+    }
+
+    #[test]
+    fn restart_policy_table() {
+        use ExitStatus::{Code, Signal as Sig};
+        use RestartPolicy::*;
+        // (policy, exit, expected state after the exit)
+        let table = [
+            (Always, Code(78), StateName::Failed),
+            (OnFailure, Code(78), StateName::Failed),
+            (Never, Code(78), StateName::Failed),
+            (Always, Code(75), StateName::Backoff),
+            (OnFailure, Code(75), StateName::Backoff),
+            (Never, Code(75), StateName::Backoff),
+            (Always, Code(0), StateName::Backoff),
+            (OnFailure, Code(0), StateName::Down),
+            (Never, Code(0), StateName::Down),
+            (Always, Code(1), StateName::Backoff),
+            (OnFailure, Sig(9), StateName::Backoff),
+            (Never, Code(1), StateName::Failed),
+        ];
+        for (policy, status, want) in table {
+            let (mut m, t0) = machine(vec![svc("a", policy)]);
+            boot(&mut m, t0, "a", 10);
+            let t1 = t0 + ms(10);
+            let acts = exit(&mut m, 10, status, t1);
+            let st = m.status_of("a", t1).unwrap();
+            assert_eq!(st.state, want, "{policy:?} {status:?}: {st:?}");
+            assert_eq!(st.last_exit, Some(status));
+            let immediate = acts.contains(&Action::Spawn {
+                service: "a".into(),
+            });
+            assert_eq!(
+                immediate,
+                status == Code(75),
+                "{policy:?} {status:?}: {acts:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_to_the_cap_and_reports_a_crash_loop() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);
+        boot(&mut m, t0, "a", 1);
+        let mut t = t0;
+        let mut delays = Vec::new();
+        for n in 0..12 {
+            let pid = 1 + n;
+            t += ms(5);
+            exit(&mut m, pid, ExitStatus::Code(1), t);
+            let due = m.next_deadline().unwrap();
+            delays.push(due - t);
+            // Nothing before the deadline, a spawn at it.
+            assert!(m.handle(Event::Tick, due - ms(1)).is_empty());
+            let a = m.handle(Event::Tick, due);
+            assert_eq!(
+                a,
+                vec![Action::Spawn {
+                    service: "a".into()
+                }]
+            );
+            t = due;
+            m.handle(
+                Event::Spawned {
+                    service: "a".into(),
+                    pid: pid + 1,
+                },
+                t,
+            );
+        }
+        assert!(delays[0] <= ms(100), "first retry must be fast: {delays:?}");
+        assert_eq!(delays[1], delays[0] * 2);
+        assert_eq!(*delays.last().unwrap(), Duration::from_secs(30));
+        assert!(m.status_of("a", t).unwrap().restarts == 12);
+        exit(&mut m, 13, ExitStatus::Code(1), t);
+        assert!(
+            m.status_of("a", t)
+                .unwrap()
+                .reason
+                .starts_with("crash loop")
+        );
+    }
+
+    #[test]
+    fn a_healthy_service_is_replaced_at_once_then_backs_off() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);
+        boot(&mut m, t0, "a", 1);
+        let t1 = t0 + Duration::from_secs(2);
+        m.handle(Event::Tick, t1);
+        assert_eq!(m.status_of("a", t1).unwrap().state, StateName::Up);
+        exit(&mut m, 1, ExitStatus::Signal(9), t1);
+        assert_eq!(m.next_deadline(), Some(t1));
+        assert_eq!(
+            m.handle(Event::Tick, t1),
+            vec![Action::Spawn {
+                service: "a".into()
+            }]
+        );
+        m.handle(
+            Event::Spawned {
+                service: "a".into(),
+                pid: 2,
+            },
+            t1,
+        );
+        // Dies again before settling: now it waits.
+        exit(&mut m, 2, ExitStatus::Code(1), t1);
+        assert_eq!(m.next_deadline(), Some(t1 + Timing::default().backoff(2)));
+    }
+
+    #[test]
+    fn long_uptime_resets_the_streak() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);
+        boot(&mut m, t0, "a", 1);
+        for pid in 1..5 {
+            exit(&mut m, pid, ExitStatus::Code(1), t0);
+            m.handle(
+                Event::Spawned {
+                    service: "a".into(),
+                    pid: pid + 1,
+                },
+                t0,
+            );
+        }
+        let late = t0 + Duration::from_secs(61);
+        exit(&mut m, 5, ExitStatus::Code(1), late);
+        assert_eq!(
+            m.next_deadline().unwrap() - late,
+            Timing::default().backoff_first
+        );
+    }
+
+    #[test]
+    fn starting_becomes_up_on_ready_or_after_settle() {
+        let (mut m, t0) = machine(vec![
+            svc("a", RestartPolicy::Always),
+            svc("b", RestartPolicy::Always),
+        ]);
+        m.handle(Event::Boot, t0);
+        m.handle(
+            Event::Spawned {
+                service: "a".into(),
+                pid: 1,
+            },
+            t0,
+        );
+        m.handle(
+            Event::Spawned {
+                service: "b".into(),
+                pid: 2,
+            },
+            t0,
+        );
+        m.handle(Event::Ready { pid: 1 }, t0 + ms(10));
+        assert_eq!(m.status_of("a", t0).unwrap().state, StateName::Up);
+        assert_eq!(m.status_of("b", t0).unwrap().state, StateName::Starting);
+        m.handle(Event::Tick, t0 + ms(999));
+        assert_eq!(m.status_of("b", t0).unwrap().state, StateName::Starting);
+        m.handle(Event::Tick, t0 + Duration::from_secs(1));
+        assert_eq!(m.status_of("b", t0).unwrap().state, StateName::Up);
+    }
+
+    #[test]
+    fn stop_escalates_to_sigkill_after_grace() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);
+        boot(&mut m, t0, "a", 7);
+        let a = m.handle(
+            Event::Control {
+                id: 1,
+                op: Op::Stop("a".into()),
+            },
+            t0,
+        );
+        assert!(a.contains(&Action::Kill {
+            pgid: 7,
+            signal: Signal::SIGTERM
+        }));
+        assert!(a.contains(&Action::Reply {
+            id: 1,
+            result: Ok(())
+        }));
+        assert!(matches!(
+            a[0],
+            Action::DesiredChanged {
+                desired: Desired::Stopped,
+                ..
+            }
+        ));
+        let due = m.next_deadline().unwrap();
+        assert_eq!(due - t0, Duration::from_secs(10));
+        let a = m.handle(Event::Tick, due);
+        assert!(a.contains(&Action::Kill {
+            pgid: 7,
+            signal: Signal::SIGKILL
+        }));
+        assert_eq!(m.next_deadline(), None);
+        exit(&mut m, 7, ExitStatus::Signal(9), due);
+        let st = m.status_of("a", due).unwrap();
+        assert_eq!(st.state, StateName::Down);
+        assert_eq!(st.reason, "stopped by operator");
+    }
+
+    #[test]
+    fn unregister_waits_for_exit_and_is_idempotent() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);
+        boot(&mut m, t0, "a", 7);
+        let a = m.handle(
+            Event::Control {
+                id: 1,
+                op: Op::Unregister("a".into()),
+            },
+            t0,
+        );
+        assert!(
+            !a.iter().any(|x| matches!(x, Action::Reply { .. })),
+            "must wait: {a:?}"
+        );
+        let a = m.handle(
+            Event::Control {
+                id: 2,
+                op: Op::Unregister("a".into()),
+            },
+            t0,
+        );
+        assert!(!a.iter().any(|x| matches!(x, Action::Reply { .. })));
+        let a = exit(&mut m, 7, ExitStatus::Signal(15), t0);
+        assert!(a.contains(&Action::Reply {
+            id: 1,
+            result: Ok(())
+        }));
+        assert!(a.contains(&Action::Reply {
+            id: 2,
+            result: Ok(())
+        }));
+        assert!(m.spec("a").is_none());
+        let a = m.handle(
+            Event::Control {
+                id: 3,
+                op: Op::Unregister("a".into()),
+            },
+            t0,
+        );
+        assert_eq!(
+            a,
+            vec![Action::Reply {
+                id: 3,
+                result: Ok(())
+            }]
+        );
+    }
+
+    #[test]
+    fn unregister_in_backoff_forgets_without_spawning() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);
+        boot(&mut m, t0, "a", 7);
+        exit(&mut m, 7, ExitStatus::Code(1), t0);
+        let a = m.handle(
+            Event::Control {
+                id: 1,
+                op: Op::Unregister("a".into()),
+            },
+            t0,
+        );
+        assert!(a.contains(&Action::Reply {
+            id: 1,
+            result: Ok(())
+        }));
+        assert!(
+            m.handle(Event::Tick, t0 + Duration::from_secs(60))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn unknown_services_and_orphans() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);
+        boot(&mut m, t0, "a", 7);
+        let a = m.handle(
+            Event::Control {
+                id: 1,
+                op: Op::Start("zz".into()),
+            },
+            t0,
+        );
+        assert_eq!(
+            a,
+            vec![Action::Reply {
+                id: 1,
+                result: Err(OpError::UnknownService("zz".into()))
+            }]
+        );
+        assert!(exit(&mut m, 999, ExitStatus::Code(0), t0).is_empty());
+        assert_eq!(m.status_of("a", t0).unwrap().state, StateName::Starting);
+    }
+
+    #[test]
+    fn shutdown_stops_in_reverse_order_and_finishes() {
+        let (mut m, t0) = machine(vec![
+            svc("a", RestartPolicy::Always),
+            svc("b", RestartPolicy::Always),
+        ]);
+        m.handle(Event::Boot, t0);
+        m.handle(
+            Event::Spawned {
+                service: "a".into(),
+                pid: 1,
+            },
+            t0,
+        );
+        m.handle(
+            Event::Spawned {
+                service: "b".into(),
+                pid: 2,
+            },
+            t0,
+        );
+        let a = m.handle(Event::Terminate, t0);
+        let kills: Vec<i32> = a
+            .iter()
+            .filter_map(|x| match x {
+                Action::Kill {
+                    pgid,
+                    signal: Signal::SIGTERM,
+                } => Some(*pgid),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(kills, vec![2, 1]);
+        assert!(
+            exit(&mut m, 2, ExitStatus::Signal(15), t0)
+                .iter()
+                .all(|x| !matches!(x, Action::Finished(_)))
+        );
+        let a = exit(&mut m, 1, ExitStatus::Signal(15), t0);
+        assert!(a.contains(&Action::Finished(Outcome::Stopped)));
+        // No restarts during shutdown.
+        assert!(!a.iter().any(|x| matches!(x, Action::Spawn { .. })));
+    }
+
+    #[test]
+    fn main_exit_ends_the_loop_with_its_status() {
+        let t0 = Instant::now();
+        let mut m = Machine::new(
+            vec![
+                svc("main", RestartPolicy::Never),
+                svc("b", RestartPolicy::Always),
+            ],
+            Timing::default(),
+            Some("main".into()),
+            t0,
+        );
+        m.handle(Event::Boot, t0);
+        m.handle(
+            Event::Spawned {
+                service: "main".into(),
+                pid: 1,
+            },
+            t0,
+        );
+        m.handle(
+            Event::Spawned {
+                service: "b".into(),
+                pid: 2,
+            },
+            t0,
+        );
+        assert_eq!(m.main_pgid(), Some(1));
+        let a = exit(&mut m, 1, ExitStatus::Signal(2), t0);
+        assert!(a.contains(&Action::Kill {
+            pgid: 2,
+            signal: Signal::SIGTERM
+        }));
+        let a = exit(&mut m, 2, ExitStatus::Code(0), t0);
+        assert_eq!(
+            a.last(),
+            Some(&Action::Finished(Outcome::MainExited(ExitStatus::Signal(
+                2
+            ))))
+        );
+        assert_eq!(Outcome::MainExited(ExitStatus::Signal(2)).exit_code(), 130);
+    }
+
+    #[test]
+    fn register_then_disabled_and_duplicate() {
+        let (mut m, t0) = machine(vec![]);
+        m.handle(Event::Boot, t0);
+        let a = m.handle(
+            Event::Control {
+                id: 1,
+                op: Op::Register(svc("x", RestartPolicy::Always)),
+            },
+            t0,
+        );
+        assert!(a.contains(&Action::Spawn {
+            service: "x".into()
+        }));
+        let a = m.handle(
+            Event::Control {
+                id: 2,
+                op: Op::Register(svc("x", RestartPolicy::Always)),
+            },
+            t0,
+        );
+        assert_eq!(
+            a,
+            vec![Action::Reply {
+                id: 2,
+                result: Ok(())
+            }]
+        );
+        let a = m.handle(
+            Event::Control {
+                id: 3,
+                op: Op::Register(svc("x", RestartPolicy::Never)),
+            },
+            t0,
+        );
+        assert_eq!(
+            a,
+            vec![Action::Reply {
+                id: 3,
+                result: Err(OpError::AlreadyRegistered("x".into()))
+            }]
+        );
+        let mut off = svc("y", RestartPolicy::Always);
+        off.enabled = false;
+        m.handle(
+            Event::Control {
+                id: 4,
+                op: Op::Register(off),
+            },
+            t0,
+        );
+        assert_eq!(m.status_of("y", t0).unwrap().state, StateName::Disabled);
+    }
+
+    #[test]
+    fn restart_stops_then_spawns() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::OnFailure)]);
+        boot(&mut m, t0, "a", 7);
+        m.handle(
+            Event::Control {
+                id: 1,
+                op: Op::Restart("a".into()),
+            },
+            t0,
+        );
+        assert_eq!(m.status_of("a", t0).unwrap().state, StateName::Stopping);
+        let a = exit(&mut m, 7, ExitStatus::Signal(15), t0);
+        assert!(a.contains(&Action::Spawn {
+            service: "a".into()
+        }));
+    }
+
+    #[test]
+    fn spawn_failure_backs_off() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);
+        m.handle(Event::Boot, t0);
+        m.handle(
+            Event::SpawnFailed {
+                service: "a".into(),
+                reason: "no such file".into(),
+            },
+            t0,
+        );
+        let st = m.status_of("a", t0).unwrap();
+        assert_eq!(st.state, StateName::Backoff);
+        assert!(st.reason.contains("cannot start: no such file"));
+    }
+}

@@ -1,0 +1,248 @@
+//! The control protocol: newline-delimited JSON over the Unix socket
+//! `<runtime dir>/supervisor.sock`. `docs/control-protocol.md` is the prose version.
+//!
+//! Words defined here:
+//! * **frame** — one JSON object on one line, at most [`MAX_REQUEST`] bytes for requests.
+//! * **protocol version** — the `v` field every request and response carries; a server
+//!   answers an unknown version with `unsupported_version` and the version it speaks.
+#![deny(missing_docs)]
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::ServiceSpec;
+use crate::status::ServiceStatus;
+
+/// The protocol version this crate speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Largest request frame the server accepts (bytes, newline excluded).
+pub const MAX_REQUEST: usize = 64 * 1024;
+/// Largest response frame the client accepts.
+pub const MAX_RESPONSE: usize = 16 * 1024 * 1024;
+
+/// One request: the version plus a command, flattened (`{"v":1,"op":"stop","service":"x"}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Protocol version; must be [`PROTOCOL_VERSION`].
+    pub v: u32,
+    /// The operation.
+    #[serde(flatten)]
+    pub command: Command,
+}
+
+impl Request {
+    /// A request at the current version.
+    pub fn new(command: Command) -> Self {
+        Self {
+            v: PROTOCOL_VERSION,
+            command,
+        }
+    }
+}
+
+/// The operations, tagged by `op`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Command {
+    /// Status of every service, or of one.
+    Status {
+        /// Only this service.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        service: Option<String>,
+    },
+    /// Start a service (operator intent: running).
+    Start {
+        /// Service name.
+        service: String,
+    },
+    /// Stop a service (operator intent: stopped).
+    Stop {
+        /// Service name.
+        service: String,
+    },
+    /// Stop then start.
+    Restart {
+        /// Service name.
+        service: String,
+    },
+    /// Add a service at run time.
+    Register {
+        /// The spec (see `ServiceSpec`'s serde form).
+        spec: Box<ServiceSpec>,
+    },
+    /// Stop, wait for the exit, forget. Answers only once the process is gone.
+    Unregister {
+        /// Service name.
+        service: String,
+    },
+    /// Stop every service and end the supervisor.
+    Shutdown,
+}
+
+/// An error in a response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// Stable machine-readable code: `forbidden`, `invalid_request`, `too_large`,
+    /// `unsupported_version`, `unknown_service`, `already_registered`, `shutting_down`, `busy`.
+    pub code: String,
+    /// Human message (lowercase, no trailing period).
+    pub message: String,
+}
+
+/// One response; exactly one per request, in request order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    /// Protocol version of the server.
+    pub v: u32,
+    /// Whether the request succeeded.
+    pub ok: bool,
+    /// For `status`: the services.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub services: Option<Vec<ServiceStatus>>,
+    /// When `ok` is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+}
+
+impl Response {
+    /// A bare success.
+    pub fn ok() -> Self {
+        Self {
+            v: PROTOCOL_VERSION,
+            ok: true,
+            services: None,
+            error: None,
+        }
+    }
+
+    /// A success carrying status rows.
+    pub fn services(rows: Vec<ServiceStatus>) -> Self {
+        Self {
+            services: Some(rows),
+            ..Self::ok()
+        }
+    }
+
+    /// A failure.
+    pub fn error(code: &str, message: impl Into<String>) -> Self {
+        Self {
+            v: PROTOCOL_VERSION,
+            ok: false,
+            services: None,
+            error: Some(ErrorBody {
+                code: code.into(),
+                message: message.into(),
+            }),
+        }
+    }
+
+    /// Serialises as one frame, newline included.
+    pub fn to_frame(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec(self).unwrap_or_else(|_| {
+            br#"{"v":1,"ok":false,"error":{"code":"internal","message":"cannot encode response"}}"#
+                .to_vec()
+        });
+        v.push(b'\n');
+        v
+    }
+}
+
+/// Result of looking for a frame in a receive buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A whole line (newline removed) was taken out of the buffer.
+    Complete(Vec<u8>),
+    /// No newline yet and still under the limit: read more.
+    Incomplete,
+    /// More than the limit arrived without a newline: the peer must be cut off.
+    TooLarge,
+}
+
+/// Takes the first complete frame out of `buf` (mini-redis style: check, then parse).
+pub fn take_frame(buf: &mut Vec<u8>, max: usize) -> Frame {
+    match buf.iter().position(|&b| b == b'\n') {
+        Some(p) if p <= max => {
+            let mut line: Vec<u8> = buf.drain(..=p).collect();
+            line.pop();
+            Frame::Complete(line)
+        }
+        Some(_) => Frame::TooLarge,
+        None if buf.len() > max => Frame::TooLarge,
+        None => Frame::Incomplete,
+    }
+}
+
+/// Parses a request frame, checking the version. The error is the response to send.
+pub fn parse_request(line: &[u8]) -> Result<Request, Response> {
+    let value: serde_json::Value = serde_json::from_slice(line)
+        .map_err(|e| Response::error("invalid_request", format!("not JSON: {e}")))?;
+    match value.get("v").and_then(serde_json::Value::as_u64) {
+        Some(v) if v == u64::from(PROTOCOL_VERSION) => {}
+        Some(v) => {
+            return Err(Response::error(
+                "unsupported_version",
+                format!(
+                    "protocol version {v} is not supported (this supervisor speaks {PROTOCOL_VERSION})"
+                ),
+            ));
+        }
+        None => {
+            return Err(Response::error(
+                "invalid_request",
+                "missing protocol version `v`",
+            ));
+        }
+    }
+    serde_json::from_value(value)
+        .map_err(|e| Response::error("invalid_request", format!("bad request: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_have_a_stable_wire_form() {
+        let r = Request::new(Command::Stop {
+            service: "web".into(),
+        });
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"v":1,"op":"stop","service":"web"}"#
+        );
+        let r = Request::new(Command::Status { service: None });
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"v":1,"op":"status"}"#
+        );
+        assert_eq!(
+            parse_request(br#"{"v":1,"op":"shutdown"}"#)
+                .unwrap()
+                .command,
+            Command::Shutdown
+        );
+    }
+
+    #[test]
+    fn bad_requests_get_typed_answers() {
+        let code = |l: &[u8]| parse_request(l).unwrap_err().error.unwrap().code;
+        assert_eq!(code(b"garbage"), "invalid_request");
+        assert_eq!(code(br#"{"op":"status"}"#), "invalid_request");
+        assert_eq!(code(br#"{"v":2,"op":"status"}"#), "unsupported_version");
+        assert_eq!(code(br#"{"v":1,"op":"explode"}"#), "invalid_request");
+        assert_eq!(code(br#"{"v":1,"op":"stop"}"#), "invalid_request");
+    }
+
+    #[test]
+    fn framing_keeps_incomplete_apart_from_too_large() {
+        let mut b = b"{\"a\":1}\n{\"b\"".to_vec();
+        assert_eq!(
+            take_frame(&mut b, 100),
+            Frame::Complete(b"{\"a\":1}".to_vec())
+        );
+        assert_eq!(take_frame(&mut b, 100), Frame::Incomplete);
+        let mut big = vec![b'x'; 101];
+        assert_eq!(take_frame(&mut big, 100), Frame::TooLarge);
+        big.push(b'\n');
+        assert_eq!(take_frame(&mut big, 100), Frame::TooLarge);
+    }
+}

@@ -1,0 +1,240 @@
+//! What a service *is*: [`ServiceSpec`] and its parts.
+//!
+//! Words defined here:
+//! * **service** — a named long-running program the supervisor owns, described by a spec.
+//! * **restart policy** — what an exit means: [`RestartPolicy`].
+//! * **run-as identity** — uid, gid and supplementary groups applied before `exec`: [`RunAs`].
+//! * **desired state** — what an operator asked for (`running` / `stopped`): [`Desired`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use serde::{Deserialize, Serialize};
+
+/// Default grace between the stop signal and `SIGKILL`.
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// How an exit is answered. Exit 78 (configuration error) always parks the service as
+/// `failed` and exit 75 always restarts at once, whatever the policy (see `machine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestartPolicy {
+    /// Restart after every exit, including exit 0.
+    #[default]
+    Always,
+    /// Restart after a failure; exit 0 parks the service as `down`.
+    OnFailure,
+    /// Never restart: exit 0 is `down`, anything else `failed`.
+    Never,
+}
+
+impl RestartPolicy {
+    /// Parses the config spelling (`always`, `on-failure`, `never`; `_` accepted for `-`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "always" => Some(Self::Always),
+            "on-failure" => Some(Self::OnFailure),
+            "never" | "no" => Some(Self::Never),
+            _ => None,
+        }
+    }
+
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Always => "always",
+            Self::OnFailure => "on-failure",
+            Self::Never => "never",
+        }
+    }
+}
+
+/// The identity a service runs as, applied in the child before `exec` in the order
+/// setgroups, setgid, setuid (the only order that works once uid 0 is gone).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunAs {
+    /// User id.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+    /// Supplementary groups (empty clears root's groups, which is what we want).
+    #[serde(default)]
+    pub groups: Vec<u32>,
+}
+
+/// Where a service's stdout/stderr go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LogTarget {
+    /// Captured into `<log dir>/<service>/current` and mirrored as `[service] line`.
+    #[default]
+    Default,
+    /// Captured into `<dir>/current` (rotated there) and mirrored.
+    Dir(PathBuf),
+    /// Only mirrored to the supervisor's output, no file.
+    MirrorOnly,
+    /// Not captured: the child inherits the supervisor's stdin/stdout/stderr (the main
+    /// program in PID 1, which owns the TTY).
+    Inherit,
+}
+
+/// What an operator asked a service to be; persisted by the caller through
+/// [`crate::Hooks::desired_state_changed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Desired {
+    /// Keep it running.
+    Running,
+    /// Keep it stopped.
+    Stopped,
+}
+
+/// Everything the supervisor needs to run one service.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceSpec {
+    /// Unique name (`dashboard`, `gateway-work`); also the log directory name.
+    pub name: String,
+    /// Program and arguments; `argv[0]` is looked up in `PATH`.
+    pub argv: Vec<String>,
+    /// Overrides on top of the supervisor's full environment (never a scrubbed one).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory; the supervisor's own when `None`.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// Identity to drop to (only meaningful when the supervisor runs as root).
+    #[serde(default)]
+    pub run_as: Option<RunAs>,
+    /// Restart policy.
+    #[serde(default)]
+    pub restart: RestartPolicy,
+    /// Signal sent to the process group to ask for a stop.
+    #[serde(default = "default_stop_signal", with = "signal_name")]
+    pub stop_signal: Signal,
+    /// How long to wait after the stop signal before `SIGKILL` to the group.
+    #[serde(default = "default_grace", with = "duration_ms")]
+    pub stop_grace: Duration,
+    /// Whether the service is started at boot; `false` reports `disabled`.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Log destination.
+    #[serde(default)]
+    pub log: LogTarget,
+    /// Opaque label naming the profile this service belongs to (gateways), passed back in
+    /// hooks so the caller can persist `desired_state`.
+    #[serde(default)]
+    pub profile: Option<String>,
+}
+
+fn default_stop_signal() -> Signal {
+    Signal::SIGTERM
+}
+fn default_grace() -> Duration {
+    DEFAULT_STOP_GRACE
+}
+fn yes() -> bool {
+    true
+}
+
+impl ServiceSpec {
+    /// A spec with defaults: restart `always`, `SIGTERM`, 10 s grace, enabled, default logs.
+    pub fn new(name: impl Into<String>, argv: Vec<String>) -> Self {
+        Self {
+            name: name.into(),
+            argv,
+            env: BTreeMap::new(),
+            cwd: None,
+            run_as: None,
+            restart: RestartPolicy::Always,
+            stop_signal: Signal::SIGTERM,
+            stop_grace: DEFAULT_STOP_GRACE,
+            enabled: true,
+            log: LogTarget::Default,
+            profile: None,
+        }
+    }
+
+    /// A spec running `command` through `/bin/sh -c`.
+    pub fn shell(name: impl Into<String>, command: &str) -> Self {
+        Self::new(name, vec!["/bin/sh".into(), "-c".into(), command.into()])
+    }
+}
+
+/// Parses `TERM`, `SIGTERM`, `sigterm` or a number into a signal.
+pub fn parse_signal(s: &str) -> Option<Signal> {
+    let t = s.trim();
+    if let Ok(n) = t.parse::<i32>() {
+        return Signal::try_from(n).ok();
+    }
+    let up = t.to_ascii_uppercase();
+    let full = if up.starts_with("SIG") {
+        up
+    } else {
+        format!("SIG{up}")
+    };
+    full.parse().ok()
+}
+
+/// Serde for [`Signal`] as its name (`"SIGTERM"`), accepting the short form on input.
+pub(crate) mod signal_name {
+    use nix::sys::signal::Signal;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(sig: &Signal, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(sig.as_str())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Signal, D::Error> {
+        let s = String::deserialize(d)?;
+        super::parse_signal(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown signal `{s}`")))
+    }
+}
+
+/// Serde for [`Duration`] as integer milliseconds.
+pub(crate) mod duration_ms {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_parse_in_every_spelling() {
+        assert_eq!(parse_signal("TERM"), Some(Signal::SIGTERM));
+        assert_eq!(parse_signal("sigint"), Some(Signal::SIGINT));
+        assert_eq!(parse_signal("9"), Some(Signal::SIGKILL));
+        assert_eq!(parse_signal("NOPE"), None);
+    }
+
+    #[test]
+    fn restart_policy_spellings() {
+        assert_eq!(
+            RestartPolicy::parse("on_failure"),
+            Some(RestartPolicy::OnFailure)
+        );
+        assert_eq!(RestartPolicy::parse("Always"), Some(RestartPolicy::Always));
+        assert_eq!(RestartPolicy::parse("sometimes"), None);
+    }
+
+    #[test]
+    fn spec_round_trips_through_json() {
+        let mut s = ServiceSpec::shell("web", "exec sleep 5");
+        s.stop_signal = Signal::SIGINT;
+        s.stop_grace = Duration::from_millis(1500);
+        let j = serde_json::to_string(&s).unwrap();
+        assert!(j.contains("\"SIGINT\""), "{j}");
+        let back: ServiceSpec = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, s);
+    }
+}

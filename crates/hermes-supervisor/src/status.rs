@@ -1,0 +1,225 @@
+//! What the supervisor reports: [`ServiceStatus`] rows, [`ExitStatus`], and the human table.
+//!
+//! Words defined here:
+//! * **last exit** — how the previous process of a service ended: a code or a signal.
+//! * **uptime** — seconds since the current process was spawned (only while it has one).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// How a process ended. A signal is recorded as a signal, never as a made-up code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitStatus {
+    /// Exited with this code.
+    Code(i32),
+    /// Killed by this signal number.
+    Signal(i32),
+}
+
+impl ExitStatus {
+    /// The shell convention: the code, or 128 + signal number.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ExitStatus::Code(c) => c,
+            ExitStatus::Signal(s) => 128 + s,
+        }
+    }
+}
+
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ExitStatus::Code(c) => write!(f, "code {c}"),
+            ExitStatus::Signal(s) => match nix::sys::signal::Signal::try_from(s) {
+                Ok(sig) => write!(f, "signal {}", sig.as_str()),
+                Err(_) => write!(f, "signal {s}"),
+            },
+        }
+    }
+}
+
+/// The state names, as shown and as sent over the control socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateName {
+    /// Switched off by configuration; never started at boot.
+    Disabled,
+    /// Not running, and not meant to be right now (stopped or exited cleanly).
+    Down,
+    /// Spawned, waiting for readiness or the settle time.
+    Starting,
+    /// Running and ready.
+    Up,
+    /// Waiting to be restarted after a failure.
+    Backoff,
+    /// Stop signal sent, waiting for the process to exit.
+    Stopping,
+    /// Parked after a failure that restarting will not fix.
+    Failed,
+}
+
+impl StateName {
+    /// Lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StateName::Disabled => "disabled",
+            StateName::Down => "down",
+            StateName::Starting => "starting",
+            StateName::Up => "up",
+            StateName::Backoff => "backoff",
+            StateName::Stopping => "stopping",
+            StateName::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for StateName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One service as the supervisor sees it right now (a snapshot, plain data).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceStatus {
+    /// Service name.
+    pub name: String,
+    /// Current state.
+    pub state: StateName,
+    /// Pid (= process group id) of the current process, if any.
+    pub pid: Option<i32>,
+    /// Seconds since the current process was spawned, if any.
+    pub uptime_secs: Option<f64>,
+    /// Seconds spent in the current state.
+    pub since_secs: f64,
+    /// Number of times the service was spawned again after its first start.
+    pub restarts: u32,
+    /// How the previous process ended.
+    pub last_exit: Option<ExitStatus>,
+    /// Why the service is in this state, in words ("" when there is nothing to say).
+    pub reason: String,
+    /// Profile label from the spec.
+    #[serde(default)]
+    pub profile: Option<String>,
+}
+
+/// Formats seconds as `45s`, `3m12s`, `2h05m`, `3d04h`.
+pub fn human_duration(secs: f64) -> String {
+    let s = secs.max(0.0) as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..86400 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{:02}h", s / 86400, (s % 86400) / 3600),
+    }
+}
+
+/// Renders the aligned status table: `NAME STATE PID UPTIME RESTARTS LAST EXIT REASON`.
+pub fn render_status_table(rows: &[ServiceStatus]) -> String {
+    let header = [
+        "NAME",
+        "STATE",
+        "PID",
+        "UPTIME",
+        "RESTARTS",
+        "LAST EXIT",
+        "REASON",
+    ];
+    let mut cells: Vec<[String; 7]> = vec![header.map(String::from)];
+    for r in rows {
+        cells.push([
+            r.name.clone(),
+            r.state.to_string(),
+            r.pid.map_or("-".into(), |p| p.to_string()),
+            r.uptime_secs.map_or("-".into(), human_duration),
+            r.restarts.to_string(),
+            r.last_exit.map_or("-".into(), |e| e.to_string()),
+            if r.reason.is_empty() {
+                "-".into()
+            } else {
+                r.reason.clone()
+            },
+        ]);
+    }
+    let mut widths = [0usize; 7];
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &cells {
+        let mut line = String::new();
+        for (i, c) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(c);
+            } else {
+                line.push_str(c);
+                let pad = widths[i] - c.chars().count() + 2;
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_status_shell_codes_and_display() {
+        assert_eq!(ExitStatus::Signal(9).exit_code(), 137);
+        assert_eq!(ExitStatus::Code(3).exit_code(), 3);
+        assert_eq!(ExitStatus::Signal(15).to_string(), "signal SIGTERM");
+        assert_eq!(ExitStatus::Code(78).to_string(), "code 78");
+    }
+
+    #[test]
+    fn table_is_aligned() {
+        let rows = vec![
+            ServiceStatus {
+                name: "dashboard".into(),
+                state: StateName::Up,
+                pid: Some(1234),
+                uptime_secs: Some(75.0),
+                since_secs: 75.0,
+                restarts: 0,
+                last_exit: None,
+                reason: String::new(),
+                profile: None,
+            },
+            ServiceStatus {
+                name: "gateway-work".into(),
+                state: StateName::Failed,
+                pid: None,
+                uptime_secs: None,
+                since_secs: 3.0,
+                restarts: 2,
+                last_exit: Some(ExitStatus::Code(78)),
+                reason: "configuration error".into(),
+                profile: Some("work".into()),
+            },
+        ];
+        let t = render_status_table(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3);
+        let col = lines[0].find("STATE").unwrap();
+        assert_eq!(lines[1].find("up").unwrap(), col);
+        assert_eq!(lines[2].find("failed").unwrap(), col);
+        let col = lines[0].find("LAST EXIT").unwrap();
+        assert_eq!(lines[2].find("code 78").unwrap(), col);
+        assert!(lines[1].contains("1m15s"));
+    }
+
+    #[test]
+    fn durations_are_human() {
+        assert_eq!(human_duration(5.2), "5s");
+        assert_eq!(human_duration(3700.0), "1h01m");
+        assert_eq!(human_duration(90000.0), "1d01h");
+    }
+}

@@ -1,0 +1,927 @@
+//! The event loop: [`Supervisor`] owns the lock, the control socket, the notify sockets, the
+//! child pipes and the log files, and executes what [`Machine`] decides.
+//!
+//! Shape (catatonit's, not a sleep tick): block signals, read them from a `signalfd`, and wait
+//! in exactly one place — `poll` on the signalfd, the listener, every client, every notify
+//! socket and every child pipe, with the timeout set to the next deadline. Each wake-up:
+//! collect events, `machine.handle(event, now)`, execute the actions.
+//!
+//! Invariants:
+//! * Nothing blocks: every fd is non-blocking; pipes are read at most [`READ_CHUNK`] per wake so
+//!   one chatty service cannot starve the others; a client gets at most [`MAX_REQUEST`] bytes
+//!   buffered and a deadline.
+//! * Every child is reaped with `waitpid(-1, WNOHANG)` until none is left; pids that belong to
+//!   no service (escaped descendants re-parented to us as PID 1 or sub-reaper) are reaped and
+//!   ignored.
+//! * Each service runs in its own process group (pgid = pid); stop and kill go to the group.
+//!
+//! Readiness: one datagram socket per service at `<runtime dir>/notify/<service>.sock`, passed
+//! as `NOTIFY_SOCKET`. The socket identifies the service, so no credential lookup can race a
+//! short-lived sender (such as `systemd-notify`).
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, killpg};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::socket::{getsockopt, sockopt};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{Gid, Pid, Uid};
+
+use crate::client::SOCKET_NAME;
+use crate::error::Error;
+use crate::logs::{Chunk, LineBuffer, LogFile, Rotation, timestamp};
+use crate::machine::{Action, Event, Machine, Op, Outcome, RequestId, Timing};
+use crate::protocol::{Command as Cmd, Frame, MAX_REQUEST, Response, parse_request, take_frame};
+use crate::spec::{Desired, LogTarget, ServiceSpec};
+
+/// Bytes read from one pipe or client per wake-up.
+pub const READ_CHUNK: usize = 64 * 1024;
+/// Lock file name inside the runtime directory.
+pub const LOCK_NAME: &str = "supervisor.lock";
+
+/// Called by the loop when something the caller may want to persist happens.
+pub trait Hooks {
+    /// An operator start/stop/restart arrived over the control socket. Gateways persist
+    /// `desired_state` in their profile's `gateway_state.json` here.
+    fn desired_state_changed(&mut self, service: &ServiceSpec, desired: Desired) {
+        let _ = (service, desired);
+    }
+}
+
+/// Hooks that do nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoHooks;
+impl Hooks for NoHooks {}
+
+/// How the supervisor is set up. Build with [`Options::new`] and adjust fields.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Holds `supervisor.lock`, `supervisor.sock` and `notify/`.
+    pub runtime_dir: PathBuf,
+    /// `$HERMES_HOME/logs`: default service logs go to `<log_dir>/<service>/current`.
+    pub log_dir: PathBuf,
+    /// Uids allowed on the control socket besides root and the supervisor's own uid (the
+    /// service user in a container).
+    pub allowed_uids: Vec<u32>,
+    /// Group to give the socket (mode 0660), e.g. the service user's group.
+    pub socket_gid: Option<u32>,
+    /// Timing of restarts and readiness.
+    pub timing: Timing,
+    /// Log rotation.
+    pub rotation: Rotation,
+    /// Longest line kept from a service (longer ones are truncated and counted).
+    pub max_line: usize,
+    /// Service whose exit ends the loop (PID 1's main program); SIGTERM/SIGINT/SIGHUP/
+    /// SIGQUIT/SIGUSR1/SIGUSR2 are forwarded to its process group while it runs.
+    pub main: Option<String>,
+    /// Most simultaneous control clients; more are answered `busy` and closed.
+    pub max_clients: usize,
+    /// A client idle for this long is disconnected.
+    pub client_deadline: Duration,
+}
+
+impl Options {
+    /// Defaults: settle 1 s, backoff 50 ms doubling to 30 s, logs 1 MB × 10, 64 KiB lines,
+    /// 64 clients, 5 s client deadline.
+    pub fn new(runtime_dir: impl Into<PathBuf>, log_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            runtime_dir: runtime_dir.into(),
+            log_dir: log_dir.into(),
+            allowed_uids: Vec::new(),
+            socket_gid: None,
+            timing: Timing::default(),
+            rotation: Rotation::default(),
+            max_line: 64 * 1024,
+            main: None,
+            max_clients: 64,
+            client_deadline: Duration::from_secs(5),
+        }
+    }
+}
+
+struct Conn {
+    stream: UnixStream,
+    rbuf: Vec<u8>,
+    wbuf: Vec<u8>,
+    deadline: Instant,
+    pending: Option<RequestId>,
+    closing: bool,
+    eof: bool,
+}
+
+struct Pipe {
+    fd: File,
+    service: String,
+    log: Option<PathBuf>,
+    lines: LineBuffer,
+}
+
+struct Notify {
+    sock: UnixDatagram,
+    path: PathBuf,
+}
+
+/// A supervisor that holds its lock and socket; call [`Supervisor::run`].
+pub struct Supervisor {
+    opts: Options,
+    machine: Machine,
+    _lock: File,
+    listener: UnixListener,
+    socket: PathBuf,
+    conns: Vec<Conn>,
+    pipes: Vec<Pipe>,
+    notify: HashMap<String, Notify>,
+    logs: HashMap<PathBuf, LogFile>,
+    allowed: Vec<u32>,
+    next_id: RequestId,
+    mirror_dropped: u64,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor")
+            .field("socket", &self.socket)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Supervisor {
+    /// Takes the single-instance lock and binds the control socket. Nothing is started yet.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyRunning`] when another instance holds the lock; [`Error::Io`] for
+    /// directory, lock or socket problems.
+    pub fn new(opts: Options, specs: Vec<ServiceSpec>) -> Result<Self, Error> {
+        let dir = &opts.runtime_dir;
+        fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
+        let lock_path = dir.join(LOCK_NAME);
+        let mut lock = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(|e| Error::io("open", &lock_path, e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut s = String::new();
+                let _ = lock.read_to_string(&mut s);
+                return Err(Error::AlreadyRunning {
+                    pid: s.trim().parse().unwrap_or(0),
+                    runtime_dir: dir.clone(),
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &lock_path, e)),
+        }
+        lock.set_len(0)
+            .map_err(|e| Error::io("write", &lock_path, e))?;
+        writeln!(lock, "{}", std::process::id()).map_err(|e| Error::io("write", &lock_path, e))?;
+
+        let socket = dir.join(SOCKET_NAME);
+        // We hold the lock, so any socket file here is stale.
+        let _ = fs::remove_file(&socket);
+        let listener = UnixListener::bind(&socket).map_err(|e| Error::io("bind", &socket, e))?;
+        fs::set_permissions(&socket, fs::Permissions::from_mode(0o660))
+            .map_err(|e| Error::io("chmod", &socket, e))?;
+        if let Some(gid) = opts.socket_gid {
+            nix::unistd::chown(&socket, None, Some(Gid::from_raw(gid)))
+                .map_err(|e| Error::io("chown", &socket, e.into()))?;
+        }
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| Error::io("configure", &socket, e))?;
+        let notify_dir = dir.join("notify");
+        fs::create_dir_all(&notify_dir).map_err(|e| Error::io("create", &notify_dir, e))?;
+        let _ = fs::set_permissions(&notify_dir, fs::Permissions::from_mode(0o755));
+
+        let mut allowed = vec![0, Uid::effective().as_raw()];
+        allowed.extend(&opts.allowed_uids);
+        let machine = Machine::new(specs, opts.timing, opts.main.clone(), Instant::now());
+        Ok(Self {
+            opts,
+            machine,
+            _lock: lock,
+            listener,
+            socket,
+            conns: Vec::new(),
+            pipes: Vec::new(),
+            notify: HashMap::new(),
+            logs: HashMap::new(),
+            allowed,
+            next_id: 1,
+            mirror_dropped: 0,
+        })
+    }
+
+    /// The control socket path.
+    pub fn socket_path(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Runs until shutdown (SIGTERM/SIGINT, the `shutdown` request, or the main service's
+    /// exit), then stops every service and returns how it ended. Service output is mirrored to
+    /// `out` as `[service] line`; a failing `out` drops lines, never blocks the loop for long
+    /// (pass a non-blocking writer to be sure).
+    ///
+    /// Blocks the handled signals in the calling thread (restored on return). In PID 1 the
+    /// caller should block them before spawning any thread; in a multi-threaded host program
+    /// other threads must block them too, or SIGCHLD may be consumed elsewhere.
+    ///
+    /// # Errors
+    /// Only set-up failures (signalfd, signal mask); once the loop runs it never bails.
+    pub fn run(mut self, hooks: &mut dyn Hooks, out: &mut dyn Write) -> Result<Outcome, Error> {
+        let mut mask = SigSet::empty();
+        for s in [
+            Signal::SIGCHLD,
+            Signal::SIGTERM,
+            Signal::SIGINT,
+            Signal::SIGHUP,
+            Signal::SIGQUIT,
+            Signal::SIGUSR1,
+            Signal::SIGUSR2,
+        ] {
+            mask.add(s);
+        }
+        let old = mask
+            .thread_swap_mask(SigmaskHow::SIG_BLOCK)
+            .map_err(|e| Error::Sys {
+                what: "the signal mask",
+                source: e,
+            })?;
+        let result = self.run_blocked(&mask, hooks, out);
+        let _ = old.thread_set_mask();
+        result
+    }
+
+    fn run_blocked(
+        &mut self,
+        mask: &SigSet,
+        hooks: &mut dyn Hooks,
+        out: &mut dyn Write,
+    ) -> Result<Outcome, Error> {
+        let sfd = SignalFd::with_flags(mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+            .map_err(|e| Error::Sys {
+                what: "signalfd",
+                source: e,
+            })?;
+        if nix::unistd::getpid().as_raw() != 1 {
+            // Orphaned descendants of services come to us, so we can reap them.
+            let _ = nix::sys::prctl::set_child_subreaper(true);
+        }
+        // From here on, nothing may bail: every failure becomes a state or a dropped line.
+        let mut outcome = None;
+        let boot = self.machine.handle(Event::Boot, Instant::now());
+        self.execute(boot, hooks, out, &mut outcome);
+        while outcome.is_none() {
+            let ready = self.wait(&sfd);
+            let now = Instant::now();
+            let mut events = Vec::new();
+            if ready.signals {
+                self.read_signals(&sfd, &mut events);
+            }
+            if ready.listener {
+                self.accept(now);
+            }
+            for name in ready.notify {
+                self.read_notify(&name, &mut events);
+            }
+            for i in ready.pipes.into_iter().rev() {
+                self.read_pipe(i, out);
+            }
+            events.push(Event::Tick);
+            for ev in events {
+                let acts = self.machine.handle(ev, now);
+                self.execute(acts, hooks, out, &mut outcome);
+            }
+            self.service_clients(&ready.conns, now, hooks, out, &mut outcome);
+        }
+        self.drain_pipes(out);
+        self.flush_clients();
+        let _ = fs::remove_file(&self.socket);
+        for n in self.notify.values() {
+            let _ = fs::remove_file(&n.path);
+        }
+        Ok(outcome.unwrap_or(Outcome::Stopped))
+    }
+
+    fn wait(&mut self, sfd: &SignalFd) -> Ready {
+        let now = Instant::now();
+        let mut deadline = self.machine.next_deadline();
+        for c in &self.conns {
+            if c.pending.is_none() {
+                deadline = Some(deadline.map_or(c.deadline, |d| d.min(c.deadline)));
+            }
+        }
+        let timeout = match deadline {
+            None => PollTimeout::NONE,
+            Some(d) => {
+                // Round up so we never wake a hair early and spin.
+                let ms = d.saturating_duration_since(now).as_micros().div_ceil(1000);
+                PollTimeout::try_from(ms.min(i32::MAX as u128) as u64).unwrap_or(PollTimeout::MAX)
+            }
+        };
+        let notify_names: Vec<String> = self.notify.keys().cloned().collect();
+        let mut fds =
+            Vec::with_capacity(2 + notify_names.len() + self.conns.len() + self.pipes.len());
+        fds.push(PollFd::new(sfd.as_fd(), PollFlags::POLLIN));
+        fds.push(PollFd::new(self.listener.as_fd(), PollFlags::POLLIN));
+        for n in &notify_names {
+            if let Some(s) = self.notify.get(n) {
+                fds.push(PollFd::new(s.sock.as_fd(), PollFlags::POLLIN));
+            }
+        }
+        let conn_base = fds.len();
+        for c in &self.conns {
+            let mut f = PollFlags::empty();
+            if c.pending.is_none() && !c.closing && !c.eof {
+                f |= PollFlags::POLLIN;
+            }
+            if !c.wbuf.is_empty() {
+                f |= PollFlags::POLLOUT;
+            }
+            fds.push(PollFd::new(c.stream.as_fd(), f));
+        }
+        let pipe_base = fds.len();
+        for p in &self.pipes {
+            fds.push(PollFd::new(p.fd.as_fd(), PollFlags::POLLIN));
+        }
+        let mut r = Ready::default();
+        match poll(&mut fds, timeout) {
+            Ok(0) | Err(_) => return r, // timeout or EINTR: the tick handles deadlines
+            Ok(_) => {}
+        }
+        let hit = |f: &PollFd| f.revents().is_some_and(|e| !e.is_empty());
+        r.signals = hit(&fds[0]);
+        r.listener = hit(&fds[1]);
+        for (k, n) in notify_names.into_iter().enumerate() {
+            if hit(&fds[2 + k]) {
+                r.notify.push(n);
+            }
+        }
+        r.conns = (0..self.conns.len())
+            .filter(|&k| hit(&fds[conn_base + k]))
+            .collect();
+        r.pipes = (0..self.pipes.len())
+            .filter(|&k| hit(&fds[pipe_base + k]))
+            .collect();
+        r
+    }
+
+    fn read_signals(&mut self, sfd: &SignalFd, events: &mut Vec<Event>) {
+        let mut reap = false;
+        while let Ok(Some(info)) = sfd.read_signal() {
+            let Ok(sig) = Signal::try_from(info.ssi_signo as i32) else {
+                continue;
+            };
+            match sig {
+                Signal::SIGCHLD => reap = true,
+                _ => match self.machine.main_pgid() {
+                    // PID 1 semantics: the main program decides what a signal means.
+                    Some(pgid) if !self.machine.is_shutting_down() => {
+                        let _ = kill_group(pgid, sig);
+                    }
+                    _ if matches!(sig, Signal::SIGTERM | Signal::SIGINT) => {
+                        events.push(Event::Terminate)
+                    }
+                    _ => {}
+                },
+            }
+        }
+        // SIGCHLD coalesces, and a spawn failure can leave zombies: always reap fully.
+        let _ = reap;
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) => {
+                    events.push(Event::Exited {
+                        pid: pid.as_raw(),
+                        status: crate::ExitStatus::Code(code),
+                    });
+                }
+                Ok(WaitStatus::Signaled(pid, sig, _)) => {
+                    events.push(Event::Exited {
+                        pid: pid.as_raw(),
+                        status: crate::ExitStatus::Signal(sig as i32),
+                    });
+                }
+                Ok(WaitStatus::StillAlive) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    fn execute(
+        &mut self,
+        actions: Vec<Action>,
+        hooks: &mut dyn Hooks,
+        out: &mut dyn Write,
+        outcome: &mut Option<Outcome>,
+    ) {
+        let mut queue: std::collections::VecDeque<Action> = actions.into();
+        while let Some(a) = queue.pop_front() {
+            match a {
+                Action::Spawn { service } => {
+                    let ev = self.spawn(&service);
+                    queue.extend(self.machine.handle(ev, Instant::now()));
+                }
+                Action::Kill { pgid, signal } => {
+                    let _ = kill_group(pgid, signal);
+                }
+                Action::Reply { id, result } => {
+                    let resp = match result {
+                        Ok(()) => Response::ok(),
+                        Err(e) => Response::error(e.code(), e.to_string()),
+                    };
+                    if let Some(c) = self.conns.iter_mut().find(|c| c.pending == Some(id)) {
+                        c.pending = None;
+                        c.wbuf.extend(resp.to_frame());
+                        c.deadline = Instant::now() + self.opts.client_deadline;
+                    }
+                }
+                Action::DesiredChanged { spec, desired } => {
+                    hooks.desired_state_changed(&spec, desired)
+                }
+                Action::Forgotten { service } => {
+                    if let Some(n) = self.notify.remove(&service) {
+                        let _ = fs::remove_file(&n.path);
+                    }
+                }
+                Action::Note { service, text } => {
+                    let dir = self
+                        .machine
+                        .spec(&service)
+                        .and_then(|s| self.log_dir_for(s));
+                    self.emit(
+                        &service,
+                        dir.as_deref(),
+                        format!("[hermes] {text}").as_bytes(),
+                        out,
+                    );
+                }
+                Action::Finished(o) => *outcome = Some(o),
+            }
+        }
+    }
+
+    fn log_dir_for(&self, spec: &ServiceSpec) -> Option<PathBuf> {
+        match &spec.log {
+            LogTarget::Default => Some(self.opts.log_dir.join(&spec.name)),
+            LogTarget::Dir(d) => Some(d.clone()),
+            LogTarget::MirrorOnly | LogTarget::Inherit => None,
+        }
+    }
+
+    /// Spawns a service; the returned event says how it went.
+    fn spawn(&mut self, name: &str) -> Event {
+        let failed = |reason: String| Event::SpawnFailed {
+            service: name.to_string(),
+            reason,
+        };
+        let Some(spec) = self.machine.spec(name).cloned() else {
+            return failed("unknown service".into());
+        };
+        let Some((prog, args)) = spec.argv.split_first() else {
+            return failed("empty command".into());
+        };
+        let mut cmd = Command::new(prog);
+        cmd.args(args).envs(&spec.env).process_group(0);
+        if let Some(cwd) = &spec.cwd {
+            cmd.current_dir(cwd);
+        }
+        match self.notify_socket(&spec) {
+            Ok(p) => {
+                cmd.env("NOTIFY_SOCKET", p);
+            }
+            Err(e) => {
+                let dir = self.log_dir_for(&spec);
+                let msg = format!("[hermes] readiness socket unavailable: {e}");
+                self.emit(name, dir.as_deref(), msg.as_bytes(), &mut std::io::sink());
+            }
+        }
+        let capture = spec.log != LogTarget::Inherit;
+        if capture {
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+        }
+        // Else (`LogTarget::Inherit`, PID 1's main program) all three are inherited: the TTY.
+        if let Some(ra) = spec.run_as.clone().filter(|_| Uid::effective().is_root()) {
+            let groups: Vec<Gid> = ra.groups.iter().map(|&g| Gid::from_raw(g)).collect();
+            let (uid, gid) = (nix::unistd::Uid::from_raw(ra.uid), Gid::from_raw(ra.gid));
+            #[allow(unsafe_code)]
+            // SAFETY: the closure runs between fork and exec and only makes three raw
+            // syscalls (setgroups, setgid, setuid) on data prepared before the fork; it does
+            // not allocate or take locks.
+            unsafe {
+                cmd.pre_exec(move || {
+                    nix::unistd::setgroups(&groups)?;
+                    nix::unistd::setgid(gid)?;
+                    nix::unistd::setuid(uid)?;
+                    Ok(())
+                });
+            }
+        }
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => return failed(format!("`{prog}`: {e}")),
+        };
+        let pid = child.id() as i32;
+        let log = self.log_dir_for(&spec);
+        let streams: [Option<OwnedFd>; 2] = [
+            child.stdout.take().map(Into::into),
+            child.stderr.take().map(Into::into),
+        ];
+        for fd in streams.into_iter().flatten() {
+            let _ = fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK));
+            self.pipes.push(Pipe {
+                fd: File::from(fd),
+                service: name.to_string(),
+                log: log.clone(),
+                lines: LineBuffer::new(self.opts.max_line),
+            });
+        }
+        // `child` is dropped without waiting: the loop reaps every pid with waitpid(-1).
+        drop(child);
+        Event::Spawned {
+            service: name.to_string(),
+            pid,
+        }
+    }
+
+    fn notify_socket(&mut self, spec: &ServiceSpec) -> std::io::Result<PathBuf> {
+        if let Some(n) = self.notify.get(&spec.name) {
+            return Ok(n.path.clone());
+        }
+        let path = self
+            .opts
+            .runtime_dir
+            .join("notify")
+            .join(format!("{}.sock", spec.name));
+        let _ = fs::remove_file(&path);
+        let sock = UnixDatagram::bind(&path)?;
+        sock.set_nonblocking(true)?;
+        // The service (possibly another user) must be able to send; the socket name is the
+        // only authority it carries, and all it can do is mark its own service ready.
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o666))?;
+        self.notify.insert(
+            spec.name.clone(),
+            Notify {
+                sock,
+                path: path.clone(),
+            },
+        );
+        Ok(path)
+    }
+
+    fn read_notify(&mut self, name: &str, events: &mut Vec<Event>) {
+        let Some(n) = self.notify.get(name) else {
+            return;
+        };
+        let mut buf = [0u8; 4096];
+        let mut ready = false;
+        // Bounded: a flood of datagrams cannot keep us here.
+        for _ in 0..64 {
+            match n.sock.recv(&mut buf) {
+                Ok(len) => {
+                    ready |= buf[..len].split(|&b| b == b'\n').any(|l| l == b"READY=1");
+                }
+                Err(_) => break,
+            }
+        }
+        if ready && let Some(pid) = self.machine.state(name).and_then(|s| s.pid()) {
+            events.push(Event::Ready { pid });
+        }
+    }
+
+    fn read_pipe(&mut self, i: usize, out: &mut dyn Write) {
+        let mut buf = vec![0u8; READ_CHUNK];
+        let (chunks, eof) = {
+            let p = &mut self.pipes[i];
+            match p.fd.read(&mut buf) {
+                Ok(0) => (p.lines.finish(), true),
+                Ok(n) => (p.lines.push(&buf[..n]), false),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                    (Vec::new(), false)
+                }
+                Err(_) => (p.lines.finish(), true),
+            }
+        };
+        let (service, log) = (self.pipes[i].service.clone(), self.pipes[i].log.clone());
+        for c in chunks {
+            match c {
+                Chunk::Line(l) => self.emit(&service, log.as_deref(), &l, out),
+                Chunk::Truncated(mut l) => {
+                    l.extend_from_slice(b" [truncated]");
+                    self.emit(&service, log.as_deref(), &l, out);
+                }
+                Chunk::Dropped(n) => {
+                    let msg = format!("[hermes] dropped {n} bytes of an over-long line");
+                    self.emit(&service, log.as_deref(), msg.as_bytes(), out);
+                }
+            }
+        }
+        if eof {
+            self.pipes.swap_remove(i);
+        }
+    }
+
+    fn drain_pipes(&mut self, out: &mut dyn Write) {
+        // Bounded final drain: whatever is already in the pipes, at most a few chunks each.
+        for _ in 0..16 {
+            if self.pipes.is_empty() {
+                break;
+            }
+            for i in (0..self.pipes.len()).rev() {
+                self.read_pipe(i, out);
+            }
+        }
+    }
+
+    /// Writes a line to the service's log file and mirrors it as `[service] line`.
+    fn emit(&mut self, service: &str, log: Option<&Path>, line: &[u8], out: &mut dyn Write) {
+        if let Some(dir) = log {
+            let rotation = self.opts.rotation;
+            let file = self
+                .logs
+                .entry(dir.to_path_buf())
+                .or_insert_with(|| LogFile::new(dir, rotation));
+            let mut rec = Vec::with_capacity(line.len() + 32);
+            rec.extend_from_slice(timestamp().as_bytes());
+            rec.push(b' ');
+            rec.extend_from_slice(line);
+            rec.push(b'\n');
+            file.write_line(&rec);
+        }
+        let mut m = Vec::with_capacity(line.len() + service.len() + 4);
+        if self.mirror_dropped > 0 {
+            m.extend(
+                format!(
+                    "[hermes] dropped {} line(s) of mirrored output\n",
+                    self.mirror_dropped
+                )
+                .bytes(),
+            );
+        }
+        m.push(b'[');
+        m.extend_from_slice(service.as_bytes());
+        m.extend_from_slice(b"] ");
+        m.extend_from_slice(line);
+        m.push(b'\n');
+        match out.write_all(&m) {
+            Ok(()) => self.mirror_dropped = 0,
+            Err(_) => self.mirror_dropped += 1,
+        }
+    }
+
+    fn accept(&mut self, now: Instant) {
+        // Bounded so a connect storm cannot hold the loop.
+        for _ in 0..64 {
+            let stream = match self.listener.accept() {
+                Ok((s, _)) => s,
+                Err(_) => return,
+            };
+            if stream.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let uid = getsockopt(&stream, sockopt::PeerCredentials)
+                .map(|c| c.uid())
+                .ok();
+            let mut conn = Conn {
+                stream,
+                rbuf: Vec::new(),
+                wbuf: Vec::new(),
+                deadline: now + self.opts.client_deadline,
+                pending: None,
+                closing: false,
+                eof: false,
+            };
+            if self.conns.len() >= self.opts.max_clients {
+                let _ = conn.stream.write(
+                    &Response::error("busy", "too many control clients; try again").to_frame(),
+                );
+                continue;
+            }
+            if !uid.is_some_and(|u| self.allowed.contains(&u)) {
+                let who = uid.map_or("unknown".into(), |u| u.to_string());
+                conn.wbuf = Response::error(
+                    "forbidden",
+                    format!("uid {who} may not use the control socket"),
+                )
+                .to_frame();
+                conn.closing = true;
+            }
+            self.conns.push(conn);
+        }
+    }
+
+    fn service_clients(
+        &mut self,
+        ready: &[usize],
+        now: Instant,
+        hooks: &mut dyn Hooks,
+        out: &mut dyn Write,
+        outcome: &mut Option<Outcome>,
+    ) {
+        for &k in ready {
+            let Some(c) = self.conns.get_mut(k) else {
+                continue;
+            };
+            if c.pending.is_some() || c.closing || c.eof {
+                continue;
+            }
+            let mut buf = [0u8; 16 * 1024];
+            let mut budget = MAX_REQUEST + 1;
+            while budget > 0 {
+                match c.stream.read(&mut buf) {
+                    Ok(0) => {
+                        c.eof = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        c.rbuf.extend_from_slice(&buf[..n]);
+                        budget = budget.saturating_sub(n);
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        for k in 0..self.conns.len() {
+            self.process_frames(k, now, hooks, out, outcome);
+        }
+        // Write what is queued; drop finished, idle, broken connections.
+        let mut keep = Vec::with_capacity(self.conns.len());
+        for mut c in std::mem::take(&mut self.conns) {
+            let mut broken = false;
+            while !c.wbuf.is_empty() {
+                match c.stream.write(&c.wbuf) {
+                    Ok(0) => {
+                        broken = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        c.wbuf.drain(..n);
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        broken = true;
+                        break;
+                    }
+                }
+            }
+            let done = (c.closing || c.eof) && c.wbuf.is_empty() && c.pending.is_none();
+            let expired = c.pending.is_none() && now >= c.deadline;
+            if !(broken || done || expired) {
+                keep.push(c);
+            }
+        }
+        self.conns = keep;
+    }
+
+    fn process_frames(
+        &mut self,
+        k: usize,
+        now: Instant,
+        hooks: &mut dyn Hooks,
+        out: &mut dyn Write,
+        outcome: &mut Option<Outcome>,
+    ) {
+        loop {
+            let c = &mut self.conns[k];
+            if c.pending.is_some() || c.closing {
+                return;
+            }
+            let line = match take_frame(&mut c.rbuf, MAX_REQUEST) {
+                Frame::Complete(l) => l,
+                Frame::Incomplete => {
+                    if c.eof && !c.rbuf.is_empty() {
+                        c.rbuf.clear();
+                        c.wbuf.extend(
+                            Response::error(
+                                "invalid_request",
+                                "connection closed in the middle of a request",
+                            )
+                            .to_frame(),
+                        );
+                    }
+                    return;
+                }
+                Frame::TooLarge => {
+                    c.rbuf = Vec::new();
+                    c.wbuf.extend(
+                        Response::error(
+                            "too_large",
+                            format!("request larger than {MAX_REQUEST} bytes"),
+                        )
+                        .to_frame(),
+                    );
+                    c.closing = true;
+                    return;
+                }
+            };
+            c.deadline = now + self.opts.client_deadline;
+            let req = match parse_request(&line) {
+                Ok(r) => r,
+                Err(resp) => {
+                    c.wbuf.extend(resp.to_frame());
+                    continue;
+                }
+            };
+            let op = match req.command {
+                Cmd::Status { service } => {
+                    let resp = match service {
+                        None => Response::services(self.machine.status(now)),
+                        Some(s) => match self.machine.status_of(&s, now) {
+                            Some(row) => Response::services(vec![row]),
+                            None => {
+                                Response::error("unknown_service", format!("unknown service `{s}`"))
+                            }
+                        },
+                    };
+                    self.conns[k].wbuf.extend(resp.to_frame());
+                    continue;
+                }
+                Cmd::Start { service } => Op::Start(service),
+                Cmd::Stop { service } => Op::Stop(service),
+                Cmd::Restart { service } => Op::Restart(service),
+                Cmd::Unregister { service } => Op::Unregister(service),
+                Cmd::Shutdown => Op::Shutdown,
+                Cmd::Register { spec } => {
+                    if let Err(why) = validate(&spec) {
+                        self.conns[k]
+                            .wbuf
+                            .extend(Response::error("invalid_request", why).to_frame());
+                        continue;
+                    }
+                    Op::Register(*spec)
+                }
+            };
+            let id = self.next_id;
+            self.next_id += 1;
+            self.conns[k].pending = Some(id);
+            let acts = self.machine.handle(Event::Control { id, op }, now);
+            self.execute(acts, hooks, out, outcome);
+        }
+    }
+
+    fn flush_clients(&mut self) {
+        for c in &mut self.conns {
+            if !c.wbuf.is_empty() {
+                let _ = c.stream.set_nonblocking(false);
+                let _ = c.stream.set_write_timeout(Some(Duration::from_millis(200)));
+                let _ = c.stream.write_all(&c.wbuf);
+            }
+        }
+        self.conns.clear();
+    }
+}
+
+#[derive(Default)]
+struct Ready {
+    signals: bool,
+    listener: bool,
+    notify: Vec<String>,
+    conns: Vec<usize>,
+    pipes: Vec<usize>,
+}
+
+/// Signals a process group. Refuses pgids 0 and 1, which would hit ourselves or everyone.
+fn kill_group(pgid: i32, signal: Signal) -> nix::Result<()> {
+    if pgid <= 1 {
+        return Err(Errno::EINVAL);
+    }
+    killpg(Pid::from_raw(pgid), signal)
+}
+
+/// Checks a spec received over the socket.
+fn validate(spec: &ServiceSpec) -> Result<(), String> {
+    let n = &spec.name;
+    if n.is_empty()
+        || n.len() > 64
+        || n.starts_with('.')
+        || !n
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
+    {
+        return Err(format!(
+            "bad service name `{n}` (letters, digits, `-_.@`, at most 64)"
+        ));
+    }
+    if spec.argv.first().is_none_or(|a| a.is_empty()) {
+        return Err(format!("service `{n}`: the command is empty"));
+    }
+    Ok(())
+}
