@@ -61,6 +61,19 @@ fn expand_tilde(raw: &str, home: Option<&str>) -> Result<PathBuf, Error> {
     }
 }
 
+/// Where the supervisor keeps its lock, control socket and readiness sockets:
+/// `HERMES_RUNTIME_DIR` when set (the image sets `/run/hermes`), else `<root>/run`. Every
+/// client derives it the same way, so `hermes service` finds the supervisor of its home.
+pub fn runtime_dir(root: &Path, var: impl Fn(&str) -> Option<String>) -> PathBuf {
+    match var("HERMES_RUNTIME_DIR")
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+    {
+        Some(dir) => PathBuf::from(dir),
+        None => root.join("run"),
+    }
+}
+
 /// Which profile a command acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProfileRef {
@@ -235,6 +248,16 @@ mod tests {
     fn empty_hermes_home_falls_back_to_dot_hermes() {
         let root = resolve_root(lookup(&[("HERMES_HOME", "   "), ("HOME", "/u")])).unwrap();
         assert_eq!(root, PathBuf::from("/u/.hermes"));
+    }
+
+    #[test]
+    fn runtime_dir_follows_the_variable_else_the_root() {
+        let root = Path::new("/data");
+        assert_eq!(runtime_dir(root, lookup(&[])), PathBuf::from("/data/run"));
+        assert_eq!(
+            runtime_dir(root, lookup(&[("HERMES_RUNTIME_DIR", " /run/hermes ")])),
+            PathBuf::from("/run/hermes")
+        );
     }
 
     #[test]

@@ -30,6 +30,12 @@ pub struct Cli {
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the supervisor in the foreground: every profile's gateway and the services in
+    /// `config.yaml`. Ctrl-C stops everything in order.
+    Up,
+    /// Ask the running supervisor about its services, start, stop or restart them, read logs.
+    #[command(subcommand)]
+    Service(ServiceCommand),
     /// Create, list, select and delete profiles.
     #[command(subcommand)]
     Profile(ProfileCommand),
@@ -169,4 +175,45 @@ pub enum MemoryCommand {
     },
     /// Show the active memory provider and what it is missing.
     Status(JsonFlag),
+}
+
+/// `hermes service ...`
+#[derive(Debug, Subcommand)]
+pub enum ServiceCommand {
+    /// List the supervised services (names and states).
+    List(JsonFlag),
+    /// Show NAME, STATE, PID, UPTIME, RESTARTS, LAST EXIT and REASON of all services or one.
+    Status {
+        /// Only this service.
+        name: Option<String>,
+        /// Print machine-readable JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a service.
+    Start {
+        /// The service.
+        name: String,
+    },
+    /// Stop a service (stop signal to its process group, SIGKILL after the grace period).
+    Stop {
+        /// The service.
+        name: String,
+    },
+    /// Restart a service.
+    Restart {
+        /// The service.
+        name: String,
+    },
+    /// Print a service's log (`$HERMES_HOME/logs/<service>/current`).
+    Logs {
+        /// The service.
+        name: String,
+        /// Print only the last N lines.
+        #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 50)]
+        lines: usize,
+        /// Keep printing new lines as they are written (Ctrl-C to stop).
+        #[arg(short = 'f', long)]
+        follow: bool,
+    },
 }

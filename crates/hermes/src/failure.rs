@@ -104,6 +104,13 @@ impl From<hermes_plugins::Error> for Failure {
     }
 }
 
+impl From<hermes_supervisor::Error> for Failure {
+    fn from(error: hermes_supervisor::Error) -> Self {
+        let hint = error.hint();
+        Failure::from_error(&error, hint)
+    }
+}
+
 impl From<std::io::Error> for Failure {
     fn from(error: std::io::Error) -> Self {
         Failure::from_error(&error, None)

@@ -62,6 +62,8 @@ fn run(cli: Cli) -> CommandResult {
             output::stdout(&text)?;
             Ok(ExitStatus::Success)
         }
+        Some(Command::Up) => commands::up::run(&ctx),
+        Some(Command::Service(command)) => commands::service::run(&ctx, command),
         Some(Command::Profile(command)) => commands::profile::run(&ctx, command),
         Some(Command::Auth(command)) => commands::auth::run(&ctx, command),
         Some(Command::Deps(command)) => commands::plugins::run_deps(&ctx, command),

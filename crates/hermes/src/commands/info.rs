@@ -101,8 +101,26 @@ fn plugin_checks(home: &hermes_home::Home) -> Vec<Check> {
 }
 
 /// What the supervisor of this home says, for `dump`.
-fn supervisor_view(_home: &hermes_home::Home) -> SupervisorView {
-    SupervisorView::NotRunning
+fn supervisor_view(home: &hermes_home::Home) -> SupervisorView {
+    let dir = hermes_home::layout::runtime_dir(home.root(), Context::var);
+    let status = hermes_supervisor::Client::connect(&dir, std::time::Duration::from_secs(2))
+        .and_then(|mut c| c.status(None));
+    match status {
+        Ok(rows) => SupervisorView::Running {
+            services: rows
+                .into_iter()
+                .map(|r| dump::ServiceLine {
+                    name: r.name,
+                    state: r.state.to_string(),
+                    pid: r.pid.and_then(|p| u32::try_from(p).ok()),
+                })
+                .collect(),
+        },
+        Err(hermes_supervisor::Error::NotRunning { .. }) => SupervisorView::NotRunning,
+        Err(e) => SupervisorView::Unreachable {
+            reason: e.to_string(),
+        },
+    }
 }
 
 /// `hermes doctor`.

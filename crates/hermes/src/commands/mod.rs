@@ -5,3 +5,5 @@ pub mod info;
 pub mod plugins;
 pub mod profile;
 pub mod prompt;
+pub mod service;
+pub mod up;

@@ -5,6 +5,7 @@
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
 //! * `diagnostics` — version, dump (snapshot), doctor
 //! * `plugins` — deps, plugins and memory setup refusals
+//! * `services` — `hermes up` and `hermes service` with real processes
 //!
 //! Shared helpers live in `util`.
 
@@ -12,4 +13,5 @@ mod diagnostics;
 mod formats;
 mod plugins;
 mod profiles;
+mod services;
 mod util;

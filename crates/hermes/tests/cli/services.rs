@@ -1,0 +1,184 @@
+//! `hermes up` and `hermes service ...` with real processes in a temporary home.
+
+use std::fs;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::{TestContext, render};
+
+/// A running `hermes up`, stopped with SIGTERM when dropped.
+struct Up {
+    child: Child,
+}
+
+impl Up {
+    fn start(t: &TestContext) -> Up {
+        let child = t
+            .cmd(&["up"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let up = Up { child };
+        wait_until(Duration::from_secs(20), || {
+            t.run(&["service", "list"]).status.success()
+        });
+        up
+    }
+
+    fn terminate(&mut self) -> Option<i32> {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        None
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.terminate();
+        }
+    }
+}
+
+fn wait_until(limit: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if check() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("condition not met within {limit:?}");
+}
+
+fn status_json(t: &TestContext, name: &str) -> serde_json::Value {
+    let out = t.run(&["service", "status", name, "--json"]);
+    assert!(out.status.success(), "{}", render(&out));
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()[0].clone()
+}
+
+#[test]
+fn without_a_supervisor_service_commands_say_so() {
+    let t = TestContext::new();
+    insta::assert_snapshot!(
+        "service_not_running",
+        t.snapshot(&t.run(&["service", "status"]))
+    );
+    for args in [
+        &["service", "list"][..],
+        &["service", "start", "x"],
+        &["service", "stop", "x"],
+    ] {
+        assert_eq!(t.run(args).status.code(), Some(1), "{args:?}");
+    }
+}
+
+#[test]
+fn up_supervises_config_services_and_reports_bad_ones() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    fs::write(
+        t.root().join("config.yaml"),
+        "services:\n  ticker:\n    command: 'while true; do echo tick; sleep 0.2; done'\n  \
+         bad:\n    command: ''\n    restart: sometimes\n    colour: red\n",
+    )
+    .unwrap();
+    let mut up = Up::start(&t);
+
+    let table = t.ok(&["service", "status"]);
+    assert!(table.starts_with("NAME"), "{table}");
+    for column in ["STATE", "PID", "UPTIME", "RESTARTS", "LAST EXIT", "REASON"] {
+        assert!(table.lines().next().unwrap().contains(column), "{table}");
+    }
+    assert!(
+        table.contains("ticker") && !table.contains("bad"),
+        "valid services still run:\n{table}"
+    );
+    wait_until(Duration::from_secs(10), || {
+        status_json(&t, "ticker")["state"] == "up"
+    });
+
+    // A second supervisor on the same home refuses and names the pid.
+    let second = t.run(&["up"]);
+    assert_eq!(second.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains(&format!("already running (pid {})", up.child.id())),
+        "{stderr}"
+    );
+
+    // Stop and start through the control socket.
+    t.ok(&["service", "stop", "ticker"]);
+    wait_until(Duration::from_secs(15), || {
+        status_json(&t, "ticker")["state"] == "down"
+    });
+    t.ok(&["service", "start", "ticker"]);
+    wait_until(Duration::from_secs(10), || {
+        status_json(&t, "ticker")["pid"].is_number()
+    });
+
+    // Logs are captured with timestamps.
+    wait_until(Duration::from_secs(10), || {
+        t.ok(&["service", "logs", "ticker", "-n", "2"])
+            .lines()
+            .count()
+            == 2
+    });
+    let logs = t.ok(&["service", "logs", "ticker", "-n", "2"]);
+    assert!(
+        logs.lines()
+            .all(|l| l.ends_with(" tick") && l.starts_with("20")),
+        "{logs}"
+    );
+
+    // The dump reports the supervisor and its services.
+    let dump = t.ok(&["dump"]);
+    assert!(
+        dump.contains("supervisor:       running") && dump.contains("ticker"),
+        "{dump}"
+    );
+
+    let ticker_pid = status_json(&t, "ticker")["pid"].as_i64().unwrap() as i32;
+    assert_eq!(
+        up.terminate(),
+        Some(0),
+        "SIGTERM stops everything and exits 0"
+    );
+    let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(ticker_pid), None).is_err();
+    assert!(gone, "the service was stopped with the supervisor");
+    let mut stderr = String::new();
+    use std::io::Read;
+    up.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        stderr.contains("service `bad`: unknown key `colour`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("bad restart policy"), "{stderr}");
+}
+
+#[test]
+fn unknown_service_is_a_clear_error() {
+    let t = TestContext::new();
+    let _up = Up::start(&t);
+    let out = t.run(&["service", "start", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("nope"),
+        "{}",
+        render(&out)
+    );
+}
