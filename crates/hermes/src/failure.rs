@@ -83,33 +83,19 @@ impl Failure {
     }
 }
 
-impl From<hermes_home::Error> for Failure {
-    fn from(error: hermes_home::Error) -> Self {
-        let hint = error.hint();
-        Failure::from_error(&error, hint)
-    }
+/// Every library error type has a `hint()`; this gives each the same `From` impl.
+macro_rules! from_hinted_error {
+    ($($error:ty),* $(,)?) => {$(
+        impl From<$error> for Failure {
+            fn from(error: $error) -> Self {
+                let hint = error.hint();
+                Failure::from_error(&error, hint)
+            }
+        }
+    )*};
 }
 
-impl From<hermes_deps::Error> for Failure {
-    fn from(error: hermes_deps::Error) -> Self {
-        let hint = error.hint();
-        Failure::from_error(&error, hint)
-    }
-}
-
-impl From<hermes_plugins::Error> for Failure {
-    fn from(error: hermes_plugins::Error) -> Self {
-        let hint = error.hint();
-        Failure::from_error(&error, hint)
-    }
-}
-
-impl From<hermes_supervisor::Error> for Failure {
-    fn from(error: hermes_supervisor::Error) -> Self {
-        let hint = error.hint();
-        Failure::from_error(&error, hint)
-    }
-}
+from_hinted_error!(hermes_home::Error, hermes_deps::Error, hermes_plugins::Error, hermes_supervisor::Error);
 
 impl From<std::io::Error> for Failure {
     fn from(error: std::io::Error) -> Self {
