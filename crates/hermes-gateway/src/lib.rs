@@ -99,6 +99,11 @@ where
     let request = *requested
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(socket) = &settings.notify_socket {
+        let _ = notify::notify(socket, "STOPPING=1");
+    }
+    // The listener is already closed (serve consumed it), so releasing the lock last means
+    // a `--replace` successor never finds the port still taken.
     drop(lock);
 
     match served {

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -34,6 +34,8 @@ use crate::settings::GatewaySettings;
 
 /// Events buffered between the provider reader and a slow client.
 const STREAM_BUFFER: usize = 64;
+/// Largest accepted request body.
+const MAX_BODY: usize = 32 * 1024 * 1024;
 
 /// What every request shares. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -88,6 +90,9 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/health", get(health))
         .merge(v1)
+        // Chat requests carry whole conversations (and images as data URLs): allow more
+        // than axum's 2 MiB default, but keep a bound.
+        .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
 }
 

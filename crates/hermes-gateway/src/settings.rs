@@ -311,6 +311,12 @@ mod tests {
     }
 
     #[test]
+    fn named_port_matches_an_independent_computation() {
+        // python3: 9200 + int.from_bytes(hashlib.sha256(b"work").digest(), "big") % 600
+        assert_eq!(default_port("work"), 9574);
+    }
+
+    #[test]
     fn named_port_matches_big_integer_formula() {
         // sha256("work") computed independently: the fold must equal the big-int remainder.
         let digest = Sha256::digest(b"work");
