@@ -247,6 +247,19 @@ impl From<Error> for ApiError {
     }
 }
 
+/// One SSE event carrying `data`; a multi-line payload gets one `data:` line per line, as
+/// the format requires.
+fn sse_event(data: &str) -> Bytes {
+    let mut out = String::with_capacity(data.len() + 8);
+    for line in data.split('\n') {
+        out.push_str("data: ");
+        out.push_str(line.strip_suffix('\r').unwrap_or(line));
+        out.push('\n');
+    }
+    out.push('\n');
+    Bytes::from(out)
+}
+
 /// Equal-time comparison: both sides are hashed first, so neither the position of the first
 /// difference nor the key's length shows in the timing.
 fn keys_match(given: &str, expected: &str) -> bool {
@@ -430,11 +443,7 @@ async fn chat_completions(
                     ApiError::from_error(&e).body().to_string()
                 }
             };
-            if tx
-                .send(Bytes::from(format!("data: {data}\n\n")))
-                .await
-                .is_err()
-            {
+            if tx.send(sse_event(&data)).await.is_err() {
                 // The client went away: stop reading (dropping the upstream response closes
                 // that connection too) and store nothing, since the client never got the
                 // answer.
@@ -492,6 +501,12 @@ mod tests {
             status,
             serde_json::from_slice(&bytes).unwrap_or(Value::Null),
         )
+    }
+
+    #[test]
+    fn sse_events_are_framed_per_line() {
+        assert_eq!(&sse_event("{}")[..], b"data: {}\n\n");
+        assert_eq!(&sse_event("a\nb")[..], b"data: a\ndata: b\n\n");
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// How to reach the OpenAI-compatible provider.
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ProviderSettings {
     /// Base URL; `/chat/completions` is appended (`https://api.openai.com/v1`).
     pub base_url: String,
@@ -77,7 +77,7 @@ impl ProviderSettings {
 
 /// Everything one profile's gateway needs, resolved.
 #[non_exhaustive]
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct GatewaySettings {
     /// Profile name (`default` for `HERMES_HOME` itself).
     pub profile: String,
@@ -125,7 +125,8 @@ impl GatewaySettings {
             api_key: None,
             provider: None,
             replace: false,
-            replace_timeout: Duration::from_secs(10),
+            // Long enough for the old gateway's own drain, so a takeover cuts no stream.
+            replace_timeout: Duration::from_secs(35),
             drain_timeout: Duration::from_secs(30),
             notify_socket: None,
             argv: std::env::args().collect(),
@@ -245,6 +246,50 @@ impl GatewaySettings {
         } else {
             format!("{}:{}", self.host, self.port)
         }
+    }
+}
+
+/// Secrets show as `<redacted>` so settings can be logged with `{:?}`.
+fn redact(key: Option<&String>) -> Option<&'static str> {
+    key.map(|_| "<redacted>")
+}
+
+impl std::fmt::Debug for ProviderSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderSettings")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &redact(self.api_key.as_ref()))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("retry_base_delay", &self.retry_base_delay)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for GatewaySettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewaySettings")
+            .field("profile", &self.profile)
+            .field("home", &self.home)
+            .field(
+                "soul",
+                &self.soul.as_ref().map(|s| format!("<{} bytes>", s.len())),
+            )
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("api_key", &redact(self.api_key.as_ref()))
+            .field("provider", &self.provider)
+            .field("state_db", &self.state_db)
+            .field("lock_path", &self.lock_path)
+            .field("replace", &self.replace)
+            .field("replace_timeout", &self.replace_timeout)
+            .field("drain_timeout", &self.drain_timeout)
+            .field("notify_socket", &self.notify_socket)
+            .field("argv", &self.argv)
+            .finish()
     }
 }
 
@@ -412,6 +457,18 @@ mod tests {
         .unwrap_err();
         assert!(err.is_config());
         assert!(err.to_string().contains("API_SERVER_PORT"));
+    }
+
+    #[test]
+    fn debug_output_hides_secrets() {
+        let mut s = GatewaySettings::new("p", "/h");
+        s.api_key = Some("gw-secret".into());
+        let mut p = ProviderSettings::new("http://x", "m");
+        p.api_key = Some("sk-secret".into());
+        s.provider = Some(p);
+        let text = format!("{s:?}");
+        assert!(!text.contains("secret"), "{text}");
+        assert!(text.contains("<redacted>"));
     }
 
     #[test]
