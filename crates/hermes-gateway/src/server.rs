@@ -23,6 +23,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
@@ -109,6 +110,13 @@ pub async fn serve(
     grace: Duration,
 ) -> std::io::Result<()> {
     let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    // Without TCP_NODELAY, Nagle's algorithm holds each small SSE chunk back until the
+    // previous one is acknowledged, adding up to 40 ms (delayed ACK) per token.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
     let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = started_tx.send(());

@@ -70,6 +70,10 @@ impl Upstream {
             .with_state(Arc::clone(&state));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
+        // Like a real provider: no Nagle delay between stream chunks.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
@@ -191,7 +195,10 @@ async fn chat(State(state): State<Arc<UpState>>, headers: HeaderMap, body: Bytes
             if i > pieces.len() {
                 return None;
             }
-            tokio::time::sleep(delay).await;
+            // sleep(0) would still wait for the next timer tick (about 1 ms).
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
             let data = if i < pieces.len() {
                 json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
                        "choices": [{"index": 0, "delta": {"content": pieces[i]}, "finish_reason": null}]})
