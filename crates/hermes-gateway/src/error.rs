@@ -328,6 +328,141 @@ mod tests {
         }
     }
 
+    /// One of every variant. The match in `every_variant_is_rendered` has no wildcard, so a
+    /// new variant fails to compile until it is added here too.
+    async fn one_of_each() -> Vec<Error> {
+        let reqwest_err = reqwest::Client::new()
+            .get("http://127.0.0.1:1/")
+            .send()
+            .await
+            .expect_err("port 1 refuses connections");
+        let reqwest_err2 = reqwest::Client::new()
+            .get("http://127.0.0.1:1/")
+            .send()
+            .await
+            .expect_err("port 1 refuses connections");
+        let reqwest_err3 = reqwest::Client::new()
+            .get("http://127.0.0.1:1/")
+            .send()
+            .await
+            .expect_err("port 1 refuses connections");
+        let io = || std::io::Error::other("boom");
+        vec![
+            Error::InvalidSetting {
+                key: "k".into(),
+                value: "v".into(),
+                reason: "r".into(),
+            },
+            Error::UnauthenticatedPublicBind {
+                host: "0.0.0.0".into(),
+            },
+            Error::AlreadyRunning {
+                profile: "p".into(),
+                pid: None,
+                path: "/l".into(),
+            },
+            Error::TakeoverTimedOut {
+                path: "/l".into(),
+                pid: 3,
+                waited: Duration::from_secs(1),
+            },
+            Error::Lock {
+                path: "/l".into(),
+                source: io(),
+            },
+            Error::PortInUse {
+                profile: "p".into(),
+                host: "h".into(),
+                port: 1,
+            },
+            Error::Serve {
+                addr: "h:1".into(),
+                source: io(),
+            },
+            Error::SessionStore {
+                path: "/s".into(),
+                source: rusqlite::Error::InvalidQuery,
+            },
+            Error::InvalidSessionId { id: "x y".into() },
+            Error::NoModel {
+                profile: "p".into(),
+                home: "/h".into(),
+            },
+            Error::HttpClient {
+                source: reqwest_err,
+            },
+            Error::ProviderAuth {
+                base_url: "u".into(),
+                status: 401,
+                message: "m".into(),
+            },
+            Error::ProviderUnreachable {
+                base_url: "u".into(),
+                source: reqwest_err2,
+            },
+            Error::ProviderTimeout {
+                base_url: "u".into(),
+                after: Duration::from_secs(1),
+            },
+            Error::ProviderStatus {
+                base_url: "u".into(),
+                status: 500,
+                attempts: 2,
+                message: "m".into(),
+            },
+            Error::ProviderProtocol {
+                base_url: "u".into(),
+                reason: "r".into(),
+            },
+            Error::ProviderTransport {
+                base_url: "u".into(),
+                source: reqwest_err3,
+            },
+            Error::Task { reason: "r".into() },
+        ]
+    }
+
+    #[tokio::test]
+    async fn every_variant_is_rendered() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let all = one_of_each().await;
+        let mut seen = std::collections::BTreeSet::new();
+        for e in &all {
+            let name = match e {
+                Error::InvalidSetting { .. } => "InvalidSetting",
+                Error::UnauthenticatedPublicBind { .. } => "UnauthenticatedPublicBind",
+                Error::AlreadyRunning { .. } => "AlreadyRunning",
+                Error::TakeoverTimedOut { .. } => "TakeoverTimedOut",
+                Error::Lock { .. } => "Lock",
+                Error::PortInUse { .. } => "PortInUse",
+                Error::Serve { .. } => "Serve",
+                Error::SessionStore { .. } => "SessionStore",
+                Error::InvalidSessionId { .. } => "InvalidSessionId",
+                Error::NoModel { .. } => "NoModel",
+                Error::HttpClient { .. } => "HttpClient",
+                Error::ProviderAuth { .. } => "ProviderAuth",
+                Error::ProviderUnreachable { .. } => "ProviderUnreachable",
+                Error::ProviderTimeout { .. } => "ProviderTimeout",
+                Error::ProviderStatus { .. } => "ProviderStatus",
+                Error::ProviderProtocol { .. } => "ProviderProtocol",
+                Error::ProviderTransport { .. } => "ProviderTransport",
+                Error::Task { .. } => "Task",
+            };
+            seen.insert(name);
+            let msg = e.to_string();
+            assert!(
+                msg.chars().next().is_some_and(|c| c.is_lowercase()),
+                "{name}: {msg}"
+            );
+            assert!(!msg.ends_with('.'), "{name}: {msg}");
+            if let Some(h) = e.hint() {
+                assert!(!h.is_empty() && !h.ends_with('.'), "{name}: {h}");
+            }
+            assert!(e.exit_code() == 1 || e.exit_code() == EXIT_CONFIG);
+        }
+        assert_eq!(seen.len(), all.len(), "each variant once");
+    }
+
     #[test]
     fn no_model_hint_names_the_keys_to_set() {
         let e = Error::NoModel {

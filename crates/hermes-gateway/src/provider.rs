@@ -224,9 +224,11 @@ impl Provider {
                         after: s.request_timeout,
                     });
                 }
-                Err(e) if e.is_connect() && retries_left => {
+                // A refused connection, or a pooled keep-alive connection the provider had
+                // already closed: nothing reached the client yet, so another attempt is safe.
+                Err(e) if (e.is_connect() || e.is_request()) && retries_left => {
                     let delay = self.backoff(attempt);
-                    tracing::warn!(error = %e, attempt, ?delay, "provider unreachable; retrying");
+                    tracing::warn!(error = %e, attempt, ?delay, "provider request failed; retrying");
                     tokio::time::sleep(delay).await;
                     attempt += 1;
                 }

@@ -240,6 +240,9 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::warn!(status = %self.status, code = self.code, "{}", self.message);
+        }
         let mut resp = (self.status, axum::Json(self.body())).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             resp.headers_mut()

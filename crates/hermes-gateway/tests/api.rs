@@ -87,6 +87,34 @@ async fn streaming_answer_passes_chunks_and_ends_with_done() {
 }
 
 #[tokio::test]
+async fn stream_chunks_are_passed_on_as_they_arrive() {
+    let up = Upstream::start().await;
+    *up.state.chunk_delay.lock().unwrap() = Duration::from_millis(300);
+    let home = tempfile::tempdir().unwrap();
+    let gw = start(settings(home.path(), "work", Some(&up))).await;
+
+    let mut r = client()
+        .post(gw.url("/v1/chat/completions"))
+        .header("authorization", KEY)
+        .json(&chat_body("a b c d e f", true))
+        .send()
+        .await
+        .unwrap();
+    let first = r.chunk().await.unwrap().unwrap();
+    assert!(first.starts_with(b"data: {"), "{first:?}");
+    // The upstream is still producing (7 more chunks, 300 ms apart): nothing was buffered
+    // until the end.
+    assert_eq!(up.state.completed.load(Ordering::SeqCst), 0);
+    let mut rest = String::from_utf8(first.to_vec()).unwrap();
+    while let Some(c) = r.chunk().await.unwrap() {
+        rest.push_str(std::str::from_utf8(&c).unwrap());
+    }
+    assert_eq!(sse_text(&sse_data(&rest)), echo_of("a b c d e f"));
+    assert_eq!(up.state.completed.load(Ordering::SeqCst), 1);
+    gw.stop(ShutdownRequest::Stop).await.unwrap();
+}
+
+#[tokio::test]
 async fn missing_or_wrong_key_is_401_and_health_is_open() {
     let up = Upstream::start().await;
     let home = tempfile::tempdir().unwrap();
