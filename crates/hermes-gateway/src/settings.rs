@@ -249,6 +249,41 @@ impl GatewaySettings {
     }
 }
 
+/// Flattens a parsed `config.yaml` (as a JSON value) into the dotted-key *config view* that
+/// [`GatewaySettings::resolve`] reads: `{model: {default: m}}` gives `model.default = m`,
+/// a scalar `model: m` gives `model = m`. Numbers and booleans become their text; nulls,
+/// lists and empty strings are left out.
+pub fn flatten_config(value: &serde_json::Value) -> BTreeMap<String, String> {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+        use serde_json::Value;
+        match v {
+            Value::Object(map) => {
+                for (k, child) in map {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&key, child, out);
+                }
+            }
+            Value::String(s) if !s.is_empty() && !prefix.is_empty() => {
+                out.insert(prefix.to_string(), s.clone());
+            }
+            Value::Number(n) if !prefix.is_empty() => {
+                out.insert(prefix.to_string(), n.to_string());
+            }
+            Value::Bool(b) if !prefix.is_empty() => {
+                out.insert(prefix.to_string(), b.to_string());
+            }
+            _ => {}
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk("", value, &mut out);
+    out
+}
+
 /// Secrets show as `<redacted>` so settings can be logged with `{:?}`.
 fn redact(key: Option<&String>) -> Option<&'static str> {
     key.map(|_| "<redacted>")
@@ -457,6 +492,31 @@ mod tests {
         .unwrap_err();
         assert!(err.is_config());
         assert!(err.to_string().contains("API_SERVER_PORT"));
+    }
+
+    #[test]
+    fn config_tree_flattens_to_dotted_keys() {
+        let v = serde_json::json!({
+            "model": {"default": "gpt-x", "timeout": 30, "base_url": ""},
+            "agent": {"api_max_retries": 2, "personalities": ["a"]},
+            "platforms": {"api_server": {"extra": {"port": 9001, "enabled": true}}},
+            "other": null,
+        });
+        let flat = flatten_config(&v);
+        assert_eq!(flat.get("model.default").map(String::as_str), Some("gpt-x"));
+        assert_eq!(flat.get("model.timeout").map(String::as_str), Some("30"));
+        assert_eq!(
+            flat.get("platforms.api_server.extra.port")
+                .map(String::as_str),
+            Some("9001")
+        );
+        assert!(!flat.contains_key("model.base_url"));
+        assert!(!flat.contains_key("agent.personalities"));
+        let s = GatewaySettings::resolve("p", Path::new("/h"), None, &flat, &map(&[])).unwrap();
+        assert_eq!(s.port, 9001);
+        let p = s.provider.unwrap();
+        assert_eq!(p.max_retries, 2);
+        assert_eq!(p.request_timeout, Duration::from_secs(30));
     }
 
     #[test]
