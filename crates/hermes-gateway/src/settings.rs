@@ -445,6 +445,44 @@ mod tests {
     }
 
     #[test]
+    fn precedence_env_for_server_config_for_model() {
+        let cfg = map(&[
+            ("model.default", "m"),
+            ("model.api_key", "from-config"),
+            ("model.base_url", "http://config"),
+            ("platforms.api_server.extra.port", "9001"),
+        ]);
+        let env = map(&[
+            ("OPENAI_API_KEY", "from-env"),
+            ("OPENAI_BASE_URL", "http://env"),
+            ("API_SERVER_PORT", "9002"),
+            ("NOTIFY_SOCKET", "@n"),
+        ]);
+        let s = GatewaySettings::resolve("p", Path::new("/h"), None, &cfg, &env).unwrap();
+        assert_eq!(s.port, 9002, "env wins for the server's own settings");
+        assert_eq!(s.notify_socket.as_deref(), Some("@n"));
+        let p = s.provider.unwrap();
+        assert_eq!(
+            p.api_key.as_deref(),
+            Some("from-config"),
+            "config.yaml wins for the model"
+        );
+        assert_eq!(p.base_url, "http://config");
+        let s = GatewaySettings::resolve("p", Path::new("/h"), None, &map(&[("model", "m")]), &env)
+            .unwrap();
+        let p = s.provider.unwrap();
+        assert_eq!(p.api_key.as_deref(), Some("from-env"));
+        assert_eq!(p.base_url, "http://env");
+    }
+
+    #[test]
+    fn empty_values_count_as_unset() {
+        let env = map(&[("API_SERVER_KEY", ""), ("API_SERVER_HOST", "0.0.0.0")]);
+        let err = GatewaySettings::resolve("p", Path::new("/h"), None, &map(&[]), &env);
+        assert!(matches!(err, Err(Error::UnauthenticatedPublicBind { .. })));
+    }
+
+    #[test]
     fn scalar_model_key_is_accepted() {
         let s = GatewaySettings::resolve(
             "p",
