@@ -1,0 +1,84 @@
+//! `hermes chat -q`: one question to the profile's agent, without a running gateway.
+//!
+//! Same provider client, same soul-first message assembly and same session store as the HTTP
+//! API, so a conversation started here can be continued over HTTP with the same session id
+//! and the other way round. It takes no gateway lock: SQLite in WAL mode lets it share
+//! `state.db` with a running gateway.
+
+use serde_json::{Value, json};
+
+use crate::error::Error;
+use crate::provider::Provider;
+use crate::sessions::{SessionStore, assemble, validate_session_id};
+use crate::settings::GatewaySettings;
+
+/// What `chat_once` returns once the answer is complete.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatAnswer {
+    /// The whole answer text (also delivered piece by piece to `on_delta`).
+    pub text: String,
+    /// The session the turn was stored in, if one was given.
+    pub session: Option<String>,
+    /// The model that answered.
+    pub model: String,
+}
+
+/// Asks `question` and streams the answer to `on_delta` as it arrives. With `session`, the
+/// session's history is sent first and the turn is stored afterwards.
+///
+/// # Errors
+///
+/// [`Error::NoModel`] when no model is configured, [`Error::ProviderAuth`] on a rejected key,
+/// [`Error::ProviderUnreachable`], [`Error::ProviderTimeout`], [`Error::ProviderStatus`],
+/// [`Error::InvalidSessionId`], [`Error::SessionStore`].
+pub async fn chat_once(
+    settings: &GatewaySettings,
+    question: &str,
+    session: Option<&str>,
+    mut on_delta: impl FnMut(&str),
+) -> Result<ChatAnswer, Error> {
+    let provider_settings = settings.provider.clone().ok_or_else(|| Error::NoModel {
+        profile: settings.profile.clone(),
+        home: settings.home.clone(),
+    })?;
+    if let Some(id) = session {
+        validate_session_id(id)?;
+    }
+    let model = provider_settings.model.clone();
+    let provider = Provider::new(provider_settings)?;
+    let store = match session {
+        Some(_) => Some(SessionStore::open(&settings.state_db)?),
+        None => None,
+    };
+    let history = match (&store, session) {
+        (Some(store), Some(id)) => store.history_async(id.to_string()).await?,
+        _ => Vec::new(),
+    };
+    let request = [json!({"role": "user", "content": question})];
+    let assembled = assemble(settings.soul.as_deref(), &history, &request);
+
+    let mut stream = provider
+        .stream(json!({"messages": Value::Array(assembled.upstream)}))
+        .await?;
+    let mut text = String::new();
+    while let Some(event) = stream.next_event().await {
+        let event = event?;
+        if let Some(d) = event.delta.as_deref().filter(|d| !d.is_empty()) {
+            on_delta(d);
+            text.push_str(d);
+        }
+    }
+    if let (Some(store), Some(id)) = (&store, session) {
+        let mut turn = assembled.new_turn;
+        turn.push(json!({"role": "assistant", "content": text}));
+        store
+            .append_async(id.to_string(), settings.profile.clone(), turn)
+            .await?;
+    }
+    Ok(ChatAnswer {
+        text,
+        session: session.map(String::from),
+        model,
+    })
+}

@@ -1,0 +1,477 @@
+//! The gateway's one error type.
+//!
+//! Every failure the gateway can report is a variant of [`Error`], with its context (path,
+//! profile, host, port, provider URL) in fields rather than joined into strings. The message
+//! says what failed; [`Error::hint`] says what to do about it; [`Error::exit_code`] says how a
+//! gateway process should exit because of it (78 for bad configuration, so the supervisor parks
+//! the service as failed instead of restarting it in a loop).
+//!
+//! Words: a *configuration error* is one that restarting cannot fix (see [`Error::is_config`]).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Exit code for a configuration error (`EX_CONFIG` from `sysexits.h`).
+pub const EXIT_CONFIG: u8 = 78;
+
+/// Everything that can go wrong in the gateway.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A setting has a value the gateway cannot use.
+    #[error("invalid `{key}` value `{value}`: {reason}")]
+    InvalidSetting {
+        /// The setting's name, as the operator writes it (`API_SERVER_PORT`, `model.timeout`).
+        key: String,
+        /// The value found.
+        value: String,
+        /// Why it is unusable.
+        reason: String,
+    },
+
+    /// The bind address is reachable from other machines and no API key is set (fail closed).
+    #[error(
+        "refusing to serve on non-loopback address `{host}` without `API_SERVER_KEY`: anyone who can reach it could use the agent"
+    )]
+    UnauthenticatedPublicBind {
+        /// The configured bind host.
+        host: String,
+    },
+
+    /// Another gateway holds this profile's lock.
+    #[error("a gateway for profile `{profile}` is already running{} (lock `{}`)", pid_suffix(*pid), path.display())]
+    AlreadyRunning {
+        /// Profile name.
+        profile: String,
+        /// The holder's pid, when its lock record could be read.
+        pid: Option<i32>,
+        /// The lock file.
+        path: PathBuf,
+    },
+
+    /// `--replace` could not make the running gateway let go of the lock.
+    #[error("could not take over the gateway lock `{}` from pid {pid} within {waited:?}", path.display())]
+    TakeoverTimedOut {
+        /// The lock file.
+        path: PathBuf,
+        /// The holder that did not exit.
+        pid: i32,
+        /// How long we waited, SIGKILL included.
+        waited: Duration,
+    },
+
+    /// The lock file could not be opened, locked or written.
+    #[error("cannot use gateway lock file `{}`", path.display())]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// The underlying failure.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The listening port is taken by another program (possibly another profile's gateway).
+    #[error(
+        "port {port} on `{host}` is already in use, so the gateway for profile `{profile}` cannot listen"
+    )]
+    PortInUse {
+        /// Profile name.
+        profile: String,
+        /// Bind host.
+        host: String,
+        /// Bind port.
+        port: u16,
+    },
+
+    /// Binding or serving the HTTP listener failed for another reason.
+    #[error("cannot serve HTTP on `{addr}`")]
+    Serve {
+        /// `host:port`.
+        addr: String,
+        /// The underlying failure.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The session store (`state.db`) could not be opened or used.
+    #[error("session store `{}` failed", path.display())]
+    SessionStore {
+        /// The database file.
+        path: PathBuf,
+        /// The underlying failure.
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    /// A session id is not acceptable.
+    #[error("invalid session id `{id}`: use 1-128 characters from `A-Z a-z 0-9 . _ : -`")]
+    InvalidSessionId {
+        /// The id as received (truncated for display).
+        id: String,
+    },
+
+    /// No model is configured for this profile, so there is nothing to chat with.
+    #[error("no model is configured for profile `{profile}`")]
+    NoModel {
+        /// Profile name.
+        profile: String,
+        /// The profile's home directory, to name the files to edit.
+        home: PathBuf,
+    },
+
+    /// The HTTP client for the provider could not be built.
+    #[error("cannot build the HTTP client for the provider")]
+    HttpClient {
+        /// The underlying failure.
+        #[source]
+        source: reqwest::Error,
+    },
+
+    /// The provider refused our API key (HTTP 401/403).
+    #[error("the provider at `{base_url}` rejected the API key (HTTP {status}): {message}")]
+    ProviderAuth {
+        /// Provider base URL.
+        base_url: String,
+        /// 401 or 403.
+        status: u16,
+        /// The provider's own message.
+        message: String,
+    },
+
+    /// The provider could not be reached at all.
+    #[error("cannot reach the provider at `{base_url}`")]
+    ProviderUnreachable {
+        /// Provider base URL.
+        base_url: String,
+        /// The underlying failure.
+        #[source]
+        source: reqwest::Error,
+    },
+
+    /// The provider did not answer in time.
+    #[error("the provider at `{base_url}` did not answer within {after:?}")]
+    ProviderTimeout {
+        /// Provider base URL.
+        base_url: String,
+        /// The timeout that expired.
+        after: Duration,
+    },
+
+    /// The provider answered with an error status (after any retries).
+    #[error(
+        "the provider at `{base_url}` answered HTTP {status} after {attempts} attempt(s): {message}"
+    )]
+    ProviderStatus {
+        /// Provider base URL.
+        base_url: String,
+        /// The final HTTP status.
+        status: u16,
+        /// How many requests were made.
+        attempts: u32,
+        /// The provider's own message.
+        message: String,
+    },
+
+    /// The provider's answer was not what an OpenAI-compatible API sends.
+    #[error("the provider at `{base_url}` sent an invalid answer: {reason}")]
+    ProviderProtocol {
+        /// Provider base URL.
+        base_url: String,
+        /// What was wrong.
+        reason: String,
+    },
+
+    /// The connection to the provider failed after it had started answering.
+    #[error("the connection to the provider at `{base_url}` failed")]
+    ProviderTransport {
+        /// Provider base URL.
+        base_url: String,
+        /// The underlying failure.
+        #[source]
+        source: reqwest::Error,
+    },
+
+    /// A background task died (a bug or a runtime shutting down).
+    #[error("internal task failed: {reason}")]
+    Task {
+        /// What the runtime reported.
+        reason: String,
+    },
+}
+
+fn pid_suffix(pid: Option<i32>) -> String {
+    pid.map(|p| format!(" as pid {p}")).unwrap_or_default()
+}
+
+impl Error {
+    /// The "what to do" line for this error, when there is one.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::InvalidSetting { key, .. } => {
+                Some(format!("fix `{key}` in the profile's `.env` or `config.yaml`"))
+            }
+            Error::UnauthenticatedPublicBind { .. } => Some(
+                "set `API_SERVER_KEY` in the profile's `.env` (e.g. `openssl rand -hex 32`), or bind `API_SERVER_HOST=127.0.0.1`"
+                    .into(),
+            ),
+            Error::AlreadyRunning { .. } => Some(
+                "stop the running gateway first, or pass `--replace` to take over from it".into(),
+            ),
+            Error::TakeoverTimedOut { pid, .. } => Some(format!(
+                "check what pid {pid} is doing (`ps -p {pid}`) and stop it by hand"
+            )),
+            Error::Lock { path, .. } => Some(format!(
+                "check that `{}` is writable by the user running the gateway",
+                path.display()
+            )),
+            Error::PortInUse { port, .. } => Some(format!(
+                "each profile needs its own port: set a free `API_SERVER_PORT` in this profile's `.env` (see who holds it with `ss -ltnp 'sport = :{port}'`)"
+            )),
+            Error::Serve { .. } => Some("check `API_SERVER_HOST` and `API_SERVER_PORT`".into()),
+            Error::SessionStore { path, .. } => Some(format!(
+                "check that `{}` is a writable SQLite database",
+                path.display()
+            )),
+            Error::InvalidSessionId { .. } => None,
+            Error::NoModel { home, .. } => Some(format!(
+                "set `model.default` (and `model.base_url` for a non-OpenAI provider) in `{}`, and the provider key `OPENAI_API_KEY` in `{}`",
+                home.join("config.yaml").display(),
+                home.join(".env").display()
+            )),
+            Error::HttpClient { .. } => None,
+            Error::ProviderAuth { .. } => Some(
+                "check the provider key (`model.api_key` in `config.yaml` or `OPENAI_API_KEY` in `.env`)"
+                    .into(),
+            ),
+            Error::ProviderUnreachable { .. } => Some(
+                "check `model.base_url` and that the provider is up and reachable from here"
+                    .into(),
+            ),
+            Error::ProviderTimeout { .. } => {
+                Some("raise `model.timeout` (seconds) or check the provider's load".into())
+            }
+            Error::ProviderStatus { status: 429, .. } => {
+                Some("the provider is rate limiting: wait and retry, or raise its limits".into())
+            }
+            Error::ProviderStatus { .. }
+            | Error::ProviderProtocol { .. }
+            | Error::ProviderTransport { .. } => {
+                Some("check the provider's status and `model.base_url`".into())
+            }
+            Error::Task { .. } => None,
+        }
+    }
+
+    /// True when restarting cannot fix this error: the operator must change the configuration.
+    pub fn is_config(&self) -> bool {
+        matches!(
+            self,
+            Error::InvalidSetting { .. } | Error::UnauthenticatedPublicBind { .. }
+        )
+    }
+
+    /// How a gateway process that failed with this error should exit: 78 for configuration
+    /// errors, 1 for everything else (the supervisor retries those with backoff).
+    pub fn exit_code(&self) -> u8 {
+        if self.is_config() { EXIT_CONFIG } else { 1 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_errors_exit_78_and_others_exit_1() {
+        let e = Error::UnauthenticatedPublicBind {
+            host: "0.0.0.0".into(),
+        };
+        assert!(e.is_config());
+        assert_eq!(e.exit_code(), 78);
+        let e = Error::PortInUse {
+            profile: "a".into(),
+            host: "127.0.0.1".into(),
+            port: 1,
+        };
+        assert_eq!(e.exit_code(), 1);
+    }
+
+    #[test]
+    fn messages_are_lowercase_without_trailing_period() {
+        let samples = [
+            Error::UnauthenticatedPublicBind {
+                host: "0.0.0.0".into(),
+            },
+            Error::AlreadyRunning {
+                profile: "p".into(),
+                pid: Some(7),
+                path: "/x/gateway.lock".into(),
+            },
+            Error::NoModel {
+                profile: "p".into(),
+                home: "/h".into(),
+            },
+            Error::PortInUse {
+                profile: "p".into(),
+                host: "h".into(),
+                port: 9,
+            },
+        ];
+        for e in samples {
+            let msg = e.to_string();
+            assert!(
+                msg.chars().next().is_some_and(|c| c.is_lowercase()),
+                "{msg}"
+            );
+            assert!(!msg.ends_with('.'), "{msg}");
+            assert!(e.hint().is_some(), "{msg}");
+        }
+    }
+
+    /// One of every variant. The match in `every_variant_is_rendered` has no wildcard, so a
+    /// new variant fails to compile until it is added here too.
+    async fn one_of_each() -> Vec<Error> {
+        let reqwest_err = reqwest::Client::new()
+            .get("http://127.0.0.1:1/")
+            .send()
+            .await
+            .expect_err("port 1 refuses connections");
+        let reqwest_err2 = reqwest::Client::new()
+            .get("http://127.0.0.1:1/")
+            .send()
+            .await
+            .expect_err("port 1 refuses connections");
+        let reqwest_err3 = reqwest::Client::new()
+            .get("http://127.0.0.1:1/")
+            .send()
+            .await
+            .expect_err("port 1 refuses connections");
+        let io = || std::io::Error::other("boom");
+        vec![
+            Error::InvalidSetting {
+                key: "k".into(),
+                value: "v".into(),
+                reason: "r".into(),
+            },
+            Error::UnauthenticatedPublicBind {
+                host: "0.0.0.0".into(),
+            },
+            Error::AlreadyRunning {
+                profile: "p".into(),
+                pid: None,
+                path: "/l".into(),
+            },
+            Error::TakeoverTimedOut {
+                path: "/l".into(),
+                pid: 3,
+                waited: Duration::from_secs(1),
+            },
+            Error::Lock {
+                path: "/l".into(),
+                source: io(),
+            },
+            Error::PortInUse {
+                profile: "p".into(),
+                host: "h".into(),
+                port: 1,
+            },
+            Error::Serve {
+                addr: "h:1".into(),
+                source: io(),
+            },
+            Error::SessionStore {
+                path: "/s".into(),
+                source: rusqlite::Error::InvalidQuery,
+            },
+            Error::InvalidSessionId { id: "x y".into() },
+            Error::NoModel {
+                profile: "p".into(),
+                home: "/h".into(),
+            },
+            Error::HttpClient {
+                source: reqwest_err,
+            },
+            Error::ProviderAuth {
+                base_url: "u".into(),
+                status: 401,
+                message: "m".into(),
+            },
+            Error::ProviderUnreachable {
+                base_url: "u".into(),
+                source: reqwest_err2,
+            },
+            Error::ProviderTimeout {
+                base_url: "u".into(),
+                after: Duration::from_secs(1),
+            },
+            Error::ProviderStatus {
+                base_url: "u".into(),
+                status: 500,
+                attempts: 2,
+                message: "m".into(),
+            },
+            Error::ProviderProtocol {
+                base_url: "u".into(),
+                reason: "r".into(),
+            },
+            Error::ProviderTransport {
+                base_url: "u".into(),
+                source: reqwest_err3,
+            },
+            Error::Task { reason: "r".into() },
+        ]
+    }
+
+    #[tokio::test]
+    async fn every_variant_is_rendered() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let all = one_of_each().await;
+        let mut seen = std::collections::BTreeSet::new();
+        for e in &all {
+            let name = match e {
+                Error::InvalidSetting { .. } => "InvalidSetting",
+                Error::UnauthenticatedPublicBind { .. } => "UnauthenticatedPublicBind",
+                Error::AlreadyRunning { .. } => "AlreadyRunning",
+                Error::TakeoverTimedOut { .. } => "TakeoverTimedOut",
+                Error::Lock { .. } => "Lock",
+                Error::PortInUse { .. } => "PortInUse",
+                Error::Serve { .. } => "Serve",
+                Error::SessionStore { .. } => "SessionStore",
+                Error::InvalidSessionId { .. } => "InvalidSessionId",
+                Error::NoModel { .. } => "NoModel",
+                Error::HttpClient { .. } => "HttpClient",
+                Error::ProviderAuth { .. } => "ProviderAuth",
+                Error::ProviderUnreachable { .. } => "ProviderUnreachable",
+                Error::ProviderTimeout { .. } => "ProviderTimeout",
+                Error::ProviderStatus { .. } => "ProviderStatus",
+                Error::ProviderProtocol { .. } => "ProviderProtocol",
+                Error::ProviderTransport { .. } => "ProviderTransport",
+                Error::Task { .. } => "Task",
+            };
+            seen.insert(name);
+            let msg = e.to_string();
+            assert!(
+                msg.chars().next().is_some_and(|c| c.is_lowercase()),
+                "{name}: {msg}"
+            );
+            assert!(!msg.ends_with('.'), "{name}: {msg}");
+            if let Some(h) = e.hint() {
+                assert!(!h.is_empty() && !h.ends_with('.'), "{name}: {h}");
+            }
+            assert!(e.exit_code() == 1 || e.exit_code() == EXIT_CONFIG);
+        }
+        assert_eq!(seen.len(), all.len(), "each variant once");
+    }
+
+    #[test]
+    fn no_model_hint_names_the_keys_to_set() {
+        let e = Error::NoModel {
+            profile: "p".into(),
+            home: "/h".into(),
+        };
+        let hint = e.hint().unwrap_or_default();
+        assert!(hint.contains("model.default"), "{hint}");
+        assert!(hint.contains("OPENAI_API_KEY"), "{hint}");
+        assert!(hint.contains("/h/config.yaml"), "{hint}");
+    }
+}

@@ -1,0 +1,168 @@
+//! `hermes-gateway`: one profile's agent, served over an OpenAI-compatible HTTP API.
+//!
+//! A *gateway* serves one *profile* (a directory with `SOUL.md`, `config.yaml`, `.env` and
+//! `state.db`). It listens on `API_SERVER_HOST:API_SERVER_PORT`, answers
+//! `POST /v1/chat/completions` (streamed or not) by calling the profile's provider with
+//! `SOUL.md` as the first system message, and keeps conversations named by
+//! `X-Hermes-Session-Id` in `state.db`.
+//!
+//! The caller (the `hermes` binary) resolves settings ([`GatewaySettings::resolve`]), supplies
+//! a [`StateRecorder`] that writes `gateway_state.json`, and a shutdown future built from its
+//! signals; [`run`] does the rest:
+//!
+//! ```text
+//! record(starting) -> validate -> lock gateway.lock -> open state.db -> bind
+//!   -> READY=1 (sd_notify) -> record(running) -> serve ... shutdown -> drain
+//!   -> record(stopped, reason)            [any startup failure: record(startup_failed, reason)]
+//! ```
+//!
+//! Modules: [`settings`] (resolution, default ports), [`server`] (routes, auth, errors),
+//! [`provider`] (upstream client, retries, SSE), [`sessions`] (store, message assembly),
+//! [`lock`] (single instance, `--replace`), [`notify`] (sd_notify), [`lifecycle`] (phases,
+//! exit reasons), [`chat`] (`chat_once`), [`error`].
+
+pub mod chat;
+pub mod error;
+pub mod lifecycle;
+pub mod lock;
+pub mod notify;
+pub mod provider;
+pub mod server;
+pub mod sessions;
+pub mod settings;
+
+use std::future::IntoFuture;
+use std::sync::{Arc, Mutex};
+
+pub use chat::{ChatAnswer, chat_once};
+pub use error::Error;
+pub use lifecycle::{ExitReason, NoopRecorder, Phase, ShutdownRequest, StateRecorder};
+pub use server::{AppState, router, serve};
+pub use settings::{GatewaySettings, ProviderSettings, default_port, flatten_config};
+
+use crate::lock::{GatewayLock, LockRecord};
+
+/// Runs the gateway for `settings` until `shutdown` resolves, reporting phases to `recorder`.
+///
+/// `shutdown` may resolve to `()` (a plain stop) or to a [`ShutdownRequest`].
+///
+/// Returns `Ok(ExitReason::ConfigError)` for unusable settings (exit 78, nothing started),
+/// `Ok(Stopped)` / `Ok(RestartRequested)` after a drained shutdown (exit 0 / 75).
+///
+/// # Errors
+///
+/// Startup failures other than configuration (lock held, port in use, unusable `state.db`):
+/// `startup_failed` is recorded with the error's message first. The caller exits 1 (or
+/// [`Error::exit_code`]) so the supervisor retries with backoff.
+pub async fn run<F>(
+    settings: GatewaySettings,
+    recorder: &dyn StateRecorder,
+    shutdown: F,
+) -> Result<ExitReason, Error>
+where
+    F: IntoFuture + Send + 'static,
+    F::IntoFuture: Send,
+    F::Output: Into<ShutdownRequest>,
+{
+    recorder.record(Phase::Starting, None);
+    if let Err(e) = settings.validate() {
+        recorder.record(Phase::StartupFailed, Some(&e.to_string()));
+        return Ok(ExitReason::ConfigError(e));
+    }
+    let started = start(&settings, recorder).await;
+    let (listener, state, lock) = match started {
+        Ok(parts) => parts,
+        Err(e) => {
+            recorder.record(Phase::StartupFailed, Some(&e.to_string()));
+            return Err(e);
+        }
+    };
+
+    if let Some(socket) = &settings.notify_socket
+        && let Err(e) = notify::notify(socket, "READY=1")
+    {
+        tracing::warn!(error = %e, socket, "could not send READY=1 to the notify socket");
+    }
+    recorder.record(Phase::Running, None);
+    tracing::info!(profile = settings.profile, "gateway running");
+
+    let requested = Arc::new(Mutex::new(ShutdownRequest::Stop));
+    let seen = Arc::clone(&requested);
+    let shutdown = shutdown.into_future();
+    let trigger = async move {
+        let req: ShutdownRequest = shutdown.await.into();
+        *seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = req;
+    };
+    let served = serve(listener, state, trigger, settings.drain_timeout).await;
+    let request = *requested
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(socket) = &settings.notify_socket {
+        let _ = notify::notify(socket, "STOPPING=1");
+    }
+    // The listener is already closed (serve consumed it), so releasing the lock last means
+    // a `--replace` successor never finds the port still taken.
+    drop(lock);
+
+    match served {
+        Ok(()) => {
+            let (reason, exit) = match request {
+                ShutdownRequest::Restart => ("restart requested", ExitReason::RestartRequested),
+                ShutdownRequest::Stop => ("stopped", ExitReason::Stopped),
+            };
+            recorder.record(Phase::Stopped, Some(reason));
+            Ok(exit)
+        }
+        Err(source) => {
+            let e = Error::Serve {
+                addr: settings.bind_addr(),
+                source,
+            };
+            recorder.record(Phase::Stopped, Some(&e.to_string()));
+            Err(e)
+        }
+    }
+}
+
+/// Lock, store, bind: everything that must succeed before the gateway reports `running`.
+async fn start(
+    settings: &GatewaySettings,
+    recorder: &dyn StateRecorder,
+) -> Result<(tokio::net::TcpListener, AppState, GatewayLock), Error> {
+    let record = LockRecord::for_this_process(settings.argv.clone(), &settings.home);
+    let (path, profile) = (settings.lock_path.clone(), settings.profile.clone());
+    let replace = settings.replace.then_some(settings.replace_timeout);
+    // Waiting for a replaced gateway blocks (flock polling): keep it off the async workers.
+    let lock = tokio::task::spawn_blocking(move || {
+        GatewayLock::acquire(&path, &profile, &record, replace)
+    })
+    .await
+    .map_err(|e| Error::Task {
+        reason: e.to_string(),
+    })??;
+
+    let state = AppState::new(settings)?;
+    let addr = settings.bind_addr();
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AddrInUse {
+                Error::PortInUse {
+                    profile: settings.profile.clone(),
+                    host: settings.host.clone(),
+                    port: settings.port,
+                }
+            } else {
+                Error::Serve {
+                    addr: addr.clone(),
+                    source,
+                }
+            }
+        })?;
+    if let Ok(local) = listener.local_addr() {
+        recorder.listening(local);
+    }
+    Ok((listener, state, lock))
+}

@@ -1,0 +1,579 @@
+//! Resolved gateway settings, and the pure function that builds them from plain maps.
+//!
+//! Words:
+//! * *settings* — everything one gateway (or one `chat_once`) needs, already resolved: no file
+//!   is read and no environment variable is looked up after [`GatewaySettings::resolve`].
+//! * *config view* — `config.yaml` flattened to dotted keys (`model.default`,
+//!   `platforms.api_server.extra.port`); a scalar `model: gpt-4o` appears as key `model`.
+//! * *env map* — the profile's `.env` merged over the process environment, as the caller
+//!   decides.
+//!
+//! Precedence, per setting: env map, then config view, then the built-in default — except the
+//! provider's model, base URL and key, where `config.yaml` wins over `.env` (the original's
+//! "config.yaml > .env" rule for model settings).
+//!
+//! Default port: the `default` profile listens on 8642 (as the original did); every named
+//! profile gets `9200 + (sha256(name) as a big-endian integer) mod 600`, so two profiles never
+//! silently share a port by default. A real collision is reported at bind time.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::Error;
+
+/// The name of the profile that lives directly in `HERMES_HOME`.
+pub const DEFAULT_PROFILE: &str = "default";
+/// Port of the `default` profile's gateway.
+pub const DEFAULT_PORT: u16 = 8642;
+/// First port of the named-profile range `[9200, 9800)`.
+pub const NAMED_PORT_BASE: u16 = 9200;
+/// Size of the named-profile port range.
+pub const NAMED_PORT_SLOTS: u16 = 600;
+/// Provider base URL when none is configured.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// How to reach the OpenAI-compatible provider.
+#[non_exhaustive]
+#[derive(Clone, PartialEq, Eq)]
+pub struct ProviderSettings {
+    /// Base URL; `/chat/completions` is appended (`https://api.openai.com/v1`).
+    pub base_url: String,
+    /// Model name sent upstream (`model.default`).
+    pub model: String,
+    /// Bearer key for the provider; `None` for providers that need none (local servers).
+    pub api_key: Option<String>,
+    /// Time allowed to open a TCP/TLS connection.
+    pub connect_timeout: Duration,
+    /// Time allowed for a whole non-streaming answer, or for a stream's response headers.
+    pub request_timeout: Duration,
+    /// Longest silence allowed between two pieces of a streamed answer.
+    pub idle_timeout: Duration,
+    /// Retries after the first attempt on 429, 5xx and connection failures.
+    pub max_retries: u32,
+    /// Backoff before the first retry; doubled each time, capped at 30 s.
+    pub retry_base_delay: Duration,
+}
+
+impl ProviderSettings {
+    /// Settings with the built-in timeouts (10 s connect, 300 s request, 120 s idle, 3
+    /// retries starting at 500 ms).
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        ProviderSettings {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(120),
+            max_retries: 3,
+            retry_base_delay: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Everything one profile's gateway needs, resolved.
+#[non_exhaustive]
+#[derive(Clone)]
+pub struct GatewaySettings {
+    /// Profile name (`default` for `HERMES_HOME` itself).
+    pub profile: String,
+    /// The profile's home directory (holds `SOUL.md`, `config.yaml`, `.env`, `state.db`).
+    pub home: PathBuf,
+    /// Text of `SOUL.md`: always the first system message. `None` or blank: no soul message.
+    pub soul: Option<String>,
+    /// Bind host (`API_SERVER_HOST`, default `127.0.0.1`).
+    pub host: String,
+    /// Bind port (`API_SERVER_PORT`, default from [`default_port`]); 0 picks a free port.
+    pub port: u16,
+    /// Key clients must present as `Authorization: Bearer <key>` (`API_SERVER_KEY`).
+    pub api_key: Option<String>,
+    /// The provider; `None` when no model is configured (the gateway still serves `/health`).
+    pub provider: Option<ProviderSettings>,
+    /// SQLite session store (`<home>/state.db`).
+    pub state_db: PathBuf,
+    /// Single-instance lock (`<home>/gateway.lock`).
+    pub lock_path: PathBuf,
+    /// Take over from a running gateway instead of refusing to start (`--replace`).
+    pub replace: bool,
+    /// How long `--replace` waits after SIGTERM before it sends SIGKILL.
+    pub replace_timeout: Duration,
+    /// How long in-flight requests may run after shutdown is requested.
+    pub drain_timeout: Duration,
+    /// `NOTIFY_SOCKET` (sd_notify datagram socket; `@name` is abstract).
+    pub notify_socket: Option<String>,
+    /// Command line written into the lock record.
+    pub argv: Vec<String>,
+}
+
+impl GatewaySettings {
+    /// Settings with every default for `profile` living in `home`, and no provider.
+    pub fn new(profile: impl Into<String>, home: impl Into<PathBuf>) -> Self {
+        let profile = profile.into();
+        let home = home.into();
+        GatewaySettings {
+            port: default_port(&profile),
+            state_db: home.join("state.db"),
+            lock_path: home.join("gateway.lock"),
+            profile,
+            home,
+            soul: None,
+            host: "127.0.0.1".into(),
+            api_key: None,
+            provider: None,
+            replace: false,
+            // Long enough for the old gateway's own drain, so a takeover cuts no stream.
+            replace_timeout: Duration::from_secs(35),
+            drain_timeout: Duration::from_secs(30),
+            notify_socket: None,
+            argv: std::env::args().collect(),
+        }
+    }
+
+    /// Builds settings from a flattened `config.yaml` view and an env map (see the module doc
+    /// for keys and precedence). Pure: reads no file and no process state besides `argv`.
+    ///
+    /// Keys read — env: `API_SERVER_HOST`, `API_SERVER_PORT`, `API_SERVER_KEY`,
+    /// `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `NOTIFY_SOCKET`; config: `model` / `model.default`
+    /// (also `model.model`, `model.name`), `model.base_url`, `model.api_key`, `model.timeout`,
+    /// `agent.api_max_retries`, `platforms.api_server.extra.{host,port,key}`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidSetting`] for an unparsable number, and the checks of
+    /// [`GatewaySettings::validate`].
+    pub fn resolve(
+        profile: &str,
+        home: &Path,
+        soul: Option<String>,
+        config: &BTreeMap<String, String>,
+        env: &BTreeMap<String, String>,
+    ) -> Result<GatewaySettings, Error> {
+        let get_env = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let get_cfg = |k: &str| config.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+
+        let mut s = GatewaySettings::new(profile, home);
+        s.soul = soul;
+        if let Some(host) =
+            get_env("API_SERVER_HOST").or(get_cfg("platforms.api_server.extra.host"))
+        {
+            s.host = host.to_string();
+        }
+        if let Some((key, value)) = get_env("API_SERVER_PORT")
+            .map(|v| ("API_SERVER_PORT", v))
+            .or(get_cfg("platforms.api_server.extra.port")
+                .map(|v| ("platforms.api_server.extra.port", v)))
+        {
+            s.port = parse_num(key, value)?;
+        }
+        s.api_key = get_env("API_SERVER_KEY")
+            .or(get_cfg("platforms.api_server.extra.key"))
+            .map(str::to_string);
+        s.notify_socket = get_env("NOTIFY_SOCKET").map(str::to_string);
+
+        let model = get_cfg("model.default")
+            .or(get_cfg("model.model"))
+            .or(get_cfg("model.name"))
+            .or(get_cfg("model"));
+        if let Some(model) = model {
+            let base_url = get_cfg("model.base_url")
+                .or(get_env("OPENAI_BASE_URL"))
+                .unwrap_or(DEFAULT_BASE_URL);
+            let mut p = ProviderSettings::new(base_url.trim_end_matches('/'), model);
+            p.api_key = get_cfg("model.api_key")
+                .or(get_env("OPENAI_API_KEY"))
+                .map(str::to_string);
+            if let Some(t) = get_cfg("model.timeout") {
+                let secs: u64 = parse_num("model.timeout", t)?;
+                if secs == 0 {
+                    return Err(Error::InvalidSetting {
+                        key: "model.timeout".into(),
+                        value: t.into(),
+                        reason: "must be at least 1 second".into(),
+                    });
+                }
+                p.request_timeout = Duration::from_secs(secs);
+            }
+            if let Some(r) = get_cfg("agent.api_max_retries") {
+                p.max_retries = parse_num("agent.api_max_retries", r)?;
+            }
+            s.provider = Some(p);
+        }
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Checks the rules that make a gateway unsafe or impossible to run: a non-loopback bind
+    /// needs an API key (fail closed), and the provider URL must be http(s).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnauthenticatedPublicBind`] or [`Error::InvalidSetting`]; all are
+    /// configuration errors (exit 78).
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.host.trim().is_empty() {
+            return Err(Error::InvalidSetting {
+                key: "API_SERVER_HOST".into(),
+                value: self.host.clone(),
+                reason: "must not be empty".into(),
+            });
+        }
+        let has_key = self.api_key.as_deref().is_some_and(|k| !k.is_empty());
+        if !has_key && !is_loopback_host(&self.host) {
+            return Err(Error::UnauthenticatedPublicBind {
+                host: self.host.clone(),
+            });
+        }
+        if let Some(p) = &self.provider
+            && !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://"))
+        {
+            return Err(Error::InvalidSetting {
+                key: "model.base_url".into(),
+                value: p.base_url.clone(),
+                reason: "must start with `http://` or `https://`".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// `host:port` as passed to the listener (IPv6 literals bracketed).
+    pub fn bind_addr(&self) -> String {
+        if self.host.contains(':') && !self.host.starts_with('[') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// Flattens a parsed `config.yaml` (as a JSON value) into the dotted-key *config view* that
+/// [`GatewaySettings::resolve`] reads: `{model: {default: m}}` gives `model.default = m`,
+/// a scalar `model: m` gives `model = m`. Numbers and booleans become their text; nulls,
+/// lists and empty strings are left out.
+pub fn flatten_config(value: &serde_json::Value) -> BTreeMap<String, String> {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+        use serde_json::Value;
+        match v {
+            Value::Object(map) => {
+                for (k, child) in map {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&key, child, out);
+                }
+            }
+            Value::String(s) if !s.is_empty() && !prefix.is_empty() => {
+                out.insert(prefix.to_string(), s.clone());
+            }
+            Value::Number(n) if !prefix.is_empty() => {
+                out.insert(prefix.to_string(), n.to_string());
+            }
+            Value::Bool(b) if !prefix.is_empty() => {
+                out.insert(prefix.to_string(), b.to_string());
+            }
+            _ => {}
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk("", value, &mut out);
+    out
+}
+
+/// Secrets show as `<redacted>` so settings can be logged with `{:?}`.
+fn redact(key: Option<&String>) -> Option<&'static str> {
+    key.map(|_| "<redacted>")
+}
+
+impl std::fmt::Debug for ProviderSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderSettings")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &redact(self.api_key.as_ref()))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("retry_base_delay", &self.retry_base_delay)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for GatewaySettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewaySettings")
+            .field("profile", &self.profile)
+            .field("home", &self.home)
+            .field(
+                "soul",
+                &self.soul.as_ref().map(|s| format!("<{} bytes>", s.len())),
+            )
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("api_key", &redact(self.api_key.as_ref()))
+            .field("provider", &self.provider)
+            .field("state_db", &self.state_db)
+            .field("lock_path", &self.lock_path)
+            .field("replace", &self.replace)
+            .field("replace_timeout", &self.replace_timeout)
+            .field("drain_timeout", &self.drain_timeout)
+            .field("notify_socket", &self.notify_socket)
+            .field("argv", &self.argv)
+            .finish()
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, Error> {
+    value.parse().map_err(|_| Error::InvalidSetting {
+        key: key.into(),
+        value: value.into(),
+        reason: "not a valid number in range".into(),
+    })
+}
+
+/// True for `localhost` and loopback IP literals (`127.0.0.0/8`, `::1`). Everything else,
+/// including `0.0.0.0` and host names, counts as reachable from outside.
+pub fn is_loopback_host(host: &str) -> bool {
+    let h = host.trim().trim_start_matches('[').trim_end_matches(']');
+    if h.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    h.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The deterministic default port of a profile: 8642 for `default`, otherwise
+/// `9200 + (sha256(utf8(name)) as a big-endian integer) mod 600`.
+pub fn default_port(profile: &str) -> u16 {
+    if profile == DEFAULT_PROFILE {
+        return DEFAULT_PORT;
+    }
+    let digest = Sha256::digest(profile.as_bytes());
+    // (a * 256 + b) mod m, byte by byte, is the big integer mod m without a bignum.
+    let rem = digest.iter().fold(0u32, |acc, &b| {
+        (acc * 256 + u32::from(b)) % u32::from(NAMED_PORT_SLOTS)
+    });
+    // rem < 600, so the cast is lossless.
+    NAMED_PORT_BASE + rem as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn default_profile_keeps_8642() {
+        assert_eq!(default_port("default"), 8642);
+    }
+
+    #[test]
+    fn named_ports_are_deterministic_in_range_and_spread() {
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..100 {
+            let name = format!("profile-{i}");
+            let p = default_port(&name);
+            assert_eq!(p, default_port(&name));
+            assert!((9200..9800).contains(&p), "{name} -> {p}");
+            seen.insert(p);
+        }
+        assert!(seen.len() >= 60, "only {} distinct ports", seen.len());
+    }
+
+    #[test]
+    fn named_port_matches_an_independent_computation() {
+        // python3: 9200 + int.from_bytes(hashlib.sha256(b"work").digest(), "big") % 600
+        assert_eq!(default_port("work"), 9574);
+    }
+
+    #[test]
+    fn named_port_matches_big_integer_formula() {
+        // sha256("work") computed independently: the fold must equal the big-int remainder.
+        let digest = Sha256::digest(b"work");
+        let mut rem: u128 = 0;
+        for b in digest.iter() {
+            rem = (rem * 256 + u128::from(*b)) % 600;
+        }
+        assert_eq!(u128::from(default_port("work")), 9200 + rem);
+    }
+
+    #[test]
+    fn resolve_defaults() {
+        let s =
+            GatewaySettings::resolve("work", Path::new("/h"), None, &map(&[]), &map(&[])).unwrap();
+        assert_eq!(s.host, "127.0.0.1");
+        assert_eq!(s.port, default_port("work"));
+        assert!(s.provider.is_none());
+        assert_eq!(s.state_db, Path::new("/h/state.db"));
+        assert_eq!(s.lock_path, Path::new("/h/gateway.lock"));
+    }
+
+    #[test]
+    fn resolve_reads_env_and_config() {
+        let cfg = map(&[
+            ("model.default", "gpt-x"),
+            ("model.base_url", "http://127.0.0.1:1/v1/"),
+            ("model.timeout", "7"),
+            ("agent.api_max_retries", "1"),
+        ]);
+        let env = map(&[
+            ("API_SERVER_PORT", "9999"),
+            ("API_SERVER_KEY", "k"),
+            ("API_SERVER_HOST", "0.0.0.0"),
+            ("OPENAI_API_KEY", "sk-1"),
+        ]);
+        let s = GatewaySettings::resolve("p", Path::new("/h"), Some("soul".into()), &cfg, &env)
+            .unwrap();
+        assert_eq!(s.port, 9999);
+        assert_eq!(s.host, "0.0.0.0");
+        let p = s.provider.unwrap();
+        assert_eq!(p.model, "gpt-x");
+        assert_eq!(p.base_url, "http://127.0.0.1:1/v1");
+        assert_eq!(p.api_key.as_deref(), Some("sk-1"));
+        assert_eq!(p.request_timeout, Duration::from_secs(7));
+        assert_eq!(p.max_retries, 1);
+    }
+
+    #[test]
+    fn precedence_env_for_server_config_for_model() {
+        let cfg = map(&[
+            ("model.default", "m"),
+            ("model.api_key", "from-config"),
+            ("model.base_url", "http://config"),
+            ("platforms.api_server.extra.port", "9001"),
+        ]);
+        let env = map(&[
+            ("OPENAI_API_KEY", "from-env"),
+            ("OPENAI_BASE_URL", "http://env"),
+            ("API_SERVER_PORT", "9002"),
+            ("NOTIFY_SOCKET", "@n"),
+        ]);
+        let s = GatewaySettings::resolve("p", Path::new("/h"), None, &cfg, &env).unwrap();
+        assert_eq!(s.port, 9002, "env wins for the server's own settings");
+        assert_eq!(s.notify_socket.as_deref(), Some("@n"));
+        let p = s.provider.unwrap();
+        assert_eq!(
+            p.api_key.as_deref(),
+            Some("from-config"),
+            "config.yaml wins for the model"
+        );
+        assert_eq!(p.base_url, "http://config");
+        let s = GatewaySettings::resolve("p", Path::new("/h"), None, &map(&[("model", "m")]), &env)
+            .unwrap();
+        let p = s.provider.unwrap();
+        assert_eq!(p.api_key.as_deref(), Some("from-env"));
+        assert_eq!(p.base_url, "http://env");
+    }
+
+    #[test]
+    fn empty_values_count_as_unset() {
+        let env = map(&[("API_SERVER_KEY", ""), ("API_SERVER_HOST", "0.0.0.0")]);
+        let err = GatewaySettings::resolve("p", Path::new("/h"), None, &map(&[]), &env);
+        assert!(matches!(err, Err(Error::UnauthenticatedPublicBind { .. })));
+    }
+
+    #[test]
+    fn scalar_model_key_is_accepted() {
+        let s = GatewaySettings::resolve(
+            "p",
+            Path::new("/h"),
+            None,
+            &map(&[("model", "m")]),
+            &map(&[]),
+        )
+        .unwrap();
+        assert_eq!(s.provider.unwrap().base_url, DEFAULT_BASE_URL);
+    }
+
+    #[test]
+    fn non_loopback_without_key_fails_closed() {
+        for host in ["0.0.0.0", "::", "example.org", "192.168.1.2"] {
+            let err = GatewaySettings::resolve(
+                "p",
+                Path::new("/h"),
+                None,
+                &map(&[]),
+                &map(&[("API_SERVER_HOST", host)]),
+            )
+            .unwrap_err();
+            assert!(
+                matches!(err, Error::UnauthenticatedPublicBind { .. }),
+                "{host}"
+            );
+            assert_eq!(err.exit_code(), 78);
+        }
+        for host in ["127.0.0.1", "::1", "localhost", "127.1.2.3"] {
+            let env = map(&[("API_SERVER_HOST", host)]);
+            assert!(GatewaySettings::resolve("p", Path::new("/h"), None, &map(&[]), &env).is_ok());
+        }
+    }
+
+    #[test]
+    fn bad_port_is_a_config_error() {
+        let err = GatewaySettings::resolve(
+            "p",
+            Path::new("/h"),
+            None,
+            &map(&[]),
+            &map(&[("API_SERVER_PORT", "70000")]),
+        )
+        .unwrap_err();
+        assert!(err.is_config());
+        assert!(err.to_string().contains("API_SERVER_PORT"));
+    }
+
+    #[test]
+    fn config_tree_flattens_to_dotted_keys() {
+        let v = serde_json::json!({
+            "model": {"default": "gpt-x", "timeout": 30, "base_url": ""},
+            "agent": {"api_max_retries": 2, "personalities": ["a"]},
+            "platforms": {"api_server": {"extra": {"port": 9001, "enabled": true}}},
+            "other": null,
+        });
+        let flat = flatten_config(&v);
+        assert_eq!(flat.get("model.default").map(String::as_str), Some("gpt-x"));
+        assert_eq!(flat.get("model.timeout").map(String::as_str), Some("30"));
+        assert_eq!(
+            flat.get("platforms.api_server.extra.port")
+                .map(String::as_str),
+            Some("9001")
+        );
+        assert!(!flat.contains_key("model.base_url"));
+        assert!(!flat.contains_key("agent.personalities"));
+        let s = GatewaySettings::resolve("p", Path::new("/h"), None, &flat, &map(&[])).unwrap();
+        assert_eq!(s.port, 9001);
+        let p = s.provider.unwrap();
+        assert_eq!(p.max_retries, 2);
+        assert_eq!(p.request_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn debug_output_hides_secrets() {
+        let mut s = GatewaySettings::new("p", "/h");
+        s.api_key = Some("gw-secret".into());
+        let mut p = ProviderSettings::new("http://x", "m");
+        p.api_key = Some("sk-secret".into());
+        s.provider = Some(p);
+        let text = format!("{s:?}");
+        assert!(!text.contains("secret"), "{text}");
+        assert!(text.contains("<redacted>"));
+    }
+
+    #[test]
+    fn ipv6_bind_addr_is_bracketed() {
+        let mut s = GatewaySettings::new("p", "/h");
+        s.host = "::1".into();
+        s.port = 5;
+        assert_eq!(s.bind_addr(), "[::1]:5");
+    }
+}
