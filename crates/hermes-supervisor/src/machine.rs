@@ -405,9 +405,14 @@ impl Machine {
 
     fn fresh(spec: ServiceSpec, now: Instant) -> Service {
         let state = if spec.enabled {
+            let reason = if spec.autostart {
+                "not started yet"
+            } else {
+                "registered; waiting for `start`"
+            };
             ServiceState::Down {
                 since: now,
-                reason: "not started yet".into(),
+                reason: reason.into(),
             }
         } else {
             ServiceState::Disabled { since: now }
@@ -520,7 +525,8 @@ impl Machine {
         match event {
             Event::Boot => {
                 for i in 0..self.services.len() {
-                    if matches!(self.services[i].state, ServiceState::Down { .. }) {
+                    let down = matches!(self.services[i].state, ServiceState::Down { .. });
+                    if down && self.services[i].spec.autostart {
                         self.spawn(i, &mut out);
                     }
                 }
@@ -939,9 +945,9 @@ impl Machine {
                 if self.is_shutting_down() {
                     return Err(OpError::ShuttingDown);
                 }
-                let enabled = spec.enabled;
+                let start_now = spec.enabled && spec.autostart;
                 self.services.push(Self::fresh(spec, now));
-                if enabled {
+                if start_now {
                     self.spawn(self.services.len() - 1, out);
                 }
             }
@@ -1492,6 +1498,45 @@ mod tests {
             t0,
         );
         assert_eq!(m.status_of("y", t0).unwrap().state, StateName::Disabled);
+    }
+
+    #[test]
+    fn without_autostart_a_service_waits_down_for_start() {
+        let mut lazy = svc("g", RestartPolicy::OnFailure);
+        lazy.autostart = false;
+        let (mut m, t0) = machine(vec![lazy.clone()]);
+        let actions = m.handle(Event::Boot, t0);
+        assert!(
+            !actions.iter().any(|a| matches!(a, Action::Spawn { .. })),
+            "{actions:?}"
+        );
+        assert_eq!(m.status_of("g", t0).unwrap().state, StateName::Down);
+        let mut later = lazy;
+        later.name = "h".into();
+        let actions = m.handle(
+            Event::Control {
+                id: 1,
+                op: Op::Register(later),
+            },
+            t0,
+        );
+        assert!(
+            !actions.iter().any(|a| matches!(a, Action::Spawn { .. })),
+            "{actions:?}"
+        );
+        let actions = m.handle(
+            Event::Control {
+                id: 2,
+                op: Op::Start("h".into()),
+            },
+            t0,
+        );
+        assert!(
+            actions.contains(&Action::Spawn {
+                service: "h".into()
+            }),
+            "{actions:?}"
+        );
     }
 
     #[test]

@@ -119,6 +119,11 @@ pub struct ServiceSpec {
     /// Whether the service is started at boot; `false` reports `disabled`.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// Whether an enabled service is started when the supervisor boots or registers it.
+    /// `false` registers it `down` (a profile gateway whose desired state is not `running`):
+    /// it is switched on, just not wanted yet, and `start` brings it up.
+    #[serde(default = "yes")]
+    pub autostart: bool,
     /// Log destination.
     #[serde(default)]
     pub log: LogTarget,
@@ -151,6 +156,7 @@ impl ServiceSpec {
             stop_signal: Signal::SIGTERM,
             stop_grace: DEFAULT_STOP_GRACE,
             enabled: true,
+            autostart: true,
             log: LogTarget::Default,
             profile: None,
         }

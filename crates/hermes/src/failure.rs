@@ -95,7 +95,12 @@ macro_rules! from_hinted_error {
     )*};
 }
 
-from_hinted_error!(hermes_home::Error, hermes_deps::Error, hermes_plugins::Error, hermes_supervisor::Error);
+from_hinted_error!(
+    hermes_home::Error,
+    hermes_deps::Error,
+    hermes_plugins::Error,
+    hermes_supervisor::Error
+);
 
 impl From<std::io::Error> for Failure {
     fn from(error: std::io::Error) -> Self {
