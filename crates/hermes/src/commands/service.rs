@@ -97,7 +97,7 @@ fn log_path(root: &Path, service: &str) -> Result<PathBuf, Failure> {
     Ok(root.join("logs").join(service).join("current"))
 }
 
-fn logs(root: &Path, service: &str, lines: usize, follow: bool) -> Result<(), Failure> {
+pub fn logs(root: &Path, service: &str, lines: usize, follow: bool) -> Result<(), Failure> {
     let path = log_path(root, service)?;
     let mut file = File::open(&path).map_err(|e| {
         Failure::new(
