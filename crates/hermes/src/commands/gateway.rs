@@ -197,17 +197,18 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
     {
         return hand_over(&home, &mut client);
     }
+    let recorder = FileRecorder::new(&home);
     let mut settings = match settings(&home) {
         Ok(settings) => settings,
         Err(mut failure) => {
             // A profile whose settings cannot be resolved is a configuration error: exit 78 so
             // a supervisor parks it instead of restarting it in a loop.
+            recorder.record(Phase::StartupFailed, Some(&failure.message));
             failure.code = hermes_gateway::error::EXIT_CONFIG;
             return Err(failure);
         }
     };
     settings.replace = replace;
-    let recorder = FileRecorder::new(&home);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -107,6 +107,11 @@ fn delete(ctx: &Context, name: &str, yes: bool, purge: bool) -> CommandResult {
     if !yes {
         confirm(name, home.dir())?;
     }
+    // Stop and forget its gateway before the data moves: the supervisor answers only once the
+    // process has exited, so nothing writes into a directory that is being moved.
+    if let Ok(mut client) = crate::commands::service::connect(&root) {
+        client.unregister(&crate::commands::gateway::service_name(name))?;
+    }
     let disposal = if purge {
         Disposal::Purge
     } else {

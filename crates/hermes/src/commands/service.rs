@@ -59,6 +59,14 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
         }
         ServiceCommand::Status { name, json } => {
             let rows = connect(&root)?.status(name.as_deref())?;
+            if let Some(name) = &name
+                && rows.is_empty()
+            {
+                return Err(Failure::new(
+                    format!("the supervisor has no service `{name}`"),
+                    Some("list services with `hermes service list`".into()),
+                ));
+            }
             if json {
                 output::json(&rows)?;
             } else {

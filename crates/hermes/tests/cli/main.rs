@@ -4,6 +4,7 @@
 //! * `profiles` — create / clone / list / show / use / delete, names, aliases
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
 //! * `diagnostics` — version, dump (snapshot), doctor
+//! * `gateway` — gateway run, exit codes, lock, lifecycle under `hermes up`, chat
 //! * `plugins` — deps, plugins and memory setup refusals
 //! * `services` — `hermes up` and `hermes service` with real processes
 //!
@@ -11,6 +12,7 @@
 
 mod diagnostics;
 mod formats;
+mod gateway;
 mod plugins;
 mod profiles;
 mod services;
