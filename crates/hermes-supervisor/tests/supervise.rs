@@ -110,8 +110,11 @@ services:
         "sixth retry waits ~1.6s: {gaps:?}"
     );
     assert!(gaps[5] > gaps[0] * 4, "{gaps:?}");
-    let s = h.status("crash").unwrap();
-    assert!(s.reason.contains("crash loop"), "{}", s.reason);
+    // Between a spawn and its exit the state is `starting`; catch it in `backoff`.
+    h.wait_for("the crash-loop reason", || {
+        h.status("crash")
+            .is_ok_and(|s| s.state == StateName::Backoff && s.reason.contains("crash loop"))
+    });
     assert!(
         h.stdout().contains("[crash] [hermes] crash loop"),
         "{}",
