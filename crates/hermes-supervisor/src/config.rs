@@ -111,12 +111,8 @@ pub fn parse_services(services: &Value) -> (Vec<ServiceSpec>, Vec<ConfigError>) 
 /// Parses one service entry; every problem with it is reported, not just the first.
 pub fn parse_service(name: &str, entry: &Value) -> Result<ServiceSpec, Vec<ConfigError>> {
     let mut errs = Vec::new();
-    if name.is_empty() || name.contains(['/', '\0']) || name.starts_with('.') {
-        errs.push(ConfigError::new(
-            name,
-            None,
-            "the name must be non-empty and must not contain `/` or start with `.`",
-        ));
+    if let Err(e) = ServiceSpec::new(name, vec!["x".into()]).validate() {
+        errs.push(ConfigError::new(name, None, e));
     }
     let Value::Object(map) = entry else {
         errs.push(ConfigError::new(name, None, "the entry must be a mapping"));
