@@ -518,11 +518,14 @@ impl Supervisor {
         // the mask on some of its spawn paths.)
         let unblocked = SigSet::empty();
         #[allow(unsafe_code)]
-        // SAFETY: runs between fork and exec; pthread_sigmask is async-signal-safe and the set
-        // was built before the fork.
+        // SAFETY: runs between fork and exec; pthread_sigmask and prctl are async-signal-safe
+        // and the set was built before the fork.
         unsafe {
             cmd.pre_exec(move || {
                 unblocked.thread_set_mask()?;
+                // If the supervisor itself is killed outright (SIGKILL, OOM), its services get
+                // SIGTERM instead of living on as orphans that hold ports and locks.
+                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
                 Ok(())
             });
         }

@@ -580,3 +580,34 @@ services:
         "stopped by SIGTERM, not by the 60 s SIGKILL"
     );
 }
+
+/// A supervisor killed outright (SIGKILL, the OOM killer) must not leave its services running
+/// as orphans that hold ports and locks: they get SIGTERM from the kernel (parent-death signal).
+#[test]
+fn services_do_not_outlive_a_killed_supervisor() {
+    let mut h = Harness::start(
+        r#"
+services:
+  orphan-candidate:
+    command: "exec sleep 600"
+"#,
+        &[],
+    );
+    let pid = h
+        .wait_state("orphan-candidate", StateName::Up)
+        .pid
+        .expect("a pid");
+    let service = nix::unistd::Pid::from_raw(pid);
+    let mut child = h.child.take().expect("supervisor process");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // The service is re-parented and reaped by init (or a sub-reaper) once it dies.
+    while nix::sys::signal::kill(service, None).is_ok() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        nix::sys::signal::kill(service, None).is_err(),
+        "service {pid} outlived its supervisor"
+    );
+}

@@ -49,20 +49,25 @@ fn state(t: &TestContext, profile_dir: &str) -> serde_json::Value {
         .unwrap_or_default()
 }
 
-/// A child process killed on drop.
+/// A child process stopped on drop: SIGTERM first, so a `hermes up` stops its gateways
+/// instead of orphaning them, then SIGKILL if it does not exit.
 struct Guard(Child);
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        if let Ok(None) = self.0.try_wait()
+            && self.sigterm_and_wait().is_none()
+        {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
     }
 }
 
 impl Guard {
     fn sigterm_and_wait(&mut self) -> Option<i32> {
         let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(40);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.0.try_wait() {
