@@ -6,11 +6,13 @@
 //! * `diagnostics` — version, dump (snapshot), doctor
 //! * `plugins` — deps, plugins and memory setup refusals
 //! * `services` — `hermes up` and `hermes service` with real processes
+//! * `gateway_clients` — the `openai` SDK and `hermes-agent-api-client` against `gateway run`
 //!
 //! Shared helpers live in `util`.
 
 mod diagnostics;
 mod formats;
+mod gateway_clients;
 mod plugins;
 mod profiles;
 mod services;
