@@ -123,11 +123,14 @@ fn run_limited(mut cmd: Command, limit: Duration, dir: &Path, tag: &str) -> Resu
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    Ok(Ran {
+    let ran = Ran {
         status,
         stdout: fs::read_to_string(&out_path).unwrap_or_default(),
         stderr: fs::read_to_string(&err_path).unwrap_or_default(),
-    })
+    };
+    let _ = fs::remove_file(&out_path);
+    let _ = fs::remove_file(&err_path);
+    Ok(ran)
 }
 
 struct Ran {
@@ -145,11 +148,10 @@ impl Ran {
     fn tail(&self) -> String {
         let lines: Vec<&str> = self.stderr.lines().collect();
         let from = lines.len().saturating_sub(15);
-        format!(
-            "status {:?}\n{}",
-            self.status,
-            lines[from..].join("\n").trim_end()
-        )
+        let status = self
+            .status
+            .map_or_else(|| "killed at the time limit".into(), |s| s.to_string());
+        format!("{status}\n{}", lines[from..].join("\n").trim_end())
     }
 }
 
@@ -250,7 +252,23 @@ fn make_venv() -> Result<Venv, String> {
     fs::create_dir_all(&cache).map_err(|e| format!("cannot create `{}`: {e}", cache.display()))?;
     let dir = cache.join(format!("venv-py{}.{}", version.0, version.1));
     let python = dir.join("bin/python");
-    if fs::read_to_string(dir.join("ready")).ok().as_deref() == Some(stamp.as_str()) {
+    let imports = if has_agent_client {
+        "import openai, hermes_agent_api_client"
+    } else {
+        "import openai"
+    };
+    // The stamp says what was installed; the import proves the venv still works (its
+    // interpreter is a link to the base one, which an upgrade may have removed).
+    let usable = || {
+        Command::new(&python)
+            .args(["-c", imports])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if fs::read_to_string(dir.join("ready")).ok().as_deref() == Some(stamp.as_str()) && usable() {
         return Ok(Venv {
             python,
             has_agent_client,
