@@ -56,8 +56,8 @@ fn clients_dir() -> PathBuf {
 // ---------------------------------------------------------------------------------------
 // Child processes: always stopped, on every path.
 
-/// A child process stopped (SIGTERM, then SIGKILL after 30 s) when dropped, so a failing
-/// assertion never leaves a gateway or an upstream behind.
+/// A child process that is killed when dropped, so a failing assertion never leaves a
+/// gateway or an upstream behind; [`Proc::terminate`] is the clean stop (SIGTERM first).
 struct Proc {
     child: Child,
     name: &'static str,
