@@ -497,6 +497,19 @@ impl Supervisor {
         };
         let mut cmd = Command::new(prog);
         cmd.args(args).envs(&spec.env).process_group(0);
+        // The loop blocks the signals it reads from the signalfd, and a blocked mask survives
+        // fork and exec: without this a service would never see its SIGTERM. (std only resets
+        // the mask on some of its spawn paths.)
+        let unblocked = SigSet::empty();
+        #[allow(unsafe_code)]
+        // SAFETY: runs between fork and exec; pthread_sigmask is async-signal-safe and the set
+        // was built before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                unblocked.thread_set_mask()?;
+                Ok(())
+            });
+        }
         if let Some(cwd) = &spec.cwd {
             cmd.current_dir(cwd);
         }

@@ -538,3 +538,38 @@ services:
     };
     assert_eq!(code, Some(7));
 }
+
+/// The loop blocks the signals it reads from its signalfd; a service must start with an empty
+/// mask, or it would never see the SIGTERM of a stop (it would be SIGKILLed after the grace,
+/// losing its clean shutdown).
+#[test]
+fn services_start_with_no_blocked_signals_and_stop_cleanly_on_sigterm() {
+    let h = Harness::start(
+        r#"
+services:
+  mask:
+    command: "grep SigBlk /proc/self/status; exec sleep 60"
+  graceful:
+    command: "trap 'echo got-term; exit 0' TERM; while true; do sleep 0.1; done"
+    stop_grace: 60s
+"#,
+        &[],
+    );
+    h.wait_for("the mask line in the log", || {
+        h.log("mask").contains("SigBlk")
+    });
+    assert!(
+        h.log("mask").contains("SigBlk:\t0000000000000000"),
+        "{}",
+        h.log("mask")
+    );
+    h.wait_state("graceful", StateName::Up);
+    h.client().stop("graceful").unwrap();
+    let t0 = Instant::now();
+    h.wait_for("the trap to run", || h.log("graceful").contains("got-term"));
+    h.wait_state("graceful", StateName::Down);
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "stopped by SIGTERM, not by the 60 s SIGKILL"
+    );
+}

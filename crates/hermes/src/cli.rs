@@ -36,6 +36,18 @@ pub enum Command {
     /// Ask the running supervisor about its services, start, stop or restart them, read logs.
     #[command(subcommand)]
     Service(ServiceCommand),
+    /// Run and manage each profile's gateway: its agent over an OpenAI-compatible HTTP API.
+    #[command(subcommand)]
+    Gateway(GatewayCommand),
+    /// Ask the profile's agent one question; the answer is printed (streamed on a terminal).
+    Chat {
+        /// The question.
+        #[arg(short = 'q', long = "query", value_name = "TEXT")]
+        query: String,
+        /// Continue this conversation (the id printed to stderr by an earlier `chat`).
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
     /// Create, list, select and delete profiles.
     #[command(subcommand)]
     Profile(ProfileCommand),
@@ -216,4 +228,42 @@ pub enum ServiceCommand {
         #[arg(short = 'f', long)]
         follow: bool,
     },
+}
+
+/// `hermes gateway ...`
+#[derive(Debug, Subcommand)]
+pub enum GatewayCommand {
+    /// Run this profile's gateway. With a supervisor running it is handed to the supervisor
+    /// (and its log followed); otherwise it runs in the foreground until Ctrl-C / SIGTERM.
+    Run {
+        /// Take over from a gateway already running for this profile.
+        #[arg(long)]
+        replace: bool,
+        /// Always run in the foreground, never hand over to the supervisor (also
+        /// `HERMES_GATEWAY_NO_SUPERVISE=1`).
+        #[arg(long)]
+        no_supervise: bool,
+    },
+    /// Start the gateway of this profile (or of every profile) under the running supervisor.
+    Start(GatewayTarget),
+    /// Stop the gateway of this profile (or of every profile); it stays stopped after a restart.
+    Stop(GatewayTarget),
+    /// Restart the gateway of this profile (or of every profile).
+    Restart(GatewayTarget),
+    /// Every profile's gateway: supervisor state, recorded state, address.
+    Status(JsonFlag),
+    /// Every profile's gateway service name and address.
+    List(JsonFlag),
+    /// Write a systemd user unit that runs this profile's gateway (hosts only).
+    Install,
+    /// Remove the systemd user unit of this profile's gateway (hosts only).
+    Uninstall,
+}
+
+/// Which gateways a lifecycle command acts on.
+#[derive(Debug, Args)]
+pub struct GatewayTarget {
+    /// Every profile's gateway instead of the selected profile's.
+    #[arg(long, conflicts_with = "profile")]
+    pub all: bool,
 }

@@ -19,6 +19,8 @@ pub enum ExitStatus {
     Success,
     /// Exit 1 without an error message (e.g. `doctor` found a failing check and said so).
     Failure,
+    /// Any other code chosen by the command (a gateway's 75 or 78).
+    External(u8),
 }
 
 impl ExitStatus {
@@ -27,6 +29,7 @@ impl ExitStatus {
         match self {
             ExitStatus::Success => 0,
             ExitStatus::Failure => 1,
+            ExitStatus::External(code) => code,
         }
     }
 }
@@ -99,7 +102,8 @@ from_hinted_error!(
     hermes_home::Error,
     hermes_deps::Error,
     hermes_plugins::Error,
-    hermes_supervisor::Error
+    hermes_supervisor::Error,
+    hermes_gateway::Error,
 );
 
 impl From<std::io::Error> for Failure {

@@ -60,6 +60,17 @@ fn create(
         text.push_str(&format!(" (cloned from `{}`)", from.name()));
     }
     text.push('\n');
+    // A running supervisor learns about the new profile's gateway at once (down until started).
+    if let Ok(mut client) = crate::commands::service::connect(&root) {
+        let home = Home::for_profile(root.clone(), ProfileRef::Named(name.clone()))?;
+        match crate::commands::gateway::ensure_registered(&home, &mut client, false) {
+            Ok(()) => text.push_str(&format!(
+                "Registered `{}` with the supervisor (start it with `hermes -p {name} gateway start`)\n",
+                crate::commands::gateway::service_name(name.as_str())
+            )),
+            Err(e) => output::stderr(&format!("warning: could not register the gateway: {}\n", e.message)),
+        }
+    }
     if with_alias {
         let hermes = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));
         match alias_dir() {
@@ -95,6 +106,11 @@ fn delete(ctx: &Context, name: &str, yes: bool, purge: bool) -> CommandResult {
     }
     if !yes {
         confirm(name, home.dir())?;
+    }
+    // Stop and forget its gateway before the data moves: the supervisor answers only once the
+    // process has exited, so nothing writes into a directory that is being moved.
+    if let Ok(mut client) = crate::commands::service::connect(&root) {
+        client.unregister(&crate::commands::gateway::service_name(name))?;
     }
     let disposal = if purge {
         Disposal::Purge

@@ -59,6 +59,14 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
         }
         ServiceCommand::Status { name, json } => {
             let rows = connect(&root)?.status(name.as_deref())?;
+            if let Some(name) = &name
+                && rows.is_empty()
+            {
+                return Err(Failure::new(
+                    format!("the supervisor has no service `{name}`"),
+                    Some("list services with `hermes service list`".into()),
+                ));
+            }
             if json {
                 output::json(&rows)?;
             } else {
@@ -97,7 +105,7 @@ fn log_path(root: &Path, service: &str) -> Result<PathBuf, Failure> {
     Ok(root.join("logs").join(service).join("current"))
 }
 
-fn logs(root: &Path, service: &str, lines: usize, follow: bool) -> Result<(), Failure> {
+pub fn logs(root: &Path, service: &str, lines: usize, follow: bool) -> Result<(), Failure> {
     let path = log_path(root, service)?;
     let mut file = File::open(&path).map_err(|e| {
         Failure::new(

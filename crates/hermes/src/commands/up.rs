@@ -1,7 +1,10 @@
 //! `hermes up`: the supervisor in the foreground on a normal machine, as the current user.
 //!
-//! It supervises the services declared under `services:` in the root's `config.yaml`. Bad
-//! entries are reported with the service name and key, and the valid ones still run. Ctrl-C or
+//! It supervises one gateway per profile — reconciled like a container boot: started when its
+//! recorded state is `running`, registered `down` otherwise, and on a fresh home the default
+//! profile's gateway starts — plus the services declared under `services:` in the root's
+//! `config.yaml`. Bad entries are reported with the service name and key, and the valid ones
+//! still run. Ctrl-C or
 //! SIGTERM stops everything in reverse start order and exits 0; a second `hermes up` on the
 //! same home finds the lock and says which pid holds it.
 
@@ -50,7 +53,22 @@ pub fn run(ctx: &Context) -> CommandResult {
     let config = Config::load(&root.join("config.yaml"))?;
     // The parser works on JSON values; YAML maps onto them one to one.
     let services = serde_json::to_value(config.services()).unwrap_or_default();
-    let (specs, errors) = hermes_supervisor::parse_services(&services);
+    let (mut specs, errors) = hermes_supervisor::parse_services(&services);
+    let (gateways, warnings) = crate::commands::gateway::reconcile(&root, true);
+    let mut lines = String::new();
+    for gateway in &gateways {
+        let action = if gateway.spec.autostart {
+            "started"
+        } else {
+            "registered"
+        };
+        let prior = gateway.prior.as_deref().unwrap_or("none");
+        lines.push_str(&format!(
+            "hermes up: {} prior_state={prior} action={action}\n",
+            gateway.spec.name
+        ));
+    }
+    specs.extend(gateways.into_iter().map(|g| g.spec));
     let options = Options::new(runtime_dir(&root, Context::var), root.join("logs"));
     // Taking the lock comes first: a second `hermes up` says who runs, nothing else.
     let supervisor = Supervisor::new(options, specs)?;
@@ -61,6 +79,10 @@ pub fn run(ctx: &Context) -> CommandResult {
             .unwrap_or_default();
         output::stderr(&format!("warning: {error}{hint}\n"));
     }
+    for warning in &warnings {
+        output::stderr(&format!("warning: {warning}\n"));
+    }
+    output::stderr(&lines);
     output::stderr(&format!(
         "hermes up: supervising `{}` (control socket `{}`); Ctrl-C stops everything\n",
         root.display(),

@@ -1,0 +1,604 @@
+//! `hermes gateway ...` and `hermes chat`: each profile's agent over an OpenAI-compatible API.
+//!
+//! * `gateway run` resolves the profile's settings (`SOUL.md`, `.env` over the environment,
+//!   `config.yaml` with `${VAR}` expanded) and runs `hermes_gateway::run` on a tokio runtime —
+//!   or, when a supervisor is running and this is not the supervised child, hands the gateway to
+//!   the supervisor and follows its log.
+//! * `start|stop|restart|status|list` talk to the supervisor; a missing gateway service is
+//!   registered first when the profile exists.
+//! * The gateway service of a profile is built in one place, [`service_spec`], used by
+//!   `hermes up`, `gateway start`, `gateway run` and `profile create`.
+//!
+//! The words: a profile's *gateway service* is `gateway-<profile>`; its *recorded state* is
+//! the effective state of its `gateway_state.json` (desired, else last).
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hermes_gateway::{ExitReason, GatewaySettings, Phase, ShutdownRequest, StateRecorder};
+use hermes_home::config::Config;
+use hermes_home::dotenv::DotEnv;
+use hermes_home::gateway_state::{self, StateRead};
+use hermes_home::profile;
+use hermes_home::{Home, ProfileRef};
+use hermes_supervisor::{RestartPolicy, ServiceSpec};
+use serde_json::{Map, Value, json};
+
+use crate::cli::{GatewayCommand, GatewayTarget};
+use crate::commands::service;
+use crate::context::Context;
+use crate::failure::{CommandResult, ExitStatus, Failure};
+use crate::output;
+
+/// Longer than the gateway's own 30 s drain, so a clean stop is never cut short.
+const STOP_GRACE: Duration = Duration::from_secs(35);
+
+/// The supervisor service name of a profile's gateway.
+pub fn service_name(profile: &str) -> String {
+    format!("gateway-{profile}")
+}
+
+/// The supervisor service that runs one profile's gateway: `hermes -p <profile> gateway run
+/// --no-supervise` (the flag keeps the supervised child from handing itself over again), or
+/// the profile's `gateway.command` (a string runs through `/bin/sh -c`, a list is the argv),
+/// which lets an operator run another agent implementation per profile. Restarted on failure
+/// only: exit 0 parks it `down`, 78 `failed`, 75 restarts it at once.
+pub fn service_spec(home: &Home, autostart: bool) -> ServiceSpec {
+    let name = home.profile().name().to_string();
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));
+    let ours = vec![
+        exe.to_string_lossy().into_owned(),
+        "-p".into(),
+        name.clone(),
+        "gateway".into(),
+        "run".into(),
+        "--no-supervise".into(),
+    ];
+    let config = Config::load(&home.config_path()).ok();
+    let argv = match config.as_ref().and_then(|c| c.raw("gateway.command")) {
+        Some(yaml_serde::Value::String(cmd)) if !cmd.trim().is_empty() => {
+            vec!["/bin/sh".into(), "-c".into(), cmd.clone()]
+        }
+        Some(yaml_serde::Value::Sequence(items)) if !items.is_empty() => items
+            .iter()
+            .map(|v| v.as_str().map_or_else(|| format!("{v:?}"), str::to_string))
+            .collect(),
+        _ => ours,
+    };
+    let mut spec = ServiceSpec::new(service_name(&name), argv);
+    spec.restart = RestartPolicy::OnFailure;
+    spec.stop_grace = STOP_GRACE;
+    spec.autostart = autostart;
+    spec.profile = Some(name.clone());
+    spec.env.insert(
+        "HERMES_HOME".into(),
+        home.root().to_string_lossy().into_owned(),
+    );
+    spec.env.insert("HERMES_PROFILE".into(), name);
+    spec.env.insert(
+        "HERMES_PROFILE_HOME".into(),
+        home.dir().to_string_lossy().into_owned(),
+    );
+    spec
+}
+
+/// One profile's gateway as boot reconciliation sees it.
+pub struct Reconciled {
+    /// The service to register.
+    pub spec: ServiceSpec,
+    /// The recorded state (`None` when no state file, `unknown` when unreadable).
+    pub prior: Option<String>,
+}
+
+/// Every profile's gateway service, autostarted iff its recorded state is `running`. A home
+/// whose default profile has never run a gateway starts it (`fresh_default_runs`: `hermes up`).
+/// A stale `gateway.pid` is removed (the pid is from another boot). Problems with one profile
+/// are returned as warnings; they never stop the others.
+pub fn reconcile(root: &Path, fresh_default_runs: bool) -> (Vec<Reconciled>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let entries = match profile::list(root) {
+        Ok(entries) => entries,
+        Err(e) => {
+            warnings.push(e.to_string());
+            vec![profile::ProfileEntry {
+                profile: ProfileRef::Default,
+                dir: root.to_path_buf(),
+                description: None,
+            }]
+        }
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let home = match Home::for_profile(root.to_path_buf(), entry.profile.clone()) {
+            Ok(home) => home,
+            Err(e) => {
+                warnings.push(e.to_string());
+                continue;
+            }
+        };
+        let prior = match gateway_state::read(&home.gateway_state_path()) {
+            Ok(StateRead::Valid(state)) => state.effective_state().map(str::to_string),
+            Ok(StateRead::Missing) => None,
+            Ok(StateRead::Invalid(why)) => {
+                warnings.push(format!(
+                    "`{}` is not valid ({why}); treating it as unknown",
+                    home.gateway_state_path().display()
+                ));
+                Some("unknown".into())
+            }
+            Err(e) => {
+                warnings.push(e.to_string());
+                Some("unknown".into())
+            }
+        };
+        let _ = std::fs::remove_file(home.dir().join("gateway.pid"));
+        let fresh_default =
+            fresh_default_runs && entry.profile == ProfileRef::Default && prior.is_none();
+        let autostart = prior.as_deref() == Some("running") || fresh_default;
+        out.push(Reconciled {
+            spec: service_spec(&home, autostart),
+            prior,
+        });
+    }
+    (out, warnings)
+}
+
+/// Dispatches `hermes gateway <sub>`.
+pub fn run(ctx: &Context, command: GatewayCommand) -> CommandResult {
+    match command {
+        GatewayCommand::Run {
+            replace,
+            no_supervise,
+        } => run_gateway(ctx, replace, no_supervise),
+        GatewayCommand::Start(target) => lifecycle(ctx, target, Lifecycle::Start),
+        GatewayCommand::Stop(target) => lifecycle(ctx, target, Lifecycle::Stop),
+        GatewayCommand::Restart(target) => lifecycle(ctx, target, Lifecycle::Restart),
+        GatewayCommand::Status(flag) => status(ctx, flag.json, true),
+        GatewayCommand::List(flag) => status(ctx, flag.json, false),
+        GatewayCommand::Install => install(ctx, true),
+        GatewayCommand::Uninstall => install(ctx, false),
+    }
+}
+
+/// The environment a profile's gateway sees: the process environment, then its `.env`.
+fn profile_env(home: &Home) -> Result<BTreeMap<String, String>, Failure> {
+    let mut env: BTreeMap<String, String> = std::env::vars().collect();
+    for (key, value) in DotEnv::load(&home.env_path())?.vars() {
+        env.insert(key.to_string(), value.to_string());
+    }
+    Ok(env)
+}
+
+/// Resolves the gateway settings of a profile.
+pub fn settings(home: &Home) -> Result<GatewaySettings, Failure> {
+    let env = profile_env(home)?;
+    let config = Config::load(&home.config_path())?;
+    let lookup = |name: &str| env.get(name).cloned();
+    let document = serde_json::to_value(config.expanded(&lookup)).unwrap_or(Value::Null);
+    let flat = hermes_gateway::flatten_config(&document);
+    let soul = std::fs::read_to_string(home.soul_path()).ok();
+    let mut settings =
+        GatewaySettings::resolve(home.profile().name(), home.dir(), soul, &flat, &env)?;
+    settings.argv = std::env::args().collect();
+    Ok(settings)
+}
+
+fn truthy(value: Option<String>) -> bool {
+    value.is_some_and(|v| hermes_privilege::is_truthy(&v))
+}
+
+fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResult {
+    let home = ctx.home()?;
+    if !no_supervise
+        && !truthy(Context::var("HERMES_GATEWAY_NO_SUPERVISE"))
+        && let Ok(mut client) = service::connect(home.root())
+    {
+        return hand_over(&home, &mut client);
+    }
+    let recorder = FileRecorder::new(&home);
+    let mut settings = match settings(&home) {
+        Ok(settings) => settings,
+        Err(mut failure) => {
+            // A profile whose settings cannot be resolved is a configuration error: exit 78 so
+            // a supervisor parks it instead of restarting it in a loop.
+            recorder.record(Phase::StartupFailed, Some(&failure.message));
+            failure.code = hermes_gateway::error::EXIT_CONFIG;
+            return Err(failure);
+        }
+    };
+    settings.replace = replace;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let reason = runtime
+        .block_on(hermes_gateway::run(settings, &recorder, shutdown_signal()))
+        .map_err(|error| {
+            // 78 for configuration, 1 for the rest (lock held, port in use, unusable state.db).
+            let code = error.exit_code();
+            let mut failure = Failure::from(error);
+            failure.code = code;
+            failure
+        })?;
+    match reason {
+        ExitReason::Stopped => Ok(ExitStatus::Success),
+        ExitReason::RestartRequested => Ok(ExitStatus::External(75)),
+        ExitReason::ConfigError(error) => {
+            let mut failure = Failure::from(error);
+            failure.code = hermes_gateway::error::EXIT_CONFIG;
+            Err(failure)
+        }
+        other => Err(Failure::new(
+            format!("the gateway stopped unexpectedly: {other:?}"),
+            None,
+        )),
+    }
+}
+
+/// SIGTERM / SIGINT stop the gateway (after draining); SIGUSR1 asks for a restart (exit 75).
+async fn shutdown_signal() -> ShutdownRequest {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int), Ok(mut usr1)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::user_defined1()),
+    ) else {
+        // Without signal handlers nothing could stop us cleanly; run until killed.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => ShutdownRequest::Stop,
+        _ = int.recv() => ShutdownRequest::Stop,
+        _ = usr1.recv() => ShutdownRequest::Restart,
+    }
+}
+
+/// A supervisor is running: make sure it runs this profile's gateway, then follow its log.
+fn hand_over(home: &Home, client: &mut hermes_supervisor::Client) -> CommandResult {
+    let name = service_name(home.profile().name());
+    ensure_registered(home, client, true)?;
+    client.start(&name)?;
+    output::stderr(&format!(
+        "hermes: `{name}` runs under the supervisor; following its log (Ctrl-C stops following)\n"
+    ));
+    let log = home.logs_dir().join(&name).join("current");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !log.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    service::logs(home.root(), &name, 20, true)?;
+    Ok(ExitStatus::Success)
+}
+
+/// Registers the profile's gateway service unless the supervisor already has it.
+pub fn ensure_registered(
+    home: &Home,
+    client: &mut hermes_supervisor::Client,
+    autostart: bool,
+) -> Result<(), Failure> {
+    let name = service_name(home.profile().name());
+    let known = client.status(None)?.iter().any(|s| s.name == name);
+    if !known {
+        client.register(service_spec(home, autostart))?;
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+enum Lifecycle {
+    Start,
+    Stop,
+    Restart,
+}
+
+fn lifecycle(ctx: &Context, target: GatewayTarget, action: Lifecycle) -> CommandResult {
+    let root = ctx.root()?;
+    let homes: Vec<Home> = if target.all {
+        profile::list(&root)?
+            .into_iter()
+            .filter_map(|entry| Home::for_profile(root.clone(), entry.profile).ok())
+            .collect()
+    } else {
+        vec![ctx.home()?]
+    };
+    let mut client = service::connect(&root).map_err(|_| {
+        Failure::new(
+            format!("no supervisor is running for `{}`", root.display()),
+            Some("start one with `hermes up` (on a host) or run Hermes in its container; to run one gateway in the foreground: `hermes gateway run`".into()),
+        )
+    })?;
+    let mut text = String::new();
+    for home in &homes {
+        let name = service_name(home.profile().name());
+        match action {
+            Lifecycle::Start => {
+                ensure_registered(home, &mut client, false)?;
+                client.start(&name)?;
+                text.push_str(&format!("Started `{name}`\n"));
+            }
+            Lifecycle::Stop => {
+                client.stop(&name)?;
+                text.push_str(&format!("Stopping `{name}`\n"));
+            }
+            Lifecycle::Restart => {
+                ensure_registered(home, &mut client, false)?;
+                client.restart(&name)?;
+                text.push_str(&format!("Restarted `{name}`\n"));
+            }
+        }
+    }
+    output::stdout(&text)?;
+    Ok(ExitStatus::Success)
+}
+
+fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
+    let root = ctx.root()?;
+    let supervised = service::connect(&root)
+        .ok()
+        .and_then(|mut c| c.status(None).ok());
+    let mut rows = Vec::new();
+    for entry in profile::list(&root)? {
+        let Ok(home) = Home::for_profile(root.clone(), entry.profile) else {
+            continue;
+        };
+        let name = service_name(home.profile().name());
+        let service = supervised
+            .as_ref()
+            .and_then(|all| all.iter().find(|s| s.name == name));
+        let recorded = match gateway_state::read(&home.gateway_state_path()) {
+            Ok(StateRead::Valid(state)) => state.effective_state().map(str::to_string),
+            Ok(StateRead::Invalid(_)) | Err(_) => Some("unknown".into()),
+            Ok(StateRead::Missing) => None,
+        };
+        let address = settings(&home)
+            .map(|s| format!("http://{}", s.bind_addr()))
+            .unwrap_or_else(|e| format!("(invalid: {})", e.message));
+        rows.push(json!({
+            "profile": home.profile().name(),
+            "service": name,
+            "state": service.map(|s| s.state.to_string()),
+            "pid": service.and_then(|s| s.pid),
+            "reason": service.map(|s| s.reason.clone()),
+            "recorded": recorded,
+            "address": address,
+        }));
+    }
+    if json_output {
+        output::json(&rows)?;
+        return Ok(ExitStatus::Success);
+    }
+    let cell = |v: &Value| {
+        v.as_str().map_or_else(
+            || {
+                if v.is_null() {
+                    "-".to_string()
+                } else {
+                    v.to_string()
+                }
+            },
+            str::to_string,
+        )
+    };
+    let mut text = String::new();
+    if detailed {
+        text.push_str(&format!(
+            "{:<24}{:<10}{:<8}{:<10}{:<28}REASON\n",
+            "SERVICE", "STATE", "PID", "RECORDED", "ADDRESS"
+        ));
+        for r in &rows {
+            text.push_str(&format!(
+                "{:<24}{:<10}{:<8}{:<10}{:<28}{}\n",
+                cell(&r["service"]),
+                if supervised.is_some() {
+                    cell(&r["state"])
+                } else {
+                    "-".into()
+                },
+                cell(&r["pid"]),
+                cell(&r["recorded"]),
+                cell(&r["address"]),
+                cell(&r["reason"]),
+            ));
+        }
+        if supervised.is_none() {
+            text.push_str("(no supervisor is running: start one with `hermes up`)\n");
+        }
+    } else {
+        for r in &rows {
+            text.push_str(&format!(
+                "{:<24}{}\n",
+                cell(&r["service"]),
+                cell(&r["address"])
+            ));
+        }
+    }
+    output::stdout(&text)?;
+    Ok(ExitStatus::Success)
+}
+
+fn in_container() -> bool {
+    hermes_privilege::image_marker_present(Path::new(hermes_privilege::IMAGE_MARKER))
+}
+
+fn install(ctx: &Context, install: bool) -> CommandResult {
+    if in_container() {
+        output::stdout(
+            "In the container, gateways are managed automatically: every profile gets one, started at boot when it was running before. Use `hermes gateway start|stop` instead.\n",
+        )?;
+        return Ok(ExitStatus::Success);
+    }
+    let home = ctx.home()?;
+    let name = home.profile().name().to_string();
+    let unit_name = format!("hermes-gateway-{name}.service");
+    let base = Context::var("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| Context::var("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .ok_or_else(|| {
+            Failure::new(
+                "cannot locate the systemd user directory: `HOME` is not set",
+                None,
+            )
+        })?;
+    let unit = base.join("systemd/user").join(&unit_name);
+    if !install {
+        match std::fs::remove_file(&unit) {
+            Ok(()) => output::stdout(&format!(
+                "Removed `{}`; run `systemctl --user disable --now {unit_name}; systemctl --user daemon-reload`\n",
+                unit.display()
+            ))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => output::stdout(&format!(
+                "No unit at `{}`; nothing to remove\n",
+                unit.display()
+            ))?,
+            Err(e) => return Err(e.into()),
+        }
+        return Ok(ExitStatus::Success);
+    }
+    let exe = std::env::current_exe()?;
+    let contents = format!(
+        "[Unit]\nDescription=Hermes gateway for profile {name}\nAfter=network-online.target\n\n\
+         [Service]\nEnvironment=HERMES_HOME={root}\nExecStart={exe} -p {name} gateway run --no-supervise\n\
+         Restart=on-failure\nRestartPreventExitStatus=78\nKillSignal=SIGTERM\nTimeoutStopSec=35\n\n\
+         [Install]\nWantedBy=default.target\n",
+        root = home.root().display(),
+        exe = exe.display(),
+    );
+    if let Some(dir) = unit.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    hermes_home::atomic::write_atomic(&unit, contents.as_bytes(), 0o644)?;
+    output::stdout(&format!(
+        "Wrote `{}`; enable it with `systemctl --user daemon-reload && systemctl --user enable --now {unit_name}`\n",
+        unit.display()
+    ))?;
+    Ok(ExitStatus::Success)
+}
+
+/// Records the gateway's life in its profile's `gateway_state.json` (merging, so
+/// `desired_state` and unknown keys survive).
+struct FileRecorder {
+    path: PathBuf,
+    home_dir: PathBuf,
+}
+
+impl FileRecorder {
+    fn new(home: &Home) -> Self {
+        let home_dir = home
+            .dir()
+            .canonicalize()
+            .unwrap_or_else(|_| home.dir().to_path_buf());
+        FileRecorder {
+            path: home.gateway_state_path(),
+            home_dir,
+        }
+    }
+
+    /// An operator stop (through the supervisor, which records `desired_state: stopped`
+    /// before signalling) is recorded as `stopped`; any other shutdown — the container or
+    /// `hermes up` going down — as `running`, so the next boot brings the gateway back.
+    fn stopped_word(&self) -> &'static str {
+        let desired = gateway_state::read(&self.path).ok().and_then(|r| {
+            r.state()
+                .and_then(|s| s.desired_state().map(str::to_string))
+        });
+        if desired.as_deref() == Some("stopped") {
+            "stopped"
+        } else {
+            "running"
+        }
+    }
+}
+
+impl StateRecorder for FileRecorder {
+    fn record(&self, phase: Phase, exit_reason: Option<&str>) {
+        let state = match phase {
+            Phase::Stopped => self.stopped_word(),
+            other => other.as_str(),
+        };
+        let identity =
+            hermes_diag::BuildIdentity::current(hermes_diag::Install::current().dir.as_deref());
+        let mut fields = Map::new();
+        fields.insert("pid".into(), json!(std::process::id()));
+        fields.insert("kind".into(), json!("hermes-gateway"));
+        fields.insert("argv".into(), json!(std::env::args().collect::<Vec<_>>()));
+        fields.insert("start_time".into(), json!(process_start_time()));
+        fields.insert("hermes_home".into(), json!(self.home_dir));
+        fields.insert("gateway_state".into(), json!(state));
+        fields.insert("exit_reason".into(), json!(exit_reason));
+        fields.insert("updated_at".into(), json!(hermes_home::time::iso_utc_now()));
+        fields.insert("code_sha".into(), json!(identity.sha));
+        fields.insert("code_version".into(), json!(identity.version));
+        if let Err(e) = gateway_state::merge(&self.path, fields) {
+            output::stderr(&format!(
+                "warning: could not record the gateway state: {e}\n"
+            ));
+        }
+    }
+
+    fn listening(&self, addr: std::net::SocketAddr) {
+        output::stderr(&format!("hermes gateway: listening on http://{addr}\n"));
+    }
+}
+
+/// Field 22 of `/proc/self/stat` (start time in clock ticks), as the original records it.
+fn process_start_time() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may contain spaces; fields after it start past the last ')'.
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// `hermes chat -q TEXT`.
+pub fn chat(ctx: &Context, query: &str, session: Option<&str>) -> CommandResult {
+    let home = ctx.home()?;
+    let settings = settings(&home)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let streaming = std::io::stdout().is_terminal();
+    // Every conversation is stored, so it can be continued with `--session`.
+    let session = session.map_or_else(new_session_id, str::to_string);
+    let answer = runtime.block_on(hermes_gateway::chat_once(
+        &settings,
+        query,
+        Some(&session),
+        |delta| {
+            if streaming {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(delta.as_bytes());
+                let _ = out.flush();
+            }
+        },
+    ))?;
+    if streaming {
+        output::stdout("\n")?;
+    } else {
+        output::stdout(&format!("{}\n", answer.text))?;
+    }
+    output::stderr(&format!(
+        "session: {session} (continue with `--session {session}`)\n"
+    ));
+    let _ = answer;
+    Ok(ExitStatus::Success)
+}
+
+/// `chat-` and 16 random hex digits.
+fn new_session_id() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if random.is_err() {
+        // No /dev/urandom: time and pid are unique enough for a conversation id.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        bytes = ((nanos as u64) ^ u64::from(std::process::id()).rotate_left(32)).to_be_bytes();
+    }
+    format!(
+        "chat-{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}

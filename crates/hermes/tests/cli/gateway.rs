@@ -1,0 +1,271 @@
+//! `hermes gateway ...` and `hermes chat` through the real binary: the foreground gateway's
+//! state file, exit codes, the lock, and the lifecycle under `hermes up`. The HTTP API itself
+//! is covered against a fake upstream in `crates/hermes-gateway/tests`.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::{TestContext, render};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` on 127.0.0.1:port; `None` while nothing listens.
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    Some(response)
+}
+
+fn wait_until(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if check() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn state(t: &TestContext, profile_dir: &str) -> serde_json::Value {
+    let path = t.root().join(profile_dir).join("gateway_state.json");
+    serde_json::from_str(&fs::read_to_string(path).unwrap_or_else(|_| "{}".into()))
+        .unwrap_or_default()
+}
+
+/// A child process killed on drop.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Guard {
+    fn sigterm_and_wait(&mut self) -> Option<i32> {
+        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(40);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.0.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+fn start_foreground(t: &TestContext, port: u16) -> Guard {
+    fs::write(t.root().join(".env"), format!("API_SERVER_PORT={port}\n")).unwrap();
+    let child = t
+        .cmd(&["gateway", "run", "--no-supervise"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let guard = Guard(child);
+    wait_until("/health", Duration::from_secs(30), || {
+        http_get(port, "/health").is_some_and(|r| r.contains("200 OK"))
+    });
+    guard
+}
+
+#[test]
+fn foreground_gateway_records_its_life_and_stops_cleanly_on_sigterm() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let port = free_port();
+    let mut gateway = start_foreground(&t, port);
+
+    let health = http_get(port, "/health").unwrap();
+    assert!(health.contains("\"profile\":\"default\""), "{health}");
+    let running = state(&t, "");
+    assert_eq!(running["gateway_state"], "running");
+    assert_eq!(running["kind"], "hermes-gateway");
+    assert_eq!(running["pid"], gateway.0.id());
+    assert!(
+        running["code_version"].is_string() && running["updated_at"].is_string(),
+        "{running}"
+    );
+
+    // Without a model the API answers 503 naming what to set; /health stays fine.
+    let models = http_get(port, "/v1/models").unwrap();
+    assert!(
+        models.starts_with("HTTP/1.1 200") || models.contains("401"),
+        "{models}"
+    );
+
+    assert_eq!(gateway.sigterm_and_wait(), Some(0));
+    let stopped = state(&t, "");
+    // Not an operator stop: recorded as `running`, so the next boot brings it back.
+    assert_eq!(stopped["gateway_state"], "running", "{stopped}");
+    assert_eq!(stopped["exit_reason"], "stopped", "{stopped}");
+}
+
+#[test]
+fn a_second_gateway_for_the_same_profile_is_refused() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let port = free_port();
+    let _first = start_foreground(&t, port);
+    let second = t.run(&["gateway", "run", "--no-supervise"]);
+    assert_eq!(second.status.code(), Some(1), "{}", render(&second));
+    let text = render(&second);
+    assert!(
+        text.contains("already") && text.contains("--replace"),
+        "{text}"
+    );
+}
+
+#[test]
+fn public_bind_without_a_key_exits_78() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    fs::write(
+        t.root().join(".env"),
+        format!("API_SERVER_HOST=0.0.0.0\nAPI_SERVER_PORT={}\n", free_port()),
+    )
+    .unwrap();
+    let out = t.run(&["gateway", "run", "--no-supervise"]);
+    assert_eq!(out.status.code(), Some(78), "{}", render(&out));
+    assert!(render(&out).contains("API_SERVER_KEY"), "{}", render(&out));
+    assert_eq!(state(&t, "")["gateway_state"], "startup_failed");
+}
+
+#[test]
+fn chat_without_a_model_says_which_keys_to_set() {
+    let t = TestContext::new();
+    insta::assert_snapshot!(
+        "chat_no_model",
+        t.snapshot(&t.run(&["chat", "-q", "hello"]))
+    );
+}
+
+#[test]
+fn lifecycle_commands_without_a_supervisor_explain_what_to_run() {
+    let t = TestContext::new();
+    let out = t.run(&["gateway", "start"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = render(&out);
+    assert!(
+        text.contains("no supervisor is running") && text.contains("hermes up"),
+        "{text}"
+    );
+    let status = t.ok(&["gateway", "status"]);
+    assert!(
+        status.contains("gateway-default") && status.contains("no supervisor"),
+        "{status}"
+    );
+}
+
+#[test]
+fn gateways_under_hermes_up_follow_the_operator_and_survive_a_restart() {
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    fs::write(
+        t.root().join(".env"),
+        format!("API_SERVER_PORT={}\n", free_port()),
+    )
+    .unwrap();
+    fs::write(
+        t.root().join("profiles/work/.env"),
+        format!("API_SERVER_PORT={}\n", free_port()),
+    )
+    .unwrap();
+    let service_state = |name: &str| -> String {
+        let out = t.run(&["service", "status", name, "--json"]);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .ok()
+            .map_or("-".into(), |v| {
+                v[0]["state"].as_str().unwrap_or("-").to_string()
+            })
+    };
+    let start_up = || {
+        let child = t
+            .cmd(&["up"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let guard = Guard(child);
+        wait_until("the supervisor", Duration::from_secs(30), || {
+            t.run(&["service", "list"]).status.success()
+        });
+        guard
+    };
+
+    // A fresh home starts the default profile's gateway; `work` is registered down.
+    let mut up = start_up();
+    wait_until("gateway-default up", Duration::from_secs(30), || {
+        service_state("gateway-default") == "up"
+    });
+    assert_eq!(service_state("gateway-work"), "down");
+
+    // Operator start and stop are persisted as the desired state.
+    t.ok(&["-p", "work", "gateway", "start"]);
+    wait_until("gateway-work up", Duration::from_secs(30), || {
+        service_state("gateway-work") == "up"
+    });
+    assert_eq!(state(&t, "profiles/work")["desired_state"], "running");
+    t.ok(&["gateway", "stop"]);
+    wait_until("gateway-default down", Duration::from_secs(40), || {
+        service_state("gateway-default") == "down"
+    });
+    let default_state = state(&t, "");
+    assert_eq!(default_state["desired_state"], "stopped");
+    assert_eq!(
+        default_state["gateway_state"], "stopped",
+        "an operator stop is recorded as stopped"
+    );
+
+    // A profile created while the supervisor runs is registered at once, down.
+    t.ok(&["profile", "create", "late", "--no-alias"]);
+    fs::write(
+        t.root().join("profiles/late/.env"),
+        format!("API_SERVER_PORT={}\n", free_port()),
+    )
+    .unwrap();
+    assert_eq!(service_state("gateway-late"), "down");
+    // Deleting it unregisters its gateway before the files move.
+    t.ok(&["profile", "delete", "late", "--yes"]);
+    assert_eq!(
+        t.run(&["service", "status", "gateway-late"]).status.code(),
+        Some(1)
+    );
+
+    // Restart the supervisor: the choices survive.
+    assert_eq!(up.sigterm_and_wait(), Some(0));
+    assert_eq!(
+        state(&t, "profiles/work")["gateway_state"],
+        "running",
+        "shutdown, not an operator stop"
+    );
+    let _up = start_up();
+    wait_until("gateway-work back up", Duration::from_secs(30), || {
+        service_state("gateway-work") == "up"
+    });
+    assert_eq!(
+        service_state("gateway-default"),
+        "down",
+        "stopped by the operator before the restart"
+    );
+}
