@@ -417,17 +417,13 @@ struct Gateway {
 
 impl Gateway {
     /// Creates profile `work` (SOUL.md, `.env`, `config.yaml` pointing at `upstream`) and
-    /// runs `hermes -p work gateway run --no-supervise` until `/health` answers.
+    /// runs `hermes -p work gateway run --no-supervise` until `/health` answers. A port
+    /// taken between `free_port` and the gateway's bind (other tests run in parallel) is
+    /// retried with a new port, up to three times.
     fn start(t: &TestContext, upstream: &Upstream) -> Gateway {
         t.ok(&["profile", "create", "work", "--no-alias"]);
         let profile = t.root().join("profiles/work");
-        let port = free_port();
         fs::write(profile.join("SOUL.md"), format!("{SOUL}\n")).unwrap();
-        fs::write(
-            profile.join(".env"),
-            format!("API_SERVER_PORT={port}\nAPI_SERVER_KEY={KEY}\n"),
-        )
-        .unwrap();
         fs::write(
             profile.join("config.yaml"),
             format!(
@@ -437,50 +433,67 @@ impl Gateway {
         )
         .unwrap();
 
-        let log = t.dir.path().join("gateway.log");
-        let out = fs::File::create(&log).unwrap();
-        let err = out.try_clone().unwrap();
-        let child = t
-            .cmd(&["-p", "work", "gateway", "run", "--no-supervise"])
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .expect("start `hermes gateway run`");
-        let mut gw = Gateway {
-            proc: Proc {
-                child,
-                name: "gateway",
-            },
-            port,
-            log,
-        };
-        gw.wait_healthy();
-        gw
+        let mut last = String::new();
+        for attempt in 1..=3 {
+            let port = free_port();
+            fs::write(
+                profile.join(".env"),
+                format!("API_SERVER_PORT={port}\nAPI_SERVER_KEY={KEY}\n"),
+            )
+            .unwrap();
+            let log = t.dir.path().join(format!("gateway-{attempt}.log"));
+            let out = fs::File::create(&log).unwrap();
+            let err = out.try_clone().unwrap();
+            let child = t
+                .cmd(&["-p", "work", "gateway", "run", "--no-supervise"])
+                .stdin(Stdio::null())
+                .stdout(out)
+                .stderr(err)
+                .spawn()
+                .expect("start `hermes gateway run`");
+            let mut gw = Gateway {
+                proc: Proc {
+                    child,
+                    name: "gateway",
+                },
+                port,
+                log,
+            };
+            match gw.wait_healthy() {
+                Ok(()) => return gw,
+                Err(log) if log.contains("already in use") => last = log,
+                Err(log) => panic!("the gateway exited early:\n{log}"),
+            }
+        }
+        panic!("no free port for the gateway after three attempts:\n{last}");
     }
 
     fn log(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Polls `/health` for up to 90 s (a loaded CI machine may be slow to start a debug
-    /// binary), failing at once if the gateway exits.
-    fn wait_healthy(&mut self) {
+    /// Polls for up to 90 s (a loaded CI machine may be slow to start a debug binary) until
+    /// `/health` answers *and* the gateway's own output names `127.0.0.1:<port>`, so an
+    /// unrelated server that took the port cannot pass for ours. `Err(log)` if it exits.
+    fn wait_healthy(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(90);
+        let addr = format!("127.0.0.1:{}", self.port);
         loop {
             if let Ok(Some(status)) = self.proc.child.try_wait() {
-                panic!("the gateway exited early ({status}):\n{}", self.log());
+                return Err(format!("({status})\n{}", self.log()));
             }
-            if let Some((200, body)) = http_get(self.port, "/health") {
+            if self.log().contains(&addr)
+                && let Some((200, body)) = http_get(self.port, "/health")
+            {
                 let health: Value = serde_json::from_str(&body).expect("/health is JSON");
                 assert_eq!(health["status"], "ok", "{health}");
                 assert_eq!(health["profile"], "work", "{health}");
                 assert_eq!(health["model_configured"], true, "{health}");
-                return;
+                return Ok(());
             }
             assert!(
                 Instant::now() < deadline,
-                "the gateway did not answer /health within 90 s:\n{}",
+                "the gateway did not report listening on {addr} and answer /health within 90 s:\n{}",
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(200));
