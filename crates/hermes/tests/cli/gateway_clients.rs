@@ -529,6 +529,9 @@ fn drive(venv: &Venv, mode: &str, gw: &Gateway, dir: &Path) -> Value {
         .env_remove("https_proxy")
         .env_remove("all_proxy")
         .env("NO_PROXY", "127.0.0.1,localhost")
+        // Only the venv's own packages: nothing from the caller's Python set-up.
+        .env_remove("PYTHONPATH")
+        .env_remove("PYTHONHOME")
         .env("PYTHONDONTWRITEBYTECODE", "1");
     let ran = run_limited(cmd, Duration::from_secs(300), dir, mode).expect("run the driver");
     assert!(
