@@ -22,6 +22,9 @@ use serde_json::Value;
 
 use crate::spec::{RestartPolicy, ServiceSpec, parse_signal};
 
+/// A commented example of every key, checked by a test; a CLI can print it.
+pub const SAMPLE_CONFIG: &str = include_str!("sample-services.yaml");
+
 /// The keys a service entry may have.
 pub const SERVICE_KEYS: &[&str] = &[
     "command",
@@ -111,12 +114,8 @@ pub fn parse_services(services: &Value) -> (Vec<ServiceSpec>, Vec<ConfigError>) 
 /// Parses one service entry; every problem with it is reported, not just the first.
 pub fn parse_service(name: &str, entry: &Value) -> Result<ServiceSpec, Vec<ConfigError>> {
     let mut errs = Vec::new();
-    if name.is_empty() || name.contains(['/', '\0']) || name.starts_with('.') {
-        errs.push(ConfigError::new(
-            name,
-            None,
-            "the name must be non-empty and must not contain `/` or start with `.`",
-        ));
+    if let Err(e) = ServiceSpec::new(name, vec!["x".into()]).validate() {
+        errs.push(ConfigError::new(name, None, e));
     }
     let Value::Object(map) = entry else {
         errs.push(ConfigError::new(name, None, "the entry must be a mapping"));
@@ -315,6 +314,16 @@ services:
             assert!(m.starts_with("service `"), "{m}");
             assert!(!m.ends_with('.'));
         }
+    }
+
+    #[test]
+    fn the_sample_config_is_valid() {
+        let doc: yaml_serde::Value = yaml_serde::from_str(SAMPLE_CONFIG).unwrap();
+        let (specs, errs) = parse_config_yaml(&doc);
+        assert!(errs.is_empty(), "{errs:?}");
+        assert_eq!(specs.len(), 2);
+        assert_eq!(specs[0].stop_grace, Duration::from_secs(5));
+        assert!(!specs[1].enabled);
     }
 
     #[test]

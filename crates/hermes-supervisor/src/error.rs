@@ -39,6 +39,14 @@ pub enum Error {
         /// The errno.
         source: nix::Error,
     },
+    /// A spec handed to [`crate::Supervisor::new`] is unusable.
+    #[error("invalid service `{service}`: {reason}")]
+    InvalidSpec {
+        /// The service name as given.
+        service: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// No supervisor listens on the control socket.
     #[error("the supervisor is not running (no listener on `{}`)", socket.display())]
     NotRunning {
@@ -87,6 +95,9 @@ impl Error {
                 Some("only root and the service user may use the control socket".to_string())
             }
             Error::Io { .. } => Some("check that the directory exists and is writable".to_string()),
+            Error::InvalidSpec { .. } => {
+                Some("service names use letters, digits and `-_.@`; commands are non-empty".into())
+            }
             _ => None,
         }
     }
@@ -111,6 +122,10 @@ mod tests {
     #[test]
     fn messages_are_lowercase_without_period_and_hints_exist() {
         let all = [
+            Error::InvalidSpec {
+                service: "a/b".into(),
+                reason: "bad service name".into(),
+            },
             Error::AlreadyRunning {
                 pid: 42,
                 runtime_dir: "/run/hermes".into(),
@@ -139,7 +154,7 @@ mod tests {
             assert!(m.chars().next().is_some_and(|c| c.is_lowercase()), "{m}");
             assert!(!m.ends_with('.'), "{m}");
         }
-        assert!(all[0].hint().unwrap_or_default().contains("kill 42"));
-        assert!(all[3].hint().is_some());
+        assert!(all[1].hint().unwrap_or_default().contains("kill 42"));
+        assert!(all[4].hint().is_some());
     }
 }

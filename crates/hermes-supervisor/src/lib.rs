@@ -29,7 +29,7 @@ pub mod status;
 pub mod supervisor;
 
 pub use client::Client;
-pub use config::{ConfigError, parse_config_yaml, parse_services};
+pub use config::{ConfigError, SAMPLE_CONFIG, parse_config_yaml, parse_services};
 pub use error::Error;
 pub use logs::Rotation;
 pub use machine::{Machine, Outcome, ServiceState, Timing};

@@ -21,8 +21,8 @@
 //! | 0               | restart (backoff) | down              | down      |
 //! | other / signal  | restart (backoff) | restart (backoff) | failed    |
 //!
-//! "backoff" waits `backoff_first * 2^(streak-1)` capped at `backoff_cap`, except that the
-//! first failure of a service that had reached `up` restarts at once.
+//! "backoff" waits `backoff_first * 2^(streak-1)` capped at `backoff_cap`, except that a
+//! service that had reached `up` (ready, or alive for the settle time) is replaced at once.
 
 use std::time::{Duration, Instant};
 
@@ -812,9 +812,9 @@ impl Machine {
 
     /// Schedules a backoff restart and words the reason (crash loop included).
     ///
-    /// A service that had reached `up` and fails for the first time in its streak is restarted
-    /// at once (a healthy service's replacement should be runit-fast); every further failure
-    /// waits `backoff(streak)`.
+    /// A service that had reached `up` is replaced at once (runit-fast; the settle time already
+    /// bounds that loop to one spawn per settle period); one that fails before reaching `up`
+    /// waits `backoff(streak)`. Both count in the streak, so either way a loop is reported.
     fn failure(
         &mut self,
         i: usize,
@@ -833,7 +833,7 @@ impl Machine {
             return;
         }
         s.streak = s.streak.saturating_add(1);
-        let delay = if was_up && s.streak == 1 {
+        let delay = if was_up {
             Duration::ZERO
         } else {
             timing.backoff(s.streak)

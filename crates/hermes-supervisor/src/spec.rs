@@ -162,6 +162,25 @@ impl ServiceSpec {
         }
     }
 
+    /// Checks what the supervisor relies on: a name usable as a file name (letters, digits,
+    /// `-_.@`, at most 64, not starting with `.`) and a non-empty `argv[0]`.
+    ///
+    /// # Errors
+    /// The problem, in words (lowercase, no trailing period).
+    pub fn validate(&self) -> Result<(), String> {
+        let n = &self.name;
+        let ok_char = |c: char| c.is_ascii_alphanumeric() || "-_.@".contains(c);
+        if n.is_empty() || n.len() > 64 || n.starts_with('.') || !n.chars().all(ok_char) {
+            return Err(format!(
+                "bad service name `{n}` (letters, digits, `-_.@`, at most 64, not starting with `.`)"
+            ));
+        }
+        if self.argv.first().is_none_or(|a| a.is_empty()) {
+            return Err(format!("service `{n}`: the command is empty"));
+        }
+        Ok(())
+    }
+
     /// A spec running `command` through `/bin/sh -c`.
     pub fn shell(name: impl Into<String>, command: &str) -> Self {
         Self::new(name, vec!["/bin/sh".into(), "-c".into(), command.into()])
@@ -221,6 +240,20 @@ mod tests {
         assert_eq!(parse_signal("sigint"), Some(Signal::SIGINT));
         assert_eq!(parse_signal("9"), Some(Signal::SIGKILL));
         assert_eq!(parse_signal("NOPE"), None);
+    }
+
+    #[test]
+    fn validation_rejects_unsafe_names_and_empty_commands() {
+        assert!(ServiceSpec::shell("gateway-work", "x").validate().is_ok());
+        for bad in ["", "../etc", "a/b", ".hidden", "has space", &"x".repeat(65)] {
+            assert!(ServiceSpec::shell(bad, "x").validate().is_err(), "{bad:?}");
+        }
+        assert!(ServiceSpec::new("a", vec![]).validate().is_err());
+        assert!(
+            ServiceSpec::new("a", vec![String::new()])
+                .validate()
+                .is_err()
+        );
     }
 
     #[test]

@@ -162,8 +162,24 @@ impl Supervisor {
     ///
     /// # Errors
     /// [`Error::AlreadyRunning`] when another instance holds the lock; [`Error::Io`] for
-    /// directory, lock or socket problems.
+    /// directory, lock or socket problems; [`Error::InvalidSpec`] for a spec that fails
+    /// [`ServiceSpec::validate`] or a duplicate name (a caller bug: specs from
+    /// [`crate::parse_services`] are already valid).
     pub fn new(opts: Options, specs: Vec<ServiceSpec>) -> Result<Self, Error> {
+        let mut seen = std::collections::HashSet::new();
+        for s in &specs {
+            s.validate().map_err(|reason| Error::InvalidSpec {
+                service: s.name.clone(),
+                reason,
+            })?;
+            if !seen.insert(s.name.as_str()) {
+                let reason = format!("service `{}` is defined twice", s.name);
+                return Err(Error::InvalidSpec {
+                    service: s.name.clone(),
+                    reason,
+                });
+            }
+        }
         let dir = &opts.runtime_dir;
         fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
         let lock_path = dir.join(LOCK_NAME);
@@ -873,7 +889,7 @@ impl Supervisor {
                 Cmd::Unregister { service } => Op::Unregister(service),
                 Cmd::Shutdown => Op::Shutdown,
                 Cmd::Register { spec } => {
-                    if let Err(why) = validate(&spec) {
+                    if let Err(why) = spec.validate() {
                         self.conns[k]
                             .wbuf
                             .extend(Response::error("invalid_request", why).to_frame());
@@ -917,24 +933,4 @@ fn kill_group(pgid: i32, signal: Signal) -> nix::Result<()> {
         return Err(Errno::EINVAL);
     }
     killpg(Pid::from_raw(pgid), signal)
-}
-
-/// Checks a spec received over the socket.
-fn validate(spec: &ServiceSpec) -> Result<(), String> {
-    let n = &spec.name;
-    if n.is_empty()
-        || n.len() > 64
-        || n.starts_with('.')
-        || !n
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
-    {
-        return Err(format!(
-            "bad service name `{n}` (letters, digits, `-_.@`, at most 64)"
-        ));
-    }
-    if spec.argv.first().is_none_or(|a| a.is_empty()) {
-        return Err(format!("service `{n}`: the command is empty"));
-    }
-    Ok(())
 }

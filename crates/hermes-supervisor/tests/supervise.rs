@@ -110,8 +110,11 @@ services:
         "sixth retry waits ~1.6s: {gaps:?}"
     );
     assert!(gaps[5] > gaps[0] * 4, "{gaps:?}");
-    let s = h.status("crash").unwrap();
-    assert!(s.reason.contains("crash loop"), "{}", s.reason);
+    // Between a spawn and its exit the state is `starting`; catch it in `backoff`.
+    h.wait_for("the crash-loop reason", || {
+        h.status("crash")
+            .is_ok_and(|s| s.state == StateName::Backoff && s.reason.contains("crash loop"))
+    });
     assert!(
         h.stdout().contains("[crash] [hermes] crash loop"),
         "{}",
@@ -158,7 +161,10 @@ services:
         t0.elapsed() < Duration::from_secs(2),
         "stop must answer at once"
     );
-    assert_eq!(h.state("stubborn"), StateName::Stopping);
+    let st = h.state("stubborn");
+    if t0.elapsed() < Duration::from_millis(800) {
+        assert_eq!(st, StateName::Stopping);
+    }
     let s = h.wait_state("stubborn", StateName::Down);
     assert!(
         t0.elapsed() >= Duration::from_millis(900),
@@ -376,9 +382,10 @@ fn hostile_clients_never_delay_supervision() {
         r#"
 services:
   crash:
-    command: "date +%s%N >> $DIR/starts; exit 1"
+    command: "date +%s%N >> $DIR/starts; sleep 0.5; exit 1"
 "#,
-        &["--backoff-ms", "200", "--client-deadline-ms", "3000"],
+        // Settles after 100 ms, so each crash is replaced at once: a steady ~0.5 s cadence.
+        &["--settle-ms", "100", "--client-deadline-ms", "3000"],
     );
     let sock = h.runtime.join("supervisor.sock");
     // Idle clients that never send a byte.
@@ -452,8 +459,8 @@ services:
     );
     assert!(resp.contains("too_large"), "{resp:?}");
     let after = stamps(&h.read("starts")).len();
-    // Backoff 200, 400, 800, 1600 ms...: at least two restarts in 4 s, flood or not.
-    assert!(after >= before + 2, "restarts stalled: {before} -> {after}");
+    // ~8 restarts fit in 4 s; demand half of that, flood or not.
+    assert!(after >= before + 4, "restarts stalled: {before} -> {after}");
     // Idle clients were dropped after their deadline.
     for mut s in idle {
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
