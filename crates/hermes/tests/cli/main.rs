@@ -5,6 +5,7 @@
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
 //! * `diagnostics` — version, dump (snapshot), doctor
 //! * `gateway` — gateway run, exit codes, lock, lifecycle under `hermes up`, chat
+//! * `gateway_clients` — the `openai` SDK and `hermes-agent-api-client` against `gateway run`
 //! * `plugins` — deps, plugins and memory setup refusals
 //! * `services` — `hermes up` and `hermes service` with real processes
 //!
@@ -13,6 +14,7 @@
 mod diagnostics;
 mod formats;
 mod gateway;
+mod gateway_clients;
 mod plugins;
 mod profiles;
 mod services;
