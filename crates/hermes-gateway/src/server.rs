@@ -86,6 +86,7 @@ impl AppState {
 pub fn router(state: AppState) -> Router {
     let v1 = Router::new()
         .route("/v1/models", get(models))
+        .route("/v1/capabilities", get(capabilities))
         .route("/v1/chat/completions", post(chat_completions))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_key));
     Router::new()
@@ -342,6 +343,30 @@ async fn models(State(state): State<AppState>) -> Response {
     axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
+/// What this API server offers, in the shape Hermes API clients probe for
+/// (`hermes-agent-api-client`'s `probe_capabilities`).
+async fn capabilities(State(state): State<AppState>) -> Response {
+    let model = state
+        .inner
+        .provider
+        .as_ref()
+        .map(|p| p.settings().model.clone());
+    axum::Json(json!({
+        "object": "hermes.api_server.capabilities",
+        "platform": "hermes-agent",
+        "profile": state.inner.profile,
+        "model": model,
+        "auth": {"type": "bearer", "required": state.inner.api_key.is_some()},
+        "features": {
+            "chat_completions": true,
+            "chat_completions_streaming": true,
+            "sessions": true,
+            "models": true,
+        },
+    }))
+    .into_response()
+}
+
 fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(
         StatusCode::BAD_REQUEST,
@@ -464,7 +489,8 @@ async fn chat_completions(
                 break;
             }
         }
-        let _ = tx.send(Bytes::from_static(b"data: [DONE]\n\n")).await;
+        // Store the turn before `[DONE]`: a client may send its next turn the moment it sees
+        // `[DONE]`, and that turn must find this one in the history.
         if let (Some(id), false) = (session, failed) {
             let mut turn = new_turn;
             turn.push(json!({"role": "assistant", "content": answer}));
@@ -472,6 +498,7 @@ async fn chat_completions(
                 tracing::warn!(error = %e, "could not store the session turn");
             }
         }
+        let _ = tx.send(Bytes::from_static(b"data: [DONE]\n\n")).await;
     });
     let body = futures_util::stream::poll_fn(move |cx| {
         rx.poll_recv(cx).map(|o| o.map(Ok::<Bytes, Infallible>))

@@ -14,10 +14,9 @@
 //!
 //! Coverage of `hermes-agent-api-client` 0.3: it offers `probe_capabilities()`
 //! (`GET /v1/capabilities`) and `stream_chat_events()` (streamed
-//! `POST /v1/chat/completions` with `X-Hermes-Session-Id`). The gateway does not implement
-//! `/v1/capabilities`, so that call is asserted to fail with a clean 404 (the client raises
-//! `HermesHttpStatusError`); streaming, sessions and a wrong key are covered fully. The
-//! package needs Python >= 3.13: without one, that test skips and says so.
+//! `POST /v1/chat/completions` with `X-Hermes-Session-Id`); both are covered, with
+//! sessions and a wrong key. The package needs Python >= 3.13: without one, that test skips
+//! and says so.
 
 // `skipping: <reason>` and cleanup notices go to the test's stderr on purpose.
 #![allow(clippy::print_stderr)]
@@ -692,8 +691,8 @@ fn openai_sdk_talks_to_the_gateway() {
     gw.stop_cleanly();
 }
 
-/// `hermes-agent-api-client`: capability probe (a route we do not serve: clean 404), two
-/// streamed turns in one session, and a wrong key, through the real `hermes` binary.
+/// `hermes-agent-api-client`: capability probe, two streamed turns in one session, and a
+/// wrong key, through the real `hermes` binary.
 #[test]
 fn hermes_agent_api_client_talks_to_the_gateway() {
     let Some(venv) = venv_or_skip() else { return };
@@ -707,13 +706,9 @@ fn hermes_agent_api_client_talks_to_the_gateway() {
 
     let report = drive(&venv, "agent-client", &gw, t.dir.path());
 
-    // `GET /v1/capabilities` is not a gateway route (docs/gateway.md): the client must
-    // get a plain 404, not a hang or a protocol error. Update this when the route lands.
-    assert_eq!(
-        report["capabilities"],
-        json!({"error": "HermesHttpStatusError", "status_code": 404}),
-        "{report:#}"
-    );
+    // The probe parses our `GET /v1/capabilities` and reports the configured model.
+    assert_eq!(report["capabilities"]["error"], Value::Null, "{report:#}");
+    assert_eq!(report["capabilities"]["model"], json!(MODEL), "{report:#}");
 
     let turns = report["turns"].as_array().expect("turns");
     assert_eq!(turns[0]["text"], "echo: ping agent stream", "{report:#}");

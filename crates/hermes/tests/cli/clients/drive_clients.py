@@ -15,8 +15,7 @@ Rust test (`gateway_clients.rs`), which also reads what the fake upstream receiv
 
 `agent-client` (`hermes-agent-api-client` on PyPI, needs Python >= 3.13). That package
 offers exactly two operations; what each maps to here:
-  * `probe_capabilities()`  -> GET /v1/capabilities: a route the Rust gateway does not
-    implement, so the outcome (an HTTP status error) is reported, not a capability set;
+  * `probe_capabilities()`  -> GET /v1/capabilities: the capability set (its model);
   * `stream_chat_events(request, session_id=...)` -> streamed POST /v1/chat/completions
     with X-Hermes-Session-Id: covered fully (deltas, terminal outcome, session history,
     and a wrong key -> `HermesAuthenticationError`).
