@@ -84,8 +84,12 @@ pub struct Options {
     /// Longest line kept from a service (longer ones are truncated and counted).
     pub max_line: usize,
     /// Service whose exit ends the loop (PID 1's main program); SIGTERM/SIGINT/SIGHUP/
-    /// SIGQUIT/SIGUSR1/SIGUSR2 are forwarded to its process group while it runs.
+    /// SIGQUIT/SIGUSR1/SIGUSR2/SIGWINCH are forwarded to its process group while it runs.
     pub main: Option<String>,
+    /// Give the main service's process group the foreground of the controlling terminal on
+    /// stdin (`tcsetpgrp`), so Ctrl-C and job control reach it directly. Only meaningful
+    /// when stdin is a terminal and the main service uses [`LogTarget::Inherit`].
+    pub foreground_tty: bool,
     /// Most simultaneous control clients; more are answered `busy` and closed.
     pub max_clients: usize,
     /// A client idle for this long is disconnected.
@@ -105,6 +109,7 @@ impl Options {
             rotation: Rotation::default(),
             max_line: 64 * 1024,
             main: None,
+            foreground_tty: false,
             max_clients: 64,
             client_deadline: Duration::from_secs(5),
         }
@@ -252,6 +257,7 @@ impl Supervisor {
             Signal::SIGQUIT,
             Signal::SIGUSR1,
             Signal::SIGUSR2,
+            Signal::SIGWINCH,
         ] {
             mask.add(s);
         }
@@ -500,15 +506,20 @@ impl Supervisor {
         if let Some(cwd) = &spec.cwd {
             cmd.current_dir(cwd);
         }
-        match self.notify_socket(&spec) {
-            Ok(p) => {
+        // The main program (PID 1's CMD) gets the container environment unchanged: it has
+        // no readiness protocol to speak, and an extra `NOTIFY_SOCKET` would leak into it.
+        let is_main = self.opts.main.as_deref() == Some(name);
+        let notify = (!is_main).then(|| self.notify_socket(&spec));
+        match notify {
+            Some(Ok(p)) => {
                 cmd.env("NOTIFY_SOCKET", p);
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 let dir = self.log_dir_for(&spec);
                 let msg = format!("[hermes] readiness socket unavailable: {e}");
                 self.emit(name, dir.as_deref(), msg.as_bytes(), &mut std::io::sink());
             }
+            None => {}
         }
         let capture = spec.log != LogTarget::Inherit;
         if capture {
@@ -517,6 +528,15 @@ impl Supervisor {
                 .stderr(Stdio::piped());
         }
         // Else (`LogTarget::Inherit`, PID 1's main program) all three are inherited: the TTY.
+        if self.opts.foreground_tty && !capture && self.opts.main.as_deref() == Some(name) {
+            #[allow(unsafe_code)]
+            // SAFETY: runs between fork and exec (after `setpgid`), and only makes raw
+            // syscalls (sigprocmask, getpid, tcsetpgrp) on stack data; no allocation, no
+            // locks.
+            unsafe {
+                cmd.pre_exec(take_foreground);
+            }
+        }
         if let Some(ra) = spec.run_as.clone().filter(|_| Uid::effective().is_root()) {
             let groups: Vec<Gid> = ra.groups.iter().map(|&g| Gid::from_raw(g)).collect();
             let (uid, gid) = (nix::unistd::Uid::from_raw(ra.uid), Gid::from_raw(ra.gid));
@@ -896,6 +916,26 @@ struct Ready {
     notify: Vec<String>,
     conns: Vec<usize>,
     pipes: Vec<usize>,
+}
+
+/// In the child before `exec`: makes our new process group the terminal's foreground group.
+///
+/// A background process calling `tcsetpgrp` gets `SIGTTOU` unless it blocks it, so it is
+/// blocked around the call. Doing it in the child (not the parent after spawn) means the
+/// program never runs a single instruction in the background, so it cannot be stopped by
+/// `SIGTTIN` on its first read. Not a terminal (`ENOTTY`) is fine: nothing to take.
+fn take_foreground() -> std::io::Result<()> {
+    let mut ttou = SigSet::empty();
+    ttou.add(Signal::SIGTTOU);
+    let mut old = SigSet::empty();
+    nix::sys::signal::sigprocmask(SigmaskHow::SIG_BLOCK, Some(&ttou), Some(&mut old))?;
+    #[allow(unsafe_code)]
+    // SAFETY: fd 0 stays open for the duration of the borrow (nothing closes it before exec);
+    // `std::io::stdin()` is avoided because its first use allocates.
+    let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(libc::STDIN_FILENO) };
+    let _ = nix::unistd::tcsetpgrp(stdin, nix::unistd::getpid());
+    nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&old), None)?;
+    Ok(())
 }
 
 /// Signals a process group. Refuses pgids 0 and 1, which would hit ourselves or everyone.
