@@ -1,0 +1,185 @@
+//! [`run`]: the whole life of `hermes init`, from the first instruction to the exit code.
+//!
+//! Order, and why:
+//! 1. Block the forwarded signals and `SIGCHLD` *first*, before any thread could exist, so no
+//!    signal is ever delivered to a handler: the supervisor reads them from a `signalfd`.
+//!    Children get an empty mask again before `exec` (std resets it in the child).
+//! 2. Not PID 1 (`docker run --init`, Fly, some Kubernetes set-ups): become a child
+//!    sub-reaper, so orphans of the main program come to us exactly as they would to PID 1.
+//!    Same behaviour from here on: no degraded mode.
+//! 3. Boot stages 1–7 ([`crate::boot`], [`crate::gateways`]); each is contained.
+//! 4. Route the CMD ([`crate::route`]) and supervise: the main program runs as the service
+//!    user, in its own process group, in the foreground of the TTY when there is one, in the
+//!    working directory Docker gave. Signals go to its group; orphans are reaped.
+//! 5. When it exits, services stop in order with their grace and `run` returns its exit code
+//!    (or 128 + signal), with `-e` codes mapped to 0.
+//!
+//! After step 3 nothing may bail: PID 1 exiting kills the container.
+
+use std::io::{IsTerminal, Write};
+
+use hermes_supervisor::{LogTarget, Options, RestartPolicy, RunAs, ServiceSpec, Supervisor};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal};
+
+use crate::boot::{Booted, run_stages, say};
+use crate::gateways::{StateHooks, append_boot_log, reconcile};
+use crate::route::{first_word, program_exists, route};
+use crate::{Error, Settings};
+
+/// Name of the main program's service in the supervisor.
+pub const MAIN_SERVICE: &str = "main";
+
+/// Signals PID 1 takes over: the forwarded ones and `SIGCHLD`.
+pub const HANDLED_SIGNALS: [Signal; 8] = [
+    Signal::SIGCHLD,
+    Signal::SIGTERM,
+    Signal::SIGINT,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGWINCH,
+];
+
+/// Variable that makes PID 1 announce a (not yet available) dashboard.
+pub const DASHBOARD_VAR: &str = "HERMES_DASHBOARD";
+
+/// Runs `hermes init` to completion and returns the exit code for the container.
+///
+/// `log` receives `[init]` boot lines; `mirror` receives service output as `[service] line`.
+///
+/// # Errors
+/// Only before the main program starts: signal set-up, the user guard, a missing service user
+/// inside the image, or a supervisor that cannot start (see [`Error`]).
+pub fn run(settings: &Settings, log: &mut dyn Write, mirror: &mut dyn Write) -> Result<u8, Error> {
+    block_signals()?;
+    let pid1 = nix::unistd::getpid().as_raw() == 1;
+    if !pid1 {
+        if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+            return Err(Error::Signals {
+                what: "the child sub-reaper",
+                source: e,
+            });
+        }
+        if let Some(sig) = settings.flags.parent_death_signal
+            && let Err(e) = nix::sys::prctl::set_pdeathsig(sig)
+        {
+            say(
+                log,
+                format!("warning: cannot set the parent-death signal: {e}"),
+            );
+        }
+        if settings.flags.verbose > 0 {
+            say(log, "not PID 1: running as a child sub-reaper");
+        }
+    }
+
+    let booted = run_stages(settings, log)?;
+    let mut specs = Vec::new();
+    if first_word(&settings.cmd) == Some("dashboard") {
+        say(log, "dashboard container: skipping gateway reconciliation");
+    } else {
+        match crate::creds::AsUser::enter(booted.identity.as_ref()) {
+            Ok(_scope) => {
+                let (gateways, actions) = reconcile(
+                    &settings.home,
+                    &settings.hermes_exe,
+                    booted.identity.as_ref(),
+                    log,
+                );
+                for a in &actions {
+                    say(log, format!("reconcile: {}", a.describe()));
+                }
+                append_boot_log(&settings.home.join("logs"), &actions, log);
+                specs.extend(gateways);
+            }
+            Err(e) => say(
+                log,
+                format!("warning: cannot act as the service user ({e}); no gateways"),
+            ),
+        }
+    }
+    if settings
+        .env
+        .get(DASHBOARD_VAR)
+        .is_some_and(hermes_privilege::is_truthy)
+    {
+        say(
+            log,
+            "the dashboard is not available in this build; no `dashboard` service registered",
+        );
+    }
+    if settings.flags.verbose > 0 {
+        say(
+            log,
+            format!("boot done; {} service(s) registered", specs.len()),
+        );
+    }
+    specs.push(main_spec(settings, &booted));
+    for spec in &mut specs {
+        if settings.home_defaulted {
+            spec.env.insert(
+                "HERMES_HOME".into(),
+                settings.home.to_string_lossy().into_owned(),
+            );
+        }
+    }
+
+    let mut opts = Options::new(&settings.runtime_dir, settings.home.join("logs"));
+    opts.main = Some(MAIN_SERVICE.to_owned());
+    opts.foreground_tty = std::io::stdin().is_terminal();
+    if let Some(id) = &booted.identity {
+        opts.allowed_uids = vec![id.uid];
+        opts.socket_gid = Some(id.gid);
+    }
+    let supervisor = Supervisor::new(opts, specs)?;
+    let mut hooks = StateHooks {
+        home: settings.home.clone(),
+        identity: booted.identity.clone(),
+        log: Vec::new(),
+    };
+    let outcome = supervisor.run(&mut hooks, mirror)?;
+    for line in &hooks.log {
+        say(log, line);
+    }
+    Ok(settings.exit_code(outcome.exit_code()))
+}
+
+/// Blocks [`HANDLED_SIGNALS`] in the calling (only) thread.
+fn block_signals() -> Result<(), Error> {
+    let mut mask = SigSet::empty();
+    for s in HANDLED_SIGNALS {
+        mask.add(s);
+    }
+    mask.thread_block().map_err(|e| Error::Signals {
+        what: "the signal mask",
+        source: e,
+    })?;
+    // SIGTTOU/SIGTTIN would stop PID 1 if it ever touched the terminal from the background
+    // (after the main program took the foreground); PID 1 never reads the terminal.
+    let mut tty = SigSet::empty();
+    tty.add(Signal::SIGTTOU);
+    tty.add(Signal::SIGTTIN);
+    let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&tty), None);
+    Ok(())
+}
+
+/// The main program's service: routed argv, run as the service user, the TTY, Docker's cwd.
+pub fn main_spec(settings: &Settings, booted: &Booted) -> ServiceSpec {
+    let path = settings.path.clone();
+    let on_path = move |word: &str| program_exists(word, path.as_deref());
+    let routed = route(&settings.cmd, &settings.subcommands, &on_path);
+    let mut spec = ServiceSpec::new(MAIN_SERVICE, routed.argv(&settings.hermes_exe));
+    spec.restart = RestartPolicy::Never;
+    spec.log = LogTarget::Inherit;
+    spec.cwd = settings.cwd.clone();
+    if let Some(id) = &booted.identity {
+        spec.run_as = Some(RunAs {
+            uid: id.uid,
+            gid: id.gid,
+            groups: id.groups.clone(),
+        });
+        spec.env.extend(id.env_overrides());
+    }
+    spec
+}
