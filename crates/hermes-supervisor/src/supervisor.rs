@@ -521,6 +521,11 @@ impl Supervisor {
             }
             None => {}
         }
+        #[allow(unsafe_code)]
+        // SAFETY: runs between fork and exec and only calls sigprocmask on a stack value.
+        unsafe {
+            cmd.pre_exec(reset_signal_mask);
+        }
         let capture = spec.log != LogTarget::Inherit;
         if capture {
             cmd.stdin(Stdio::null())
@@ -916,6 +921,17 @@ struct Ready {
     notify: Vec<String>,
     conns: Vec<usize>,
     pipes: Vec<usize>,
+}
+
+/// In the child before `exec`: unblocks every signal.
+///
+/// The loop blocks the signals it reads from its `signalfd`, and a signal mask survives
+/// `fork` and `exec`. std's spawn does not reset it, so without this every service would
+/// start with `SIGTERM`, `SIGINT`, `SIGHUP`... blocked: `kill -TERM` of a service would do
+/// nothing until its grace ran out and `SIGKILL` came.
+fn reset_signal_mask() -> std::io::Result<()> {
+    nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
+    Ok(())
 }
 
 /// In the child before `exec`: makes our new process group the terminal's foreground group.
