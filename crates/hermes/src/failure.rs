@@ -19,6 +19,8 @@ pub enum ExitStatus {
     Success,
     /// Exit 1 without an error message (e.g. `doctor` found a failing check and said so).
     Failure,
+    /// An exit code chosen by someone else (PID 1 reports its main program's code).
+    External(u8),
 }
 
 impl ExitStatus {
@@ -27,6 +29,7 @@ impl ExitStatus {
         match self {
             ExitStatus::Success => 0,
             ExitStatus::Failure => 1,
+            ExitStatus::External(code) => code,
         }
     }
 }
@@ -101,6 +104,15 @@ impl From<hermes_plugins::Error> for Failure {
     fn from(error: hermes_plugins::Error) -> Self {
         let hint = error.hint();
         Failure::from_error(&error, hint)
+    }
+}
+
+impl From<hermes_init::Error> for Failure {
+    fn from(error: hermes_init::Error) -> Self {
+        let hint = error.hint();
+        let mut failure = Failure::from_error(&error, hint);
+        failure.code = error.exit_code();
+        failure
     }
 }
 

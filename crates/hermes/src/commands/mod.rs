@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod info;
+pub mod init;
 pub mod plugins;
 pub mod profile;
 pub mod prompt;
