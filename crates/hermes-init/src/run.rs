@@ -19,7 +19,7 @@
 use std::io::{IsTerminal, Write};
 
 use hermes_supervisor::{LogTarget, Options, RestartPolicy, RunAs, ServiceSpec, Supervisor};
-use nix::sys::signal::{SigSet, SigmaskHow, Signal};
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction};
 
 use crate::boot::{Booted, run_stages, say};
 use crate::gateways::{StateHooks, append_boot_log, reconcile};
@@ -155,6 +155,21 @@ fn block_signals() -> Result<(), Error> {
         what: "the signal mask",
         source: e,
     })?;
+    // The kernel drops a signal sent to a namespace's PID 1 *from inside* the namespace
+    // (`docker exec c kill -TERM 1`) when its disposition is SIG_DFL, even if it is blocked.
+    // A no-op handler changes the disposition; it never runs (the signals stay blocked and
+    // are read from the signalfd), and `exec` resets it to SIG_DFL in children.
+    let action = SigAction::new(
+        SigHandler::Handler(ignore),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for s in HANDLED_SIGNALS {
+        #[allow(unsafe_code)]
+        // SAFETY: `ignore` is async-signal-safe (it does nothing), and no other code in this
+        // process installs handlers for these signals.
+        let _ = unsafe { sigaction(s, &action) };
+    }
     // SIGTTOU/SIGTTIN would stop PID 1 if it ever touched the terminal from the background
     // (after the main program took the foreground); PID 1 never reads the terminal.
     let mut tty = SigSet::empty();
@@ -163,6 +178,8 @@ fn block_signals() -> Result<(), Error> {
     let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&tty), None);
     Ok(())
 }
+
+extern "C" fn ignore(_: libc::c_int) {}
 
 /// The main program's service: routed argv, run as the service user, the TTY, Docker's cwd.
 pub fn main_spec(settings: &Settings, booted: &Booted) -> ServiceSpec {
