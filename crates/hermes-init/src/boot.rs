@@ -76,8 +76,7 @@ pub fn run_stages(settings: &Settings, out: &mut dyn Write) -> Result<Booted, Er
     // Stage 1: the user guard.
     let looked_up = Identity::lookup(&settings.accounts, SERVICE_USER);
     let service_uid = looked_up.as_ref().ok().map(|i| i.uid);
-    let user_name = uid.to_string();
-    let mode = init_user_guard(uid, gid, &user_name, service_uid)?;
+    let mode = init_user_guard(uid, gid, SERVICE_USER, service_uid)?;
     let mut identity = match looked_up {
         Ok(id) => Some(id),
         Err(source) if in_image => {

@@ -17,6 +17,7 @@
 //! After step 3 nothing may bail: PID 1 exiting kills the container.
 
 use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 
 use hermes_supervisor::{LogTarget, Options, RestartPolicy, RunAs, ServiceSpec, Supervisor};
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction};
@@ -125,7 +126,8 @@ pub fn run(settings: &Settings, log: &mut dyn Write, mirror: &mut dyn Write) -> 
         }
     }
 
-    let mut opts = Options::new(&settings.runtime_dir, settings.home.join("logs"));
+    let runtime_dir = usable_runtime_dir(&settings.runtime_dir, log);
+    let mut opts = Options::new(&runtime_dir, settings.home.join("logs"));
     opts.main = Some(MAIN_SERVICE.to_owned());
     opts.foreground_tty = std::io::stdin().is_terminal();
     if let Some(id) = &booted.identity {
@@ -177,6 +179,29 @@ fn block_signals() -> Result<(), Error> {
     tty.add(Signal::SIGTTIN);
     let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&tty), None);
     Ok(())
+}
+
+/// The runtime directory, or a private fallback when we cannot write it (started with
+/// `--user` as the service user, where `/run` belongs to root).
+fn usable_runtime_dir(wanted: &Path, log: &mut dyn Write) -> PathBuf {
+    let writable = |dir: &Path| {
+        std::fs::create_dir_all(dir).is_ok()
+            && nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_ok()
+    };
+    if writable(wanted) {
+        return wanted.to_path_buf();
+    }
+    let uid = nix::unistd::getuid().as_raw();
+    let fallback = std::env::temp_dir().join(format!("hermes-{uid}"));
+    say(
+        log,
+        format!(
+            "warning: `{}` is not writable; using `{}` for the control socket",
+            wanted.display(),
+            fallback.display()
+        ),
+    );
+    fallback
 }
 
 extern "C" fn ignore(_: libc::c_int) {}

@@ -104,9 +104,38 @@ fn user_guard_refuses_a_foreign_uid_and_allows_the_service_uid() {
         err.starts_with("error: ") && err.contains("HERMES_UID=1000"),
         "{err}"
     );
-    let out = as_uid("10000");
+    assert!(err.contains("the `hermes` user (uid 10000)"), "{err}");
+    // As the service uid boot goes on without root powers; a root-owned runtime dir (like
+    // `/run` in the image) falls back to a private one under `TMPDIR`.
+    let rootrun = sb.path().join("rootrun");
+    fs::create_dir(&rootrun).unwrap();
+    fs::set_permissions(&rootrun, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut c = sb.in_mount_ns(
+        &etc,
+        true,
+        &[
+            "setpriv",
+            "--reuid=10000",
+            "--regid=10000",
+            "--clear-groups",
+            h,
+            "init",
+            "--",
+            "sh",
+            "-c",
+            "echo REACHED as $(id -u)",
+        ],
+    );
+    c.env("HERMES_RUNTIME_DIR", &rootrun)
+        .env("TMPDIR", sb.path());
+    let out = run(&mut c);
     assert_eq!(out.status.code(), Some(0), "{}", render(&out));
-    assert!(stdout(&out).contains("REACHED"));
+    assert!(
+        stdout(&out).contains("REACHED as 10000"),
+        "{}",
+        render(&out)
+    );
+    assert!(stderr(&out).contains("is not writable"), "{}", render(&out));
 }
 
 /// `hermes profile list` seeds `HERMES_HOME`: the owner of its `.env` says who ran it.
