@@ -23,7 +23,7 @@ pub enum Error {
         #[source]
         source: hermes_privilege::Error,
     },
-    /// Signal handling could not be set up (blocking, sub-reaper, parent-death signal).
+    /// Signal handling could not be set up (the signal mask).
     #[error("cannot set up {what}: {source}")]
     Signals {
         /// The facility.
@@ -46,8 +46,8 @@ impl Error {
                  `HERMES_DOCKER_EXEC_AS_ROOT=1` to inspect it as root"
             )),
             Error::Signals { .. } => Some(
-                "`hermes init` must start before any other thread exists and needs \
-                 `prctl(2)`; check the container's seccomp profile"
+                "`hermes init` must be the container's entrypoint, started before any other \
+                 thread exists; check the container's seccomp profile"
                     .to_owned(),
             ),
             Error::Supervisor(e) => e.hint(),

@@ -50,17 +50,18 @@ pub const DASHBOARD_VAR: &str = "HERMES_DASHBOARD";
 /// `log` receives `[init]` boot lines; `mirror` receives service output as `[service] line`.
 ///
 /// # Errors
-/// Only before the main program starts: signal set-up, the user guard, a missing service user
+/// Only before the main program starts: the signal mask, the user guard, a missing service user
 /// inside the image, or a supervisor that cannot start (see [`Error`]).
 pub fn run(settings: &Settings, log: &mut dyn Write, mirror: &mut dyn Write) -> Result<u8, Error> {
     block_signals()?;
     let pid1 = nix::unistd::getpid().as_raw() == 1;
     if !pid1 {
+        // Refused in some sandboxes (AWS Lambda): say so, and still run the main program.
         if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
-            return Err(Error::Signals {
-                what: "the child sub-reaper",
-                source: e,
-            });
+            say(
+                log,
+                format!("warning: cannot become a child sub-reaper ({e}); orphans go to PID 1"),
+            );
         }
         if let Some(sig) = settings.flags.parent_death_signal
             && let Err(e) = nix::sys::prctl::set_pdeathsig(sig)

@@ -32,10 +32,12 @@ pub enum Shim {
 /// # Errors
 /// [`Error::Privilege`] wrapping `ShimDrop` (exit code 126) when a drop is required and
 /// impossible.
+/// `dri_dir` is where GPU nodes live (normally `hermes_privilege::DRI_DIR`); it and the Docker
+/// sockets are only looked at when a drop actually happens, so the common path stays cheap.
 pub fn root_exec_shim(
     marker: &Path,
     accounts: &SystemFiles,
-    device_paths: &[std::path::PathBuf],
+    dri_dir: &Path,
     env: &Env,
 ) -> Result<Shim, Error> {
     let euid = nix::unistd::geteuid().as_raw();
@@ -43,7 +45,8 @@ pub fn root_exec_shim(
     let marker_present = euid == 0 && hermes_privilege::image_marker_present(marker);
     match shim_decision(euid, marker_present, env) {
         ShimDecision::DropTo(user) => {
-            let identity = shim_drop(accounts, &user, &device_gids(device_paths))?;
+            let devices = hermes_privilege::default_device_paths(dri_dir);
+            let identity = shim_drop(accounts, &user, &device_gids(&devices))?;
             Ok(Shim::Dropped(identity))
         }
         kept => Ok(Shim::Kept(kept)),
@@ -60,7 +63,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let files = SystemFiles::new(dir.path().join("passwd"), dir.path().join("group"));
         let none = dir.path().join("no-marker");
-        let got = root_exec_shim(&none, &files, &[], &Env::default()).unwrap();
+        let got = root_exec_shim(&none, &files, dir.path(), &Env::default()).unwrap();
         let want_reason = if nix::unistd::geteuid().is_root() {
             RunAsIsReason::OutsideImage
         } else {

@@ -17,12 +17,10 @@ pub fn root_exec_shim() -> Result<(), Failure> {
     if std::env::args_os().nth(1).is_some_and(|a| a == "init") {
         return Ok(());
     }
-    let devices =
-        hermes_privilege::default_device_paths(std::path::Path::new(hermes_privilege::DRI_DIR));
     hermes_init::root_exec_shim(
         std::path::Path::new(hermes_privilege::IMAGE_MARKER),
         &SystemFiles::system(),
-        &devices,
+        std::path::Path::new(hermes_privilege::DRI_DIR),
         &Env::from_process(),
     )?;
     Ok(())
