@@ -253,6 +253,10 @@ pub struct StateHooks {
 }
 
 impl Hooks for StateHooks {
+    fn booted(&mut self) {
+        crate::run::release_boot_text();
+    }
+
     fn desired_state_changed(&mut self, service: &ServiceSpec, desired: Desired) {
         let Some(profile) = &service.profile else {
             return;

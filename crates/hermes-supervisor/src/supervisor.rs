@@ -58,6 +58,10 @@ pub trait Hooks {
     fn desired_state_changed(&mut self, service: &ServiceSpec, desired: Desired) {
         let _ = (service, desired);
     }
+
+    /// Every service enabled at boot has been spawned (or has failed to); the loop is about
+    /// to wait for the first time. PID 1 gives back memory only the boot needed here.
+    fn booted(&mut self) {}
 }
 
 /// Hooks that do nothing.
@@ -291,6 +295,7 @@ impl Supervisor {
         let mut outcome = None;
         let boot = self.machine.handle(Event::Boot, Instant::now());
         self.execute(boot, hooks, out, &mut outcome);
+        hooks.booted();
         while outcome.is_none() {
             let ready = self.wait(&sfd);
             let now = Instant::now();

@@ -104,6 +104,22 @@ fn kill_1_from_inside_the_namespace_reaches_the_main_program() {
     assert!(!stdout(&out).contains("ignored"));
 }
 
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            // `setsid` execs `hermes init`, which heads its own session: kill its children too.
+            let pid = self.0.id() as i32;
+            let _ = std::process::Command::new("pkill")
+                .args(["-KILL", "-s", &pid.to_string()])
+                .status();
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// Reads the pty master until `pred` holds on everything read so far.
 fn read_until(
     master: &std::os::fd::OwnedFd,
@@ -146,8 +162,11 @@ fn the_main_program_owns_the_tty_and_ctrl_c_interrupts_it() {
         .stdin(slave.try_clone().unwrap())
         .stdout(slave.try_clone().unwrap())
         .stderr(slave);
-    let mut child = cmd.spawn().unwrap();
+    let child = cmd.spawn().unwrap();
     drop(cmd);
+    // Killed on every exit path, so a failing assertion leaves no init holding the pty.
+    let mut child = KillOnDrop(child);
+    let child = &mut child.0;
     let master = pty.master;
     let mut seen = String::new();
     read_until(&master, &mut seen, "the foreground report", |s| {
