@@ -93,7 +93,8 @@ rss_row() {
         [ -n "$pid" ] && [ -n "$(pgrep -P "$pid" | head -1 || true)" ] && break
         sleep 0.05
     done
-    sleep 1
+    # Past hermes init's settle point (1 s after its loop starts), as for a real container.
+    sleep 2
     local rss pss
     rss="$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status")"
     pss="$(awk '/^Pss:/ {print $2}' "/proc/$pid/smaps_rollup")"
@@ -104,8 +105,8 @@ rss_row() {
         sup="$(pgrep -P "$pid" -x s6-supervise | head -1 || true)"
         [ -n "$sup" ] && extra="$(awk '/^VmRSS:/ {print $2}' "/proc/$sup/status")"
     fi
-    kill -KILL "$wrapper" 2>/dev/null || true
-    pkill -KILL -P "$wrapper" 2>/dev/null || true
+    # The init is PID 1 of its namespace: killing it ends everything inside.
+    kill -KILL "$pid" 2>/dev/null || true
     wait "$wrapper" 2>/dev/null || true
     printf '%s\t%s\t%s\t%s\n' "$name" "$rss" "$pss" "$extra"
 }

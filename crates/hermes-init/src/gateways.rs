@@ -253,7 +253,7 @@ pub struct StateHooks {
 }
 
 impl Hooks for StateHooks {
-    fn booted(&mut self) {
+    fn settled(&mut self) {
         crate::run::release_boot_text();
     }
 

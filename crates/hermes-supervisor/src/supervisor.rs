@@ -50,6 +50,8 @@ use crate::spec::{Desired, LogTarget, ServiceSpec};
 pub const READ_CHUNK: usize = 64 * 1024;
 /// Lock file name inside the runtime directory.
 pub const LOCK_NAME: &str = "supervisor.lock";
+/// How long after the loop starts [`Hooks::settled`] is called.
+pub const SETTLE_AFTER: Duration = Duration::from_secs(1);
 
 /// Called by the loop when something the caller may want to persist happens.
 pub trait Hooks {
@@ -59,9 +61,11 @@ pub trait Hooks {
         let _ = (service, desired);
     }
 
-    /// Every service enabled at boot has been spawned (or has failed to); the loop is about
-    /// to wait for the first time. PID 1 gives back memory only the boot needed here.
-    fn booted(&mut self) {}
+    /// Called once, at the first wake-up [`SETTLE_AFTER`] or more after the loop started
+    /// (the loop sets a timeout for it): boot is over and the loop is in its steady state.
+    /// PID 1 gives back memory only the boot needed here. A loop that ends sooner never
+    /// calls it, so short-lived runs pay nothing.
+    fn settled(&mut self) {}
 }
 
 /// Hooks that do nothing.
@@ -295,10 +299,14 @@ impl Supervisor {
         let mut outcome = None;
         let boot = self.machine.handle(Event::Boot, Instant::now());
         self.execute(boot, hooks, out, &mut outcome);
-        hooks.booted();
+        let mut settle_at = Some(Instant::now() + SETTLE_AFTER);
         while outcome.is_none() {
-            let ready = self.wait(&sfd);
+            let ready = self.wait(&sfd, settle_at);
             let now = Instant::now();
+            if settle_at.is_some_and(|t| now >= t) {
+                settle_at = None;
+                hooks.settled();
+            }
             let mut events = Vec::new();
             if ready.signals {
                 self.read_signals(&sfd, &mut events);
@@ -328,9 +336,12 @@ impl Supervisor {
         Ok(outcome.unwrap_or(Outcome::Stopped))
     }
 
-    fn wait(&mut self, sfd: &SignalFd) -> Ready {
+    fn wait(&mut self, sfd: &SignalFd, settle_at: Option<Instant>) -> Ready {
         let now = Instant::now();
         let mut deadline = self.machine.next_deadline();
+        if let Some(t) = settle_at {
+            deadline = Some(deadline.map_or(t, |d| d.min(t)));
+        }
         for c in &self.conns {
             if c.pending.is_none() {
                 deadline = Some(deadline.map_or(c.deadline, |d| d.min(c.deadline)));

@@ -120,3 +120,49 @@ fn tini_flags_are_accepted_and_e_maps_a_code_to_zero() {
     let out = run(&mut sb.init(&["sh", "-c", "exit 143"]));
     assert_eq!(out.status.code(), Some(143), "{}", render(&out));
 }
+
+fn rss_file_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("RssFile:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn once_settled_pid1_gives_back_the_pages_only_boot_used() {
+    let sb = Sandbox::new();
+    let mut child = sb
+        .init(&["sh", "-c", "echo up > ready; sleep 30"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the main program", || sb.path().join("ready").exists());
+    let booting = rss_file_kb(child.id());
+    // The loop settles 1 s after it starts; allow a loaded machine plenty more.
+    let mut settled = booting;
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        settled = rss_file_kb(child.id());
+        if settled * 2 < booting {
+            break;
+        }
+    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(143),
+        "still forwards and exits normally"
+    );
+    assert!(
+        settled * 2 < booting,
+        "file-backed RSS {booting} kB -> {settled} kB"
+    );
+}
