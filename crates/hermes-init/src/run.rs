@@ -3,18 +3,21 @@
 //! Order, and why:
 //! 1. Block the forwarded signals and `SIGCHLD` *first*, before any thread could exist, so no
 //!    signal is ever delivered to a handler: the supervisor reads them from a `signalfd`.
-//!    Children get an empty mask again before `exec` (std resets it in the child).
+//!    Children get an empty mask again before `exec` (the supervisor resets it in the child;
+//!    std does not). No-op handlers make `kill 1` from inside the namespace count.
 //! 2. Not PID 1 (`docker run --init`, Fly, some Kubernetes set-ups): become a child
 //!    sub-reaper, so orphans of the main program come to us exactly as they would to PID 1.
 //!    Same behaviour from here on: no degraded mode.
 //! 3. Boot stages 1–7 ([`crate::boot`], [`crate::gateways`]); each is contained.
-//! 4. Route the CMD ([`crate::route`]) and supervise: the main program runs as the service
+//! 4. Route the CMD ([`mod@crate::route`]) and supervise: the main program runs as the service
 //!    user, in its own process group, in the foreground of the TTY when there is one, in the
 //!    working directory Docker gave. Signals go to its group; orphans are reaped.
 //! 5. When it exits, services stop in order with their grace and `run` returns its exit code
 //!    (or 128 + signal), with `-e` codes mapped to 0.
 //!
-//! After step 3 nothing may bail: PID 1 exiting kills the container.
+//! Once the supervisor runs nothing may bail: PID 1 exiting kills the container. About 1 s
+//! into the loop, PID 1 gives back the file pages only the boot used
+//! ([`release_boot_text`]).
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
