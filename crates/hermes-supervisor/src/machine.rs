@@ -38,6 +38,8 @@ pub type RequestId = u64;
 pub const EXIT_CONFIG: i32 = 78;
 /// Exit code meaning "restart me now" (sysexits `EX_TEMPFAIL`).
 pub const EXIT_TEMPFAIL: i32 = 75;
+/// Exit status reported for a main service that could not be spawned at all.
+pub const EXIT_SPAWN_FAILED: i32 = 127;
 
 /// The timing knobs of supervision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -547,6 +549,12 @@ impl Machine {
                 if let Some(i) = self.find(&service) {
                     let why = format!("cannot start: {reason}");
                     self.failure(i, why, false, now, &mut out);
+                    // The main program never started: nothing will ever end the loop
+                    // otherwise. 127 is the shell's "command not found or not executable".
+                    if self.main.as_deref() == Some(service.as_str()) {
+                        let status = ExitStatus::Code(EXIT_SPAWN_FAILED);
+                        self.begin_shutdown(Outcome::MainExited(status), now, &mut out);
+                    }
                 }
             }
             Event::Exited { pid, status } => self.exited(pid, status, now, &mut out),
@@ -1401,6 +1409,33 @@ mod tests {
         assert!(a.contains(&Action::Finished(Outcome::Stopped)));
         // No restarts during shutdown.
         assert!(!a.iter().any(|x| matches!(x, Action::Spawn { .. })));
+    }
+
+    #[test]
+    fn main_spawn_failure_ends_the_loop_with_127() {
+        let t0 = Instant::now();
+        let mut m = Machine::new(
+            vec![
+                svc("main", RestartPolicy::Never),
+                svc("b", RestartPolicy::Always),
+            ],
+            Timing::default(),
+            Some("main".into()),
+            t0,
+        );
+        m.handle(Event::Boot, t0);
+        let a = m.handle(
+            Event::SpawnFailed {
+                service: "main".into(),
+                reason: "no such file".into(),
+            },
+            t0,
+        );
+        assert!(m.is_shutting_down(), "{a:?}");
+        assert!(
+            !a.iter()
+                .any(|x| matches!(x, Action::Spawn { service } if service == "main"))
+        );
     }
 
     #[test]

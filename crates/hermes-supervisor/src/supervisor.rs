@@ -50,6 +50,8 @@ use crate::spec::{Desired, LogTarget, ServiceSpec};
 pub const READ_CHUNK: usize = 64 * 1024;
 /// Lock file name inside the runtime directory.
 pub const LOCK_NAME: &str = "supervisor.lock";
+/// How long after the loop starts [`Hooks::settled`] is called.
+pub const SETTLE_AFTER: Duration = Duration::from_secs(1);
 
 /// Called by the loop when something the caller may want to persist happens.
 pub trait Hooks {
@@ -58,6 +60,12 @@ pub trait Hooks {
     fn desired_state_changed(&mut self, service: &ServiceSpec, desired: Desired) {
         let _ = (service, desired);
     }
+
+    /// Called once, at the first wake-up [`SETTLE_AFTER`] or more after the loop started
+    /// (the loop sets a timeout for it): boot is over and the loop is in its steady state.
+    /// PID 1 gives back memory only the boot needed here. A loop that ends sooner never
+    /// calls it, so short-lived runs pay nothing.
+    fn settled(&mut self) {}
 }
 
 /// Hooks that do nothing.
@@ -84,8 +92,12 @@ pub struct Options {
     /// Longest line kept from a service (longer ones are truncated and counted).
     pub max_line: usize,
     /// Service whose exit ends the loop (PID 1's main program); SIGTERM/SIGINT/SIGHUP/
-    /// SIGQUIT/SIGUSR1/SIGUSR2 are forwarded to its process group while it runs.
+    /// SIGQUIT/SIGUSR1/SIGUSR2/SIGWINCH are forwarded to its process group while it runs.
     pub main: Option<String>,
+    /// Give the main service's process group the foreground of the controlling terminal on
+    /// stdin (`tcsetpgrp`), so Ctrl-C and job control reach it directly. Only meaningful
+    /// when stdin is a terminal and the main service uses [`LogTarget::Inherit`].
+    pub foreground_tty: bool,
     /// Most simultaneous control clients; more are answered `busy` and closed.
     pub max_clients: usize,
     /// A client idle for this long is disconnected.
@@ -105,6 +117,7 @@ impl Options {
             rotation: Rotation::default(),
             max_line: 64 * 1024,
             main: None,
+            foreground_tty: false,
             max_clients: 64,
             client_deadline: Duration::from_secs(5),
         }
@@ -268,6 +281,7 @@ impl Supervisor {
             Signal::SIGQUIT,
             Signal::SIGUSR1,
             Signal::SIGUSR2,
+            Signal::SIGWINCH,
         ] {
             mask.add(s);
         }
@@ -301,9 +315,14 @@ impl Supervisor {
         let mut outcome = None;
         let boot = self.machine.handle(Event::Boot, Instant::now());
         self.execute(boot, hooks, out, &mut outcome);
+        let mut settle_at = Some(Instant::now() + SETTLE_AFTER);
         while outcome.is_none() {
-            let ready = self.wait(&sfd);
+            let ready = self.wait(&sfd, settle_at);
             let now = Instant::now();
+            if settle_at.is_some_and(|t| now >= t) {
+                settle_at = None;
+                hooks.settled();
+            }
             let mut events = Vec::new();
             if ready.signals {
                 self.read_signals(&sfd, &mut events);
@@ -333,9 +352,12 @@ impl Supervisor {
         Ok(outcome.unwrap_or(Outcome::Stopped))
     }
 
-    fn wait(&mut self, sfd: &SignalFd) -> Ready {
+    fn wait(&mut self, sfd: &SignalFd, settle_at: Option<Instant>) -> Ready {
         let now = Instant::now();
         let mut deadline = self.machine.next_deadline();
+        if let Some(t) = settle_at {
+            deadline = Some(deadline.map_or(t, |d| d.min(t)));
+        }
         for c in &self.conns {
             if c.pending.is_none() {
                 deadline = Some(deadline.map_or(c.deadline, |d| d.min(c.deadline)));
@@ -513,16 +535,10 @@ impl Supervisor {
         };
         let mut cmd = Command::new(prog);
         cmd.args(args).envs(&spec.env).process_group(0);
-        // The loop blocks the signals it reads from the signalfd, and a blocked mask survives
-        // fork and exec: without this a service would never see its SIGTERM. (std only resets
-        // the mask on some of its spawn paths.)
-        let unblocked = SigSet::empty();
         #[allow(unsafe_code)]
-        // SAFETY: runs between fork and exec; pthread_sigmask and prctl are async-signal-safe
-        // and the set was built before the fork.
+        // SAFETY: runs between fork and exec; prctl is async-signal-safe.
         unsafe {
-            cmd.pre_exec(move || {
-                unblocked.thread_set_mask()?;
+            cmd.pre_exec(|| {
                 // If the supervisor itself is killed outright (SIGKILL, OOM), its services get
                 // SIGTERM instead of living on as orphans that hold ports and locks.
                 nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
@@ -532,15 +548,25 @@ impl Supervisor {
         if let Some(cwd) = &spec.cwd {
             cmd.current_dir(cwd);
         }
-        match self.notify_socket(&spec) {
-            Ok(p) => {
+        // The main program (PID 1's CMD) gets the container environment unchanged: it has
+        // no readiness protocol to speak, and an extra `NOTIFY_SOCKET` would leak into it.
+        let is_main = self.opts.main.as_deref() == Some(name);
+        let notify = (!is_main).then(|| self.notify_socket(&spec));
+        match notify {
+            Some(Ok(p)) => {
                 cmd.env("NOTIFY_SOCKET", p);
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 let dir = self.log_dir_for(&spec);
                 let msg = format!("[hermes] readiness socket unavailable: {e}");
                 self.emit(name, dir.as_deref(), msg.as_bytes(), &mut std::io::sink());
             }
+            None => {}
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: runs between fork and exec and only calls sigprocmask on a stack value.
+        unsafe {
+            cmd.pre_exec(reset_signal_mask);
         }
         let capture = spec.log != LogTarget::Inherit;
         if capture {
@@ -549,6 +575,15 @@ impl Supervisor {
                 .stderr(Stdio::piped());
         }
         // Else (`LogTarget::Inherit`, PID 1's main program) all three are inherited: the TTY.
+        if self.opts.foreground_tty && !capture && self.opts.main.as_deref() == Some(name) {
+            #[allow(unsafe_code)]
+            // SAFETY: runs between fork and exec (after `setpgid`), and only makes raw
+            // syscalls (sigprocmask, getpid, tcsetpgrp) on stack data; no allocation, no
+            // locks.
+            unsafe {
+                cmd.pre_exec(take_foreground);
+            }
+        }
         if let Some(ra) = spec.run_as.clone().filter(|_| Uid::effective().is_root()) {
             let groups: Vec<Gid> = ra.groups.iter().map(|&g| Gid::from_raw(g)).collect();
             let (uid, gid) = (nix::unistd::Uid::from_raw(ra.uid), Gid::from_raw(ra.gid));
@@ -928,6 +963,37 @@ struct Ready {
     notify: Vec<String>,
     conns: Vec<usize>,
     pipes: Vec<usize>,
+}
+
+/// In the child before `exec`: unblocks every signal.
+///
+/// The loop blocks the signals it reads from its `signalfd`, and a signal mask survives
+/// `fork` and `exec`. std's spawn does not reset it, so without this every service would
+/// start with `SIGTERM`, `SIGINT`, `SIGHUP`... blocked: `kill -TERM` of a service would do
+/// nothing until its grace ran out and `SIGKILL` came.
+fn reset_signal_mask() -> std::io::Result<()> {
+    nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
+    Ok(())
+}
+
+/// In the child before `exec`: makes our new process group the terminal's foreground group.
+///
+/// A background process calling `tcsetpgrp` gets `SIGTTOU` unless it blocks it, so it is
+/// blocked around the call. Doing it in the child (not the parent after spawn) means the
+/// program never runs a single instruction in the background, so it cannot be stopped by
+/// `SIGTTIN` on its first read. Not a terminal (`ENOTTY`) is fine: nothing to take.
+fn take_foreground() -> std::io::Result<()> {
+    let mut ttou = SigSet::empty();
+    ttou.add(Signal::SIGTTOU);
+    let mut old = SigSet::empty();
+    nix::sys::signal::sigprocmask(SigmaskHow::SIG_BLOCK, Some(&ttou), Some(&mut old))?;
+    #[allow(unsafe_code)]
+    // SAFETY: fd 0 stays open for the duration of the borrow (nothing closes it before exec);
+    // `std::io::stdin()` is avoided because its first use allocates.
+    let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(libc::STDIN_FILENO) };
+    let _ = nix::unistd::tcsetpgrp(stdin, nix::unistd::getpid());
+    nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&old), None)?;
+    Ok(())
 }
 
 /// Signals a process group. Refuses pgids 0 and 1, which would hit ourselves or everyone.

@@ -69,6 +69,40 @@ pub enum Command {
     Dump(JsonFlag),
     /// Check this installation and profile; exits 1 if any check fails.
     Doctor(JsonFlag),
+    /// Run as the container's PID 1: boot, supervise, and run CMD as the main program.
+    ///
+    /// CMD routing: nothing runs `hermes`; a hermes subcommand or a word starting with `-`
+    /// runs `hermes CMD`; a program on PATH runs as is; anything else runs `hermes CMD`.
+    /// Exits with the main program's code (128 + signal when it was killed). Flags of tini
+    /// (`-s -g -v -w -p SIG -e CODE`) are accepted; see docs/container.md.
+    Init(InitArgs),
+}
+
+/// `hermes init [flags] [--] [CMD ...]` (tini-compatible flags).
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Register as a child sub-reaper (always done when not PID 1; accepted for tini).
+    #[arg(short = 's', long = "subreaper")]
+    pub subreaper: bool,
+    /// Forward signals to the main program's process group (always done; accepted for tini).
+    #[arg(short = 'g')]
+    pub group: bool,
+    /// Print more about the boot (repeatable).
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Warn about reaped zombies (accepted for tini; orphans are reaped silently).
+    #[arg(short = 'w')]
+    pub warn_zombies: bool,
+    /// Report this exit code of the main program as 0 (repeatable; tini's `-e`).
+    #[arg(short = 'e', value_name = "CODE")]
+    pub success_codes: Vec<u8>,
+    /// The command to run as the main program (default: `hermes`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub cmd: Vec<String>,
 }
 
 /// `--json` for commands that print state.

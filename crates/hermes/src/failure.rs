@@ -19,7 +19,7 @@ pub enum ExitStatus {
     Success,
     /// Exit 1 without an error message (e.g. `doctor` found a failing check and said so).
     Failure,
-    /// Any other code chosen by the command (a gateway's 75 or 78).
+    /// An exit code chosen by the command (a gateway's 75 or 78, PID 1's main program's).
     External(u8),
 }
 
@@ -105,6 +105,15 @@ from_hinted_error!(
     hermes_supervisor::Error,
     hermes_gateway::Error,
 );
+
+impl From<hermes_init::Error> for Failure {
+    fn from(error: hermes_init::Error) -> Self {
+        let hint = error.hint();
+        let mut failure = Failure::from_error(&error, hint);
+        failure.code = error.exit_code();
+        failure
+    }
+}
 
 impl From<std::io::Error> for Failure {
     fn from(error: std::io::Error) -> Self {

@@ -21,6 +21,12 @@ use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus};
 
 fn main() -> ExitCode {
+    // Before anything else (and while this is the only thread): root inside the image drops
+    // to the service user, except `hermes init` itself, which is PID 1 and stays root.
+    if let Err(failure) = commands::init::root_exec_shim() {
+        output::stderr(&failure.render());
+        return ExitCode::from(failure.code);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -76,5 +82,6 @@ fn run(cli: Cli) -> CommandResult {
         Some(Command::Version(flag)) => commands::info::run_version(flag.json),
         Some(Command::Dump(flag)) => commands::info::run_dump(&ctx, flag.json),
         Some(Command::Doctor(flag)) => commands::info::run_doctor(&ctx, flag.json),
+        Some(Command::Init(args)) => commands::init::run(args, ctx.profile_flag),
     }
 }

@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod gateway;
 pub mod info;
+pub mod init;
 pub mod plugins;
 pub mod profile;
 pub mod prompt;

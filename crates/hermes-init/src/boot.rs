@@ -1,0 +1,475 @@
+//! Boot stages 1–6, run by PID 1 before anything is supervised.
+//!
+//! | # | stage | as | on failure |
+//! |---|---|---|---|
+//! | 1 | user guard (`--user` other than root or the service uid) | — | **stop** (exit 1, `HERMES_UID` remedy) |
+//! | 2 | UID/GID remap from `HERMES_UID`/`HERMES_GID` (`PUID`/`PGID`) | root | warn, keep old ids |
+//! | 3 | device/socket groups (Docker socket, `/dev/dri`) join the drop | root | skip the device |
+//! | 4 | targeted, symlink-proof ownership repair of the data volume | root | warn per path |
+//! | 5 | skeleton dirs and first-boot seeds (`.env` + `API_SERVER_KEY`, `config.yaml`, `SOUL.md`, `gateway_state.json`, `auth.json`) | service user | warn |
+//! | 6 | remove a stale `docker` install stamp from the volume | service user | warn |
+//!
+//! Words: a **stage** is one row above; it is *contained*: its failure becomes `[init]`
+//! warning lines and boot goes on, unless running would be unsafe (stage 1, or no service
+//! user inside the image, where the only alternative would be running everything as root).
+//! Stage 7 (gateways) lives in [`crate::gateways`].
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+use hermes_home::dotenv::DotEnv;
+use hermes_home::seeds::{Seeded, seed_file};
+use hermes_privilege::{
+    IdRequest, Identity, InitMode, RemapReport, RepairPlan, SERVICE_USER, device_gids,
+    init_user_guard, remap, repair_ownership,
+};
+
+use crate::creds::AsUser;
+use crate::{Error, Settings};
+
+/// Directories seeded under `HERMES_HOME` besides the profile skeleton.
+pub const EXTRA_DIRS: &[&str] = &[
+    "backups",
+    "hooks",
+    "skins",
+    "logs/gateways",
+    "pairing",
+    "platforms/pairing",
+    "lazy-packages",
+];
+
+/// `.env` variable holding the loopback API server key.
+pub const API_SERVER_KEY: &str = "API_SERVER_KEY";
+/// Seeds `gateway_state.json` on first boot when exactly `running`.
+pub const GATEWAY_BOOTSTRAP_VAR: &str = "HERMES_GATEWAY_BOOTSTRAP_STATE";
+/// Seeds `auth.json` (JSON text, verbatim) on first boot.
+pub const AUTH_BOOTSTRAP_VAR: &str = "HERMES_AUTH_JSON_BOOTSTRAP";
+/// The install-method stamp that must not live on the volume.
+pub const INSTALL_STAMP: &str = ".install_method";
+
+/// Who the boot ended up running things as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Booted {
+    /// How init runs (root with drops, or already the service user).
+    pub mode: InitMode,
+    /// The identity services and the main program drop to; `None` when there is nothing to
+    /// drop to (not root, or no service user outside the image).
+    pub identity: Option<Identity>,
+}
+
+/// Writes one `[init]` line (best effort: boot never fails because the log is closed).
+pub(crate) fn say(out: &mut dyn Write, line: impl std::fmt::Display) {
+    let _ = writeln!(out, "[init] {line}");
+}
+
+/// Runs stages 1–6 (module doc).
+///
+/// # Errors
+/// [`Error::Privilege`] for a foreign `--user` (exit 1); [`Error::NoServiceUser`] when the
+/// image marker is present but the service user is missing.
+pub fn run_stages(settings: &Settings, out: &mut dyn Write) -> Result<Booted, Error> {
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    let in_image = hermes_privilege::image_marker_present(&settings.image_marker);
+
+    // Stage 1: the user guard.
+    let looked_up = Identity::lookup(&settings.accounts, SERVICE_USER);
+    let service_uid = looked_up.as_ref().ok().map(|i| i.uid);
+    let mode = init_user_guard(uid, gid, SERVICE_USER, service_uid)?;
+    let mut identity = match looked_up {
+        Ok(id) => Some(id),
+        Err(source) if in_image => {
+            return Err(Error::NoServiceUser {
+                user: SERVICE_USER.to_owned(),
+                passwd: settings.accounts.passwd.clone(),
+                source,
+            });
+        }
+        Err(e) => {
+            say(
+                out,
+                format!(
+                    "warning: no `{SERVICE_USER}` user ({e}); outside the image, so services \
+                     and the main program run as uid {uid}"
+                ),
+            );
+            None
+        }
+    };
+
+    if mode == InitMode::Root {
+        if let Err(e) = fs::create_dir_all(&settings.home) {
+            say(
+                out,
+                format!("warning: cannot create `{}`: {e}", settings.home.display()),
+            );
+        }
+        if identity.is_some() {
+            identity = stage_remap(settings, identity, out);
+        }
+    }
+    // Stage 3: device groups (also useful to a remapped user; never gid 0).
+    if let Some(id) = identity.as_mut() {
+        let gids = device_gids(&settings.device_paths);
+        if !gids.is_empty() {
+            say(out, format!("joining device groups {gids:?}"));
+        }
+        id.add_groups(gids);
+    }
+    // Stage 4: ownership repair.
+    if mode == InitMode::Root
+        && let Some(id) = &identity
+    {
+        stage_repair(settings, id, out);
+    }
+    // When already the service user there is nothing to drop to: run children as we are.
+    let identity = if mode == InitMode::ServiceUser {
+        None
+    } else {
+        identity
+    };
+    // Stages 5–6, with the service user's ids.
+    match AsUser::enter(identity.as_ref()) {
+        Ok(_scope) => {
+            stage_seed(settings, out);
+            stage_stamp(settings, out);
+        }
+        Err(e) => say(
+            out,
+            format!("warning: cannot act as `{SERVICE_USER}` ({e}); skipping first-boot seeds"),
+        ),
+    }
+    Ok(Booted { mode, identity })
+}
+
+/// Stage 2: remap, then look the (possibly changed) user up again.
+fn stage_remap(
+    settings: &Settings,
+    identity: Option<Identity>,
+    out: &mut dyn Write,
+) -> Option<Identity> {
+    let request = IdRequest::from_env(&settings.env);
+    for w in &request.warnings {
+        say(out, format!("warning: {w}"));
+    }
+    if request.uid.is_none() && request.gid.is_none() {
+        return identity;
+    }
+    match remap(&settings.accounts, SERVICE_USER, SERVICE_USER, &request) {
+        Ok(report) => {
+            describe_remap(&report, out);
+            match Identity::lookup(&settings.accounts, SERVICE_USER) {
+                Ok(id) => Some(id),
+                Err(e) => {
+                    say(
+                        out,
+                        format!("warning: cannot read `{SERVICE_USER}` after the remap: {e}"),
+                    );
+                    identity
+                }
+            }
+        }
+        Err(e) => {
+            say(out, format!("warning: cannot remap `{SERVICE_USER}`: {e}"));
+            if let Some(h) = e.hint() {
+                say(out, format!("hint: {h}"));
+            }
+            identity
+        }
+    }
+}
+
+fn describe_remap(report: &RemapReport, out: &mut dyn Write) {
+    use hermes_privilege::IdChange;
+    if let IdChange::Changed { from, to } = report.uid {
+        say(out, format!("changed `{SERVICE_USER}` uid {from} -> {to}"));
+    }
+    if let IdChange::Changed { from, to } = report.gid {
+        say(out, format!("changed `{SERVICE_USER}` gid {from} -> {to}"));
+    }
+}
+
+/// Stage 4.
+fn stage_repair(settings: &Settings, id: &Identity, out: &mut dyn Write) {
+    match repair_ownership(&RepairPlan::data_volume(&settings.home), id.uid, id.gid) {
+        Ok(report) => {
+            if report.changed > 0 || settings.flags.verbose > 0 {
+                say(
+                    out,
+                    format!(
+                        "ownership of `{}`: {} changed, {} already right",
+                        settings.home.display(),
+                        report.changed,
+                        report.unchanged
+                    ),
+                );
+            }
+            for w in &report.warnings {
+                say(out, format!("warning: {w}"));
+            }
+            if report.warnings_not_listed > 0 {
+                say(
+                    out,
+                    format!("warning: {} more not listed", report.warnings_not_listed),
+                );
+            }
+        }
+        Err(e) => say(out, format!("warning: ownership repair skipped: {e}")),
+    }
+}
+
+/// Stage 5: skeleton, seeds, API key, bootstrap files.
+fn stage_seed(settings: &Settings, out: &mut dyn Write) {
+    let home = &settings.home;
+    match hermes_home::layout::ensure_skeleton(home, true) {
+        Ok(report) => {
+            for p in report.seeded {
+                say(out, format!("seeded `{}`", p.display()));
+            }
+        }
+        Err(e) => say(out, format!("warning: {e}")),
+    }
+    for dir in EXTRA_DIRS {
+        let p = home.join(dir);
+        if let Err(e) = fs::create_dir_all(&p) {
+            say(
+                out,
+                format!("warning: cannot create `{}`: {e}", p.display()),
+            );
+        }
+    }
+    seed_api_key(&home.join(".env"), out);
+    if settings.env.get(GATEWAY_BOOTSTRAP_VAR) == Some("running") {
+        seed_once(
+            &home.join("gateway_state.json"),
+            "{\"gateway_state\":\"running\"}\n",
+            0o644,
+            out,
+        );
+    }
+    if let Some(auth) = settings
+        .env
+        .get(AUTH_BOOTSTRAP_VAR)
+        .filter(|v| !v.is_empty())
+    {
+        seed_once(&home.join("auth.json"), auth, 0o600, out);
+    }
+}
+
+/// Creates `path` only on first boot; a symlink there is refused, never followed.
+fn seed_once(path: &Path, contents: &str, mode: u32, out: &mut dyn Write) {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            say(
+                out,
+                format!(
+                    "warning: refusing seed through symlinked path `{}`",
+                    path.display()
+                ),
+            );
+            return;
+        }
+        Ok(_) => return,
+        Err(_) => {}
+    }
+    match seed_file(path, contents, mode) {
+        Ok(Seeded::Created) => say(out, format!("seeded `{}`", path.display())),
+        Ok(Seeded::Kept) => {}
+        Err(e) => say(out, format!("warning: {e}")),
+    }
+}
+
+/// Appends an `API_SERVER_KEY` of 64 hex characters when `.env` has no non-empty one.
+fn seed_api_key(env_path: &Path, out: &mut dyn Write) {
+    match fs::symlink_metadata(env_path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            say(
+                out,
+                format!(
+                    "warning: refusing append through symlinked path `{}`",
+                    env_path.display()
+                ),
+            );
+            return;
+        }
+        Ok(_) => {}
+        Err(_) => return,
+    }
+    let mut dotenv = match DotEnv::load(env_path) {
+        Ok(d) => d,
+        Err(e) => {
+            say(out, format!("warning: {e}"));
+            return;
+        }
+    };
+    if dotenv.get(API_SERVER_KEY).is_some_and(|v| !v.is_empty()) {
+        return;
+    }
+    let key = match random_hex(32) {
+        Ok(k) => k,
+        Err(e) => {
+            say(out, format!("warning: cannot read `/dev/urandom`: {e}"));
+            return;
+        }
+    };
+    let saved = dotenv
+        .set(API_SERVER_KEY, &key)
+        .and_then(|()| dotenv.save(env_path));
+    match saved {
+        Ok(()) => say(
+            out,
+            format!("generated {API_SERVER_KEY} for the loopback API server"),
+        ),
+        Err(e) => say(out, format!("warning: {e}")),
+    }
+}
+
+/// `bytes` random bytes from `/dev/urandom`, as lowercase hex.
+pub fn random_hex(bytes: usize) -> io::Result<String> {
+    let mut buf = vec![0u8; bytes];
+    fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Stage 6: the install method belongs to the image, never to the volume.
+fn stage_stamp(settings: &Settings, out: &mut dyn Write) {
+    let path = settings.home.join(INSTALL_STAMP);
+    let Ok(meta) = fs::symlink_metadata(&path) else {
+        return;
+    };
+    if !meta.is_file() {
+        return;
+    }
+    let Ok(text) = fs::read_to_string(&path) else {
+        return;
+    };
+    let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    if squeezed == "docker" {
+        match fs::remove_file(&path) {
+            Ok(()) => say(
+                out,
+                format!("removed the stale install stamp `{}`", path.display()),
+            ),
+            Err(e) => say(
+                out,
+                format!("warning: cannot remove `{}`: {e}", path.display()),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(home: &Path) -> Settings {
+        let mut s = Settings::from_process(vec![], vec![], "/bin/true".into(), Default::default());
+        s.home = home.to_path_buf();
+        s
+    }
+
+    #[test]
+    fn random_hex_is_hex_of_the_right_length() {
+        let a = random_hex(32).unwrap();
+        let b = random_hex(32).unwrap();
+        assert_eq!(a.len(), 64);
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn api_key_is_added_once_and_an_existing_one_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = dir.path().join(".env");
+        fs::write(&env, "# header\nAPI_SERVER_KEY=\nOTHER=1\n").unwrap();
+        let mut out = Vec::new();
+        seed_api_key(&env, &mut out);
+        let first = DotEnv::load(&env).unwrap();
+        let key = first.get(API_SERVER_KEY).unwrap().to_string();
+        assert_eq!(key.len(), 64);
+        assert_eq!(first.get("OTHER"), Some("1"));
+        seed_api_key(&env, &mut out);
+        assert_eq!(
+            DotEnv::load(&env).unwrap().get(API_SERVER_KEY),
+            Some(key.as_str())
+        );
+        let text = fs::read_to_string(&env).unwrap();
+        assert_eq!(text.matches("API_SERVER_KEY=").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn bootstrap_seeds_only_on_first_boot_and_refuse_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("data");
+        let mut s = settings(&home);
+        s.env = [
+            (GATEWAY_BOOTSTRAP_VAR, "running"),
+            (AUTH_BOOTSTRAP_VAR, "{\"providers\":{}}"),
+        ]
+        .into_iter()
+        .collect();
+        fs::create_dir_all(&home).unwrap();
+        let outside = dir.path().join("outside.json");
+        fs::write(&outside, "keep").unwrap();
+        std::os::unix::fs::symlink(&outside, home.join("auth.json")).unwrap();
+        let mut out = Vec::new();
+        stage_seed(&s, &mut out);
+        let log = String::from_utf8(out).unwrap();
+        assert_eq!(
+            fs::read_to_string(home.join("gateway_state.json")).unwrap(),
+            "{\"gateway_state\":\"running\"}\n"
+        );
+        assert!(
+            log.contains("refusing seed through symlinked path") && log.contains("auth.json"),
+            "{log}"
+        );
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "keep");
+        assert!(
+            fs::symlink_metadata(home.join("auth.json"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        // Second boot: an existing state is never overwritten.
+        fs::write(
+            home.join("gateway_state.json"),
+            "{\"gateway_state\":\"stopped\"}",
+        )
+        .unwrap();
+        stage_seed(&s, &mut Vec::new());
+        assert!(
+            fs::read_to_string(home.join("gateway_state.json"))
+                .unwrap()
+                .contains("stopped")
+        );
+        assert!(home.join("logs/gateways").is_dir() && home.join("profiles").is_dir());
+    }
+
+    #[test]
+    fn bootstrap_state_must_be_exactly_running() {
+        for v in ["Running", "1", "true", "starting", "stopped"] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut s = settings(dir.path());
+            s.env = [(GATEWAY_BOOTSTRAP_VAR, v)].into_iter().collect();
+            stage_seed(&s, &mut Vec::new());
+            assert!(!dir.path().join("gateway_state.json").exists(), "{v}");
+        }
+    }
+
+    #[test]
+    fn only_a_docker_stamp_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = settings(dir.path());
+        let stamp = dir.path().join(INSTALL_STAMP);
+        fs::write(&stamp, " docker\n").unwrap();
+        stage_stamp(&s, &mut Vec::new());
+        assert!(!stamp.exists());
+        fs::write(&stamp, "pip\n").unwrap();
+        stage_stamp(&s, &mut Vec::new());
+        assert!(stamp.exists());
+    }
+}

@@ -1,0 +1,126 @@
+//! The crate's one error type, [`Error`]: the failures that stop `hermes init` (or the
+//! root-exec shim) before the main program can run. Everything else a boot stage meets is a
+//! warning line, never an error.
+
+use std::path::PathBuf;
+
+/// A failure that makes running unsafe or impossible.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A privilege rule refused to go on: the `--user` guard, a shim drop that cannot happen,
+    /// or the service user missing inside the image.
+    #[error(transparent)]
+    Privilege(#[from] hermes_privilege::Error),
+    /// The service user has no account inside the image, so nothing can be dropped to it.
+    #[error("the service user `{user}` has no account in `{}`", passwd.display())]
+    NoServiceUser {
+        /// The user looked up.
+        user: String,
+        /// The passwd file that was read.
+        passwd: PathBuf,
+        /// Why the lookup failed.
+        #[source]
+        source: hermes_privilege::Error,
+    },
+    /// Signal handling could not be set up (the signal mask).
+    #[error("cannot set up {what}: {source}")]
+    Signals {
+        /// The facility.
+        what: &'static str,
+        /// The errno.
+        source: nix::Error,
+    },
+    /// The supervisor could not start (runtime directory, lock, control socket).
+    #[error(transparent)]
+    Supervisor(#[from] hermes_supervisor::Error),
+}
+
+impl Error {
+    /// The "what to do" line shown under the error.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::Privilege(e) => e.hint(),
+            Error::NoServiceUser { user, .. } => Some(format!(
+                "the image must ship the `{user}` user; rebuild it, or run a command with \
+                 `HERMES_DOCKER_EXEC_AS_ROOT=1` to inspect it as root"
+            )),
+            Error::Signals { .. } => Some(
+                "`hermes init` must be the container's entrypoint, started before any other \
+                 thread exists; check the container's seccomp profile"
+                    .to_owned(),
+            ),
+            Error::Supervisor(e) => e.hint(),
+        }
+    }
+
+    /// The process exit code for this error: 126 when the root-exec shim cannot drop, else 1.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Privilege(e) => e.exit_code(),
+            _ => 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_variant() -> Vec<Error> {
+        let unknown = || hermes_privilege::Error::UnknownUser {
+            name: "hermes".into(),
+            path: "/etc/passwd".into(),
+        };
+        vec![
+            Error::Privilege(hermes_privilege::Error::ForeignUser {
+                uid: 1000,
+                gid: 1000,
+                user: "1000".into(),
+                service_uid: Some(10000),
+            }),
+            Error::NoServiceUser {
+                user: "hermes".into(),
+                passwd: "/etc/passwd".into(),
+                source: unknown(),
+            },
+            Error::Signals {
+                what: "the signal mask",
+                source: nix::Error::EPERM,
+            },
+            Error::Supervisor(hermes_supervisor::Error::AlreadyRunning {
+                pid: 7,
+                runtime_dir: "/run/hermes".into(),
+            }),
+        ]
+    }
+
+    #[test]
+    fn every_variant_has_a_clean_message_and_a_hint() {
+        for e in every_variant() {
+            let m = e.to_string();
+            assert!(!m.is_empty() && !m.ends_with('.'), "{m}");
+            assert!(m.chars().next().is_some_and(|c| !c.is_uppercase()), "{m}");
+            assert!(e.hint().is_some_and(|h| !h.is_empty()), "{m}");
+        }
+    }
+
+    #[test]
+    fn foreign_user_hint_names_the_remedy_and_exits_1() {
+        let e = &every_variant()[0];
+        assert!(e.hint().unwrap().contains("HERMES_UID=1000"));
+        assert_eq!(e.exit_code(), 1);
+    }
+
+    #[test]
+    fn a_failed_shim_drop_exits_126() {
+        let e = Error::Privilege(hermes_privilege::Error::ShimDrop {
+            user: "hermes".into(),
+            source: Box::new(hermes_privilege::Error::UnknownUser {
+                name: "hermes".into(),
+                path: "/etc/passwd".into(),
+            }),
+        });
+        assert_eq!(e.exit_code(), 126);
+    }
+}

@@ -1,0 +1,35 @@
+//! `hermes-init`: everything PID 1 of the Hermes container does.
+//!
+//! `hermes init [tini flags] [--] [CMD ...]` runs as PID 1 or, when something else is PID 1
+//! (`docker run --init`, Fly, some Kubernetes set-ups), as a child sub-reaper with the same
+//! behaviour. It blocks signals before anything else, runs the boot stages, routes the CMD to
+//! the *main program*, supervises it with the profile gateways, and exits with the main
+//! program's code. The binary also calls the root-exec shim from here for every other command.
+//!
+//! * [`settings`] — [`Settings`] and the tini-compatible [`Flags`];
+//! * [`route`](mod@route) — CMD routing ([`Route`], [`route()`]);
+//! * [`boot`] — boot stages 1–6;
+//! * [`gateways`] — stage 7: profile gateways, the boot log, `desired_state` hooks;
+//! * [`run`](mod@run) — the whole life of PID 1 ([`run()`]);
+//! * [`shim`] — the root-exec shim ([`root_exec_shim`]);
+//! * [`creds`] — acting as the service user without giving up root ([`creds::AsUser`]).
+//!
+//! The crate never prints: lines go to the writers the caller passes, errors are [`Error`]
+//! with a [`hint`](Error::hint). See `docs/container.md` for the operator's view.
+
+#![deny(missing_docs)]
+
+pub mod boot;
+pub mod creds;
+mod error;
+pub mod gateways;
+pub mod route;
+pub mod run;
+pub mod settings;
+pub mod shim;
+
+pub use error::Error;
+pub use route::{Route, program_exists, route};
+pub use run::{MAIN_SERVICE, run};
+pub use settings::{Flags, Settings};
+pub use shim::{Shim, root_exec_shim};

@@ -1,0 +1,19 @@
+//! End-to-end tests of `hermes init`, driving the real binary as PID 1 (new PID namespace),
+//! as a child sub-reaper, and through a pseudo-terminal.
+//!
+//! Table of contents:
+//! * `gateways` — profile gateways as services, `desired_state` hooks, ordered stop
+//! * `pid1` — reaping (100 orphans, zero zombies), the exit-code table, PID 1 vs sub-reaper
+//! * `signals` — forwarding to the main program's process group, Ctrl-C through a TTY
+//! * `routing` — the CMD routing table and environment passthrough
+//! * `privilege` — the privilege matrix, the `--user` guard, the root-exec shim truth table,
+//!   symlink refusals and damaged state at boot (private mount namespaces, temp `/etc`)
+//!
+//! Tests that need root print `skipping: <reason>` otherwise. Shared helpers live in `util`.
+
+mod gateways;
+mod pid1;
+mod privilege;
+mod routing;
+mod signals;
+mod util;

@@ -1,0 +1,299 @@
+//! Privilege: who the main program runs as, the `--user` guard, the root-exec shim, and boot
+//! surviving hostile or damaged volumes. Each test runs in a private mount namespace with a
+//! temp copy of `/etc` (a `hermes` user, uid/gid 10000) bind-mounted over the real one.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+use crate::util::*;
+
+const WHO: &str = "echo \"who=$(id -u) $(id -g) $(id -G) $HOME $USER\"";
+
+fn who(out: &std::process::Output) -> String {
+    stdout(out)
+        .lines()
+        .find_map(|l| l.strip_prefix("who=").map(str::to_owned))
+        .unwrap_or_else(|| panic!("no who= line: {}", render(out)))
+}
+
+#[test]
+fn privilege_matrix_default_and_remapped_ids() {
+    if skip_unless_root("mount namespaces and privilege drops need root") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let etc = sb.etc_copy(true);
+    let h = hermes();
+    // Default ids.
+    let out = run(&mut sb.in_mount_ns(&etc, false, &[h, "init", "--", "sh", "-c", WHO]));
+    assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+    assert_eq!(who(&out), "10000 10000 10000 20000 /opt/data hermes");
+    let meta = fs::metadata(sb.home()).unwrap();
+    assert_eq!(
+        (meta.uid(), meta.gid()),
+        (10000, 10000),
+        "the volume root is the service user's"
+    );
+    let env = fs::metadata(sb.home().join(".env")).unwrap();
+    assert_eq!((env.uid(), env.mode() & 0o777), (10000, 0o600));
+    // Remapped with HERMES_UID/HERMES_GID: the account copy is rewritten, files follow.
+    let mut c = sb.in_mount_ns(&etc, false, &[h, "init", "--", "sh", "-c", WHO]);
+    c.env("HERMES_UID", "12345").env("HERMES_GID", "12346");
+    let out = run(&mut c);
+    assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+    assert_eq!(who(&out), "12345 12346 12346 20000 /opt/data hermes");
+    assert!(
+        stderr(&out).contains("changed `hermes` uid 10000 -> 12345"),
+        "{}",
+        render(&out)
+    );
+    let env = fs::metadata(sb.home().join(".env")).unwrap();
+    assert_eq!((env.uid(), env.gid()), (12345, 12346));
+    // PUID/PGID are aliases; HERMES_* wins.
+    let mut c = sb.in_mount_ns(&etc, false, &[h, "init", "--", "sh", "-c", WHO]);
+    c.env("PUID", "1000")
+        .env("PGID", "1000")
+        .env("HERMES_UID", "11001");
+    let out = run(&mut c);
+    assert_eq!(
+        who(&out),
+        "11001 1000 1000 20000 /opt/data hermes",
+        "{}",
+        render(&out)
+    );
+    // The real /etc was never touched.
+    assert!(
+        !fs::read_to_string("/etc/passwd")
+            .unwrap()
+            .contains("hermes:x:")
+    );
+}
+
+#[test]
+fn user_guard_refuses_a_foreign_uid_and_allows_the_service_uid() {
+    if skip_unless_root("mount namespaces need root") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let etc = sb.etc_copy(true);
+    let h = hermes();
+    let as_uid = |uid: &str| {
+        let (u, g) = (format!("--reuid={uid}"), format!("--regid={uid}"));
+        run(&mut sb.in_mount_ns(
+            &etc,
+            true,
+            &[
+                "setpriv",
+                &u,
+                &g,
+                "--clear-groups",
+                h,
+                "init",
+                "--",
+                "sh",
+                "-c",
+                "echo REACHED",
+            ],
+        ))
+    };
+    let out = as_uid("1000");
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    assert!(!stdout(&out).contains("REACHED"));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("error: ") && err.contains("HERMES_UID=1000"),
+        "{err}"
+    );
+    assert!(err.contains("the `hermes` user (uid 10000)"), "{err}");
+    // As the service uid boot goes on without root powers; a root-owned runtime dir (like
+    // `/run` in the image) falls back to a private one under `TMPDIR`.
+    let rootrun = sb.path().join("rootrun");
+    fs::create_dir(&rootrun).unwrap();
+    fs::set_permissions(&rootrun, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut c = sb.in_mount_ns(
+        &etc,
+        true,
+        &[
+            "setpriv",
+            "--reuid=10000",
+            "--regid=10000",
+            "--clear-groups",
+            h,
+            "init",
+            "--",
+            "sh",
+            "-c",
+            "echo REACHED as $(id -u)",
+        ],
+    );
+    c.env("HERMES_RUNTIME_DIR", &rootrun)
+        .env("TMPDIR", sb.path());
+    let out = run(&mut c);
+    assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+    assert!(
+        stdout(&out).contains("REACHED as 10000"),
+        "{}",
+        render(&out)
+    );
+    assert!(stderr(&out).contains("is not writable"), "{}", render(&out));
+}
+
+/// `hermes profile list` seeds `HERMES_HOME`: the owner of its `.env` says who ran it.
+fn shim_case(
+    sb: &Sandbox,
+    etc: &std::path::Path,
+    marker: bool,
+    env: &[(&str, &str)],
+    as_hermes: bool,
+) -> (Option<i32>, Option<u32>, String) {
+    let home = sb.path().join(format!("home-{}", rand_suffix()));
+    let h = hermes();
+    let mut argv = vec![];
+    if as_hermes {
+        argv.extend([
+            "setpriv",
+            "--reuid=10000",
+            "--regid=10000",
+            "--clear-groups",
+        ]);
+    }
+    argv.extend([h, "profile", "list"]);
+    let mut c = sb.in_mount_ns(etc, marker, &argv);
+    c.env("HERMES_HOME", &home).envs(env.iter().copied());
+    let out = run(&mut c);
+    let owner = fs::metadata(home.join(".env")).ok().map(|m| m.uid());
+    (out.status.code(), owner, render(&out))
+}
+
+fn rand_suffix() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    N.fetch_add(1, Ordering::Relaxed).to_string()
+}
+
+#[test]
+fn root_exec_shim_truth_table() {
+    if skip_unless_root("mount namespaces and privilege drops need root") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let etc = sb.etc_copy(true);
+    const OPT: &str = "HERMES_DOCKER_EXEC_AS_ROOT";
+    // (marker, opt-out value, run as hermes) -> expected owner
+    let cases: &[(bool, Option<&str>, bool, u32)] = &[
+        (true, None, false, 10000),
+        (true, Some("1"), false, 0),
+        (true, Some("TRUE"), false, 0),
+        (true, Some(" yes "), false, 0),
+        (true, Some("0"), false, 10000),
+        (true, Some("false"), false, 10000),
+        (true, Some("garbage"), false, 10000),
+        (true, Some(""), false, 10000),
+        (false, None, false, 0),
+        (true, None, true, 10000),
+    ];
+    for &(marker, opt, as_hermes, want) in cases {
+        let env: Vec<(&str, &str)> = opt.map(|v| (OPT, v)).into_iter().collect();
+        let (code, owner, text) = shim_case(&sb, &etc, marker, &env, as_hermes);
+        let label = format!("marker={marker} {OPT}={opt:?} as_hermes={as_hermes}");
+        assert_eq!(code, Some(0), "{label}: {text}");
+        assert_eq!(owner, Some(want), "{label}: {text}");
+    }
+}
+
+#[test]
+fn root_exec_shim_exits_126_when_no_hermes_user_exists() {
+    if skip_unless_root("mount namespaces need root") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let etc = sb.etc_copy(false);
+    let (code, owner, text) = shim_case(&sb, &etc, true, &[], false);
+    assert_eq!(code, Some(126), "{text}");
+    assert_eq!(owner, None, "nothing may run as root: {text}");
+    assert!(
+        text.contains("error: ") && text.contains("HERMES_DOCKER_EXEC_AS_ROOT=1"),
+        "{text}"
+    );
+    // `hermes init` inside the image without the user refuses to run everything as root.
+    let out = run(&mut sb.in_mount_ns(
+        &etc,
+        true,
+        &[hermes(), "init", "--", "sh", "-c", "echo REACHED"],
+    ));
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    assert!(!stdout(&out).contains("REACHED"));
+}
+
+#[test]
+fn boot_refuses_symlinks_and_survives_damaged_state() {
+    if skip_unless_root("mount namespaces and ownership repair need root") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let etc = sb.etc_copy(true);
+    let home = sb.home();
+    fs::create_dir_all(home.join("profiles/work")).unwrap();
+    fs::create_dir_all(home.join("profiles/locked")).unwrap();
+    // A symlinked auth.json pointing at a root-owned file outside the volume.
+    let outside = sb.path().join("outside-secret.json");
+    fs::write(&outside, "{}").unwrap();
+    std::os::unix::fs::symlink(&outside, home.join("auth.json")).unwrap();
+    // A corrupt state file and an unreadable profile.
+    fs::write(home.join("SOUL.md"), "soul").unwrap();
+    fs::write(home.join("gateway_state.json"), "{not json").unwrap();
+    fs::write(home.join("profiles/work/SOUL.md"), "soul").unwrap();
+    fs::write(
+        home.join("profiles/work/gateway_state.json"),
+        r#"{"gateway_state":"stopped"}"#,
+    )
+    .unwrap();
+    fs::write(home.join("profiles/locked/SOUL.md"), "soul").unwrap();
+    fs::set_permissions(
+        home.join("profiles/locked"),
+        fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
+    let mut c = sb.in_mount_ns(
+        &etc,
+        false,
+        &[hermes(), "init", "--", "sh", "-c", "echo MAIN-RAN"],
+    );
+    c.env("HERMES_AUTH_JSON_BOOTSTRAP", "{\"providers\":{}}");
+    let out = run(&mut c);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+    assert!(stdout(&out).contains("MAIN-RAN"));
+    assert!(
+        err.lines()
+            .any(|l| l.contains("refusing") && l.contains("auth.json")),
+        "{}",
+        render(&out)
+    );
+    assert!(
+        fs::symlink_metadata(home.join("auth.json"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let o = fs::metadata(&outside).unwrap();
+    assert_eq!(
+        (o.uid(), fs::read_to_string(&outside).unwrap().as_str()),
+        (0, "{}")
+    );
+    assert!(err.contains("ignoring `gateway_state.json`"), "{err}");
+    let log = fs::read_to_string(home.join("logs/container-boot.log")).unwrap();
+    assert!(
+        log.contains(" profile=default prior_state=None action=registered"),
+        "{log}"
+    );
+    assert!(
+        log.contains(" profile=work prior_state=stopped action=registered"),
+        "{log}"
+    );
+    fs::set_permissions(
+        home.join("profiles/locked"),
+        fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+}
