@@ -213,3 +213,23 @@ fn the_main_program_owns_the_tty_and_ctrl_c_interrupts_it() {
     };
     assert_eq!(status.code(), Some(130), "{seen}");
 }
+
+#[test]
+fn the_main_program_starts_with_no_blocked_signal() {
+    // PID 1 blocks the signals it reads from its signalfd; a mask survives fork and exec, so
+    // without a reset the main program could not be stopped by SIGTERM.
+    let sb = Sandbox::new();
+    let out = run(&mut sb.init(&["grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"]));
+    assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+    let text = stdout(&out);
+    assert!(text.contains("SigBlk:\t0000000000000000"), "{text}");
+    // Nothing PID 1 handles is ignored either (other bits come from whoever started us).
+    let ign = text
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:\t"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .unwrap();
+    for sig in [1, 2, 3, 10, 12, 15, 17, 28] {
+        assert_eq!(ign & (1 << (sig - 1)), 0, "signal {sig} ignored: {text}");
+    }
+}
