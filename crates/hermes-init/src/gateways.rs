@@ -4,13 +4,13 @@
 //! Words:
 //! * **gateway service** — `gateway-<profile>`, one per profile (a directory holding
 //!   `SOUL.md`; the default profile, `HERMES_HOME` itself, always counts). Its command is
-//!   `hermes -p <profile> gateway run`, or the profile's `gateway.command` from its
+//!   `hermes -p <profile> gateway run --no-supervise`, or the profile's `gateway.command` from its
 //!   `config.yaml` (string → `/bin/sh -c`, list → argv), so an operator can run another agent
 //!   implementation per profile.
 //! * **prior state** — the profile's effective state from `gateway_state.json` (desired, else
 //!   last); a missing, unreadable or corrupt file is "no state" (`None` in the boot log).
-//! * **action** — `started` (prior state `running`: the service is enabled and starts at boot)
-//!   or `registered` (known to the supervisor, reported `disabled` until an operator starts it).
+//! * **action** — `started` (prior state `running`: the service starts at boot) or
+//!   `registered` (known to the supervisor, `down` until an operator starts it).
 //!
 //! Each profile gets one line in `logs/container-boot.log`:
 //! `<ts> profile=<p> prior_state=<s> action=<started|registered>` with `<ts>` in local time,
@@ -26,7 +26,7 @@ use hermes_home::ProfileRef;
 use hermes_home::config::Config;
 use hermes_home::gateway_state::{self, StateRead};
 use hermes_privilege::Identity;
-use hermes_supervisor::{Desired, Hooks, LogTarget, RunAs, ServiceSpec};
+use hermes_supervisor::{Desired, Hooks, LogTarget, RestartPolicy, RunAs, ServiceSpec};
 
 use crate::boot::say;
 use crate::creds::AsUser;
@@ -63,12 +63,16 @@ impl GatewayAction {
     }
 }
 
-/// Builds the gateway services of every profile under `home` (stage 7). Must run with the
-/// service user's ids (see [`AsUser`]), so the files it touches stay theirs.
+/// Builds the gateway services of every profile under `home` (stage 7, and `hermes up`).
+/// Must run with the service user's ids (see [`AsUser`]), so the files it touches stay
+/// theirs. `fresh_default_runs`: a default profile that never ran a gateway (no state file)
+/// starts it — `hermes up` on a fresh home; a container boot waits for
+/// `HERMES_GATEWAY_BOOTSTRAP_STATE` instead.
 pub fn reconcile(
     home: &Path,
     hermes_exe: &Path,
     identity: Option<&Identity>,
+    fresh_default_runs: bool,
     out: &mut dyn Write,
 ) -> (Vec<ServiceSpec>, Vec<GatewayAction>) {
     let profiles: Vec<(String, PathBuf)> = match hermes_home::profile::list(home) {
@@ -87,7 +91,8 @@ pub fn reconcile(
     let mut specs = Vec::new();
     let mut actions = Vec::new();
     for (profile, dir) in profiles {
-        let prior_state = match gateway_state::read(&dir.join("gateway_state.json")) {
+        let state_file = dir.join("gateway_state.json");
+        let prior_state = match gateway_state::read(&state_file) {
             Ok(StateRead::Valid(s)) => s.effective_state().map(str::to_owned),
             Ok(StateRead::Missing) => None,
             Ok(StateRead::Invalid(why)) => {
@@ -113,24 +118,13 @@ pub fn reconcile(
                 );
             }
         }
-        let started = prior_state.as_deref() == Some("running");
-        let mut spec = ServiceSpec::new(
-            format!("{GATEWAY_PREFIX}{profile}"),
-            gateway_argv(&profile, &dir, hermes_exe, out),
-        );
-        spec.enabled = started;
-        spec.profile = Some(profile.clone());
-        spec.cwd = Some(dir.clone());
-        spec.log = LogTarget::Dir(home.join("logs").join("gateways").join(&profile));
-        if let Some(id) = identity {
-            spec.run_as = Some(RunAs {
-                uid: id.uid,
-                gid: id.gid,
-                groups: id.groups.clone(),
-            });
-            spec.env.extend(id.env_overrides());
-        }
-        specs.push(spec);
+        let fresh_default = fresh_default_runs
+            && profile == ProfileRef::Default.name()
+            && fs::symlink_metadata(&state_file).is_err();
+        let started = prior_state.as_deref() == Some("running") || fresh_default;
+        specs.push(gateway_spec(
+            home, &profile, &dir, hermes_exe, identity, started, out,
+        ));
         actions.push(GatewayAction {
             profile,
             prior_state,
@@ -138,6 +132,56 @@ pub fn reconcile(
         });
     }
     (specs, actions)
+}
+
+/// Longer than the gateway's own 30 s drain, so a clean stop is never cut short.
+pub const GATEWAY_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(35);
+
+/// The supervisor service of one profile's gateway: `hermes -p <profile> gateway run
+/// --no-supervise` (the flag keeps the supervised child from handing itself over to the
+/// supervisor again) or the profile's `gateway.command`; restarted on failure only (exit 0
+/// parks it `down`, 78 `failed`, 75 restarts it at once); `autostart` decides whether it starts
+/// when registered; logs in `logs/gateways/<profile>/`. The one place a gateway service is
+/// described: PID 1, `hermes up`, `hermes gateway start` and `hermes profile create` use it.
+pub fn gateway_spec(
+    home: &Path,
+    profile: &str,
+    dir: &Path,
+    hermes_exe: &Path,
+    identity: Option<&Identity>,
+    autostart: bool,
+    out: &mut dyn Write,
+) -> ServiceSpec {
+    let mut spec = ServiceSpec::new(
+        format!("{GATEWAY_PREFIX}{profile}"),
+        gateway_argv(profile, dir, hermes_exe, out),
+    );
+    spec.restart = RestartPolicy::OnFailure;
+    spec.stop_grace = GATEWAY_STOP_GRACE;
+    spec.autostart = autostart;
+    spec.profile = Some(profile.to_owned());
+    spec.cwd = Some(dir.to_path_buf());
+    spec.log = LogTarget::Dir(gateway_log_dir(home, profile));
+    // For a `gateway.command` that runs another agent implementation.
+    spec.env.insert("HERMES_PROFILE".into(), profile.to_owned());
+    spec.env.insert(
+        "HERMES_PROFILE_HOME".into(),
+        dir.to_string_lossy().into_owned(),
+    );
+    if let Some(id) = identity {
+        spec.run_as = Some(RunAs {
+            uid: id.uid,
+            gid: id.gid,
+            groups: id.groups.clone(),
+        });
+        spec.env.extend(id.env_overrides());
+    }
+    spec
+}
+
+/// Where a profile's gateway logs: `<home>/logs/gateways/<profile>/current` (+ archives).
+pub fn gateway_log_dir(home: &Path, profile: &str) -> PathBuf {
+    home.join("logs").join("gateways").join(profile)
 }
 
 /// The gateway command: the profile's `gateway.command` override, else `hermes -p <p>
@@ -149,6 +193,7 @@ fn gateway_argv(profile: &str, dir: &Path, hermes_exe: &Path, out: &mut dyn Writ
         profile.into(),
         "gateway".into(),
         "run".into(),
+        "--no-supervise".into(),
     ];
     let config = match Config::load(&dir.join("config.yaml")) {
         Ok(c) => c,
@@ -307,6 +352,29 @@ mod tests {
     }
 
     #[test]
+    fn a_fresh_default_profile_starts_only_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        profile(root, "default", None, None);
+        profile(root, "work", None, None);
+        let mut out = Vec::new();
+        let (boot, _) = reconcile(root, Path::new("/bin/hermes"), None, false, &mut out);
+        assert!(
+            boot.iter().all(|s| !s.autostart),
+            "a container boot waits for a recorded state"
+        );
+        let (up, actions) = reconcile(root, Path::new("/bin/hermes"), None, true, &mut out);
+        assert!(
+            up[0].autostart && !up[1].autostart,
+            "`hermes up` starts the fresh default only"
+        );
+        assert_eq!(
+            actions[0].describe(),
+            "profile=default prior_state=None action=started"
+        );
+    }
+
+    #[test]
     fn every_profile_gets_a_gateway_and_running_ones_start() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
@@ -337,7 +405,7 @@ mod tests {
         );
         fs::create_dir_all(root.join("profiles/nosoul")).unwrap();
         let mut out = Vec::new();
-        let (specs, actions) = reconcile(root, Path::new("/bin/hermes"), None, &mut out);
+        let (specs, actions) = reconcile(root, Path::new("/bin/hermes"), None, false, &mut out);
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,
@@ -360,11 +428,26 @@ mod tests {
         );
         assert_eq!(
             specs[0].argv,
-            ["/bin/hermes", "-p", "default", "gateway", "run"]
+            [
+                "/bin/hermes",
+                "-p",
+                "default",
+                "gateway",
+                "run",
+                "--no-supervise"
+            ]
         );
         assert_eq!(specs[1].argv, ["my-agent", "--serve"]);
         assert_eq!(specs[2].argv, ["/bin/sh", "-c", "exec agent2"]);
-        assert!(specs[0].enabled && !specs[3].enabled);
+        assert!(specs[0].autostart && !specs[3].autostart);
+        assert!(
+            specs.iter().all(|s| s.enabled),
+            "registered means down, not disabled"
+        );
+        assert_eq!(
+            specs[3].log,
+            LogTarget::Dir(root.join("logs/gateways/work"))
+        );
         assert_eq!(specs[3].profile.as_deref(), Some("work"));
         assert!(!work.join("gateway.pid").exists());
         let log = String::from_utf8(out).unwrap();

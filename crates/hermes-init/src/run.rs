@@ -90,6 +90,7 @@ pub fn run(settings: &Settings, log: &mut dyn Write, mirror: &mut dyn Write) -> 
                     &settings.home,
                     &settings.hermes_exe,
                     booted.identity.as_ref(),
+                    false,
                     log,
                 );
                 for a in &actions {
@@ -137,6 +138,13 @@ pub fn run(settings: &Settings, log: &mut dyn Write, mirror: &mut dyn Write) -> 
     if let Some(id) = &booted.identity {
         opts.allowed_uids = vec![id.uid];
         opts.socket_gid = Some(id.gid);
+        // A gateway registered at run time by `hermes gateway start` (as hermes) runs as
+        // hermes, with the device groups, never as root.
+        opts.default_run_as = Some(hermes_supervisor::RunAs {
+            uid: id.uid,
+            gid: id.gid,
+            groups: id.groups.clone(),
+        });
     }
     let supervisor = Supervisor::new(opts, specs)?;
     let mut hooks = StateHooks {

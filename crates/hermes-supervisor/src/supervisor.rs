@@ -44,7 +44,7 @@ use crate::error::Error;
 use crate::logs::{Chunk, LineBuffer, LogFile, Rotation, timestamp};
 use crate::machine::{Action, Event, Machine, Op, Outcome, RequestId, Timing};
 use crate::protocol::{Command as Cmd, Frame, MAX_REQUEST, Response, parse_request, take_frame};
-use crate::spec::{Desired, LogTarget, ServiceSpec};
+use crate::spec::{Desired, LogTarget, RunAs, ServiceSpec};
 
 /// Bytes read from one pipe or client per wake-up.
 pub const READ_CHUNK: usize = 64 * 1024;
@@ -100,6 +100,9 @@ pub struct Options {
     pub foreground_tty: bool,
     /// Most simultaneous control clients; more are answered `busy` and closed.
     pub max_clients: usize,
+    /// The identity a service registered by a non-root client runs as when that client is
+    /// this user (PID 1: the service user with its device groups). See [`confine_run_as`].
+    pub default_run_as: Option<RunAs>,
     /// A client idle for this long is disconnected.
     pub client_deadline: Duration,
 }
@@ -119,6 +122,7 @@ impl Options {
             main: None,
             foreground_tty: false,
             max_clients: 64,
+            default_run_as: None,
             client_deadline: Duration::from_secs(5),
         }
     }
@@ -126,6 +130,8 @@ impl Options {
 
 struct Conn {
     stream: UnixStream,
+    /// The peer's uid and gid (SO_PEERCRED), when the kernel told us.
+    peer: Option<(u32, u32)>,
     rbuf: Vec<u8>,
     wbuf: Vec<u8>,
     deadline: Instant,
@@ -762,11 +768,13 @@ impl Supervisor {
             if stream.set_nonblocking(true).is_err() {
                 continue;
             }
-            let uid = getsockopt(&stream, sockopt::PeerCredentials)
-                .map(|c| c.uid())
+            let peer = getsockopt(&stream, sockopt::PeerCredentials)
+                .map(|c| (c.uid(), c.gid()))
                 .ok();
+            let uid = peer.map(|(uid, _)| uid);
             let mut conn = Conn {
                 stream,
+                peer,
                 rbuf: Vec::new(),
                 wbuf: Vec::new(),
                 deadline: now + self.opts.client_deadline,
@@ -926,13 +934,18 @@ impl Supervisor {
                 Cmd::Restart { service } => Op::Restart(service),
                 Cmd::Unregister { service } => Op::Unregister(service),
                 Cmd::Shutdown => Op::Shutdown,
-                Cmd::Register { spec } => {
+                Cmd::Register { mut spec } => {
                     if let Err(why) = spec.validate() {
                         self.conns[k]
                             .wbuf
                             .extend(Response::error("invalid_request", why).to_frame());
                         continue;
                     }
+                    spec.run_as = confine_run_as(
+                        spec.run_as.take(),
+                        self.conns[k].peer,
+                        self.opts.default_run_as.as_ref(),
+                    );
                     Op::Register(*spec)
                 }
             };
@@ -963,6 +976,36 @@ struct Ready {
     notify: Vec<String>,
     conns: Vec<usize>,
     pipes: Vec<usize>,
+}
+
+/// The identity a service registered over the control socket may run as.
+///
+/// A supervisor running as root applies `run_as` before `exec`, so a non-root client must
+/// never be able to register a service that runs with more privilege than itself: whatever it
+/// asked for, its service runs as its own uid and gid — with the configured service identity's
+/// supplementary groups when the client *is* that user. Root may ask for anything.
+pub fn confine_run_as(
+    requested: Option<RunAs>,
+    peer: Option<(u32, u32)>,
+    default: Option<&RunAs>,
+) -> Option<RunAs> {
+    match peer {
+        Some((0, _)) => requested,
+        Some((uid, gid)) => Some(match default {
+            Some(service_user) if service_user.uid == uid => service_user.clone(),
+            _ => RunAs {
+                uid,
+                gid,
+                groups: vec![gid],
+            },
+        }),
+        // Unknown peer: such a connection is refused before it can send anything; stay safe.
+        None => Some(RunAs {
+            uid: 65534,
+            gid: 65534,
+            groups: vec![65534],
+        }),
+    }
 }
 
 /// In the child before `exec`: unblocks every signal.
@@ -1002,4 +1045,42 @@ fn kill_group(pgid: i32, signal: Signal) -> nix::Result<()> {
         return Err(Errno::EINVAL);
     }
     killpg(Pid::from_raw(pgid), signal)
+}
+
+#[cfg(test)]
+mod confine_tests {
+    use super::*;
+
+    fn ra(uid: u32, gid: u32, groups: &[u32]) -> RunAs {
+        RunAs {
+            uid,
+            gid,
+            groups: groups.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_non_root_client_cannot_register_a_more_privileged_service() {
+        let service_user = ra(10000, 10000, &[10000, 44]);
+        // Asked for root, or for nothing (which would mean "as the supervisor": root).
+        for asked in [Some(ra(0, 0, &[0])), None, Some(ra(10000, 0, &[0]))] {
+            assert_eq!(
+                confine_run_as(asked, Some((10000, 10000)), Some(&service_user)),
+                Some(service_user.clone())
+            );
+            assert_eq!(
+                confine_run_as(None, Some((1234, 1234)), Some(&service_user)),
+                Some(ra(1234, 1234, &[1234]))
+            );
+        }
+        assert_eq!(
+            confine_run_as(Some(ra(0, 0, &[0])), Some((0, 0)), None),
+            Some(ra(0, 0, &[0])),
+            "root may"
+        );
+        assert_eq!(
+            confine_run_as(None, None, None),
+            Some(ra(65534, 65534, &[65534]))
+        );
+    }
 }

@@ -6,8 +6,8 @@
 //!   the supervisor and follows its log.
 //! * `start|stop|restart|status|list` talk to the supervisor; a missing gateway service is
 //!   registered first when the profile exists.
-//! * The gateway service of a profile is built in one place, [`service_spec`], used by
-//!   `hermes up`, `gateway start`, `gateway run` and `profile create`.
+//! * The gateway service of a profile is described in one place,
+//!   `hermes_init::gateways::gateway_spec`, shared with PID 1 and `hermes up`.
 //!
 //! The words: a profile's *gateway service* is `gateway-<profile>`; its *recorded state* is
 //! the effective state of its `gateway_state.json` (desired, else last).
@@ -18,12 +18,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hermes_gateway::{ExitReason, GatewaySettings, Phase, ShutdownRequest, StateRecorder};
+use hermes_home::Home;
 use hermes_home::config::Config;
 use hermes_home::dotenv::DotEnv;
 use hermes_home::gateway_state::{self, StateRead};
 use hermes_home::profile;
-use hermes_home::{Home, ProfileRef};
-use hermes_supervisor::{RestartPolicy, ServiceSpec};
+use hermes_supervisor::ServiceSpec;
 use serde_json::{Map, Value, json};
 
 use crate::cli::{GatewayCommand, GatewayTarget};
@@ -32,117 +32,36 @@ use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
 
-/// Longer than the gateway's own 30 s drain, so a clean stop is never cut short.
-const STOP_GRACE: Duration = Duration::from_secs(35);
-
 /// The supervisor service name of a profile's gateway.
 pub fn service_name(profile: &str) -> String {
-    format!("gateway-{profile}")
+    format!("{}{profile}", hermes_init::gateways::GATEWAY_PREFIX)
 }
 
-/// The supervisor service that runs one profile's gateway: `hermes -p <profile> gateway run
-/// --no-supervise` (the flag keeps the supervised child from handing itself over again), or
-/// the profile's `gateway.command` (a string runs through `/bin/sh -c`, a list is the argv),
-/// which lets an operator run another agent implementation per profile. Restarted on failure
-/// only: exit 0 parks it `down`, 78 `failed`, 75 restarts it at once.
+/// The gateway service of `home`'s profile, as `hermes init` and `hermes up` describe it,
+/// running as the current user (a supervisor running as root also confines services
+/// registered by a non-root client to that client's identity).
 pub fn service_spec(home: &Home, autostart: bool) -> ServiceSpec {
-    let name = home.profile().name().to_string();
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));
-    let ours = vec![
-        exe.to_string_lossy().into_owned(),
-        "-p".into(),
-        name.clone(),
-        "gateway".into(),
-        "run".into(),
-        "--no-supervise".into(),
-    ];
-    let config = Config::load(&home.config_path()).ok();
-    let argv = match config.as_ref().and_then(|c| c.raw("gateway.command")) {
-        Some(yaml_serde::Value::String(cmd)) if !cmd.trim().is_empty() => {
-            vec!["/bin/sh".into(), "-c".into(), cmd.clone()]
-        }
-        Some(yaml_serde::Value::Sequence(items)) if !items.is_empty() => items
-            .iter()
-            .map(|v| v.as_str().map_or_else(|| format!("{v:?}"), str::to_string))
-            .collect(),
-        _ => ours,
-    };
-    let mut spec = ServiceSpec::new(service_name(&name), argv);
-    spec.restart = RestartPolicy::OnFailure;
-    spec.stop_grace = STOP_GRACE;
-    spec.autostart = autostart;
-    spec.profile = Some(name.clone());
-    spec.env.insert(
-        "HERMES_HOME".into(),
-        home.root().to_string_lossy().into_owned(),
-    );
-    spec.env.insert("HERMES_PROFILE".into(), name);
-    spec.env.insert(
-        "HERMES_PROFILE_HOME".into(),
-        home.dir().to_string_lossy().into_owned(),
-    );
-    spec
-}
-
-/// One profile's gateway as boot reconciliation sees it.
-pub struct Reconciled {
-    /// The service to register.
-    pub spec: ServiceSpec,
-    /// The recorded state (`None` when no state file, `unknown` when unreadable).
-    pub prior: Option<String>,
-}
-
-/// Every profile's gateway service, autostarted iff its recorded state is `running`. A home
-/// whose default profile has never run a gateway starts it (`fresh_default_runs`: `hermes up`).
-/// A stale `gateway.pid` is removed (the pid is from another boot). Problems with one profile
-/// are returned as warnings; they never stop the others.
-pub fn reconcile(root: &Path, fresh_default_runs: bool) -> (Vec<Reconciled>, Vec<String>) {
+    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten();
+    let identity = me.and_then(|u| {
+        hermes_privilege::Identity::lookup(&hermes_privilege::SystemFiles::system(), &u.name).ok()
+    });
     let mut warnings = Vec::new();
-    let entries = match profile::list(root) {
-        Ok(entries) => entries,
-        Err(e) => {
-            warnings.push(e.to_string());
-            vec![profile::ProfileEntry {
-                profile: ProfileRef::Default,
-                dir: root.to_path_buf(),
-                description: None,
-            }]
-        }
-    };
-    let mut out = Vec::new();
-    for entry in entries {
-        let home = match Home::for_profile(root.to_path_buf(), entry.profile.clone()) {
-            Ok(home) => home,
-            Err(e) => {
-                warnings.push(e.to_string());
-                continue;
-            }
-        };
-        let prior = match gateway_state::read(&home.gateway_state_path()) {
-            Ok(StateRead::Valid(state)) => state.effective_state().map(str::to_string),
-            Ok(StateRead::Missing) => None,
-            Ok(StateRead::Invalid(why)) => {
-                warnings.push(format!(
-                    "`{}` is not valid ({why}); treating it as unknown",
-                    home.gateway_state_path().display()
-                ));
-                Some("unknown".into())
-            }
-            Err(e) => {
-                warnings.push(e.to_string());
-                Some("unknown".into())
-            }
-        };
-        let _ = std::fs::remove_file(home.dir().join("gateway.pid"));
-        let fresh_default =
-            fresh_default_runs && entry.profile == ProfileRef::Default && prior.is_none();
-        let autostart = prior.as_deref() == Some("running") || fresh_default;
-        out.push(Reconciled {
-            spec: service_spec(&home, autostart),
-            prior,
-        });
+    let spec = hermes_init::gateways::gateway_spec(
+        home.root(),
+        home.profile().name(),
+        home.dir(),
+        &exe,
+        identity.as_ref(),
+        autostart,
+        &mut warnings,
+    );
+    if !warnings.is_empty() {
+        output::stderr(&String::from_utf8_lossy(&warnings));
     }
-    (out, warnings)
+    spec
 }
 
 /// Dispatches `hermes gateway <sub>`.
@@ -262,7 +181,7 @@ fn hand_over(home: &Home, client: &mut hermes_supervisor::Client) -> CommandResu
     output::stderr(&format!(
         "hermes: `{name}` runs under the supervisor; following its log (Ctrl-C stops following)\n"
     ));
-    let log = home.logs_dir().join(&name).join("current");
+    let log = service::log_path(home.root(), &name)?;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !log.exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));

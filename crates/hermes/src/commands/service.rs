@@ -94,7 +94,9 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
     Ok(ExitStatus::Success)
 }
 
-fn log_path(root: &Path, service: &str) -> Result<PathBuf, Failure> {
+/// Where a service's current log is: `logs/gateways/<profile>/current` for a profile's
+/// gateway, `logs/<service>/current` for the others.
+pub fn log_path(root: &Path, service: &str) -> Result<PathBuf, Failure> {
     // Service names are plain words; refuse anything that would leave the logs directory.
     if service.is_empty() || service.contains('/') || service.starts_with('.') {
         return Err(Failure::new(
@@ -102,7 +104,11 @@ fn log_path(root: &Path, service: &str) -> Result<PathBuf, Failure> {
             None,
         ));
     }
-    Ok(root.join("logs").join(service).join("current"))
+    let dir = match service.strip_prefix(hermes_init::gateways::GATEWAY_PREFIX) {
+        Some(profile) => hermes_init::gateways::gateway_log_dir(root, profile),
+        None => root.join("logs").join(service),
+    };
+    Ok(dir.join("current"))
 }
 
 pub fn logs(root: &Path, service: &str, lines: usize, follow: bool) -> Result<(), Failure> {

@@ -9,43 +9,12 @@
 //! same home finds the lock and says which pid holds it.
 
 use hermes_home::config::Config;
-use hermes_home::gateway_state;
 use hermes_home::layout::runtime_dir;
-use hermes_supervisor::{Desired, Hooks, Options, ServiceSpec, Supervisor};
+use hermes_supervisor::{Options, Supervisor};
 
 use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus};
 use crate::output;
-
-/// Persists an operator's start/stop of a profile's gateway in that profile's
-/// `gateway_state.json`, so the choice survives a restart.
-pub struct DesiredStateHooks {
-    /// `HERMES_HOME`.
-    pub root: std::path::PathBuf,
-}
-
-impl Hooks for DesiredStateHooks {
-    fn desired_state_changed(&mut self, service: &ServiceSpec, desired: Desired) {
-        let Some(profile) = &service.profile else {
-            return;
-        };
-        let dir = if profile == hermes_home::profile::DEFAULT_PROFILE {
-            self.root.clone()
-        } else {
-            self.root.join("profiles").join(profile)
-        };
-        let word = match desired {
-            Desired::Running => "running",
-            Desired::Stopped => "stopped",
-        };
-        if let Err(e) = gateway_state::set_desired(&dir.join("gateway_state.json"), word) {
-            output::stderr(&format!(
-                "warning: could not record `{word}` for `{}`: {e}\n",
-                service.name
-            ));
-        }
-    }
-}
 
 /// Runs `hermes up`.
 pub fn run(ctx: &Context) -> CommandResult {
@@ -54,21 +23,14 @@ pub fn run(ctx: &Context) -> CommandResult {
     // The parser works on JSON values; YAML maps onto them one to one.
     let services = serde_json::to_value(config.services()).unwrap_or_default();
     let (mut specs, errors) = hermes_supervisor::parse_services(&services);
-    let (gateways, warnings) = crate::commands::gateway::reconcile(&root, true);
-    let mut lines = String::new();
-    for gateway in &gateways {
-        let action = if gateway.spec.autostart {
-            "started"
-        } else {
-            "registered"
-        };
-        let prior = gateway.prior.as_deref().unwrap_or("none");
-        lines.push_str(&format!(
-            "hermes up: {} prior_state={prior} action={action}\n",
-            gateway.spec.name
-        ));
+    let exe = std::env::current_exe()?;
+    let mut notes = Vec::new();
+    let (gateways, actions) = hermes_init::gateways::reconcile(&root, &exe, None, true, &mut notes);
+    let mut lines = String::from_utf8_lossy(&notes).into_owned();
+    for action in &actions {
+        lines.push_str(&format!("hermes up: {}\n", action.describe()));
     }
-    specs.extend(gateways.into_iter().map(|g| g.spec));
+    specs.extend(gateways);
     let options = Options::new(runtime_dir(&root, Context::var), root.join("logs"));
     // Taking the lock comes first: a second `hermes up` says who runs, nothing else.
     let supervisor = Supervisor::new(options, specs)?;
@@ -79,16 +41,22 @@ pub fn run(ctx: &Context) -> CommandResult {
             .unwrap_or_default();
         output::stderr(&format!("warning: {error}{hint}\n"));
     }
-    for warning in &warnings {
-        output::stderr(&format!("warning: {warning}\n"));
-    }
     output::stderr(&lines);
     output::stderr(&format!(
         "hermes up: supervising `{}` (control socket `{}`); Ctrl-C stops everything\n",
         root.display(),
         supervisor.socket_path().display()
     ));
-    let mut hooks = DesiredStateHooks { root };
+    // The same hooks as PID 1: an operator's start/stop is written to the profile's
+    // `gateway_state.json` as `desired_state`.
+    let mut hooks = hermes_init::gateways::StateHooks {
+        home: root,
+        identity: None,
+        log: Vec::new(),
+    };
     supervisor.run(&mut hooks, &mut std::io::stdout())?;
+    for warning in &hooks.log {
+        output::stderr(&format!("{warning}\n"));
+    }
     Ok(ExitStatus::Success)
 }

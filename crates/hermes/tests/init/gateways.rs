@@ -58,10 +58,8 @@ fn gateways_are_reconciled_controlled_and_stopped_with_the_main_program() {
             .next()
             .map(|r| r.state)
     };
-    assert_eq!(
-        state(&mut client, "gateway-work"),
-        Some(StateName::Disabled)
-    );
+    // Registered, switched on, waiting for an operator's start: `down`, not `disabled`.
+    assert_eq!(state(&mut client, "gateway-work"), Some(StateName::Down));
     assert!(
         !home.join("gateway.pid").exists(),
         "the stale pid file is removed"
