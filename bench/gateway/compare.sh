@@ -372,7 +372,7 @@ for label, path, unit in (
             v = None
         row[peer] = v
     if row["rust"] and row["python"] is not None:
-        row["ratio_python_over_rust"] = float(f"{row['python'] / row['rust']:.3g}")
+        row["ratio_python_over_rust"] = float(f"{row['python'] / row['rust']:.4g}")
     rows.append(row)
 
 doc = {
@@ -397,8 +397,11 @@ doc = {
     "results": peers,
 }
 text = json.dumps(doc, indent=2) + "\n"
+# The file is committed: name machine-specific directories by role, not by where they were
+# (log lines may quote a path cut short, hence the venv's parent too).
 for path, label in sorted(((work, "$WORK"), (target_dir, "$TARGET"), (venv, "$VENV"),
-                           (repo, "$REPO")), key=lambda p: -len(p[0])):
+                           (os.path.dirname(venv), "$BENCH_CACHE"), (repo, "$REPO")),
+                          key=lambda p: -len(p[0])):
     text = text.replace(path, label)
 with open(out_path, "w") as f:
     f.write(text)
@@ -414,6 +417,15 @@ def show(v, unit):
     return f"{v:.1f}"
 
 
+def times(r):
+    """A ratio as people read it: 9.53x, 16.1x, 2361x, or 1/1977 when below one."""
+    if r is None:
+        return "n/a"
+    if r < 1:
+        return f"1/{1 / r:.0f}" if r > 0 else "0"
+    return f"{r:.2f}x" if r < 10 else f"{r:.1f}x" if r < 100 else f"{r:.0f}x"
+
+
 print(f"{requests} non-streamed + {requests} streamed chat requests per gateway, concurrency "
       f"{concurrency}, after {warmup} + {warmup} untimed warmup requests\n")
 print("| metric | rust | python | python / rust |")
@@ -421,7 +433,7 @@ print("|---|---:|---:|---:|")
 for row in rows:
     ratio = row.get("ratio_python_over_rust")
     print(f"| {row['metric']} | {show(row['rust'], row['unit'])} | {show(row['python'], row['unit'])} | "
-          f"{f'{ratio:.3g}x' if ratio is not None else 'n/a'} |")
+          f"{times(ratio)} |")
 print()
 for peer in ("rust", "python"):
     r = peers[peer]
