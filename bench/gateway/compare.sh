@@ -400,7 +400,8 @@ text = json.dumps(doc, indent=2) + "\n"
 # The file is committed: name machine-specific directories by role, not by where they were
 # (log lines may quote a path cut short, hence the venv's parent too).
 for path, label in sorted(((work, "$WORK"), (target_dir, "$TARGET"), (venv, "$VENV"),
-                           (os.path.dirname(venv), "$BENCH_CACHE"), (repo, "$REPO")),
+                           (os.path.dirname(venv), "$BENCH_CACHE"), (repo, "$REPO"),
+                           (sys.executable, "python3")),
                           key=lambda p: -len(p[0])):
     text = text.replace(path, label)
 with open(out_path, "w") as f:
