@@ -9,6 +9,19 @@
 //! ```text
 //! cargo run --release -p hermes-gateway --example gateway_bench -- [concurrency] [seconds]
 //! ```
+//!
+//! Two more modes serve `bench/gateway/compare.sh`, which puts our gateway and the original
+//! Python gateway in front of the same upstream and drives both with the same client:
+//!
+//! * `--serve-upstream`: run an upstream alone that answers like the test one (plus the
+//!   final `finish_reason` chunk real providers send), print `LISTENING <base_url>`, and on
+//!   SIGUSR1 print `SEEN <chat requests> <their body bytes> <other requests as JSON>` (what
+//!   the gateways sent it so far); exit on SIGTERM.
+//! * `--load <url> <key> <requests> <concurrency> <stream|plain>`: send that many chat
+//!   requests (a *fixed count*, not a duration, so both peers get exactly the same work) and
+//!   print one JSON line: `ok`, `errors`, `first_error`, `p50_ms`, `p99_ms`, `mean_ms`,
+//!   `rps`. An answer counts as ok only when its text is the upstream's echo, so a gateway
+//!   that answers from somewhere else (or with an error in a 200) is never timed as a success.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -147,10 +160,295 @@ fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1000.0)
 }
 
+/// What the comparison upstream has been sent: chat requests, their body bytes, and any
+/// other method + path (a gateway probing `/models` and the like gets a 404 here).
+#[derive(Default)]
+struct Seen {
+    chats: std::sync::atomic::AtomicUsize,
+    bytes: std::sync::atomic::AtomicUsize,
+    other: std::sync::Mutex<std::collections::BTreeMap<String, usize>>,
+}
+
+/// One chat answer of the comparison upstream. The text and its chunking are those of the
+/// test upstream (`echo: <last user text>`, one piece per word); unlike it, the stream ends
+/// with a `finish_reason: "stop"` chunk before `[DONE]`, as real providers do, because the
+/// Python agent treats a stream without one as a dropped connection and retries it.
+async fn compare_chat(
+    axum::extract::State(seen): axum::extract::State<std::sync::Arc<Seen>>,
+    body: bytes::Bytes,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    use std::sync::atomic::Ordering;
+    seen.chats.fetch_add(1, Ordering::SeqCst);
+    seen.bytes.fetch_add(body.len(), Ordering::SeqCst);
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let last_user = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .map(|m| match &m["content"] {
+            serde_json::Value::String(s) => s.clone(),
+            // Content parts: join the text parts.
+            serde_json::Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => String::new(),
+        })
+        .unwrap_or_default();
+    let reply = support::echo_of(&last_user);
+    let model = body["model"].clone();
+    let usage = json!({"prompt_tokens": 10, "completion_tokens": 8, "total_tokens": 18});
+    if body["stream"] != json!(true) {
+        return axum::Json(json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                         "finish_reason": "stop"}],
+            "usage": usage,
+        }))
+        .into_response();
+    }
+    let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
+        let data = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0,
+                          "model": model, "choices": [{"index": 0, "delta": delta,
+                                                       "finish_reason": finish}]});
+        format!("data: {data}\n\n")
+    };
+    let mut events: Vec<String> = reply
+        .split_inclusive(' ')
+        .map(|piece| chunk(json!({"content": piece}), serde_json::Value::Null))
+        .collect();
+    events.push(chunk(json!({}), json!("stop")));
+    if body["stream_options"]["include_usage"] == json!(true) {
+        events.push(format!(
+            "data: {}\n\n",
+            json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0,
+                   "model": model, "choices": [], "usage": usage})
+        ));
+    }
+    events.push("data: [DONE]\n\n".into());
+    let stream = futures_util::stream::iter(
+        events
+            .into_iter()
+            .map(|e| Ok::<_, std::convert::Infallible>(bytes::Bytes::from(e))),
+    );
+    axum::response::Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(axum::body::Body::from_stream(stream))
+        .unwrap_or_default()
+}
+
+async fn compare_other(
+    axum::extract::State(seen): axum::extract::State<std::sync::Arc<Seen>>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> axum::http::StatusCode {
+    if let Ok(mut other) = seen.other.lock() {
+        *other.entry(format!("{method} {}", uri.path())).or_default() += 1;
+    }
+    axum::http::StatusCode::NOT_FOUND
+}
+
+/// `--serve-upstream`: the comparison upstream alone, until SIGTERM.
+fn serve_upstream() {
+    use std::sync::atomic::Ordering;
+    use tokio::signal::unix::{SignalKind, signal};
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let seen = std::sync::Arc::new(Seen::default());
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", axum::routing::post(compare_chat))
+            .fallback(compare_other)
+            .with_state(std::sync::Arc::clone(&seen));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        // Like a real provider (and the test upstream): no Nagle delay between chunks.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                eprintln!("upstream failed: {e}");
+            }
+        });
+        let mut term = signal(SignalKind::terminate()).expect("signal");
+        let mut usr1 = signal(SignalKind::user_defined1()).expect("signal");
+        println!("LISTENING http://{addr}/v1");
+        let _ = std::io::stdout().flush();
+        loop {
+            tokio::select! {
+                _ = term.recv() => break,
+                _ = usr1.recv() => {
+                    let other = seen.other.lock().map(|o| o.clone()).unwrap_or_default();
+                    println!(
+                        "SEEN {} {} {}",
+                        seen.chats.load(Ordering::SeqCst),
+                        seen.bytes.load(Ordering::SeqCst),
+                        json!(other)
+                    );
+                    let _ = std::io::stdout().flush();
+                }
+            }
+        }
+    });
+}
+
+/// The text of an answer: the message of a plain answer, or the concatenated deltas of
+/// every `data:` line of a streamed one.
+fn answer_text(body: &str, stream: bool) -> Option<String> {
+    if !stream {
+        let v: serde_json::Value = serde_json::from_str(body).ok()?;
+        return v["choices"][0]["message"]["content"]
+            .as_str()
+            .map(String::from);
+    }
+    let mut text = String::new();
+    let mut done = false;
+    for line in body.lines() {
+        let Some(data) = line.strip_prefix("data:") else {
+            continue;
+        };
+        let data = data.trim();
+        if data == "[DONE]" {
+            done = true;
+            continue;
+        }
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(data)
+            && let Some(piece) = v["choices"][0]["delta"]["content"].as_str()
+        {
+            text.push_str(piece);
+        }
+    }
+    done.then_some(text)
+}
+
+/// `--load`: a fixed number of requests at a fixed concurrency; prints one JSON line.
+fn fixed_load(url: &str, key: &str, requests: usize, concurrency: usize, stream: bool) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async move {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(concurrency * 2)
+            // The Python gateway runs an agent turn per request; give it room on a busy box.
+            .timeout(Duration::from_secs(120))
+            .build()
+            .expect("client");
+        let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..concurrency.max(1) {
+            let (c, url, key, next) = (
+                client.clone(),
+                url.to_string(),
+                key.to_string(),
+                std::sync::Arc::clone(&next),
+            );
+            tasks.push(tokio::spawn(async move {
+                let mut out: Vec<Result<Duration, String>> = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if i >= requests {
+                        break;
+                    }
+                    // A different question each time, as separate clients would send.
+                    let body = json!({"model": "hermes-agent", "stream": stream,
+                                      "messages": [{"role": "user",
+                                                    "content": format!("benchmark question {i} with some words")}]});
+                    let t = Instant::now();
+                    let r = c
+                        .post(&url)
+                        .header("authorization", format!("Bearer {key}"))
+                        .json(&body)
+                        .send()
+                        .await;
+                    let result = match r {
+                        Err(e) => Err(format!("request: {e}")),
+                        Ok(r) => {
+                            let status = r.status();
+                            match r.text().await {
+                                Err(e) => Err(format!("body: {e}")),
+                                Ok(text) if !status.is_success() => Err(format!(
+                                    "status {status}: {}",
+                                    text.chars().take(300).collect::<String>()
+                                )),
+                                Ok(text) => match answer_text(&text, stream) {
+                                    Some(a) if a.contains("echo:") => Ok(t.elapsed()),
+                                    _ => Err(format!(
+                                        "not the upstream's echo: {}",
+                                        text.chars().take(300).collect::<String>()
+                                    )),
+                                },
+                            }
+                        }
+                    };
+                    out.push(result);
+                }
+                out
+            }));
+        }
+        let mut ok = Vec::new();
+        let mut errors = 0usize;
+        let mut first_error = None;
+        for t in tasks {
+            for r in t.await.expect("worker") {
+                match r {
+                    Ok(d) => ok.push(d),
+                    Err(e) => {
+                        errors += 1;
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        let elapsed = started.elapsed();
+        ok.sort();
+        let mean = if ok.is_empty() {
+            0.0
+        } else {
+            ok.iter().map(Duration::as_secs_f64).sum::<f64>() / ok.len() as f64
+        };
+        let ms = |d: Duration| (d.as_secs_f64() * 100_000.0).round() / 100.0;
+        println!(
+            "{}",
+            json!({
+                "mode": if stream { "stream" } else { "plain" },
+                "requests": requests, "concurrency": concurrency,
+                "ok": ok.len(), "errors": errors, "first_error": first_error,
+                "p50_ms": ms(pct(&ok, 0.50)), "p99_ms": ms(pct(&ok, 0.99)),
+                "mean_ms": (mean * 100_000.0).round() / 100.0,
+                "seconds": (elapsed.as_secs_f64() * 1000.0).round() / 1000.0,
+                "rps": (ok.len() as f64 / elapsed.as_secs_f64() * 10.0).round() / 10.0,
+            })
+        );
+    });
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--serve-gateway") && args.len() == 4 {
         serve_gateway(&args[2], &args[3]);
+        return;
+    }
+    if args.get(1).map(String::as_str) == Some("--serve-upstream") {
+        serve_upstream();
+        return;
+    }
+    if args.get(1).map(String::as_str) == Some("--load") && args.len() == 7 {
+        let (Ok(requests), Ok(concurrency)) = (args[4].parse(), args[5].parse()) else {
+            eprintln!(
+                "usage: gateway_bench --load <url> <key> <requests> <concurrency> <stream|plain>"
+            );
+            std::process::exit(2);
+        };
+        fixed_load(
+            &args[2],
+            &args[3],
+            requests,
+            concurrency,
+            args[6] == "stream",
+        );
         return;
     }
     let concurrency: usize = args.get(1).and_then(|v| v.parse().ok()).unwrap_or(32);
