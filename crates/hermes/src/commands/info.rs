@@ -102,7 +102,7 @@ fn plugin_checks(home: &hermes_home::Home) -> Vec<Check> {
 
 /// What the supervisor of this home says, for `dump`.
 fn supervisor_view(home: &hermes_home::Home) -> SupervisorView {
-    let dir = hermes_home::layout::runtime_dir(home.root(), Context::var);
+    let dir = Context::runtime_dir(home.root());
     let status = hermes_supervisor::Client::connect(&dir, std::time::Duration::from_secs(2))
         .and_then(|mut c| c.status(None));
     match status {

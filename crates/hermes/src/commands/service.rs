@@ -7,7 +7,6 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use hermes_home::layout::runtime_dir;
 use hermes_supervisor::{Client, render_status_table};
 use serde_json::json;
 
@@ -21,7 +20,7 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Connects to the supervisor of `root`; "not running" becomes one line with what to run.
 pub fn connect(root: &Path) -> Result<Client, Failure> {
-    let dir = runtime_dir(root, Context::var);
+    let dir = Context::runtime_dir(root);
     Client::connect(&dir, CLIENT_TIMEOUT).map_err(|e| match e {
         hermes_supervisor::Error::NotRunning { .. } => not_running(root),
         other => other.into(),

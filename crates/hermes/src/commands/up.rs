@@ -9,7 +9,6 @@
 //! same home finds the lock and says which pid holds it.
 
 use hermes_home::config::Config;
-use hermes_home::layout::runtime_dir;
 use hermes_supervisor::{Options, Supervisor};
 
 use crate::context::Context;
@@ -31,7 +30,7 @@ pub fn run(ctx: &Context) -> CommandResult {
         lines.push_str(&format!("hermes up: {}\n", action.describe()));
     }
     specs.extend(gateways);
-    let options = Options::new(runtime_dir(&root, Context::var), root.join("logs"));
+    let options = Options::new(Context::runtime_dir(&root), root.join("logs"));
     // Taking the lock comes first: a second `hermes up` says who runs, nothing else.
     let supervisor = Supervisor::new(options, specs)?;
     for error in &errors {
