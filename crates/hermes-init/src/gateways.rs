@@ -169,14 +169,21 @@ pub fn gateway_spec(
         dir.to_string_lossy().into_owned(),
     );
     if let Some(id) = identity {
-        spec.run_as = Some(RunAs {
-            uid: id.uid,
-            gid: id.gid,
-            groups: id.groups.clone(),
-        });
-        spec.env.extend(id.env_overrides());
+        run_as_identity(&mut spec, id);
     }
     spec
+}
+
+/// Makes `spec` run as `id`: uid, gid and supplementary groups applied before `exec` (when
+/// the supervisor is root), and `HOME`, `USER`, `LOGNAME`, `SHELL` and the XDG dirs from the
+/// passwd entry — never the supervisor's `HOME=/root`.
+pub fn run_as_identity(spec: &mut ServiceSpec, id: &Identity) {
+    spec.run_as = Some(RunAs {
+        uid: id.uid,
+        gid: id.gid,
+        groups: id.groups.clone(),
+    });
+    spec.env.extend(id.env_overrides());
 }
 
 /// Where a profile's gateway logs: `<home>/logs/gateways/<profile>/current` (+ archives).

@@ -22,7 +22,7 @@
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use hermes_supervisor::{LogTarget, Options, RestartPolicy, RunAs, ServiceSpec, Supervisor};
+use hermes_supervisor::{LogTarget, Options, RestartPolicy, ServiceSpec, Supervisor};
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction};
 
 use crate::boot::{Booted, run_stages, say};
@@ -33,17 +33,8 @@ use crate::{Error, Settings};
 /// Name of the main program's service in the supervisor.
 pub const MAIN_SERVICE: &str = "main";
 
-/// Signals PID 1 takes over: the forwarded ones and `SIGCHLD`.
-pub const HANDLED_SIGNALS: [Signal; 8] = [
-    Signal::SIGCHLD,
-    Signal::SIGTERM,
-    Signal::SIGINT,
-    Signal::SIGHUP,
-    Signal::SIGQUIT,
-    Signal::SIGUSR1,
-    Signal::SIGUSR2,
-    Signal::SIGWINCH,
-];
+/// Signals PID 1 takes over: the forwarded ones and `SIGCHLD` — exactly the loop's.
+pub const HANDLED_SIGNALS: [Signal; 8] = hermes_supervisor::LOOP_SIGNALS;
 
 /// Variable that makes PID 1 announce a (not yet available) dashboard.
 pub const DASHBOARD_VAR: &str = "HERMES_DASHBOARD";
@@ -284,12 +275,7 @@ pub fn main_spec(settings: &Settings, booted: &Booted) -> ServiceSpec {
     spec.log = LogTarget::Inherit;
     spec.cwd = settings.cwd.clone();
     if let Some(id) = &booted.identity {
-        spec.run_as = Some(RunAs {
-            uid: id.uid,
-            gid: id.gid,
-            groups: id.groups.clone(),
-        });
-        spec.env.extend(id.env_overrides());
+        crate::gateways::run_as_identity(&mut spec, id);
     }
     spec
 }

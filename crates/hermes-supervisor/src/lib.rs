@@ -35,4 +35,4 @@ pub use logs::Rotation;
 pub use machine::{Machine, Outcome, ServiceState, Timing};
 pub use spec::{Desired, LogTarget, RestartPolicy, RunAs, ServiceSpec};
 pub use status::{ExitStatus, ServiceStatus, StateName, render_status_table};
-pub use supervisor::{Hooks, NoHooks, Options, Supervisor, confine_run_as};
+pub use supervisor::{Hooks, LOOP_SIGNALS, NoHooks, Options, Supervisor, confine_run_as};

@@ -53,6 +53,19 @@ pub const LOCK_NAME: &str = "supervisor.lock";
 /// How long after the loop starts [`Hooks::settled`] is called.
 pub const SETTLE_AFTER: Duration = Duration::from_secs(1);
 
+/// The signals the loop reads from its signalfd (blocked in every thread of the process):
+/// child exits, the shutdown requests, and what PID 1 forwards to its main program.
+pub const LOOP_SIGNALS: [Signal; 8] = [
+    Signal::SIGCHLD,
+    Signal::SIGTERM,
+    Signal::SIGINT,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGWINCH,
+];
+
 /// Called by the loop when something the caller may want to persist happens.
 pub trait Hooks {
     /// An operator start/stop/restart arrived over the control socket. Gateways persist
@@ -279,16 +292,7 @@ impl Supervisor {
     /// Only set-up failures (signalfd, signal mask); once the loop runs it never bails.
     pub fn run(mut self, hooks: &mut dyn Hooks, out: &mut dyn Write) -> Result<Outcome, Error> {
         let mut mask = SigSet::empty();
-        for s in [
-            Signal::SIGCHLD,
-            Signal::SIGTERM,
-            Signal::SIGINT,
-            Signal::SIGHUP,
-            Signal::SIGQUIT,
-            Signal::SIGUSR1,
-            Signal::SIGUSR2,
-            Signal::SIGWINCH,
-        ] {
+        for s in LOOP_SIGNALS {
             mask.add(s);
         }
         let old = mask
