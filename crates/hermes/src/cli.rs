@@ -4,7 +4,7 @@
 
 use clap::{Args, Parser, Subcommand};
 
-/// Hermes: run AI agent profiles, their gateways and a dashboard from one binary.
+/// Hermes: run AI agent profiles, their gateways and your services from one binary.
 ///
 /// Data lives in `HERMES_HOME` (default `~/.hermes`; `/opt/data` in the container). The root
 /// is the `default` profile; named profiles live in `profiles/<name>/`.

@@ -274,3 +274,63 @@ fn gateways_under_hermes_up_follow_the_operator_and_survive_a_restart() {
         "stopped by the operator before the restart"
     );
 }
+
+#[test]
+fn gateway_run_hands_over_to_a_running_supervisor() {
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    fs::write(
+        t.root().join(".env"),
+        format!("API_SERVER_PORT={}\n", free_port()),
+    )
+    .unwrap();
+    fs::write(
+        t.root().join("profiles/work/.env"),
+        format!("API_SERVER_PORT={}\n", free_port()),
+    )
+    .unwrap();
+    let up = Guard(
+        t.cmd(&["up"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("the supervisor", Duration::from_secs(30), || {
+        t.run(&["service", "list"]).status.success()
+    });
+    let work_state = || -> serde_json::Value {
+        let out = t.run(&["service", "status", "gateway-work", "--json"]);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .map(|v| v[0].clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(work_state()["state"], "down");
+
+    // Without `--no-supervise`, `gateway run` starts the supervised service and follows its log.
+    let follower = Guard(
+        t.cmd(&["-p", "work", "gateway", "run"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("gateway-work up", Duration::from_secs(30), || {
+        work_state()["state"] == "up"
+    });
+    let supervised_pid = work_state()["pid"].as_i64().unwrap();
+    assert_ne!(
+        supervised_pid,
+        i64::from(follower.0.id()),
+        "the supervisor runs the gateway, not the follower"
+    );
+    drop(follower);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        work_state()["state"],
+        "up",
+        "the gateway outlives the command that asked for it"
+    );
+    assert_eq!(state(&t, "profiles/work")["desired_state"], "running");
+    drop(up);
+}
