@@ -334,3 +334,26 @@ fn gateway_run_hands_over_to_a_running_supervisor() {
     assert_eq!(state(&t, "profiles/work")["desired_state"], "running");
     drop(up);
 }
+
+#[test]
+fn install_writes_a_systemd_user_unit_and_uninstall_removes_it() {
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    let out = t.ok(&["-p", "work", "gateway", "install"]);
+    let unit = t
+        .home()
+        .join(".config/systemd/user/hermes-gateway-work.service");
+    assert!(out.contains("systemctl --user"), "{out}");
+    let text = fs::read_to_string(&unit).unwrap();
+    assert!(
+        text.contains(" -p work gateway run --no-supervise\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("Environment=HERMES_HOME={}\n", t.root().display())),
+        "{text}"
+    );
+    assert!(text.contains("RestartPreventExitStatus=78"), "{text}");
+    t.ok(&["-p", "work", "gateway", "uninstall"]);
+    assert!(!unit.exists());
+}
