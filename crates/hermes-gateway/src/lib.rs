@@ -38,7 +38,7 @@ pub use chat::{ChatAnswer, chat_once};
 pub use error::Error;
 pub use lifecycle::{ExitReason, NoopRecorder, Phase, ShutdownRequest, StateRecorder};
 pub use server::{AppState, router, serve};
-pub use settings::{GatewaySettings, ProviderSettings, default_port, flatten_config};
+pub use settings::{GatewaySettings, PROVIDERS, ProviderSettings, default_port};
 
 use crate::lock::{GatewayLock, LockRecord};
 

@@ -1,16 +1,22 @@
-//! Resolved gateway settings, and the pure function that builds them from plain maps.
+//! Resolved gateway settings, and the pure function that builds them from the profile's
+//! already-loaded `config.yaml` and environment.
 //!
 //! Words:
 //! * *settings* — everything one gateway (or one `chat_once`) needs, already resolved: no file
 //!   is read and no environment variable is looked up after [`GatewaySettings::resolve`].
-//! * *config view* — `config.yaml` flattened to dotted keys (`model.default`,
-//!   `platforms.api_server.extra.port`); a scalar `model: gpt-4o` appears as key `model`.
+//! * *config* — the profile's `config.yaml` as `hermes_home` reads it (its typed view of the
+//!   `model` section, `${VAR}` expanded from the env map).
 //! * *env map* — the profile's `.env` merged over the process environment, as the caller
 //!   decides.
 //!
-//! Precedence, per setting: env map, then config view, then the built-in default — except the
+//! Precedence, per setting: env map, then config, then the built-in default — except the
 //! provider's model, base URL and key, where `config.yaml` wins over `.env` (the original's
 //! "config.yaml > .env" rule for model settings).
+//!
+//! Provider: `model.provider` names one of [`PROVIDERS`] (its key variable and base URL are
+//! the defaults), or any other name whose key is `<NAME>_API_KEY` and whose `model.base_url`
+//! must be set; `auto` (or nothing) takes the first known provider whose key is set, else
+//! OpenAI without a key (fine for a local server given by `model.base_url`).
 //!
 //! Default port: the `default` profile listens on 8642 (as the original did); every named
 //! profile gets `9200 + (sha256(name) as a big-endian integer) mod 600`, so two profiles never
@@ -18,6 +24,8 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+
+use hermes_home::config::Config;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -35,6 +43,21 @@ pub const NAMED_PORT_BASE: u16 = 9200;
 pub const NAMED_PORT_SLOTS: u16 = 600;
 /// Provider base URL when none is configured.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// Known OpenAI-compatible providers: name, the variable holding its key, its base URL.
+pub const PROVIDERS: &[(&str, &str, &str)] = &[
+    ("openai", "OPENAI_API_KEY", DEFAULT_BASE_URL),
+    (
+        "openrouter",
+        "OPENROUTER_API_KEY",
+        "https://openrouter.ai/api/v1",
+    ),
+    (
+        "deepseek",
+        "DEEPSEEK_API_KEY",
+        "https://api.deepseek.com/v1",
+    ),
+];
 
 /// How to reach the OpenAI-compatible provider.
 #[non_exhaustive]
@@ -149,56 +172,69 @@ impl GatewaySettings {
         profile: &str,
         home: &Path,
         soul: Option<String>,
-        config: &BTreeMap<String, String>,
+        config: &Config,
         env: &BTreeMap<String, String>,
     ) -> Result<GatewaySettings, Error> {
         let get_env = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
-        let get_cfg = |k: &str| config.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let lookup = |k: &str| env.get(k).cloned();
+        let get_cfg = |k: &str| config.string(k, &lookup);
 
         let mut s = GatewaySettings::new(profile, home);
         s.soul = soul;
-        if let Some(host) =
-            get_env("API_SERVER_HOST").or(get_cfg("platforms.api_server.extra.host"))
+        if let Some(host) = get_env("API_SERVER_HOST")
+            .map(str::to_string)
+            .or_else(|| get_cfg("platforms.api_server.extra.host"))
         {
-            s.host = host.to_string();
+            s.host = host;
         }
         if let Some((key, value)) = get_env("API_SERVER_PORT")
-            .map(|v| ("API_SERVER_PORT", v))
-            .or(get_cfg("platforms.api_server.extra.port")
-                .map(|v| ("platforms.api_server.extra.port", v)))
+            .map(|v| ("API_SERVER_PORT", v.to_string()))
+            .or_else(|| {
+                get_cfg("platforms.api_server.extra.port")
+                    .map(|v| ("platforms.api_server.extra.port", v))
+            })
         {
-            s.port = parse_num(key, value)?;
+            s.port = parse_num(key, &value)?;
         }
         s.api_key = get_env("API_SERVER_KEY")
-            .or(get_cfg("platforms.api_server.extra.key"))
-            .map(str::to_string);
+            .map(str::to_string)
+            .or_else(|| get_cfg("platforms.api_server.extra.key"));
         s.notify_socket = get_env("NOTIFY_SOCKET").map(str::to_string);
 
-        let model = get_cfg("model.default")
-            .or(get_cfg("model.model"))
-            .or(get_cfg("model.name"))
-            .or(get_cfg("model"));
-        if let Some(model) = model {
-            let base_url = get_cfg("model.base_url")
-                .or(get_env("OPENAI_BASE_URL"))
-                .unwrap_or(DEFAULT_BASE_URL);
-            let mut p = ProviderSettings::new(base_url.trim_end_matches('/'), model);
-            p.api_key = get_cfg("model.api_key")
-                .or(get_env("OPENAI_API_KEY"))
-                .map(str::to_string);
+        let model = config.model(&lookup);
+        if let Some(name) = model.default {
+            let (key_var, default_url) = provider_defaults(model.provider.as_deref(), &get_env)?;
+            let base_url = match model.base_url {
+                Some(url) => url,
+                None if key_var == "OPENAI_API_KEY" => get_env("OPENAI_BASE_URL")
+                    .unwrap_or(DEFAULT_BASE_URL)
+                    .to_string(),
+                None => default_url.ok_or_else(|| Error::InvalidSetting {
+                    key: "model.base_url".into(),
+                    value: String::new(),
+                    reason: format!(
+                        "provider `{}` has no known address: set its OpenAI-compatible URL",
+                        model.provider.as_deref().unwrap_or_default()
+                    ),
+                })?,
+            };
+            let mut p = ProviderSettings::new(base_url.trim_end_matches('/'), name);
+            p.api_key = model
+                .api_key
+                .or_else(|| get_env(&key_var).map(str::to_string));
             if let Some(t) = get_cfg("model.timeout") {
-                let secs: u64 = parse_num("model.timeout", t)?;
+                let secs: u64 = parse_num("model.timeout", &t)?;
                 if secs == 0 {
                     return Err(Error::InvalidSetting {
                         key: "model.timeout".into(),
-                        value: t.into(),
+                        value: t,
                         reason: "must be at least 1 second".into(),
                     });
                 }
                 p.request_timeout = Duration::from_secs(secs);
             }
             if let Some(r) = get_cfg("agent.api_max_retries") {
-                p.max_retries = parse_num("agent.api_max_retries", r)?;
+                p.max_retries = parse_num("agent.api_max_retries", &r)?;
             }
             s.provider = Some(p);
         }
@@ -249,39 +285,47 @@ impl GatewaySettings {
     }
 }
 
-/// Flattens a parsed `config.yaml` (as a JSON value) into the dotted-key *config view* that
-/// [`GatewaySettings::resolve`] reads: `{model: {default: m}}` gives `model.default = m`,
-/// a scalar `model: m` gives `model = m`. Numbers and booleans become their text; nulls,
-/// lists and empty strings are left out.
-pub fn flatten_config(value: &serde_json::Value) -> BTreeMap<String, String> {
-    fn walk(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
-        use serde_json::Value;
-        match v {
-            Value::Object(map) => {
-                for (k, child) in map {
-                    let key = if prefix.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{prefix}.{k}")
-                    };
-                    walk(&key, child, out);
-                }
+/// The key variable and default base URL of `model.provider` (see the module doc).
+fn provider_defaults<'a>(
+    provider: Option<&str>,
+    get_env: &dyn Fn(&str) -> Option<&'a str>,
+) -> Result<(String, Option<String>), Error> {
+    let known = |name: &str| {
+        PROVIDERS
+            .iter()
+            .find(|(n, _, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, var, url)| (var.to_string(), Some(url.to_string())))
+    };
+    match provider.map(str::trim).filter(|p| !p.is_empty()) {
+        None => Ok(auto_provider(get_env)),
+        Some(p) if p.eq_ignore_ascii_case("auto") => Ok(auto_provider(get_env)),
+        Some(p) => match known(p) {
+            Some(defaults) => Ok(defaults),
+            None if p
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') =>
+            {
+                Ok((
+                    format!("{}_API_KEY", p.to_ascii_uppercase().replace('-', "_")),
+                    None,
+                ))
             }
-            Value::String(s) if !s.is_empty() && !prefix.is_empty() => {
-                out.insert(prefix.to_string(), s.clone());
-            }
-            Value::Number(n) if !prefix.is_empty() => {
-                out.insert(prefix.to_string(), n.to_string());
-            }
-            Value::Bool(b) if !prefix.is_empty() => {
-                out.insert(prefix.to_string(), b.to_string());
-            }
-            _ => {}
-        }
+            None => Err(Error::InvalidSetting {
+                key: "model.provider".into(),
+                value: p.into(),
+                reason: "use a provider name such as `openai` or `openrouter`".into(),
+            }),
+        },
     }
-    let mut out = BTreeMap::new();
-    walk("", value, &mut out);
-    out
+}
+
+/// `auto`: the first known provider whose key is set, else OpenAI.
+fn auto_provider<'a>(get_env: &dyn Fn(&str) -> Option<&'a str>) -> (String, Option<String>) {
+    let (_, var, url) = PROVIDERS
+        .iter()
+        .find(|(_, var, _)| get_env(var).is_some())
+        .unwrap_or(&PROVIDERS[0]);
+    (var.to_string(), Some(url.to_string()))
 }
 
 /// Secrets show as `<redacted>` so settings can be logged with `{:?}`.
@@ -372,6 +416,14 @@ mod tests {
             .collect()
     }
 
+    fn cfg(yaml: &str) -> Config {
+        Config::parse(Path::new("config.yaml"), yaml).unwrap()
+    }
+
+    fn none() -> Config {
+        cfg("")
+    }
+
     #[test]
     fn default_profile_keeps_8642() {
         assert_eq!(default_port("default"), 8642);
@@ -410,7 +462,7 @@ mod tests {
     #[test]
     fn resolve_defaults() {
         let s =
-            GatewaySettings::resolve("work", Path::new("/h"), None, &map(&[]), &map(&[])).unwrap();
+            GatewaySettings::resolve("work", Path::new("/h"), None, &none(), &map(&[])).unwrap();
         assert_eq!(s.host, "127.0.0.1");
         assert_eq!(s.port, default_port("work"));
         assert!(s.provider.is_none());
@@ -420,19 +472,16 @@ mod tests {
 
     #[test]
     fn resolve_reads_env_and_config() {
-        let cfg = map(&[
-            ("model.default", "gpt-x"),
-            ("model.base_url", "http://127.0.0.1:1/v1/"),
-            ("model.timeout", "7"),
-            ("agent.api_max_retries", "1"),
-        ]);
+        let config = cfg(
+            "model:\n  default: gpt-x\n  base_url: http://127.0.0.1:1/v1/\n  timeout: 7\nagent:\n  api_max_retries: 1\n",
+        );
         let env = map(&[
             ("API_SERVER_PORT", "9999"),
             ("API_SERVER_KEY", "k"),
             ("API_SERVER_HOST", "0.0.0.0"),
             ("OPENAI_API_KEY", "sk-1"),
         ]);
-        let s = GatewaySettings::resolve("p", Path::new("/h"), Some("soul".into()), &cfg, &env)
+        let s = GatewaySettings::resolve("p", Path::new("/h"), Some("soul".into()), &config, &env)
             .unwrap();
         assert_eq!(s.port, 9999);
         assert_eq!(s.host, "0.0.0.0");
@@ -446,19 +495,16 @@ mod tests {
 
     #[test]
     fn precedence_env_for_server_config_for_model() {
-        let cfg = map(&[
-            ("model.default", "m"),
-            ("model.api_key", "from-config"),
-            ("model.base_url", "http://config"),
-            ("platforms.api_server.extra.port", "9001"),
-        ]);
+        let config = cfg(
+            "model:\n  default: m\n  api_key: from-config\n  base_url: http://config\nplatforms:\n  api_server:\n    extra:\n      port: 9001\n",
+        );
         let env = map(&[
             ("OPENAI_API_KEY", "from-env"),
             ("OPENAI_BASE_URL", "http://env"),
             ("API_SERVER_PORT", "9002"),
             ("NOTIFY_SOCKET", "@n"),
         ]);
-        let s = GatewaySettings::resolve("p", Path::new("/h"), None, &cfg, &env).unwrap();
+        let s = GatewaySettings::resolve("p", Path::new("/h"), None, &config, &env).unwrap();
         assert_eq!(s.port, 9002, "env wins for the server's own settings");
         assert_eq!(s.notify_socket.as_deref(), Some("@n"));
         let p = s.provider.unwrap();
@@ -468,30 +514,99 @@ mod tests {
             "config.yaml wins for the model"
         );
         assert_eq!(p.base_url, "http://config");
-        let s = GatewaySettings::resolve("p", Path::new("/h"), None, &map(&[("model", "m")]), &env)
-            .unwrap();
+        let s =
+            GatewaySettings::resolve("p", Path::new("/h"), None, &cfg("model: m\n"), &env).unwrap();
         let p = s.provider.unwrap();
         assert_eq!(p.api_key.as_deref(), Some("from-env"));
         assert_eq!(p.base_url, "http://env");
+        let port = GatewaySettings::resolve(
+            "p",
+            Path::new("/h"),
+            None,
+            &cfg("platforms: {api_server: {extra: {port: 9001}}}\n"),
+            &map(&[]),
+        )
+        .unwrap();
+        assert_eq!(
+            port.port, 9001,
+            "the config's port when the environment has none"
+        );
+    }
+
+    #[test]
+    fn var_references_in_config_come_from_the_env_map() {
+        let config = cfg("model:\n  default: m\n  api_key: ${MY_KEY}\n");
+        let s = GatewaySettings::resolve(
+            "p",
+            Path::new("/h"),
+            None,
+            &config,
+            &map(&[("MY_KEY", "sk-ref")]),
+        )
+        .unwrap();
+        assert_eq!(s.provider.unwrap().api_key.as_deref(), Some("sk-ref"));
+    }
+
+    #[test]
+    fn the_provider_decides_the_key_variable_and_address() {
+        let env = map(&[
+            ("OPENROUTER_API_KEY", "or-key"),
+            ("TOGETHER_API_KEY", "tg-key"),
+        ]);
+        let resolve =
+            |yaml: &str| GatewaySettings::resolve("p", Path::new("/h"), None, &cfg(yaml), &env);
+        let p = resolve("model: {default: m, provider: openrouter}\n")
+            .unwrap()
+            .provider
+            .unwrap();
+        assert_eq!(
+            (p.api_key.as_deref(), p.base_url.as_str()),
+            (Some("or-key"), "https://openrouter.ai/api/v1")
+        );
+        // `auto` picks the first known provider whose key is set.
+        let p = resolve("model: {default: m, provider: auto}\n")
+            .unwrap()
+            .provider
+            .unwrap();
+        assert_eq!(p.base_url, "https://openrouter.ai/api/v1");
+        // Another provider: `<NAME>_API_KEY`, and its address must be given.
+        let p = resolve("model: {default: m, provider: together, base_url: 'http://t/v1'}\n")
+            .unwrap()
+            .provider
+            .unwrap();
+        assert_eq!(p.api_key.as_deref(), Some("tg-key"));
+        let err = resolve("model: {default: m, provider: together}\n").unwrap_err();
+        assert!(
+            err.is_config() && err.to_string().contains("model.base_url"),
+            "{err}"
+        );
+        assert!(
+            resolve("model: {default: m, provider: 'a b'}\n")
+                .unwrap_err()
+                .is_config()
+        );
     }
 
     #[test]
     fn empty_values_count_as_unset() {
         let env = map(&[("API_SERVER_KEY", ""), ("API_SERVER_HOST", "0.0.0.0")]);
-        let err = GatewaySettings::resolve("p", Path::new("/h"), None, &map(&[]), &env);
+        let err = GatewaySettings::resolve("p", Path::new("/h"), None, &none(), &env);
         assert!(matches!(err, Err(Error::UnauthenticatedPublicBind { .. })));
-    }
-
-    #[test]
-    fn scalar_model_key_is_accepted() {
         let s = GatewaySettings::resolve(
             "p",
             Path::new("/h"),
             None,
-            &map(&[("model", "m")]),
+            &cfg("model: {default: ''}\n"),
             &map(&[]),
         )
         .unwrap();
+        assert!(s.provider.is_none());
+    }
+
+    #[test]
+    fn scalar_model_key_is_accepted() {
+        let s = GatewaySettings::resolve("p", Path::new("/h"), None, &cfg("model: m\n"), &map(&[]))
+            .unwrap();
         assert_eq!(s.provider.unwrap().base_url, DEFAULT_BASE_URL);
     }
 
@@ -502,7 +617,7 @@ mod tests {
                 "p",
                 Path::new("/h"),
                 None,
-                &map(&[]),
+                &none(),
                 &map(&[("API_SERVER_HOST", host)]),
             )
             .unwrap_err();
@@ -514,7 +629,7 @@ mod tests {
         }
         for host in ["127.0.0.1", "::1", "localhost", "127.1.2.3"] {
             let env = map(&[("API_SERVER_HOST", host)]);
-            assert!(GatewaySettings::resolve("p", Path::new("/h"), None, &map(&[]), &env).is_ok());
+            assert!(GatewaySettings::resolve("p", Path::new("/h"), None, &none(), &env).is_ok());
         }
     }
 
@@ -524,37 +639,12 @@ mod tests {
             "p",
             Path::new("/h"),
             None,
-            &map(&[]),
+            &none(),
             &map(&[("API_SERVER_PORT", "70000")]),
         )
         .unwrap_err();
         assert!(err.is_config());
         assert!(err.to_string().contains("API_SERVER_PORT"));
-    }
-
-    #[test]
-    fn config_tree_flattens_to_dotted_keys() {
-        let v = serde_json::json!({
-            "model": {"default": "gpt-x", "timeout": 30, "base_url": ""},
-            "agent": {"api_max_retries": 2, "personalities": ["a"]},
-            "platforms": {"api_server": {"extra": {"port": 9001, "enabled": true}}},
-            "other": null,
-        });
-        let flat = flatten_config(&v);
-        assert_eq!(flat.get("model.default").map(String::as_str), Some("gpt-x"));
-        assert_eq!(flat.get("model.timeout").map(String::as_str), Some("30"));
-        assert_eq!(
-            flat.get("platforms.api_server.extra.port")
-                .map(String::as_str),
-            Some("9001")
-        );
-        assert!(!flat.contains_key("model.base_url"));
-        assert!(!flat.contains_key("agent.personalities"));
-        let s = GatewaySettings::resolve("p", Path::new("/h"), None, &flat, &map(&[])).unwrap();
-        assert_eq!(s.port, 9001);
-        let p = s.provider.unwrap();
-        assert_eq!(p.max_retries, 2);
-        assert_eq!(p.request_timeout, Duration::from_secs(30));
     }
 
     #[test]

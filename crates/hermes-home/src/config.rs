@@ -129,24 +129,6 @@ impl Config {
         &self.path
     }
 
-    /// The whole document with every `${VAR}` in string values expanded through `var`
-    /// (for handing the settings to a component that reads them itself).
-    pub fn expanded(&self, var: &dyn Fn(&str) -> Option<String>) -> Value {
-        fn walk(value: &Value, var: &dyn Fn(&str) -> Option<String>) -> Value {
-            match value {
-                Value::String(s) => Value::String(expand_vars(s, var)),
-                Value::Sequence(items) => {
-                    Value::Sequence(items.iter().map(|v| walk(v, var)).collect())
-                }
-                Value::Mapping(map) => {
-                    Value::Mapping(map.iter().map(|(k, v)| (k.clone(), walk(v, var))).collect())
-                }
-                other => other.clone(),
-            }
-        }
-        walk(&self.doc, var)
-    }
-
     /// The raw value at a dotted path (`"model.default"`), unexpanded.
     pub fn raw(&self, dotted: &str) -> Option<&Value> {
         dotted
@@ -292,21 +274,6 @@ mod tests {
         assert_eq!(model.base_url, None);
         assert_eq!(cfg.memory_provider().as_deref(), Some("honcho"));
         assert!(!cfg.allow_lazy_installs());
-    }
-
-    #[test]
-    fn expanded_document_replaces_references_everywhere() {
-        let cfg =
-            Config::parse(Path::new("c"), "a: ${KEY}\nb: [x, '${KEY}']\nc: {d: 1}\n").unwrap();
-        let doc = cfg.expanded(&env);
-        assert_eq!(doc["a"].as_str(), Some("sk-123"));
-        assert_eq!(doc["b"][1].as_str(), Some("sk-123"));
-        assert_eq!(doc["c"]["d"].as_i64(), Some(1));
-        assert_eq!(
-            cfg.raw("a").unwrap().as_str(),
-            Some("${KEY}"),
-            "the stored document is untouched"
-        );
     }
 
     #[test]

@@ -94,12 +94,9 @@ fn profile_env(home: &Home) -> Result<BTreeMap<String, String>, Failure> {
 pub fn settings(home: &Home) -> Result<GatewaySettings, Failure> {
     let env = profile_env(home)?;
     let config = Config::load(&home.config_path())?;
-    let lookup = |name: &str| env.get(name).cloned();
-    let document = serde_json::to_value(config.expanded(&lookup)).unwrap_or(Value::Null);
-    let flat = hermes_gateway::flatten_config(&document);
     let soul = std::fs::read_to_string(home.soul_path()).ok();
     let mut settings =
-        GatewaySettings::resolve(home.profile().name(), home.dir(), soul, &flat, &env)?;
+        GatewaySettings::resolve(home.profile().name(), home.dir(), soul, &config, &env)?;
     settings.argv = std::env::args().collect();
     Ok(settings)
 }
