@@ -5,18 +5,10 @@
 use std::fs;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
-use crate::util::{TestContext, render};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::util::{Running, TestContext, free_port, render, wait_until};
 
 /// `GET path` on 127.0.0.1:port; `None` while nothing listens.
 fn http_get(port: u16, path: &str) -> Option<String> {
@@ -32,54 +24,13 @@ fn http_get(port: u16, path: &str) -> Option<String> {
     Some(response)
 }
 
-fn wait_until(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if check() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}");
-}
-
 fn state(t: &TestContext, profile_dir: &str) -> serde_json::Value {
     let path = t.root().join(profile_dir).join("gateway_state.json");
     serde_json::from_str(&fs::read_to_string(path).unwrap_or_else(|_| "{}".into()))
         .unwrap_or_default()
 }
 
-/// A child process stopped on drop: SIGTERM first, so a `hermes up` stops its gateways
-/// instead of orphaning them, then SIGKILL if it does not exit.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait()
-            && self.sigterm_and_wait().is_none()
-        {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-impl Guard {
-    fn sigterm_and_wait(&mut self) -> Option<i32> {
-        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(40);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.0.try_wait() {
-                return status.code();
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
-    }
-}
-
-fn start_foreground(t: &TestContext, port: u16) -> Guard {
+fn start_foreground(t: &TestContext, port: u16) -> Running {
     fs::write(t.root().join(".env"), format!("API_SERVER_PORT={port}\n")).unwrap();
     let child = t
         .cmd(&["gateway", "run", "--no-supervise"])
@@ -87,7 +38,7 @@ fn start_foreground(t: &TestContext, port: u16) -> Guard {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let guard = Guard(child);
+    let guard = Running(child);
     wait_until("/health", Duration::from_secs(30), || {
         http_get(port, "/health").is_some_and(|r| r.contains("200 OK"))
     });
@@ -119,7 +70,7 @@ fn foreground_gateway_records_its_life_and_stops_cleanly_on_sigterm() {
         "{models}"
     );
 
-    assert_eq!(gateway.sigterm_and_wait(), Some(0));
+    assert_eq!(gateway.stop(), Some(0));
     let stopped = state(&t, "");
     // Not an operator stop: recorded as `running`, so the next boot brings it back.
     assert_eq!(stopped["gateway_state"], "running", "{stopped}");
@@ -186,37 +137,10 @@ fn lifecycle_commands_without_a_supervisor_explain_what_to_run() {
 fn gateways_under_hermes_up_follow_the_operator_and_survive_a_restart() {
     let t = TestContext::new();
     t.ok(&["profile", "create", "work", "--no-alias"]);
-    fs::write(
-        t.root().join(".env"),
-        format!("API_SERVER_PORT={}\n", free_port()),
-    )
-    .unwrap();
-    fs::write(
-        t.root().join("profiles/work/.env"),
-        format!("API_SERVER_PORT={}\n", free_port()),
-    )
-    .unwrap();
-    let service_state = |name: &str| -> String {
-        let out = t.run(&["service", "status", name, "--json"]);
-        serde_json::from_slice::<serde_json::Value>(&out.stdout)
-            .ok()
-            .map_or("-".into(), |v| {
-                v[0]["state"].as_str().unwrap_or("-").to_string()
-            })
-    };
-    let start_up = || {
-        let child = t
-            .cmd(&["up"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let guard = Guard(child);
-        wait_until("the supervisor", Duration::from_secs(30), || {
-            t.run(&["service", "list"]).status.success()
-        });
-        guard
-    };
+    t.free_ports(&["work"]);
+    let service_state =
+        |name: &str| -> String { t.service(name)["state"].as_str().unwrap_or("-").to_string() };
+    let start_up = || t.start_up();
 
     // A fresh home starts the default profile's gateway; `work` is registered down.
     let mut up = start_up();
@@ -258,7 +182,7 @@ fn gateways_under_hermes_up_follow_the_operator_and_survive_a_restart() {
     );
 
     // Restart the supervisor: the choices survive.
-    assert_eq!(up.sigterm_and_wait(), Some(0));
+    assert_eq!(up.stop(), Some(0));
     assert_eq!(
         state(&t, "profiles/work")["gateway_state"],
         "running",
@@ -279,36 +203,13 @@ fn gateways_under_hermes_up_follow_the_operator_and_survive_a_restart() {
 fn gateway_run_hands_over_to_a_running_supervisor() {
     let t = TestContext::new();
     t.ok(&["profile", "create", "work", "--no-alias"]);
-    fs::write(
-        t.root().join(".env"),
-        format!("API_SERVER_PORT={}\n", free_port()),
-    )
-    .unwrap();
-    fs::write(
-        t.root().join("profiles/work/.env"),
-        format!("API_SERVER_PORT={}\n", free_port()),
-    )
-    .unwrap();
-    let up = Guard(
-        t.cmd(&["up"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_until("the supervisor", Duration::from_secs(30), || {
-        t.run(&["service", "list"]).status.success()
-    });
-    let work_state = || -> serde_json::Value {
-        let out = t.run(&["service", "status", "gateway-work", "--json"]);
-        serde_json::from_slice::<serde_json::Value>(&out.stdout)
-            .map(|v| v[0].clone())
-            .unwrap_or_default()
-    };
+    t.free_ports(&["work"]);
+    let up = t.start_up();
+    let work_state = || t.service("gateway-work");
     assert_eq!(work_state()["state"], "down");
 
     // Without `--no-supervise`, `gateway run` starts the supervised service and follows its log.
-    let follower = Guard(
+    let follower = Running(
         t.cmd(&["-p", "work", "gateway", "run"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -1,69 +1,12 @@
 //! `hermes up` and `hermes service ...` with real processes in a temporary home.
 
 use std::fs;
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::util::{TestContext, render};
+use crate::util::{TestContext, render, wait_until};
 
-/// A running `hermes up`, stopped with SIGTERM when dropped.
-struct Up {
-    child: Child,
-}
-
-impl Up {
-    fn start(t: &TestContext) -> Up {
-        let child = t
-            .cmd(&["up"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let up = Up { child };
-        wait_until(Duration::from_secs(20), || {
-            t.run(&["service", "list"]).status.success()
-        });
-        up
-    }
-
-    fn terminate(&mut self) -> Option<i32> {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status.code();
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        None
-    }
-}
-
-impl Drop for Up {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            self.terminate();
-        }
-    }
-}
-
-fn wait_until(limit: Duration, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if check() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("condition not met within {limit:?}");
-}
-
-fn status_json(t: &TestContext, name: &str) -> serde_json::Value {
-    let out = t.run(&["service", "status", name, "--json"]);
-    assert!(out.status.success(), "{}", render(&out));
-    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()[0].clone()
+fn state_of(t: &TestContext, name: &str) -> serde_json::Value {
+    t.service(name)["state"].clone()
 }
 
 #[test]
@@ -92,7 +35,7 @@ fn up_supervises_config_services_and_reports_bad_ones() {
          bad:\n    command: ''\n    restart: sometimes\n    colour: red\n",
     )
     .unwrap();
-    let mut up = Up::start(&t);
+    let mut up = t.start_up();
 
     let table = t.ok(&["service", "status"]);
     assert!(table.starts_with("NAME"), "{table}");
@@ -103,8 +46,8 @@ fn up_supervises_config_services_and_reports_bad_ones() {
         table.contains("ticker") && !table.contains("bad"),
         "valid services still run:\n{table}"
     );
-    wait_until(Duration::from_secs(10), || {
-        status_json(&t, "ticker")["state"] == "up"
+    wait_until("ticker up", Duration::from_secs(10), || {
+        state_of(&t, "ticker") == "up"
     });
 
     // A second supervisor on the same home refuses and names the pid.
@@ -112,22 +55,22 @@ fn up_supervises_config_services_and_reports_bad_ones() {
     assert_eq!(second.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(
-        stderr.contains(&format!("already running (pid {})", up.child.id())),
+        stderr.contains(&format!("already running (pid {})", up.0.id())),
         "{stderr}"
     );
 
     // Stop and start through the control socket.
     t.ok(&["service", "stop", "ticker"]);
-    wait_until(Duration::from_secs(15), || {
-        status_json(&t, "ticker")["state"] == "down"
+    wait_until("ticker down", Duration::from_secs(15), || {
+        state_of(&t, "ticker") == "down"
     });
     t.ok(&["service", "start", "ticker"]);
-    wait_until(Duration::from_secs(10), || {
-        status_json(&t, "ticker")["pid"].is_number()
+    wait_until("ticker running", Duration::from_secs(10), || {
+        t.service("ticker")["pid"].is_number()
     });
 
     // Logs are captured with timestamps.
-    wait_until(Duration::from_secs(10), || {
+    wait_until("two log lines", Duration::from_secs(10), || {
         t.ok(&["service", "logs", "ticker", "-n", "2"])
             .lines()
             .count()
@@ -147,18 +90,13 @@ fn up_supervises_config_services_and_reports_bad_ones() {
         "{dump}"
     );
 
-    let ticker_pid = status_json(&t, "ticker")["pid"].as_i64().unwrap() as i32;
-    assert_eq!(
-        up.terminate(),
-        Some(0),
-        "SIGTERM stops everything and exits 0"
-    );
+    let ticker_pid = t.service("ticker")["pid"].as_i64().unwrap() as i32;
+    assert_eq!(up.stop(), Some(0), "SIGTERM stops everything and exits 0");
     let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(ticker_pid), None).is_err();
     assert!(gone, "the service was stopped with the supervisor");
     let mut stderr = String::new();
     use std::io::Read;
-    up.child
-        .stderr
+    up.0.stderr
         .take()
         .unwrap()
         .read_to_string(&mut stderr)
@@ -173,7 +111,7 @@ fn up_supervises_config_services_and_reports_bad_ones() {
 #[test]
 fn unknown_service_is_a_clear_error() {
     let t = TestContext::new();
-    let _up = Up::start(&t);
+    let _up = t.start_up();
     let out = t.run(&["service", "start", "nope"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(

@@ -101,3 +101,93 @@ pub fn open_up(path: &Path) {
         let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755));
     }
 }
+
+/// Polls `check` every 100 ms until it holds; panics naming `what` after `limit`.
+pub fn wait_until(what: &str, limit: std::time::Duration, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if check() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// A free loopback port (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A background `hermes` process, stopped on drop: SIGTERM first, so a `hermes up` stops its
+/// gateways instead of orphaning them, then SIGKILL if it does not exit.
+pub struct Running(pub std::process::Child);
+
+impl Running {
+    /// SIGTERM, then wait up to 40 s; the exit code, `None` if it did not exit or was killed.
+    pub fn stop(&mut self) -> Option<i32> {
+        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.0.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait()
+            && self.stop().is_none()
+        {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+impl TestContext {
+    /// Starts `hermes up` (stderr piped, for tests that read it) and waits for its socket.
+    pub fn start_up(&self) -> Running {
+        let child = self
+            .cmd(&["up"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let up = Running(child);
+        wait_until("the supervisor", std::time::Duration::from_secs(30), || {
+            self.run(&["service", "list"]).status.success()
+        });
+        up
+    }
+
+    /// One service's status row from the supervisor (`Null` when it has none).
+    pub fn service(&self, name: &str) -> serde_json::Value {
+        let out = self.run(&["service", "status", name, "--json"]);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .map(|rows| rows[0].clone())
+            .unwrap_or_default()
+    }
+
+    /// Gives the default profile and `profiles` each a free `API_SERVER_PORT`.
+    pub fn free_ports(&self, profiles: &[&str]) {
+        std::fs::write(
+            self.root().join(".env"),
+            format!("API_SERVER_PORT={}\n", free_port()),
+        )
+        .unwrap();
+        for p in profiles {
+            let env = self.root().join("profiles").join(p).join(".env");
+            std::fs::write(env, format!("API_SERVER_PORT={}\n", free_port())).unwrap();
+        }
+    }
+}
