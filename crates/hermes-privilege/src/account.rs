@@ -86,6 +86,20 @@ impl Identity {
         Ok(identity)
     }
 
+    /// Looks up the account whose uid is `uid` (the first such passwd line), as [`lookup`]
+    /// does by name; `Ok(None)` when no line has that uid.
+    ///
+    /// [`lookup`]: Identity::lookup
+    pub fn lookup_uid(files: &SystemFiles, uid: u32) -> Result<Option<Identity>, Error> {
+        let passwd = read(&files.passwd)?;
+        let name = lines(&passwd).find_map(|(_, line)| {
+            let f = fields(line);
+            (f.len() == 7 && parse_id(f[2]) == Some(uid))
+                .then(|| String::from_utf8_lossy(f[0]).into_owned())
+        });
+        name.map(|name| Identity::lookup(files, &name)).transpose()
+    }
+
     /// Adds supplementary groups (for instance the gids of mounted devices), skipping any the
     /// identity already has. Order is kept so the result is deterministic.
     pub fn add_groups(&mut self, gids: impl IntoIterator<Item = u32>) {
@@ -285,6 +299,15 @@ mod tests {
         assert_eq!(id.home, PathBuf::from("/opt/data"));
         // An empty shell field means /bin/sh, as login(1) does.
         assert_eq!(id.shell, PathBuf::from("/bin/sh"));
+    }
+
+    #[test]
+    fn lookup_by_uid_finds_the_same_account() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = files(dir.path());
+        let by_uid = Identity::lookup_uid(&files, 10000).unwrap().unwrap();
+        assert_eq!(by_uid, Identity::lookup(&files, "hermes").unwrap());
+        assert_eq!(Identity::lookup_uid(&files, 4242).unwrap(), None);
     }
 
     #[test]

@@ -42,12 +42,13 @@ pub fn service_name(profile: &str) -> String {
 /// registered by a non-root client to that client's identity).
 pub fn service_spec(home: &Home, autostart: bool) -> ServiceSpec {
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));
-    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
-        .ok()
-        .flatten();
-    let identity = me.and_then(|u| {
-        hermes_privilege::Identity::lookup(&hermes_privilege::SystemFiles::system(), &u.name).ok()
-    });
+    // Read from /etc/passwd directly, like the privilege drop (no NSS in a static build).
+    let identity = hermes_privilege::Identity::lookup_uid(
+        &hermes_privilege::SystemFiles::system(),
+        nix::unistd::geteuid().as_raw(),
+    )
+    .ok()
+    .flatten();
     let mut warnings = Vec::new();
     let spec = hermes_init::gateways::gateway_spec(
         home.root(),
