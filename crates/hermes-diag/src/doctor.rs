@@ -115,7 +115,7 @@ pub fn home_checks(
                 checks.push(Check::ok("`config.yaml` parses"));
                 let dotenv =
                     hermes_home::dotenv::DotEnv::load(&home.env_path()).unwrap_or_default();
-                let lookup = |k: &str| dotenv.get(k).map(str::to_string).or_else(|| var(k));
+                let lookup = dotenv.over(var);
                 if let Some(model) = config.model(&lookup).default {
                     model_check = Check::ok(format!("model configured: `{model}`"));
                 }

@@ -125,13 +125,7 @@ pub fn collect(
         DotEnv::default()
     });
     // The profile's `.env` overrides the shell, as it does for the gateway.
-    let lookup = |name: &str| {
-        dotenv
-            .get(name)
-            .map(str::to_string)
-            .or_else(|| var(name))
-            .filter(|v| !v.is_empty())
-    };
+    let lookup = dotenv.over(var);
     let config = Config::load(&home.config_path()).unwrap_or_else(|e| {
         warnings.push(format!("{e}"));
         Config::empty(&home.config_path())

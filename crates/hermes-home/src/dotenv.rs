@@ -93,6 +93,20 @@ impl DotEnv {
             .map(|(_, v)| v)
     }
 
+    /// A variable lookup where this file's values override `var` (the process environment),
+    /// as they do for the profile's gateway. Empty values count as unset.
+    pub fn over<'a>(
+        &'a self,
+        var: &'a dyn Fn(&str) -> Option<String>,
+    ) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            self.get(name)
+                .map(str::to_string)
+                .or_else(|| var(name))
+                .filter(|v| !v.is_empty())
+        }
+    }
+
     /// All assignments in file order.
     pub fn vars(&self) -> impl Iterator<Item = (&str, &str)> {
         self.lines.iter().filter_map(|line| match line {
@@ -282,6 +296,16 @@ mod tests {
         env.set("KEY", "abc\nPATH=/evil\r").unwrap();
         assert_eq!(env.render().lines().count(), 1);
         assert_eq!(DotEnv::parse(&env.render()).get("PATH"), None);
+    }
+
+    #[test]
+    fn file_values_override_the_environment() {
+        let env = DotEnv::parse("A=file\nEMPTY=\n");
+        let process = |name: &str| Some(format!("process-{name}"));
+        let lookup = env.over(&process);
+        assert_eq!(lookup("A").as_deref(), Some("file"));
+        assert_eq!(lookup("B").as_deref(), Some("process-B"));
+        assert_eq!(lookup("EMPTY").as_deref(), Some("process-EMPTY"));
     }
 
     #[test]

@@ -110,6 +110,16 @@ pub fn read(path: &Path) -> Result<StateRead, Error> {
     })
 }
 
+/// The state to show for the record at `path`: its effective state, `unknown` when the file
+/// cannot be read or is not a valid record, `None` when there is no file (never started).
+pub fn recorded_state(path: &Path) -> Option<String> {
+    match read(path) {
+        Ok(StateRead::Valid(state)) => state.effective_state().map(str::to_string),
+        Ok(StateRead::Missing) => None,
+        Ok(StateRead::Invalid(_)) | Err(_) => Some("unknown".into()),
+    }
+}
+
 /// Merges `updates` into the record at `path` (creating it), keeping every other key.
 /// A `null` value in `updates` is written as `null` (the original's readers expect that).
 /// Returns where an invalid previous file was preserved, if there was one.
@@ -200,6 +210,8 @@ mod tests {
         let path = dir.path().join("gateway_state.json");
         fs::write(&path, "garbage{").unwrap();
         assert!(matches!(read(&path).unwrap(), StateRead::Invalid(_)));
+        assert_eq!(recorded_state(&path).as_deref(), Some("unknown"));
+        assert_eq!(recorded_state(&dir.path().join("missing")), None);
         let mut updates = Map::new();
         updates.insert("gateway_state".into(), json!("starting"));
         let preserved = merge(&path, updates).unwrap().unwrap();

@@ -21,7 +21,7 @@ use hermes_gateway::{ExitReason, GatewaySettings, Phase, ShutdownRequest, StateR
 use hermes_home::Home;
 use hermes_home::config::Config;
 use hermes_home::dotenv::DotEnv;
-use hermes_home::gateway_state::{self, StateRead};
+use hermes_home::gateway_state;
 use hermes_home::profile;
 use hermes_supervisor::ServiceSpec;
 use serde_json::{Map, Value, json};
@@ -263,11 +263,7 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
         let service = supervised
             .as_ref()
             .and_then(|all| all.iter().find(|s| s.name == name));
-        let recorded = match gateway_state::read(&home.gateway_state_path()) {
-            Ok(StateRead::Valid(state)) => state.effective_state().map(str::to_string),
-            Ok(StateRead::Invalid(_)) | Err(_) => Some("unknown".into()),
-            Ok(StateRead::Missing) => None,
-        };
+        let recorded = gateway_state::recorded_state(&home.gateway_state_path());
         let address = settings(&home)
             .map(|s| format!("http://{}", s.bind_addr()))
             .unwrap_or_else(|e| format!("(invalid: {})", e.message));

@@ -4,7 +4,7 @@ use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 
 use hermes_home::config::Config;
-use hermes_home::gateway_state::{self, StateRead};
+use hermes_home::gateway_state;
 use hermes_home::layout::read_active_profile;
 use hermes_home::profile::{self, CreateOptions, Disposal, alias};
 use hermes_home::{Home, ProfileName, ProfileRef};
@@ -174,14 +174,15 @@ struct ProfileInfo {
 fn info(root: &std::path::Path, entry: &profile::ProfileEntry, active: &ProfileRef) -> ProfileInfo {
     let home = Home::for_profile(root.to_path_buf(), entry.profile.clone()).ok();
     let (model, config_error) = match Config::load(&entry.dir.join("config.yaml")) {
-        Ok(config) => (config.model(&Context::var).default, None),
+        Ok(config) => {
+            // `${VAR}` in the model name comes from the profile's `.env`, then the environment.
+            let dotenv =
+                hermes_home::dotenv::DotEnv::load(&entry.dir.join(".env")).unwrap_or_default();
+            (config.model(&dotenv.over(&Context::var)).default, None)
+        }
         Err(e) => (None, Some(e.to_string())),
     };
-    let gateway = home.and_then(|h| match gateway_state::read(&h.gateway_state_path()) {
-        Ok(StateRead::Valid(state)) => state.effective_state().map(str::to_string),
-        Ok(StateRead::Invalid(_)) => Some("unknown".into()),
-        _ => None,
-    });
+    let gateway = home.and_then(|h| gateway_state::recorded_state(&h.gateway_state_path()));
     let alias = match &entry.profile {
         ProfileRef::Named(name) => alias_dir()
             .map(|d| d.join(name.as_str()))
