@@ -101,6 +101,7 @@ impl DotEnv {
     ) -> impl Fn(&str) -> Option<String> + 'a {
         move |name| {
             self.get(name)
+                .filter(|v| !v.is_empty())
                 .map(str::to_string)
                 .or_else(|| var(name))
                 .filter(|v| !v.is_empty())
