@@ -30,6 +30,7 @@ pub mod provider;
 pub mod server;
 pub mod sessions;
 pub mod settings;
+pub mod state_file;
 
 use std::future::IntoFuture;
 use std::sync::{Arc, Mutex};
@@ -39,6 +40,7 @@ pub use error::Error;
 pub use lifecycle::{ExitReason, NoopRecorder, Phase, ShutdownRequest, StateRecorder};
 pub use server::{AppState, router, serve};
 pub use settings::{GatewaySettings, PROVIDERS, ProviderSettings, default_port};
+pub use state_file::StateFileRecorder;
 
 use crate::lock::{GatewayLock, LockRecord};
 

@@ -2,8 +2,8 @@
 //!
 //! * [`Phase`] — what the gateway reports about itself (`starting` → `running` → `stopped`,
 //!   or `starting` → `startup_failed`); the names are those of `gateway_state.json`.
-//! * [`StateRecorder`] — the caller's sink for phases (the binary writes them into
-//!   `gateway_state.json`); this crate never touches that file itself.
+//! * [`StateRecorder`] — the caller's sink for phases ([`crate::StateFileRecorder`] writes
+//!   them into `gateway_state.json`).
 //! * [`ShutdownRequest`] — what the caller's shutdown future resolves to: stop, or stop so
 //!   that the supervisor restarts us at once.
 //! * [`ExitReason`] — how [`crate::run`] ended, with the process exit code it maps to.

@@ -24,7 +24,7 @@ use hermes_home::dotenv::DotEnv;
 use hermes_home::gateway_state;
 use hermes_home::profile;
 use hermes_supervisor::ServiceSpec;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::cli::{GatewayCommand, GatewayTarget};
 use crate::commands::service;
@@ -114,7 +114,7 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
     {
         return hand_over(&home, &mut client);
     }
-    let recorder = FileRecorder::new(&home);
+    let recorder = CliRecorder::new(&home);
     let mut settings = match settings(&home) {
         Ok(settings) => settings,
         Err(mut failure) => {
@@ -389,78 +389,34 @@ fn install(ctx: &Context, install: bool) -> CommandResult {
     Ok(ExitStatus::Success)
 }
 
-/// Records the gateway's life in its profile's `gateway_state.json` (merging, so
-/// `desired_state` and unknown keys survive).
-struct FileRecorder {
-    path: PathBuf,
-    home_dir: PathBuf,
-}
+/// The gateway's state file recorder, plus the terminal's part: where it listens, and any
+/// failure to write the state file.
+struct CliRecorder(hermes_gateway::StateFileRecorder);
 
-impl FileRecorder {
+impl CliRecorder {
     fn new(home: &Home) -> Self {
-        let home_dir = home
-            .dir()
-            .canonicalize()
-            .unwrap_or_else(|_| home.dir().to_path_buf());
-        FileRecorder {
-            path: home.gateway_state_path(),
-            home_dir,
-        }
-    }
-
-    /// An operator stop (through the supervisor, which records `desired_state: stopped`
-    /// before signalling) is recorded as `stopped`; any other shutdown — the container or
-    /// `hermes up` going down — as `running`, so the next boot brings the gateway back.
-    fn stopped_word(&self) -> &'static str {
-        let desired = gateway_state::read(&self.path).ok().and_then(|r| {
-            r.state()
-                .and_then(|s| s.desired_state().map(str::to_string))
-        });
-        if desired.as_deref() == Some("stopped") {
-            "stopped"
-        } else {
-            "running"
-        }
-    }
-}
-
-impl StateRecorder for FileRecorder {
-    fn record(&self, phase: Phase, exit_reason: Option<&str>) {
-        let state = match phase {
-            Phase::Stopped => self.stopped_word(),
-            other => other.as_str(),
-        };
         let identity =
             hermes_diag::BuildIdentity::current(hermes_diag::Install::current().dir.as_deref());
-        let mut fields = Map::new();
-        fields.insert("pid".into(), json!(std::process::id()));
-        fields.insert("kind".into(), json!("hermes-gateway"));
-        fields.insert("argv".into(), json!(std::env::args().collect::<Vec<_>>()));
-        fields.insert("start_time".into(), json!(process_start_time()));
-        fields.insert("hermes_home".into(), json!(self.home_dir));
-        fields.insert("gateway_state".into(), json!(state));
-        fields.insert("exit_reason".into(), json!(exit_reason));
-        fields.insert("updated_at".into(), json!(hermes_home::time::iso_utc_now()));
-        fields.insert("code_sha".into(), json!(identity.sha));
-        fields.insert("code_version".into(), json!(identity.version));
-        if let Err(e) = gateway_state::merge(&self.path, fields) {
-            output::stderr(&format!(
-                "warning: could not record the gateway state: {e}\n"
-            ));
+        CliRecorder(hermes_gateway::StateFileRecorder::new(
+            home.dir(),
+            std::env::args().collect(),
+            identity.sha,
+            &identity.version,
+        ))
+    }
+}
+
+impl StateRecorder for CliRecorder {
+    fn record(&self, phase: Phase, exit_reason: Option<&str>) {
+        self.0.record(phase, exit_reason);
+        for warning in self.0.take_warnings() {
+            output::stderr(&format!("warning: {warning}\n"));
         }
     }
 
     fn listening(&self, addr: std::net::SocketAddr) {
         output::stderr(&format!("hermes gateway: listening on http://{addr}\n"));
     }
-}
-
-/// Field 22 of `/proc/self/stat` (start time in clock ticks), as the original records it.
-fn process_start_time() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name (field 2) may contain spaces; fields after it start past the last ')'.
-    let after = &stat[stat.rfind(')')? + 2..];
-    after.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// `hermes chat -q TEXT`.

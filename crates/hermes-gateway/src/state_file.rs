@@ -1,0 +1,168 @@
+//! The gateway's record in its profile's `gateway_state.json`: [`StateFileRecorder`].
+//!
+//! Each phase is merged into the file (so `desired_state`, written by the supervisor, and keys
+//! this version does not know survive), restamped with the original's identity fields:
+//! `pid`, `kind`, `argv`, `start_time` (clock ticks since boot, field 22 of
+//! `/proc/self/stat`), `hermes_home`, `gateway_state`, `exit_reason`, `updated_at`,
+//! `code_sha`, `code_version`.
+//!
+//! What a stop records: the supervisor writes an operator's `desired_state: stopped` *before*
+//! it signals the gateway, so a gateway that stops while its desired state is `stopped`
+//! records `stopped`; any other shutdown (the container or `hermes up` going down, Ctrl-C)
+//! records `running`, so the next boot brings it back.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use hermes_home::gateway_state;
+use serde_json::{Map, json};
+
+use crate::lifecycle::{Phase, StateRecorder};
+
+/// Writes the gateway's phases into `gateway_state.json`.
+#[derive(Debug)]
+pub struct StateFileRecorder {
+    path: PathBuf,
+    profile_dir: PathBuf,
+    argv: Vec<String>,
+    code_sha: Option<String>,
+    code_version: String,
+    warnings: Mutex<Vec<String>>,
+}
+
+impl StateFileRecorder {
+    /// A recorder for the profile in `profile_dir`, naming the running build.
+    pub fn new(
+        profile_dir: &Path,
+        argv: Vec<String>,
+        code_sha: Option<String>,
+        code_version: &str,
+    ) -> Self {
+        StateFileRecorder {
+            path: profile_dir.join("gateway_state.json"),
+            profile_dir: profile_dir
+                .canonicalize()
+                .unwrap_or_else(|_| profile_dir.to_path_buf()),
+            argv,
+            code_sha,
+            code_version: code_version.to_string(),
+            warnings: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Failures to write the file so far (a recorder must not fail the gateway), drained.
+    pub fn take_warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default()
+    }
+
+    /// The `gateway_state` a stop records (see the module doc).
+    fn stopped_state(&self) -> &'static str {
+        let desired = gateway_state::read(&self.path).ok().and_then(|r| {
+            r.state()
+                .and_then(|s| s.desired_state().map(str::to_string))
+        });
+        if desired.as_deref() == Some("stopped") {
+            "stopped"
+        } else {
+            "running"
+        }
+    }
+}
+
+impl StateRecorder for StateFileRecorder {
+    fn record(&self, phase: Phase, exit_reason: Option<&str>) {
+        let state = match phase {
+            Phase::Stopped => self.stopped_state(),
+            other => other.as_str(),
+        };
+        let mut fields = Map::new();
+        fields.insert("pid".into(), json!(std::process::id()));
+        fields.insert("kind".into(), json!("hermes-gateway"));
+        fields.insert("argv".into(), json!(self.argv));
+        fields.insert("start_time".into(), json!(process_start_time()));
+        fields.insert("hermes_home".into(), json!(self.profile_dir));
+        fields.insert("gateway_state".into(), json!(state));
+        fields.insert("exit_reason".into(), json!(exit_reason));
+        fields.insert("updated_at".into(), json!(hermes_home::time::iso_utc_now()));
+        fields.insert("code_sha".into(), json!(self.code_sha));
+        fields.insert("code_version".into(), json!(self.code_version));
+        if let Err(e) = gateway_state::merge(&self.path, fields)
+            && let Ok(mut warnings) = self.warnings.lock()
+        {
+            warnings.push(format!("could not record the gateway state: {e}"));
+        }
+    }
+}
+
+/// Field 22 of `/proc/self/stat`: this process's start time in clock ticks since boot.
+fn process_start_time() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may contain spaces; the fields after it start past the last ')'.
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(dir: &Path) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join("gateway_state.json")).unwrap())
+            .unwrap()
+    }
+
+    #[test]
+    fn phases_are_merged_with_the_identity_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("gateway_state.json"),
+            r#"{"desired_state":"running","future":1}"#,
+        )
+        .unwrap();
+        let recorder = StateFileRecorder::new(
+            dir.path(),
+            vec!["hermes".into()],
+            Some("abc".into()),
+            "0.1.0",
+        );
+        recorder.record(Phase::Running, None);
+        let state = read(dir.path());
+        assert_eq!(state["gateway_state"], "running");
+        assert_eq!(state["pid"], std::process::id());
+        assert_eq!(state["kind"], "hermes-gateway");
+        assert!(state["start_time"].is_u64(), "{state}");
+        assert_eq!(
+            (state["code_sha"].as_str(), state["future"].as_i64()),
+            (Some("abc"), Some(1))
+        );
+        assert!(recorder.take_warnings().is_empty());
+    }
+
+    #[test]
+    fn a_stop_is_stopped_only_when_the_operator_asked_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let recorder = StateFileRecorder::new(dir.path(), Vec::new(), None, "0.1.0");
+        recorder.record(Phase::Stopped, Some("stopped"));
+        assert_eq!(
+            read(dir.path())["gateway_state"],
+            "running",
+            "a shutdown comes back at boot"
+        );
+        gateway_state::set_desired(&dir.path().join("gateway_state.json"), "stopped").unwrap();
+        recorder.record(Phase::Stopped, Some("stopped"));
+        assert_eq!(read(dir.path())["gateway_state"], "stopped");
+        assert_eq!(read(dir.path())["exit_reason"], "stopped");
+    }
+
+    #[test]
+    fn a_write_failure_is_kept_as_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("gone");
+        let recorder = StateFileRecorder::new(&missing, Vec::new(), None, "0.1.0");
+        recorder.record(Phase::Starting, None);
+        assert_eq!(recorder.take_warnings().len(), 1);
+    }
+}
