@@ -186,6 +186,19 @@ pub fn run_as_identity(spec: &mut ServiceSpec, id: &Identity) {
     spec.env.extend(id.env_overrides());
 }
 
+/// Where a supervised service of `home` logs: a profile's gateway in
+/// `logs/gateways/<profile>/`, any other service in `logs/<service>/` (the supervisor's
+/// default). `None` for a name no service can have.
+pub fn service_log_dir(home: &Path, service: &str) -> Option<PathBuf> {
+    if !hermes_supervisor::spec::is_valid_name(service) {
+        return None;
+    }
+    Some(match service.strip_prefix(GATEWAY_PREFIX) {
+        Some(profile) => gateway_log_dir(home, profile),
+        None => home.join("logs").join(service),
+    })
+}
+
 /// Where a profile's gateway logs: `<home>/logs/gateways/<profile>/current` (+ archives).
 pub fn gateway_log_dir(home: &Path, profile: &str) -> PathBuf {
     home.join("logs").join("gateways").join(profile)
@@ -356,6 +369,22 @@ mod tests {
             fs::write(dir.join("config.yaml"), c).unwrap();
         }
         dir
+    }
+
+    #[test]
+    fn service_logs_live_where_the_supervisor_writes_them() {
+        let home = Path::new("/data");
+        assert_eq!(
+            service_log_dir(home, "gateway-work"),
+            Some(PathBuf::from("/data/logs/gateways/work"))
+        );
+        assert_eq!(
+            service_log_dir(home, "llama"),
+            Some(PathBuf::from("/data/logs/llama"))
+        );
+        for bad in ["", "../etc", "a/b", ".hidden"] {
+            assert_eq!(service_log_dir(home, bad), None, "{bad}");
+        }
     }
 
     #[test]

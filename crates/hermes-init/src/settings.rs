@@ -12,7 +12,7 @@
 //!   of the main program to 0; `-p SIG` asks for `SIG` when our parent dies.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use hermes_privilege::{Env, SystemFiles};
 use nix::sys::signal::Signal;
@@ -21,6 +21,18 @@ use nix::sys::signal::Signal;
 pub const DEFAULT_HOME: &str = "/opt/data";
 /// Default runtime directory (control socket, lock, readiness sockets).
 pub const DEFAULT_RUNTIME_DIR: &str = "/run/hermes";
+
+/// Where a client finds the supervisor of `root`: `HERMES_RUNTIME_DIR` when set; else, inside
+/// the image (its marker file exists), [`DEFAULT_RUNTIME_DIR`] — where PID 1 binds, so
+/// `docker exec c hermes service status` needs no extra environment; else `<root>/run`
+/// (`hermes up`).
+pub fn client_runtime_dir(root: &Path, var: impl Fn(&str) -> Option<String>) -> PathBuf {
+    let set = var(RUNTIME_DIR_VAR).is_some_and(|v| !v.trim().is_empty());
+    if !set && hermes_privilege::image_marker_present(Path::new(hermes_privilege::IMAGE_MARKER)) {
+        return PathBuf::from(DEFAULT_RUNTIME_DIR);
+    }
+    hermes_home::layout::runtime_dir(root, var)
+}
 /// Variable overriding [`DEFAULT_RUNTIME_DIR`].
 pub const RUNTIME_DIR_VAR: &str = "HERMES_RUNTIME_DIR";
 
@@ -119,6 +131,24 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clients_find_the_runtime_dir_from_the_variable_else_the_home() {
+        let root = Path::new("/data");
+        let set = |k: &str| (k == RUNTIME_DIR_VAR).then(|| "/run/x".to_string());
+        assert_eq!(client_runtime_dir(root, set), PathBuf::from("/run/x"));
+        if hermes_privilege::image_marker_present(Path::new(hermes_privilege::IMAGE_MARKER)) {
+            assert_eq!(
+                client_runtime_dir(root, |_| None),
+                PathBuf::from(DEFAULT_RUNTIME_DIR)
+            );
+        } else {
+            assert_eq!(
+                client_runtime_dir(root, |_| None),
+                PathBuf::from("/data/run")
+            );
+        }
+    }
 
     #[test]
     fn success_codes_map_to_zero_and_others_pass_through() {

@@ -169,8 +169,7 @@ impl ServiceSpec {
     /// The problem, in words (lowercase, no trailing period).
     pub fn validate(&self) -> Result<(), String> {
         let n = &self.name;
-        let ok_char = |c: char| c.is_ascii_alphanumeric() || "-_.@".contains(c);
-        if n.is_empty() || n.len() > 64 || n.starts_with('.') || !n.chars().all(ok_char) {
+        if !is_valid_name(n) {
             return Err(format!(
                 "bad service name `{n}` (letters, digits, `-_.@`, at most 64, not starting with `.`)"
             ));
@@ -185,6 +184,13 @@ impl ServiceSpec {
     pub fn shell(name: impl Into<String>, command: &str) -> Self {
         Self::new(name, vec!["/bin/sh".into(), "-c".into(), command.into()])
     }
+}
+
+/// Service names: letters, digits and `-_.@`, at most 64, not starting with `.` — so a name
+/// is always a plain file name (it names the service's log directory).
+pub fn is_valid_name(name: &str) -> bool {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || "-_.@".contains(c);
+    !name.is_empty() && name.len() <= 64 && !name.starts_with('.') && name.chars().all(ok_char)
 }
 
 /// Parses `TERM`, `SIGTERM`, `sigterm` or a number into a signal.

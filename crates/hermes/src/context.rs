@@ -20,18 +20,10 @@ impl Context {
         std::env::var(name).ok()
     }
 
-    /// Where the supervisor of `root` keeps its control socket: `HERMES_RUNTIME_DIR` when set;
-    /// else, inside the image (its marker file exists), `/run/hermes` — where `hermes init`
-    /// puts it, so `docker exec c hermes service status` finds PID 1 without extra
-    /// environment; else `<root>/run` (`hermes up`).
+    /// Where the supervisor of `root` keeps its control socket
+    /// (see `hermes_init::settings::client_runtime_dir`).
     pub fn runtime_dir(root: &std::path::Path) -> PathBuf {
-        let in_image = hermes_privilege::image_marker_present(std::path::Path::new(
-            hermes_privilege::IMAGE_MARKER,
-        ));
-        if Self::var("HERMES_RUNTIME_DIR").is_none_or(|v| v.trim().is_empty()) && in_image {
-            return PathBuf::from(hermes_init::settings::DEFAULT_RUNTIME_DIR);
-        }
-        hermes_home::layout::runtime_dir(root, Self::var)
+        hermes_init::settings::client_runtime_dir(root, Self::var)
     }
 
     /// The root (`HERMES_HOME`), created with its skeleton and seeds on first use.

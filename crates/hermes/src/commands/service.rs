@@ -93,21 +93,16 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
     Ok(ExitStatus::Success)
 }
 
-/// Where a service's current log is: `logs/gateways/<profile>/current` for a profile's
-/// gateway, `logs/<service>/current` for the others.
+/// Where a service's current log is (see `hermes_init::gateways::service_log_dir`).
 pub fn log_path(root: &Path, service: &str) -> Result<PathBuf, Failure> {
-    // Service names are plain words; refuse anything that would leave the logs directory.
-    if service.is_empty() || service.contains('/') || service.starts_with('.') {
-        return Err(Failure::new(
-            format!("invalid service name `{service}`"),
-            None,
-        ));
-    }
-    let dir = match service.strip_prefix(hermes_init::gateways::GATEWAY_PREFIX) {
-        Some(profile) => hermes_init::gateways::gateway_log_dir(root, profile),
-        None => root.join("logs").join(service),
-    };
-    Ok(dir.join("current"))
+    hermes_init::gateways::service_log_dir(root, service)
+        .map(|dir| dir.join("current"))
+        .ok_or_else(|| {
+            Failure::new(
+                format!("invalid service name `{service}`"),
+                Some("list services with `hermes service list`".into()),
+            )
+        })
 }
 
 pub fn logs(root: &Path, service: &str, lines: usize, follow: bool) -> Result<(), Failure> {
