@@ -6,24 +6,12 @@
 //! file (mode bits lie for root and on read-only mounts); nothing else is
 //! written.
 
-use std::io::Write;
-
 use crate::install::InstallOptions;
 use crate::python::{Interpreter, venv_python};
 use crate::route::{BlockReason, Route};
 use crate::target::probe_writable;
 
-/// Outcome of one check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Check {
-    /// Fine.
-    Ok,
-    /// Works, but worth knowing.
-    Warn,
-    /// Broken.
-    Fail,
-}
+pub use hermes_diag::doctor::Status;
 
 /// One line of `hermes doctor`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -31,34 +19,31 @@ pub struct DoctorRow {
     /// What was checked.
     pub label: String,
     /// The verdict.
-    pub check: Check,
+    pub status: Status,
     /// The detail (and what to do, when not ok).
     pub detail: String,
 }
 
 impl DoctorRow {
     /// Builds a row.
-    pub fn new(label: &str, check: Check, detail: impl Into<String>) -> Self {
+    pub fn new(label: &str, status: Status, detail: impl Into<String>) -> Self {
         Self {
             label: label.to_string(),
-            check,
+            status,
             detail: detail.into(),
         }
     }
 }
 
-/// Plain-text rendering: `[ok]   label  detail`.
-pub fn render_rows(rows: &[DoctorRow], out: &mut dyn Write) -> std::io::Result<()> {
-    let width = rows.iter().map(|r| r.label.len()).max().unwrap_or(0);
-    for r in rows {
-        let tag = match r.check {
-            Check::Ok => "[ok]  ",
-            Check::Warn => "[warn]",
-            Check::Fail => "[fail]",
-        };
-        writeln!(out, "{tag} {:<width$}  {}", r.label, r.detail)?;
+/// A row is one `hermes doctor` line: `<label>: <detail>` (the detail says what to do).
+impl From<DoctorRow> for hermes_diag::doctor::Check {
+    fn from(row: DoctorRow) -> Self {
+        hermes_diag::doctor::Check {
+            status: row.status,
+            message: format!("{}: {}", row.label, row.detail),
+            fix: None,
+        }
     }
-    Ok(())
 }
 
 /// Installer rows: route, Python, target writable, installer.
@@ -71,7 +56,7 @@ pub fn installer_rows(options: &InstallOptions) -> Vec<DoctorRow> {
             managed: true,
         } => DoctorRow::new(
             "installs",
-            Check::Ok,
+            Status::Ok,
             format!("into the Hermes-managed venv `{}`", venv.display()),
         ),
         Route::Venv {
@@ -79,18 +64,18 @@ pub fn installer_rows(options: &InstallOptions) -> Vec<DoctorRow> {
             managed: false,
         } => DoctorRow::new(
             "installs",
-            Check::Ok,
+            Status::Ok,
             format!("into the core venv `{}`", venv.display()),
         ),
         Route::Target { target, .. } => DoctorRow::new(
             "installs",
-            Check::Ok,
+            Status::Ok,
             format!("into the durable target `{}`", target.display()),
         ),
         Route::Blocked(r @ BlockReason::KillSwitch) => {
-            DoctorRow::new("installs", Check::Warn, format!("{r}; {}", r.hint()))
+            DoctorRow::new("installs", Status::Warn, format!("{r}; {}", r.hint()))
         }
-        Route::Blocked(r) => DoctorRow::new("installs", Check::Fail, format!("{r}; {}", r.hint())),
+        Route::Blocked(r) => DoctorRow::new("installs", Status::Fail, format!("{r}; {}", r.hint())),
     });
     let (venv, managed) = crate::route::core_venv(&options.env, &options.hermes_home);
     let mut info = None;
@@ -99,17 +84,17 @@ pub fn installer_rows(options: &InstallOptions) -> Vec<DoctorRow> {
             Ok(i) => {
                 rows.push(DoctorRow::new(
                     "python",
-                    Check::Ok,
+                    Status::Ok,
                     format!("`{}` ({})", py.display(), i.version),
                 ));
                 info = Some(i);
             }
-            Err(e) => rows.push(DoctorRow::new("python", Check::Fail, format!("{e}"))),
+            Err(e) => rows.push(DoctorRow::new("python", Status::Fail, format!("{e}"))),
         },
         None if managed => match options.env.which("python3") {
             Some(base) => rows.push(DoctorRow::new(
                 "python",
-                Check::Ok,
+                Status::Ok,
                 format!(
                     "`{}`; the managed venv `{}` is created at the first install",
                     base.display(),
@@ -118,13 +103,13 @@ pub fn installer_rows(options: &InstallOptions) -> Vec<DoctorRow> {
             )),
             None => rows.push(DoctorRow::new(
                 "python",
-                Check::Fail,
+                Status::Fail,
                 "no `python3` on `PATH`; install Python 3",
             )),
         },
         None => rows.push(DoctorRow::new(
             "python",
-            Check::Fail,
+            Status::Fail,
             format!(
                 "`{}/bin/python3` not found; check `HERMES_VENV`",
                 venv.display()
@@ -135,22 +120,22 @@ pub fn installer_rows(options: &InstallOptions) -> Vec<DoctorRow> {
         Route::Target { target, .. } => rows.push(match probe_writable(target) {
             Ok(()) => DoctorRow::new(
                 "target writable",
-                Check::Ok,
+                Status::Ok,
                 format!("`{}`", target.display()),
             ),
             Err(e) => DoctorRow::new(
                 "target writable",
-                Check::Fail,
+                Status::Fail,
                 format!("{e}; {}", e.hint().unwrap_or_default()),
             ),
         }),
         Route::Venv { managed: false, .. } => {
             if let Some(sp) = info.as_ref().and_then(|i| i.site_packages.first()) {
                 rows.push(match probe_writable(sp) {
-                    Ok(()) => DoctorRow::new("venv writable", Check::Ok, format!("`{}`", sp.display())),
+                    Ok(()) => DoctorRow::new("venv writable", Status::Ok, format!("`{}`", sp.display())),
                     Err(_) => DoctorRow::new(
                         "venv writable",
-                        Check::Fail,
+                        Status::Fail,
                         format!("`{}` is read-only; set `HERMES_LAZY_INSTALL_TARGET` to a writable directory", sp.display()),
                     ),
                 });
@@ -159,10 +144,10 @@ pub fn installer_rows(options: &InstallOptions) -> Vec<DoctorRow> {
         _ => {}
     }
     rows.push(match options.uv() {
-        Some(uv) => DoctorRow::new("installer", Check::Ok, format!("uv (`{}`)", uv.display())),
+        Some(uv) => DoctorRow::new("installer", Status::Ok, format!("uv (`{}`)", uv.display())),
         None => DoctorRow::new(
             "installer",
-            Check::Ok,
+            Status::Ok,
             "pip (uv not found; `python -m pip` is used)",
         ),
     });
@@ -181,22 +166,17 @@ mod tests {
             .with(DISABLE_VAR, "1")
             .with(VENV_VAR, "/nonexistent/venv");
         let rows = installer_rows(&InstallOptions::new("/nonexistent/h", true, env.clone()));
-        assert_eq!(rows[0].check, Check::Fail);
+        assert_eq!(rows[0].status, Status::Fail);
         assert!(rows[0].detail.contains("HERMES_LAZY_INSTALL_TARGET"));
-        assert_eq!(rows[1].check, Check::Fail, "python row: {rows:?}");
+        assert_eq!(rows[1].status, Status::Fail, "python row: {rows:?}");
 
         let d = tempfile::tempdir().unwrap();
         let env = env.with(TARGET_VAR, &d.path().join("lazy").to_string_lossy());
         let rows = installer_rows(&InstallOptions::new("/nonexistent/h", true, env));
         let t = rows.iter().find(|r| r.label == "target writable").unwrap();
-        assert_eq!(t.check, Check::Ok);
-        let mut buf = Vec::new();
-        render_rows(&rows, &mut buf).unwrap();
-        assert!(
-            String::from_utf8(buf)
-                .unwrap()
-                .contains("[ok]   target writable")
-        );
+        assert_eq!(t.status, Status::Ok);
+        let line = hermes_diag::doctor::Check::from(t.clone());
+        assert!(line.message.starts_with("target writable: "), "{line:?}");
     }
 
     #[test]
@@ -206,6 +186,6 @@ mod tests {
             false,
             Environment::default(),
         ));
-        assert_eq!(rows[0].check, Check::Warn);
+        assert_eq!(rows[0].status, Status::Warn);
     }
 }

@@ -25,7 +25,7 @@ pub mod spec;
 pub mod target;
 pub mod version;
 
-pub use doctor::{Check, DoctorRow, installer_rows, render_rows};
+pub use doctor::{DoctorRow, Status, installer_rows};
 pub use env::Environment;
 pub use error::{Error, describe_io};
 pub use features::{

@@ -1,6 +1,6 @@
 //! Doctor rows for plugins: the installer rows plus the active memory provider.
 
-use hermes_deps::{Check, DoctorRow, InstallOptions, installer_rows};
+use hermes_deps::{DoctorRow, InstallOptions, Status, installer_rows};
 
 use crate::discovery::Discovery;
 use crate::setup::memory_status;
@@ -14,16 +14,16 @@ pub fn doctor_rows(
 ) -> Vec<DoctorRow> {
     let mut rows = installer_rows(options);
     rows.push(match memory_status(discovery, raw_active, options) {
-        Err(e) => DoctorRow::new("memory provider", Check::Fail, e.to_string()),
+        Err(e) => DoctorRow::new("memory provider", Status::Fail, e.to_string()),
         Ok(s) => match (s.active, s.provider) {
-            (None, _) => DoctorRow::new("memory provider", Check::Ok, "built-in only"),
+            (None, _) => DoctorRow::new("memory provider", Status::Ok, "built-in only"),
             (Some(a), None) => DoctorRow::new(
                 "memory provider",
-                Check::Fail,
+                Status::Fail,
                 format!("`{a}` is configured but no such plugin exists; run `hermes memory setup`"),
             ),
             (Some(a), Some(p)) if p.available => {
-                DoctorRow::new("memory provider", Check::Ok, format!("`{a}` available"))
+                DoctorRow::new("memory provider", Status::Ok, format!("`{a}` available"))
             }
             (Some(a), Some(p)) => {
                 let mut what: Vec<String> = p
@@ -41,7 +41,7 @@ pub fn doctor_rows(
                 );
                 DoctorRow::new(
                     "memory provider",
-                    Check::Fail,
+                    Status::Fail,
                     format!(
                         "`{a}` not available (missing: {}); run `hermes memory setup {a}`",
                         what.join(", ")
@@ -53,7 +53,7 @@ pub fn doctor_rows(
     for problem in &discovery.problems {
         rows.push(DoctorRow::new(
             "plugin manifest",
-            Check::Warn,
+            Status::Warn,
             problem.to_string(),
         ));
     }
@@ -74,7 +74,7 @@ mod tests {
         assert_eq!(rows.last().unwrap().detail, "built-in only");
         let rows = doctor_rows(&d, Some("mem0"), &o);
         let r = rows.last().unwrap();
-        assert_eq!(r.check, Check::Fail);
+        assert_eq!(r.status, Status::Fail);
         assert!(
             r.detail.contains("mem0ai") && r.detail.contains("MEM0_API_KEY"),
             "{}",

@@ -81,22 +81,7 @@ fn plugin_checks(home: &hermes_home::Home) -> Vec<Check> {
     let disc = hermes_plugins::discover(Some(&home.root().join("plugins")));
     hermes_plugins::doctor_rows(&disc, raw.as_deref(), &options)
         .into_iter()
-        .map(|row| {
-            let message = format!("{}: {}", row.label, row.detail);
-            match row.check {
-                hermes_deps::Check::Ok => Check::ok(message),
-                hermes_deps::Check::Warn => Check {
-                    status: doctor::Status::Warn,
-                    message,
-                    fix: None,
-                },
-                hermes_deps::Check::Fail => Check {
-                    status: doctor::Status::Fail,
-                    message,
-                    fix: None,
-                },
-            }
-        })
+        .map(Check::from)
         .collect()
 }
 
