@@ -27,38 +27,19 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 results="$here/results.json"
 
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+. "$here/../lib.sh"
 
 # --- 1. hyperfine -----------------------------------------------------------------------
-if ! command -v hyperfine >/dev/null 2>&1; then
-    command -v apt-get >/dev/null 2>&1 || die "hyperfine is missing and \`apt-get\` is not available: install hyperfine"
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    log "installing hyperfine"
-    $sudo apt-get update -qq
-    $sudo apt-get install -y -qq hyperfine >/dev/null
-fi
-command -v python3 >/dev/null 2>&1 || die "\`python3\` is required (for the venv and the report)"
+ensure_commands hyperfine:hyperfine
 
 # --- 2. the Python peer -----------------------------------------------------------------
 venv="$BENCH_CACHE/venv-hermes-agent-$PY_VERSION"
-installed="$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("hermes-agent"))' 2>/dev/null || true)"
-if [ "$installed" != "$PY_VERSION" ]; then
-    log "creating venv with hermes-agent==$PY_VERSION in $venv"
-    rm -rf "$venv"
-    mkdir -p "$BENCH_CACHE"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet "hermes-agent==$PY_VERSION"
-fi
-py_hermes="$venv/bin/hermes"
-[ -x "$py_hermes" ] || die "the venv has no \`hermes\` entry point: remove \`$venv\` and run again"
+py_hermes="$(hermes_agent_venv "$venv" "hermes-agent==$PY_VERSION" "$PY_VERSION")"
 
 # --- 3. the Rust peer -------------------------------------------------------------------
 log "building the release binary"
 (cd "$repo" && cargo build --release -p hermes --quiet)
-target_dir="$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+target_dir="$(cargo_target_dir "$repo")"
 rs_hermes="$target_dir/release/hermes"
 [ -x "$rs_hermes" ] || die "no release binary at \`$rs_hermes\`"
 

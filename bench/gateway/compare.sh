@@ -41,30 +41,19 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 results="$here/compare.json"
 
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+. "$here/../lib.sh"
 
 command -v python3 >/dev/null 2>&1 || die "\`python3\` is required (for the venv and the harness)"
 command -v cargo >/dev/null 2>&1 || die "\`cargo\` is required to build the Rust peer"
 
 # --- 1. the Python peer -----------------------------------------------------------------
 venv="$BENCH_CACHE/venv-hermes-agent-$PY_VERSION-sms"
-installed="$("$venv/bin/python" -c 'import aiohttp, importlib.metadata as m; print(m.version("hermes-agent"))' 2>/dev/null || true)"
-if [ "$installed" != "$PY_VERSION" ]; then
-    log "creating venv with hermes-agent[sms]==$PY_VERSION in $venv"
-    rm -rf "$venv"
-    mkdir -p "$BENCH_CACHE"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet "hermes-agent[sms]==$PY_VERSION"
-fi
-py_hermes="$venv/bin/hermes"
-[ -x "$py_hermes" ] || die "the venv has no \`hermes\` entry point: remove \`$venv\` and run again"
+py_hermes="$(hermes_agent_venv "$venv" "hermes-agent[sms]==$PY_VERSION" "$PY_VERSION" aiohttp)"
 
 # --- 2. the Rust peer, the upstream and the client --------------------------------------
 log "building the release binary and the gateway_bench example"
 (cd "$repo" && cargo build --release --quiet -p hermes && cargo build --release --quiet -p hermes-gateway --example gateway_bench)
-target_dir="$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+target_dir="$(cargo_target_dir "$repo")"
 rs_hermes="$target_dir/release/hermes"
 bench_bin="$target_dir/release/examples/gateway_bench"
 [ -x "$rs_hermes" ] || die "no release binary at \`$rs_hermes\`"

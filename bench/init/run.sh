@@ -26,23 +26,16 @@ repo="$(cd "$here/../.." && pwd)"
 out="$here/results"
 mkdir -p "$out"
 
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+. "$here/../lib.sh"
 
 [ "$(id -u)" -eq 0 ] || die "run as root: the benchmark uses PID namespaces (\`unshare --pid\`)"
 
 # --- peers ------------------------------------------------------------------------------
-need=()
-for b in tini tini-static dumb-init catatonit s6-svscan hyperfine; do
-    command -v "$b" >/dev/null 2>&1 || need+=("$b")
-done
-if [ "${#need[@]}" -gt 0 ]; then
-    log "installing tini dumb-init catatonit s6 hyperfine"
-    apt-get install -y -qq tini dumb-init catatonit s6 hyperfine >/dev/null
-fi
+ensure_commands tini:tini tini-static:tini dumb-init:dumb-init catatonit:catatonit \
+    s6-svscan:s6 hyperfine:hyperfine
 
 log "building the release binary"
-target="${CARGO_TARGET_DIR:-$repo/target}"
+target="$(cargo_target_dir "$repo")"
 (cd "$repo" && cargo build --release -p hermes >/dev/null 2>&1) || die "\`cargo build --release -p hermes\` failed"
 HERMES="$target/release/hermes"
 [ -x "$HERMES" ] || die "no release binary at \`$HERMES\`"

@@ -4,13 +4,16 @@
 #   2. crash -> replacement latency (SIGKILL of a healthy service until its replacement runs)
 #   3. one status query (client fork+exec included), with hyperfine
 #
-# Needs: Debian packages `s6 runit supervisor hyperfine`; run as any user that can write $TMPDIR.
+# Needs: Debian packages `s6 runit supervisor hyperfine` (installed when missing); run as any
+# user that can write $TMPDIR.
 # Usage: bench/supervisor/run.sh [reps]        (prints Markdown tables to stdout)
 # Hermes is driven through the `supervise` example of crates/hermes-supervisor.
 set -uo pipefail
 
 REPS=${1:-7}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/bench/lib.sh"
+ensure_commands s6-svscan:s6 runsvdir:runit supervisord:supervisor hyperfine:hyperfine
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 cargo build --quiet --release -p hermes-supervisor --example supervise --manifest-path "$ROOT/Cargo.toml"
 [ -n "${BENCH_NO_BUILD:-}" ] || true
