@@ -186,6 +186,22 @@ pub fn run_as_identity(spec: &mut ServiceSpec, id: &Identity) {
     spec.env.extend(id.env_overrides());
 }
 
+/// The systemd user unit that runs `profile`'s gateway on a host without `hermes up` — the
+/// same command, restart rule and grace as [`gateway_spec`]: `systemd` restarts it on failure
+/// but not after exit 78 (bad configuration), and waits the grace before SIGKILL.
+pub fn systemd_user_unit(profile: &str, home: &Path, hermes_exe: &Path) -> String {
+    format!(
+        "[Unit]\nDescription=Hermes gateway for profile {profile}\nAfter=network-online.target\n\n\
+         [Service]\nEnvironment=HERMES_HOME={home}\n\
+         ExecStart={exe} -p {profile} gateway run --no-supervise\n\
+         Restart=on-failure\nRestartPreventExitStatus=78\nKillSignal=SIGTERM\nTimeoutStopSec={grace}\n\n\
+         [Install]\nWantedBy=default.target\n",
+        home = home.display(),
+        exe = hermes_exe.display(),
+        grace = GATEWAY_STOP_GRACE.as_secs(),
+    )
+}
+
 /// Where a supervised service of `home` logs: a profile's gateway in
 /// `logs/gateways/<profile>/`, any other service in `logs/<service>/` (the supervisor's
 /// default). `None` for a name no service can have.

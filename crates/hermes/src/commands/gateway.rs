@@ -370,14 +370,7 @@ fn install(ctx: &Context, install: bool) -> CommandResult {
         return Ok(ExitStatus::Success);
     }
     let exe = std::env::current_exe()?;
-    let contents = format!(
-        "[Unit]\nDescription=Hermes gateway for profile {name}\nAfter=network-online.target\n\n\
-         [Service]\nEnvironment=HERMES_HOME={root}\nExecStart={exe} -p {name} gateway run --no-supervise\n\
-         Restart=on-failure\nRestartPreventExitStatus=78\nKillSignal=SIGTERM\nTimeoutStopSec=35\n\n\
-         [Install]\nWantedBy=default.target\n",
-        root = home.root().display(),
-        exe = exe.display(),
-    );
+    let contents = hermes_init::gateways::systemd_user_unit(&name, home.root(), &exe);
     if let Some(dir) = unit.parent() {
         std::fs::create_dir_all(dir)?;
     }
