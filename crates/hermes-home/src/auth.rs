@@ -256,6 +256,31 @@ mod tests {
     }
 
     #[test]
+    fn a_writer_waits_for_the_lock_held_by_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("auth.json");
+        let held = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.path().join("auth.lock"))
+            .unwrap();
+        held.lock().unwrap();
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || AuthStore::default().save(&path))
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            !path.exists(),
+            "the save must wait while another process holds `auth.lock`"
+        );
+        held.unlock().unwrap();
+        writer.join().unwrap().unwrap();
+        assert!(path.exists());
+    }
+
+    #[test]
     fn save_keeps_unknown_keys_and_is_0600() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
