@@ -611,3 +611,52 @@ services:
         "service {pid} outlived its supervisor"
     );
 }
+
+/// A non-root client of a root supervisor cannot register a service that runs as root: the
+/// service runs as the client, whatever `run_as` says (or does not say).
+#[test]
+fn a_service_registered_by_a_non_root_client_runs_as_that_client() {
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        eprintln!("skipping: needs a root supervisor and a client switched to uid 65534");
+        return;
+    }
+    let h = Harness::start("services: {}\n", &["--allow-uid", "65534"]);
+    fs::set_permissions(h.dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&h.runtime, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(
+        h.runtime.join("supervisor.sock"),
+        fs::Permissions::from_mode(0o666),
+    )
+    .unwrap();
+    let out_file = h.dir.path().join("who");
+    let register = |name: &str, run_as: &str| {
+        let spec = format!(
+            r#"{{"v":1,"op":"register","spec":{{"name":"{name}","argv":["/bin/sh","-c","id -u > {}.{name}; exec sleep 60"],"restart":"never","run_as":{run_as}}}}}"#,
+            out_file.display()
+        );
+        let out = Command::new(supervise_bin())
+            .args(["client", h.runtime.to_str().unwrap(), &spec])
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            text.contains("\"ok\":true"),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // The output directory must be writable by uid 65534.
+    fs::set_permissions(h.dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+    register("asked-for-root", r#"{"uid":0,"gid":0,"groups":[0]}"#);
+    register("asked-for-nothing", "null");
+    for name in ["asked-for-root", "asked-for-nothing"] {
+        let file = h.dir.path().join(format!("who.{name}"));
+        h.wait_for(name, || {
+            fs::read_to_string(&file).is_ok_and(|t| !t.is_empty())
+        });
+        assert_eq!(fs::read_to_string(&file).unwrap().trim(), "65534", "{name}");
+    }
+}
