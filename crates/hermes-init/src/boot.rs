@@ -63,6 +63,41 @@ pub(crate) fn say(out: &mut dyn Write, line: impl std::fmt::Display) {
     let _ = writeln!(out, "[init] {line}");
 }
 
+/// A writer that starts every line with `[init] `: PID 1 hands it to the parts it shares
+/// with `hermes up` (gateway reconciliation, the desired-state hooks), which write plain
+/// lines.
+pub struct InitLog<'a> {
+    out: &'a mut dyn Write,
+    at_line_start: bool,
+}
+
+impl<'a> InitLog<'a> {
+    /// Wraps `out`.
+    pub fn new(out: &'a mut dyn Write) -> Self {
+        InitLog {
+            out,
+            at_line_start: true,
+        }
+    }
+}
+
+impl Write for InitLog<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        for piece in buf.split_inclusive(|b| *b == b'\n') {
+            if self.at_line_start {
+                self.out.write_all(b"[init] ")?;
+            }
+            self.out.write_all(piece)?;
+            self.at_line_start = piece.ends_with(b"\n");
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
 /// Runs stages 1–6 (module doc).
 ///
 /// # Errors
@@ -362,6 +397,19 @@ fn stage_stamp(settings: &Settings, out: &mut dyn Write) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn init_log_prefixes_every_line_once() {
+        let mut out = Vec::new();
+        let mut log = InitLog::new(&mut out);
+        write!(log, "warning: a").unwrap();
+        writeln!(log, "nd more").unwrap();
+        log.write_all(b"two\nlines\n").unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "[init] warning: and more\n[init] two\n[init] lines\n"
+        );
+    }
 
     fn settings(home: &Path) -> Settings {
         let mut s = Settings::from_process(vec![], vec![], "/bin/true".into(), Default::default());

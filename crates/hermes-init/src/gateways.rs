@@ -28,7 +28,10 @@ use hermes_home::gateway_state::{self, StateRead};
 use hermes_privilege::Identity;
 use hermes_supervisor::{Desired, Hooks, LogTarget, RestartPolicy, RunAs, ServiceSpec};
 
-use crate::boot::say;
+/// Writes one plain line (best effort: a closed log never stops reconciliation).
+fn say(out: &mut dyn Write, line: impl std::fmt::Display) {
+    let _ = writeln!(out, "{line}");
+}
 use crate::creds::AsUser;
 
 /// Rotation threshold of `container-boot.log`.
@@ -322,18 +325,18 @@ pub fn local_timestamp() -> String {
 }
 
 /// Supervisor hooks of PID 1: an operator's start/stop of a gateway is written into its
-/// profile's `gateway_state.json` as `desired_state`, with the service user's ids.
-#[derive(Debug)]
-pub struct StateHooks {
+/// profile's `gateway_state.json` as `desired_state`, with the service user's ids. A failure
+/// is said on `log` at once (not at shutdown), and supervision goes on.
+pub struct StateHooks<'a> {
     /// `HERMES_HOME`.
     pub home: PathBuf,
     /// Ids to write with.
     pub identity: Option<Identity>,
-    /// Where warnings go.
-    pub log: Vec<String>,
+    /// Where warnings go (PID 1's boot log, `hermes up`'s stderr).
+    pub log: &'a mut dyn Write,
 }
 
-impl Hooks for StateHooks {
+impl Hooks for StateHooks<'_> {
     fn settled(&mut self) {
         crate::run::release_boot_text();
     }
@@ -346,7 +349,7 @@ impl Hooks for StateHooks {
             Ok(ProfileRef::Default) => self.home.clone(),
             Ok(ProfileRef::Named(name)) => hermes_home::profile::profile_dir(&self.home, &name),
             Err(e) => {
-                self.log.push(format!("warning: {e}"));
+                say(self.log, format!("warning: {e}"));
                 return;
             }
         };
@@ -360,8 +363,10 @@ impl Hooks for StateHooks {
             Err(e) => Err(format!("cannot act as the service user: {e}")),
         };
         if let Err(e) = result {
-            self.log
-                .push(format!("warning: cannot record desired state: {e}"));
+            say(
+                self.log,
+                format!("warning: cannot record desired state: {e}"),
+            );
         }
     }
 }
@@ -557,10 +562,11 @@ mod tests {
             Some(r#"{"gateway_state":"running","x":1}"#),
             None,
         );
+        let mut log = Vec::new();
         let mut hooks = StateHooks {
             home: tmp.path().to_path_buf(),
             identity: None,
-            log: Vec::new(),
+            log: &mut log,
         };
         let mut spec = ServiceSpec::new("gateway-work", vec!["x".into()]);
         spec.profile = Some("work".into());
@@ -570,6 +576,7 @@ mod tests {
                 .unwrap();
         assert_eq!(v["desired_state"], "stopped");
         assert_eq!(v["x"], 1);
-        assert!(hooks.log.is_empty(), "{:?}", hooks.log);
+        drop(hooks);
+        assert!(log.is_empty(), "{}", String::from_utf8_lossy(&log));
     }
 }

@@ -77,17 +77,22 @@ pub fn run(settings: &Settings, log: &mut dyn Write, mirror: &mut dyn Write) -> 
     } else {
         match crate::creds::AsUser::enter(booted.identity.as_ref()) {
             Ok(_scope) => {
+                let mut init_log = crate::boot::InitLog::new(log);
                 let (gateways, actions) = reconcile(
                     &settings.home,
                     &settings.hermes_exe,
                     booted.identity.as_ref(),
                     false,
-                    log,
+                    &mut init_log,
                 );
                 for a in &actions {
                     say(log, format!("reconcile: {}", a.describe()));
                 }
-                append_boot_log(&settings.home.join("logs"), &actions, log);
+                append_boot_log(
+                    &settings.home.join("logs"),
+                    &actions,
+                    &mut crate::boot::InitLog::new(log),
+                );
                 specs.extend(gateways);
             }
             Err(e) => say(
@@ -138,15 +143,13 @@ pub fn run(settings: &Settings, log: &mut dyn Write, mirror: &mut dyn Write) -> 
         });
     }
     let supervisor = Supervisor::new(opts, specs)?;
+    let mut hooks_log = crate::boot::InitLog::new(log);
     let mut hooks = StateHooks {
         home: settings.home.clone(),
         identity: booted.identity.clone(),
-        log: Vec::new(),
+        log: &mut hooks_log,
     };
     let outcome = supervisor.run(&mut hooks, mirror)?;
-    for line in &hooks.log {
-        say(log, line);
-    }
     Ok(settings.exit_code(outcome.exit_code()))
 }
 

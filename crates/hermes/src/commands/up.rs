@@ -48,14 +48,12 @@ pub fn run(ctx: &Context) -> CommandResult {
     ));
     // The same hooks as PID 1: an operator's start/stop is written to the profile's
     // `gateway_state.json` as `desired_state`.
+    let mut stderr = std::io::stderr();
     let mut hooks = hermes_init::gateways::StateHooks {
         home: root,
         identity: None,
-        log: Vec::new(),
+        log: &mut stderr,
     };
     supervisor.run(&mut hooks, &mut std::io::stdout())?;
-    for warning in &hooks.log {
-        output::stderr(&format!("{warning}\n"));
-    }
     Ok(ExitStatus::Success)
 }
