@@ -60,12 +60,16 @@ services:
     let s = h.wait_state("killed", StateName::Failed);
     assert_eq!(s.last_exit, Some(ExitStatus::Signal(9)));
 
-    // 75: four immediate restarts, then it stays.
+    // 75: four immediate restarts, then it stays. The fifth process has written its line
+    // once the count reaches 5 (its pid alone appears before it runs).
+    let runs = || h.read("tempfail.count").lines().count();
     h.wait_for("tempfail to settle", || {
-        h.status("tempfail")
-            .is_ok_and(|s| s.restarts == 4 && s.pid.is_some())
+        runs() == 5
+            && h.status("tempfail")
+                .is_ok_and(|s| s.restarts == 4 && s.pid.is_some())
     });
-    assert_eq!(h.read("tempfail.count").lines().count(), 5);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(runs(), 5, "no sixth start");
     let s = h.status("tempfail").unwrap();
     assert_eq!(s.last_exit, Some(ExitStatus::Code(75)));
 
