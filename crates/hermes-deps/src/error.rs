@@ -72,6 +72,19 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The private working directory for the installer could not be created.
+    #[error(
+        "could not create a private working directory for the installer: {}",
+        describe_io(source)
+    )]
+    WorkDir {
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An install was asked for with no spec at all (an empty list, or only blank specs).
+    #[error("nothing to install: no spec was given")]
+    NoSpecs,
     /// Neither uv nor pip can run in the core environment.
     #[error("pip is not available in `{python}` and `ensurepip` failed: {detail}")]
     PipUnavailable {
@@ -137,6 +150,13 @@ impl Error {
                 "check that the temporary directory (`TMPDIR`, default `/tmp`) exists and is writable"
                     .to_string()
             }
+            Self::WorkDir { .. } => {
+                "check that the temporary directory (`TMPDIR`, default `/tmp`) exists and is writable"
+                    .to_string()
+            }
+            Self::NoSpecs => {
+                "name at least one package on the package index, like `honcho-ai>=1.0`".to_string()
+            }
             Self::PipUnavailable { .. } => {
                 "install uv (`pip install uv`) or pip into the core environment".to_string()
             }
@@ -180,6 +200,8 @@ mod tests {
                 python: "/p".into(),
                 detail: "x".into(),
             },
+            Error::WorkDir { source: io() },
+            Error::NoSpecs,
             Error::UnknownFeature { name: "x.y".into() },
             Error::Registry { detail: "x".into() },
         ]

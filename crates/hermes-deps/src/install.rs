@@ -2,8 +2,10 @@
 //!
 //! Order of work, each step able to stop the install before anything runs:
 //!
-//! 1. trim specs and drop empty ones (none left → success, nothing run);
-//! 2. spec safety ([`crate::spec::check_spec`]) on EVERY spec → *blocked*;
+//! 1. trim specs and drop blank ones; none left is an error
+//!    ([`Error::NoSpecs`]) → *blocked*, never "installed";
+//! 2. spec safety ([`crate::spec::check_spec`]) on EVERY spec → *blocked*: a
+//!    spec names a package on the index, never a local file, path, URL or option;
 //! 3. routing ([`crate::route::route`]) → *blocked* by the kill switch or a
 //!    sealed image without durable target;
 //! 4. prepare: the core venv's interpreter (a managed venv is created here),
@@ -15,9 +17,18 @@
 //! 6. re-check availability in a fresh interpreter with the Hermes path order,
 //!    so a "missing dependencies" state clears without a restart.
 //!
+//! Every child of steps 4 and 5 (venv creation, pip probe, `ensurepip`, uv,
+//! pip) runs in a *private working directory*: a fresh directory created mode
+//! 0700 by the installing user and removed afterwards, never the caller's
+//! current directory. Even a spec that slipped through could not name a file
+//! there, and `python -m` cannot import a module from the caller's directory.
+//! Paths handed to the children (core venv, target, `--find-links`) are made
+//! absolute first, so relative ones still mean what the caller meant.
+//!
 //! Nothing here panics or returns an OS error to the caller: every failure is
 //! folded into an [`InstallOutcome`] with a `reason` and a `hint`.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -184,7 +195,7 @@ impl InstallOptions {
 pub struct InstallOutcome {
     /// The install succeeded (or there was nothing to do).
     pub ok: bool,
-    /// Nothing was run: kill switch, sealed without target, or an unsafe spec.
+    /// Nothing was run: kill switch, sealed without target, an unsafe spec, or no spec at all.
     pub blocked: bool,
     /// Why it failed or was blocked; empty on success.
     pub reason: String,
@@ -210,6 +221,16 @@ impl InstallOutcome {
             reason: reason.to_string(),
             hint: Some(reason.hint()),
             command,
+            ..Self::default()
+        }
+    }
+
+    fn refused(err: &Error) -> Self {
+        Self {
+            ok: false,
+            blocked: true,
+            reason: err.to_string(),
+            hint: err.hint(),
             ..Self::default()
         }
     }
@@ -290,22 +311,23 @@ pub fn install_specs(specs: &[impl AsRef<str>], options: &InstallOptions) -> Ins
         .filter(|s| !s.is_empty())
         .collect();
     if specs.is_empty() {
-        return InstallOutcome {
-            ok: true,
-            ..InstallOutcome::default()
-        };
+        let err = Error::NoSpecs;
+        options.emit(InstallEvent::Blocked {
+            reason: err.to_string(),
+        });
+        return InstallOutcome::refused(&err);
     }
     let route = options.route();
     let uv_display = display_command(
         "uv pip install",
-        options.env.durable_target().as_deref(),
+        options.env.durable_target().map(absolute).as_deref(),
         &specs,
     );
     for spec in &specs {
         if let Err(why) = check_spec(spec) {
             let reason = BlockReason::UnsafeSpec {
                 spec: spec.clone(),
-                why: why.to_string(),
+                why,
             };
             options.emit(InstallEvent::Blocked {
                 reason: reason.to_string(),
@@ -320,12 +342,12 @@ pub fn install_specs(specs: &[impl AsRef<str>], options: &InstallOptions) -> Ins
             });
             return InstallOutcome::blocked(reason, uv_display);
         }
-        Route::Venv { venv, managed } => (venv.clone(), *managed, None),
+        Route::Venv { venv, managed } => (absolute(venv), *managed, None),
         Route::Target {
             venv,
             managed,
             target,
-        } => (venv.clone(), *managed, Some(target.clone())),
+        } => (absolute(venv), *managed, Some(absolute(target))),
     };
     let mut outcome = match run_install(&specs, options, &venv, managed, target.as_deref()) {
         Ok(o) => o,
@@ -348,7 +370,42 @@ pub fn install_specs(specs: &[impl AsRef<str>], options: &InstallOptions) -> Ins
 
 type StepError = (Error, Option<String>);
 
-fn core_python(options: &InstallOptions, venv: &Path, managed: bool) -> Result<PathBuf, Error> {
+/// `path` made absolute against the caller's current directory (lexically:
+/// symlinks are not resolved). Children run elsewhere, in the private
+/// working directory, so a relative path would otherwise change meaning.
+fn absolute(path: impl AsRef<Path>) -> PathBuf {
+    let path = path.as_ref();
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// A program path for a child running in the private working directory: made
+/// absolute when it has a directory part, left alone when it is a bare name
+/// (looked up on `PATH`, never in a directory).
+fn program(path: &Path) -> PathBuf {
+    if path.components().count() > 1 {
+        absolute(path)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// The private working directory for installer children: a fresh directory
+/// under the temporary directory, created mode 0700 by the installing user
+/// (nobody else can enter it or put a file in it), removed when dropped.
+fn private_workdir() -> Result<tempfile::TempDir, Error> {
+    tempfile::Builder::new()
+        .prefix("hermes-install-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .map_err(|source| Error::WorkDir { source })
+}
+
+fn core_python(
+    options: &InstallOptions,
+    venv: &Path,
+    managed: bool,
+    workdir: &Path,
+) -> Result<PathBuf, Error> {
     if let Some(p) = venv_python(venv) {
         return Ok(p);
     }
@@ -368,8 +425,9 @@ fn core_python(options: &InstallOptions, venv: &Path, managed: bool) -> Result<P
         .ok_or_else(|| Error::PythonNotFound {
             searched: "`HERMES_PYTHON`, `python3` on `PATH`".into(),
         })?;
-    let mut cmd = Command::new(&base);
-    cmd.env_clear()
+    let mut cmd = Command::new(program(&base));
+    cmd.current_dir(workdir)
+        .env_clear()
         .envs(options.env.child_vars())
         .arg("-m")
         .arg("venv")
@@ -394,7 +452,10 @@ fn run_install(
     managed: bool,
     target: Option<&Path>,
 ) -> Result<InstallOutcome, StepError> {
-    let python = core_python(options, venv, managed).map_err(|e| (e, None))?;
+    // Dropped (and removed) when this function returns, after every child has exited.
+    let private = private_workdir().map_err(|e| (e, None))?;
+    let workdir = private.path();
+    let python = core_python(options, venv, managed, workdir).map_err(|e| (e, None))?;
     // The core interpreter WITHOUT the target: it is the one whose packages we pin.
     let core = Interpreter::new(python.clone(), None, options.env.clone());
     let info = core.info().map_err(|e| (e, None))?;
@@ -434,13 +495,15 @@ fn run_install(
     }
     for d in &options.find_links {
         extra.push("--find-links".into());
-        extra.push(d.to_string_lossy().into_owned());
+        extra.push(absolute(d).to_string_lossy().into_owned());
     }
 
     if let Some(uv) = options.uv() {
         let command = display_command("uv pip install", target, specs);
-        let mut cmd = Command::new(&uv);
-        cmd.env_clear().envs(options.env.child_vars());
+        let mut cmd = Command::new(program(&uv));
+        cmd.current_dir(workdir)
+            .env_clear()
+            .envs(options.env.child_vars());
         if let Some(url) = pipconf::uv_index_bridge(&options.env, Some(&info.prefix)) {
             cmd.env("UV_INDEX_URL", url);
         }
@@ -475,9 +538,12 @@ fn run_install(
         target,
         specs,
     );
-    ensure_pip(options, &python, target.is_some()).map_err(|e| (e, Some(command.clone())))?;
+    ensure_pip(options, &python, target.is_some(), workdir)
+        .map_err(|e| (e, Some(command.clone())))?;
     let mut cmd = Command::new(&python);
-    cmd.env_clear().envs(options.env.child_vars());
+    cmd.current_dir(workdir)
+        .env_clear()
+        .envs(options.env.child_vars());
     if target.is_some() {
         // The core venv is sealed: do not even write bytecode for pip's own modules into it.
         cmd.env("PYTHONDONTWRITEBYTECODE", "1");
@@ -510,9 +576,15 @@ fn run_install(
     }
 }
 
-fn ensure_pip(options: &InstallOptions, python: &Path, sealed_core: bool) -> Result<(), Error> {
+fn ensure_pip(
+    options: &InstallOptions,
+    python: &Path,
+    sealed_core: bool,
+    workdir: &Path,
+) -> Result<(), Error> {
     let mut probe = Command::new(python);
     probe
+        .current_dir(workdir)
         .env_clear()
         .envs(options.env.child_vars())
         .env("PYTHONDONTWRITEBYTECODE", "1");
@@ -531,12 +603,10 @@ fn ensure_pip(options: &InstallOptions, python: &Path, sealed_core: bool) -> Res
     }
     options.emit(InstallEvent::BootstrappingPip);
     let mut boot = Command::new(python);
-    boot.env_clear().envs(options.env.child_vars()).args([
-        "-m",
-        "ensurepip",
-        "--upgrade",
-        "--default-pip",
-    ]);
+    boot.current_dir(workdir)
+        .env_clear()
+        .envs(options.env.child_vars())
+        .args(["-m", "ensurepip", "--upgrade", "--default-pip"]);
     match run_captured(&mut boot, Duration::from_secs(120)) {
         Ok(o) if o.success => Ok(()),
         Ok(o) => Err(pip_missing(tail(o.stderr.trim(), 400).to_string())),
@@ -596,9 +666,33 @@ mod tests {
     }
 
     #[test]
-    fn empty_specs_succeed_without_running() {
-        let o = install_specs(&["", "  "], &opts(false, Environment::default()));
-        assert!(o.ok && !o.blocked && o.command.is_empty());
+    fn an_empty_spec_list_is_an_error_not_installed() {
+        // Installs allowed and a venv that does not exist: anything that ran would fail, not block.
+        let o = opts(
+            true,
+            Environment::default().with(VENV_VAR, "/nonexistent/venv"),
+        );
+        let none: &[&str] = &[];
+        for specs in [none, &[""], &["", "  ", "\t"]] {
+            let out = install_specs(specs, &o);
+            assert!(!out.ok, "{specs:?}: {out:?}");
+            assert!(out.blocked, "nothing ran: {out:?}");
+            assert_eq!(
+                out.reason, "nothing to install: no spec was given",
+                "{specs:?}"
+            );
+            assert!(
+                out.hint.as_deref().unwrap_or("").contains("honcho-ai"),
+                "the hint shows what a spec looks like: {:?}",
+                out.hint
+            );
+            assert!(out.command.is_empty() && out.stdout.is_empty());
+            let mut buf = Vec::new();
+            out.render(&mut buf).unwrap();
+            let text = String::from_utf8(buf).unwrap();
+            assert!(!text.lines().any(|l| l.starts_with("installed")), "{text}");
+            assert!(text.starts_with("error: nothing to install"), "{text}");
+        }
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! for the target because it would put it FIRST.
 //!
 //! Children run with `PYTHONDONTWRITEBYTECODE=1` so that merely querying a
-//! read-only core venv never tries to write `__pycache__` into it.
+//! read-only core venv never tries to write `__pycache__` into it, and the
+//! bootstrap removes the current directory that `python -c` puts first on
+//! `sys.path`, so no module is ever imported from the caller's directory.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,9 +23,13 @@ use crate::spec::{package_name, specifier};
 use crate::version::satisfies;
 use crate::{Environment, Error};
 
-/// Python prelude that appends the durable target (argv[1], may be empty) to
-/// the END of `sys.path`, then drops it from argv.
+/// Python prelude that drops the current directory from `sys.path` (`-c`
+/// puts it first, so a `json.py` in the caller's directory would be imported),
+/// appends the durable target (argv[1], may be empty) to the END of
+/// `sys.path`, then drops the target from argv.
 pub const BOOTSTRAP: &str = r#"import sys, os, site
+if sys.path and sys.path[0] == "":
+    del sys.path[0]
 def _hermes_activate(t):
     if not t or not os.path.isdir(t) or t in sys.path:
         return
@@ -200,6 +206,31 @@ mod tests {
         let env = Environment::from_process();
         let py = env.which("python3")?;
         Some(Interpreter::new(py, None, env))
+    }
+
+    #[test]
+    fn never_imports_from_the_current_directory() {
+        let Some(py) = system_python() else {
+            println!("skipping: python3 not on PATH");
+            return;
+        };
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::write(
+            cwd.path().join("json.py"),
+            "raise SystemExit('planted json.py ran')\n",
+        )
+        .unwrap();
+        for code in [VERSIONS_CODE, INFO_CODE] {
+            let mut cmd = py.command(code, &[]);
+            cmd.current_dir(cwd.path());
+            let out = run_captured(&mut cmd, QUERY_TIMEOUT).unwrap();
+            assert!(out.success, "{}", out.stderr);
+            assert!(!out.stderr.contains("planted"), "{}", out.stderr);
+        }
+        let mut cmd = py.command("print('' in sys.path, sys.path[0])", &[]);
+        cmd.current_dir(cwd.path());
+        let out = run_captured(&mut cmd, QUERY_TIMEOUT).unwrap();
+        assert!(out.stdout.starts_with("False "), "{}", out.stdout);
     }
 
     #[test]

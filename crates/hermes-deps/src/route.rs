@@ -17,6 +17,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::Environment;
+use crate::spec::{SPEC_HINT, SpecRejection};
 
 /// Why an install was refused without running anything.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +32,7 @@ pub enum BlockReason {
         /// The spec as given.
         spec: String,
         /// Why it was refused.
-        why: String,
+        why: SpecRejection,
     },
 }
 
@@ -62,9 +63,7 @@ impl BlockReason {
             Self::SealedWithoutTarget => "set `HERMES_LAZY_INSTALL_TARGET` to a writable directory on the data volume \
                  (the image default is `/opt/data/lazy-packages`)"
                 .into(),
-            Self::UnsafeSpec { .. } => "only `name[extras]specifier` specs from the package index are installed; \
-                 fix the spec in the plugin manifest"
-                .into(),
+            Self::UnsafeSpec { .. } => SPEC_HINT.into(),
         }
     }
 }

@@ -1,17 +1,27 @@
 //! Spec safety: the gate every pip spec passes before any process is started.
 //!
 //! A *spec* is one requirement string as it would be handed to `pip install`
-//! (`mem0ai>=2.0.10,<3`, `mautrix[encryption]==0.21.1`). Only the plain
-//! "NAME[EXTRAS]SPECIFIER" shape is accepted: no URLs, no paths, no flags, no
-//! markers, no whitespace, no shell metacharacters. The rules are the original
-//! implementation's, kept exactly so that a manifest accepted there is accepted
-//! here and vice versa:
+//! or `uv pip install` (`mem0ai>=2.0.10,<3`, `mautrix[encryption]==0.21.1`).
+//! A spec names a package **on the package index**, never a local file, a
+//! path, a URL or an installer option: pip and uv read an argument such as
+//! `evil-0.1-py3-none-any.whl`, `evil.tar.gz` or `pkg==1.zip` as a file in
+//! the current directory and install it. [`check_spec`] accepts only the
+//! PEP 508 shape `NAME[EXTRAS]SPECIFIER`, with no whitespace and no markers:
 //!
-//! 1. non-empty and at most [`MAX_SPEC_LEN`] characters;
-//! 2. none of `;` `|` `&` `` ` `` `$` newline, CR, tab, backslash;
-//! 3. does not start with `-`, `/` or `.`;
-//! 4. no `://` and no `@` (no direct references, no VCS URLs);
-//! 5. the whole string is NAME, optional `[EXTRAS]`, optional SPECIFIER.
+//! * NAME is a PEP 508 name: ASCII letters, digits, `.`, `-`, `_`, starting
+//!   and ending with a letter or digit;
+//! * EXTRAS, optional, is `[a,b]`: one or more PEP 508 names, comma separated;
+//! * SPECIFIER, optional, is one or more clauses `OP VERSION`, comma
+//!   separated, OP one of `===` `~=` `==` `!=` `<=` `>=` `<` `>`, VERSION
+//!   letters, digits and `.` `-` `_` `+` `!`, starting with a letter or digit,
+//!   with a trailing `.*` only after `==` or `!=`.
+//!
+//! Before the shape, and so with a precise reason, it refuses: an empty spec
+//! or one longer than [`MAX_SPEC_LEN`]; shell metacharacters and control
+//! characters; a leading `-` (an installer option); `:` or `@` (URLs such as
+//! `file:` or `https://`, and direct references `name @ url`); `/`, `\` or a
+//! leading `.` or `~` (a local path); any whitespace (a smuggled option); and
+//! a name or spec ending in an archive suffix ([`ARCHIVE_SUFFIXES`], any case).
 //!
 //! Words: the *package name* is the leading NAME; the *specifier* is whatever
 //! follows NAME and EXTRAS (empty when the spec is unconstrained).
@@ -20,6 +30,40 @@ use std::fmt;
 
 /// Longest spec accepted, in characters.
 pub const MAX_SPEC_LEN: usize = 200;
+
+/// What a spec must look like, for hints.
+pub const SPEC_HINT: &str = "a spec names a package on the package index, like `honcho-ai>=1.0` or \
+     `mautrix[encryption]==0.21.1`; local files, paths, URLs and installer options are not installed";
+
+/// File suffixes pip or uv take as a local archive (pip's archive extensions,
+/// uv's source distribution extensions, eggs), longest first. Matched
+/// case-insensitively against the package name and against the whole spec.
+pub const ARCHIVE_SUFFIXES: &[&str] = &[
+    ".tar.lzma",
+    ".pybundle",
+    ".tar.bz2",
+    ".tar.zst",
+    ".tar.gz",
+    ".tar.xz",
+    ".tar.lz",
+    ".lzma",
+    ".tbz2",
+    ".tzst",
+    ".tar",
+    ".tgz",
+    ".tbz",
+    ".txz",
+    ".tlz",
+    ".whl",
+    ".zip",
+    ".egg",
+    ".bz2",
+    ".zst",
+    ".exe",
+    ".gz",
+    ".xz",
+    ".lz",
+];
 
 /// Why a spec was refused. Rendered as the tail of
 /// ``refusing to install unsafe spec `<spec>`: <why>``.
@@ -33,19 +77,26 @@ pub enum SpecRejection {
         /// Its length in characters.
         len: usize,
     },
-    /// The spec contains a forbidden character.
+    /// The spec contains a shell metacharacter or a control character.
     ForbiddenChar {
         /// The offending character.
         ch: char,
     },
-    /// The spec starts like a flag or a path.
-    BadStart {
-        /// The first character.
-        ch: char,
-    },
-    /// The spec is a URL or a direct reference.
+    /// The spec starts with `-`: the installer would read it as an option.
+    Option,
+    /// The spec is a URL (`file:`, `https://`) or a direct reference (`name @ url`).
     DirectReference,
-    /// The spec is not `NAME[EXTRAS]SPECIFIER`.
+    /// The spec looks like a local path: `/`, `\`, or a leading `.` or `~`.
+    LocalPath,
+    /// The spec contains whitespace (one spec per argument; no smuggled options).
+    Whitespace,
+    /// The name or the spec ends in an archive suffix: the installer would
+    /// install a local file of that name.
+    Archive {
+        /// The suffix, lowercase (`.whl`, `.tar.gz`).
+        suffix: &'static str,
+    },
+    /// The spec is not a PEP 508 `name[extras]specifier`.
     BadShape,
 }
 
@@ -60,44 +111,81 @@ impl fmt::Display for SpecRejection {
                 )
             }
             Self::ForbiddenChar { ch } => write!(f, "it contains the forbidden character {ch:?}"),
-            Self::BadStart { ch } => {
-                write!(f, "it starts with {ch:?} (flags and paths are refused)")
-            }
-            Self::DirectReference => {
-                write!(f, "direct references and URLs (`://`, `@`) are refused")
-            }
-            Self::BadShape => write!(f, "it is not of the form `name[extras]specifier`"),
+            Self::Option => write!(
+                f,
+                "it starts with `-`, so the installer would read it as an option"
+            ),
+            Self::DirectReference => write!(
+                f,
+                "it is a URL or a direct reference (`:` and `@` are refused)"
+            ),
+            Self::LocalPath => write!(
+                f,
+                "it looks like a local path (`/`, `\\`, or a leading `.` or `~`)"
+            ),
+            Self::Whitespace => write!(
+                f,
+                "it contains whitespace (one spec per argument; installer options are refused)"
+            ),
+            Self::Archive { suffix } => write!(
+                f,
+                "it ends in `{suffix}`, so the installer would install a local file of that name"
+            ),
+            Self::BadShape => write!(
+                f,
+                "it is not a PEP 508 requirement of the form `name[extras]specifier`"
+            ),
         }
     }
 }
 
-const FORBIDDEN: [char; 9] = [';', '|', '&', '`', '$', '\n', '\r', '\t', '\\'];
+/// Shell metacharacters; control characters are refused as well.
+const FORBIDDEN: [char; 5] = [';', '|', '&', '`', '$'];
 
-fn is_name_start(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_'
-}
+/// Version operators, longest first so `===` is not read as `==`.
+const OPERATORS: [&str; 8] = ["===", "~=", "==", "!=", "<=", ">=", "<", ">"];
 
 fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')
 }
 
-fn is_extra_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | ',' | '-')
+/// A PEP 508 name: `[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?`.
+fn is_pep508_name(s: &str) -> bool {
+    let starts_and_ends_alnum = s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.ends_with(|c: char| c.is_ascii_alphanumeric());
+    starts_and_ends_alnum && s.chars().all(is_name_char)
 }
 
-fn is_op_char(c: char) -> bool {
-    matches!(c, '<' | '>' | '=' | '!' | '~')
+/// One clause `OP VERSION` of a specifier.
+fn is_clause(clause: &str) -> bool {
+    let Some(op) = OPERATORS.iter().find(|op| clause.starts_with(**op)) else {
+        return false;
+    };
+    let version = &clause[op.len()..];
+    let (version, wildcard) = match version.strip_suffix(".*") {
+        Some(v) => (v, true),
+        None => (version, false),
+    };
+    if wildcard && !matches!(*op, "==" | "!=") {
+        return false;
+    }
+    version.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '+' | '!'))
 }
 
-fn is_version_char(c: char) -> bool {
-    c.is_ascii_alphanumeric()
-        || matches!(
-            c,
-            '_' | '.' | '-' | '+' | ',' | '*' | '<' | '>' | '=' | '!' | '~'
-        )
+/// The archive suffix `s` ends in, if any (ASCII case-insensitive).
+fn archive_suffix(s: &str) -> Option<&'static str> {
+    let lower = s.to_ascii_lowercase();
+    ARCHIVE_SUFFIXES
+        .iter()
+        .copied()
+        .find(|suffix| lower.ends_with(suffix))
 }
 
-/// Checks a spec against every rule; `Ok(())` means it may be handed to pip.
+/// Checks a spec against every rule (see the module doc); `Ok(())` means it
+/// names a package on the index and may be handed to pip or uv.
 pub fn check_spec(spec: &str) -> Result<(), SpecRejection> {
     let len = spec.chars().count();
     if len == 0 {
@@ -106,14 +194,27 @@ pub fn check_spec(spec: &str) -> Result<(), SpecRejection> {
     if len > MAX_SPEC_LEN {
         return Err(SpecRejection::TooLong { len });
     }
-    if let Some(ch) = spec.chars().find(|c| FORBIDDEN.contains(c)) {
+    if let Some(ch) = spec
+        .chars()
+        .find(|c| FORBIDDEN.contains(c) || c.is_control())
+    {
         return Err(SpecRejection::ForbiddenChar { ch });
     }
-    if let Some(ch) = spec.chars().next().filter(|c| matches!(c, '-' | '/' | '.')) {
-        return Err(SpecRejection::BadStart { ch });
+    if spec.starts_with('-') {
+        return Err(SpecRejection::Option);
     }
-    if spec.contains("://") || spec.contains('@') {
+    if spec.contains([':', '@']) {
         return Err(SpecRejection::DirectReference);
+    }
+    if spec.contains(['/', '\\']) || spec.starts_with(['.', '~']) {
+        return Err(SpecRejection::LocalPath);
+    }
+    if spec.contains(char::is_whitespace) {
+        return Err(SpecRejection::Whitespace);
+    }
+    let name_end = spec.find(|c| !is_name_char(c)).unwrap_or(spec.len());
+    if let Some(suffix) = archive_suffix(&spec[..name_end]).or_else(|| archive_suffix(spec)) {
+        return Err(SpecRejection::Archive { suffix });
     }
     if parse_shape(spec).is_none() {
         return Err(SpecRejection::BadShape);
@@ -126,44 +227,25 @@ pub fn spec_is_safe(spec: &str) -> bool {
     check_spec(spec).is_ok()
 }
 
-/// Splits a spec into (name, extras, specifier) byte ranges when its shape is valid.
+/// Splits a spec into (name, extras, specifier) when its shape is valid.
 fn parse_shape(spec: &str) -> Option<(&str, &str, &str)> {
-    let mut chars = spec.char_indices().peekable();
-    let (_, first) = chars.next()?;
-    if !is_name_start(first) {
+    let name_end = spec.find(|c| !is_name_char(c)).unwrap_or(spec.len());
+    let name = &spec[..name_end];
+    if !is_pep508_name(name) {
         return None;
     }
-    let mut name_end = first.len_utf8();
-    while let Some(&(i, c)) = chars.peek() {
-        if !is_name_char(c) {
-            break;
-        }
-        name_end = i + c.len_utf8();
-        chars.next();
-    }
-    let name = &spec[..name_end];
     let mut rest = &spec[name_end..];
     let mut extras = "";
     if let Some(after) = rest.strip_prefix('[') {
         let close = after.find(']')?;
-        let inner = &after[..close];
-        if inner.is_empty() || !inner.chars().all(is_extra_char) {
+        if !after[..close].split(',').all(is_pep508_name) {
             return None;
         }
         extras = &rest[..close + 2];
         rest = &after[close + 1..];
     }
-    if !rest.is_empty() {
-        let mut it = rest.chars();
-        let op = it.next()?;
-        if !is_op_char(op) {
-            return None;
-        }
-        let tail = it.as_str();
-        let tail = tail.strip_prefix('=').unwrap_or(tail);
-        if tail.is_empty() || !tail.chars().all(is_version_char) {
-            return None;
-        }
+    if !rest.is_empty() && !rest.split(',').all(is_clause) {
+        return None;
     }
     Some((name, extras, rest))
 }
@@ -235,21 +317,20 @@ mod tests {
             ("x$(id)", SpecRejection::ForbiddenChar { ch: '$' }),
             ("pkg\nother", SpecRejection::ForbiddenChar { ch: '\n' }),
             ("pkg\rother", SpecRejection::ForbiddenChar { ch: '\r' }),
-            (
-                "--index-url=https://evil",
-                SpecRejection::BadStart { ch: '-' },
-            ),
-            ("-r requirements.txt", SpecRejection::BadStart { ch: '-' }),
-            ("/abs/path.whl", SpecRejection::BadStart { ch: '/' }),
-            ("./local", SpecRejection::BadStart { ch: '.' }),
-            ("../up", SpecRejection::BadStart { ch: '.' }),
+            ("pkg\t--pre", SpecRejection::ForbiddenChar { ch: '\t' }),
+            ("pkg\0", SpecRejection::ForbiddenChar { ch: '\0' }),
+            ("--index-url=https://evil", SpecRejection::Option),
+            ("-r requirements.txt", SpecRejection::Option),
+            ("/abs/path.whl", SpecRejection::LocalPath),
+            ("./local", SpecRejection::LocalPath),
+            ("../up", SpecRejection::LocalPath),
             ("git+https://github.com/x/y", SpecRejection::DirectReference),
             ("https://example.com/x.whl", SpecRejection::DirectReference),
             ("pkg @ file:///tmp/x", SpecRejection::DirectReference),
             ("pkg@1", SpecRejection::DirectReference),
             ("", SpecRejection::Empty),
             (long.as_str(), SpecRejection::TooLong { len: 201 }),
-            ("pkg >=1", SpecRejection::BadShape),
+            ("pkg >=1", SpecRejection::Whitespace),
             ("pkg[]", SpecRejection::BadShape),
             ("pkg==", SpecRejection::BadShape),
             ("pkg[x", SpecRejection::BadShape),
@@ -259,6 +340,143 @@ mod tests {
             assert_eq!(check_spec(spec), Err(want), "{spec:?}");
         }
         assert!(spec_is_safe(&"a".repeat(200)));
+    }
+
+    #[test]
+    fn says_why_a_local_file_path_url_or_option_is_refused() {
+        use SpecRejection::*;
+        for (spec, want) in [
+            ("evil-0.1-py3-none-any.whl", Archive { suffix: ".whl" }),
+            ("evil-0.1-py3-none-any.WHL", Archive { suffix: ".whl" }),
+            ("evil.tar.gz", Archive { suffix: ".tar.gz" }),
+            ("EVIL.ZIP", Archive { suffix: ".zip" }),
+            ("evil.Tar.Bz2", Archive { suffix: ".tar.bz2" }),
+            ("evil.tar.zst", Archive { suffix: ".tar.zst" }),
+            ("evil.egg", Archive { suffix: ".egg" }),
+            ("evil.whl[x]", Archive { suffix: ".whl" }),
+            ("pkg==1.zip", Archive { suffix: ".zip" }),
+            ("./evil", LocalPath),
+            ("/tmp/x", LocalPath),
+            ("evil\\x", LocalPath),
+            ("~/evil", LocalPath),
+            (".evil", LocalPath),
+            ("pkg @ https://x", DirectReference),
+            ("file:///x", DirectReference),
+            ("file:evil", DirectReference),
+            ("--index-url=http://x", Option),
+            ("-e .", Option),
+            ("pkg --pre", Whitespace),
+            ("pkg --index-url=http://x", DirectReference),
+            ("pkg\u{a0}--pre", Whitespace),
+            ("_pkg", BadShape),
+            ("pkg-", BadShape),
+            ("pkg>=1.*", BadShape),
+        ] {
+            assert_eq!(check_spec(spec), Err(want), "{spec:?}");
+        }
+    }
+
+    /// Specs pip or uv would read as a local file, a path, a URL or an option.
+    const NOT_INDEX_PACKAGES: &[&str] = &[
+        "evil-0.1-py3-none-any.whl",
+        "evil-0.1-py3-none-any.WHL",
+        "evil.tar.gz",
+        "EVIL.ZIP",
+        "evil.tgz",
+        "evil.tar.bz2",
+        "evil.tar.xz",
+        "evil.tar",
+        "evil.egg",
+        "evil.whl[x]",
+        "evil.tar.gz[x]==1",
+        "pkg==1.zip",
+        "pkg>=1.0.whl",
+        "./evil",
+        ".evil",
+        ".",
+        "..",
+        "/tmp/x",
+        "evil/",
+        "sub/evil.whl",
+        "evil\\x",
+        "~/evil",
+        "~evil",
+        "pkg @ https://x",
+        "pkg@https://x",
+        "pkg[x]@file:///tmp/x",
+        "--index-url=http://x",
+        "-e .",
+        "-e",
+        "-rreq.txt",
+        "file:///x",
+        "file:evil.whl",
+        "https://x/evil.whl",
+        "git+https://x/y",
+        "pkg --index-url=http://x",
+        "pkg\u{a0}--pre",
+        "pkg\u{2003}x",
+        "pkg\0",
+        "_pkg",
+        "pkg-",
+        "pkg.",
+        "pkg_",
+        "pkg[a,]",
+        "pkg[,a]",
+        "pkg[-a]",
+        "pkg>=1,,<2",
+        "pkg>=1,",
+        "pkg=1",
+        "pkg>=",
+        "pkg>=>1",
+        "pkg==1.*.2",
+        "pkg>=1.*",
+        "pkg==.1",
+    ];
+
+    #[test]
+    fn refuses_local_files_paths_urls_and_options() {
+        let accepted: Vec<&str> = NOT_INDEX_PACKAGES
+            .iter()
+            .copied()
+            .filter(|bad| {
+                spec_is_safe(bad) || package_name(bad).is_some() || specifier(bad).is_some()
+            })
+            .collect();
+        assert!(
+            accepted.is_empty(),
+            "accepted, must be refused: {accepted:?}"
+        );
+    }
+
+    #[test]
+    fn accepts_pep508_index_requirements() {
+        for (ok, name, spec) in [
+            ("a", "a", ""),
+            ("A1", "A1", ""),
+            ("honcho-ai", "honcho-ai", ""),
+            ("zope.interface>=5", "zope.interface", ">=5"),
+            ("discord.py[voice]==2.7.1", "discord.py", "==2.7.1"),
+            ("pkg[a,b]>=1,<2,!=1.5", "pkg", ">=1,<2,!=1.5"),
+            ("pkg===1.0", "pkg", "===1.0"),
+            ("pkg<2", "pkg", "<2"),
+            ("pkg>1", "pkg", ">1"),
+            ("pkg<=2", "pkg", "<=2"),
+            ("pkg~=1.4.2", "pkg", "~=1.4.2"),
+            ("pkg==1!2.0", "pkg", "==1!2.0"),
+            ("pkg==1.0.post1.dev2", "pkg", "==1.0.post1.dev2"),
+            ("pkg!=1.*", "pkg", "!=1.*"),
+            ("Pillow==12.3.0", "Pillow", "==12.3.0"),
+            (
+                "python-telegram-bot[webhooks]==22.8",
+                "python-telegram-bot",
+                "==22.8",
+            ),
+            ("my_pkg.sub-name", "my_pkg.sub-name", ""),
+        ] {
+            assert_eq!(check_spec(ok), Ok(()), "{ok}");
+            assert_eq!(package_name(ok), Some(name), "{ok}");
+            assert_eq!(specifier(ok), Some(spec), "{ok}");
+        }
     }
 
     #[test]
@@ -276,8 +494,11 @@ mod tests {
             SpecRejection::Empty,
             SpecRejection::TooLong { len: 300 },
             SpecRejection::ForbiddenChar { ch: ';' },
-            SpecRejection::BadStart { ch: '-' },
+            SpecRejection::Option,
             SpecRejection::DirectReference,
+            SpecRejection::LocalPath,
+            SpecRejection::Whitespace,
+            SpecRejection::Archive { suffix: ".whl" },
             SpecRejection::BadShape,
         ] {
             let s = r.to_string();
@@ -294,7 +515,10 @@ mod tests {
             let _ = specifier(&s);
             let _ = normalize_name(&s);
             if safe {
-                prop_assert!(!s.contains(' '));
+                prop_assert!(!s.contains(char::is_whitespace));
+                prop_assert!(!s.contains(['/', '\\', ':', '@']));
+                prop_assert!(!s.starts_with(['-', '.', '~']));
+                prop_assert!(archive_suffix(&s).is_none());
                 prop_assert!(s.chars().count() <= MAX_SPEC_LEN);
             }
         }

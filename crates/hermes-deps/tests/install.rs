@@ -544,3 +544,136 @@ fn unwritable_target_fails_with_a_sentence_and_runs_nothing() {
     );
     assert_no_raw_os_error(&out);
 }
+
+/// One line a fake installer wrote: its arguments, working directory, that
+/// directory's mode and owner, and how many entries it held.
+#[derive(Debug)]
+struct Seen {
+    args: String,
+    cwd: PathBuf,
+    mode: String,
+    uid: u32,
+    entries: usize,
+}
+
+const RECORD_VAR: &str = "HERMES_TEST_INSTALLER_RECORD";
+
+/// Shell that appends one `Seen` line to `$HERMES_TEST_INSTALLER_RECORD`.
+const RECORD_SH: &str = r#"printf '%s|%s|%s|%s|%s\n' "$*" "$(pwd -P)" "$(stat -c %a .)" "$(stat -c %u .)" "$(ls -A | wc -l)" >> "$HERMES_TEST_INSTALLER_RECORD""#;
+
+fn write_script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn read_record(path: &Path) -> Vec<Seen> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('|').collect();
+            assert_eq!(f.len(), 5, "{l}");
+            Seen {
+                args: f[0].to_string(),
+                cwd: PathBuf::from(f[1]),
+                mode: f[2].to_string(),
+                uid: f[3].parse().unwrap(),
+                entries: f[4].trim().parse().unwrap(),
+            }
+        })
+        .collect()
+}
+
+/// A core venv whose `bin/python3` records every `-m pip ...` run (and
+/// succeeds) and hands everything else to the real interpreter.
+fn recording_venv(root: &Path) -> PathBuf {
+    let real = Command::new(python3().unwrap())
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
+    let venv = root.join("core");
+    write_script(
+        &venv.join("bin/python3"),
+        &format!(
+            "if [ \"$1\" = -m ] && [ \"$2\" = pip ]; then\n{RECORD_SH}\nexit 0\nfi\nexec '{real}' \"$@\""
+        ),
+    );
+    venv
+}
+
+fn assert_private_and_fresh(runs: &[Seen], what: &str) {
+    let here = std::env::current_dir().unwrap().canonicalize().unwrap();
+    assert!(!runs.is_empty(), "{what}: the fake installer did not run");
+    for s in runs {
+        assert_ne!(s.cwd, here, "{what} ran in the caller's directory: {s:?}");
+        assert_eq!(s.mode, "700", "{what}: directory not private: {s:?}");
+        assert_eq!(s.uid, nix::unistd::geteuid().as_raw(), "{what}: {s:?}");
+        assert_eq!(s.entries, 0, "{what}: directory not fresh: {s:?}");
+        assert!(
+            !s.cwd.exists(),
+            "{what}: the private directory is removed after the run: {s:?}"
+        );
+    }
+}
+
+#[test]
+fn pip_runs_in_a_fresh_private_directory_not_the_callers() {
+    if python3().is_none() {
+        println!("skipping: python3 not on PATH");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let venv = recording_venv(d.path());
+    let record = d.path().join("record");
+    let env = Environment::from_process()
+        .with(VENV_VAR, &venv.to_string_lossy())
+        .with(RECORD_VAR, &record.to_string_lossy())
+        .without(TARGET_VAR)
+        .without(DISABLE_VAR);
+    let mut o = InstallOptions::new(d.path().join("home"), true, env);
+    o.installer = InstallerChoice::Pip;
+    let first = install_specs(&["hermes-cwd-probe"], &o);
+    assert!(first.ok, "{first:?}");
+    let second = install_specs(&["hermes-cwd-probe"], &o);
+    assert!(second.ok, "{second:?}");
+    let runs = read_record(&record);
+    let installs: Vec<&Seen> = runs
+        .iter()
+        .filter(|s| s.args.starts_with("-m pip install"))
+        .collect();
+    assert_eq!(installs.len(), 2, "{runs:?}");
+    assert!(installs[0].args.ends_with(" hermes-cwd-probe"), "{runs:?}");
+    assert_ne!(
+        installs[0].cwd, installs[1].cwd,
+        "a fresh directory per run"
+    );
+    assert_private_and_fresh(&runs, "pip");
+}
+
+#[test]
+fn uv_runs_in_a_fresh_private_directory_not_the_callers() {
+    if python3().is_none() {
+        println!("skipping: python3 not on PATH");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let venv = recording_venv(d.path());
+    let home = d.path().join("home");
+    write_script(&home.join("bin/uv"), RECORD_SH);
+    let record = d.path().join("record");
+    let env = Environment::from_process()
+        .with(VENV_VAR, &venv.to_string_lossy())
+        .with(RECORD_VAR, &record.to_string_lossy())
+        .without(TARGET_VAR)
+        .without(DISABLE_VAR);
+    let o = InstallOptions::new(&home, true, env);
+    let out = install_specs(&["hermes-cwd-probe"], &o);
+    assert!(out.ok, "{out:?}");
+    assert!(out.command.starts_with("uv pip install"), "{}", out.command);
+    let runs = read_record(&record);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(runs[0].args.starts_with("pip install --python"), "{runs:?}");
+    assert_private_and_fresh(&runs, "uv");
+}
