@@ -49,6 +49,11 @@ impl DropPlan {
         }
     }
 
+    /// The drop to raw ids, for callers that carry no [`Identity`] (a supervisor's service).
+    pub fn from_ids(uid: u32, gid: u32, groups: Vec<u32>) -> Self {
+        DropPlan { uid, gid, groups }
+    }
+
     /// Applies the credential part of the drop to the calling process (environment is the
     /// spawner's job: see [`configure_command`]).
     ///

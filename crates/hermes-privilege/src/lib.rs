@@ -14,6 +14,8 @@
 //!   ([`device_gids`]).
 //! * [`ownership`]: targeted, symlink-proof ownership repair of the data volume
 //!   ([`RepairPlan`], [`repair_ownership`]).
+//! * [`safe_fs`]: directories and files under a less privileged user's directories, reached
+//!   without following that user's symlinks ([`SafeDir`]).
 //! * [`shim`]: the root-exec shim rule ([`shim_decision`], [`shim_drop`]) and the
 //!   `hermes init` user guard ([`init_user_guard`]).
 //!
@@ -29,6 +31,7 @@ mod env;
 mod error;
 pub mod ownership;
 pub mod remap;
+pub mod safe_fs;
 pub mod shim;
 
 pub use account::{Identity, SystemFiles, group_gid};
@@ -37,6 +40,7 @@ pub use drop::{DropPlan, configure_command, drop_to};
 pub use env::Env;
 pub use error::{DropStep, Error};
 pub use ownership::{FileRule, RepairPlan, RepairReport, repair_ownership};
+pub use safe_fs::{Owner, SafeDir, is_untrusted_link};
 pub use remap::{IdChange, IdRequest, IdWarning, RemapReport, remap};
 pub use shim::{
     EXEC_AS_ROOT_VAR, IMAGE_MARKER, InitMode, RunAsIsReason, SERVICE_USER, ShimDecision,

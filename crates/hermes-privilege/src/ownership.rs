@@ -19,6 +19,12 @@
 //!   ``refusing <action> through symlinked path `<path>` `` and the repair continues.
 //!   Symlinks met *inside* a subtree are re-owned themselves (that changes the link, never
 //!   its target) and not followed, and counted in [`RepairReport::links_not_followed`];
+//! * never a file with more than one hard link: the other name may be anywhere on the same
+//!   filesystem (`/etc/shadow` linked into `logs/`), and re-owning the inode would hand that
+//!   file to the service user. Such files are skipped with a warning and counted in
+//!   [`RepairReport::hardlinks_skipped`]. Entries are inspected and changed through one
+//!   `O_PATH | O_NOFOLLOW` descriptor, so the name cannot be swapped between the check and
+//!   the change;
 //! * never across a mount: a subtree that is itself a separate mount, or a directory below
 //!   it on another filesystem, is not descended into.
 //!
@@ -26,7 +32,7 @@
 //! counted and reported as warnings. Nothing is printed; the caller renders the
 //! [`RepairReport`].
 
-use std::ffi::{CStr, CString, OsStr};
+use std::ffi::{CString, OsStr};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -163,6 +169,8 @@ pub struct RepairReport {
     pub modes_set: usize,
     /// Symlinks inside subtrees that were not followed.
     pub links_not_followed: usize,
+    /// Files not re-owned because they have more than one hard link.
+    pub hardlinks_skipped: usize,
     /// Named paths refused because they are, or go through, a symlink.
     pub refused: usize,
     /// Operations that failed (their first few are in `warnings`).
@@ -193,6 +201,15 @@ impl RepairReport {
             "cannot {what} `{}`: {}{hint}",
             path.display(),
             errno.desc()
+        ));
+    }
+
+    fn skip_hardlinked(&mut self, path: &Path, links: u64) {
+        self.hardlinks_skipped += 1;
+        self.warn(format!(
+            "not re-owning `{}`: it has {links} hard links, and another name for it may be \
+             outside the data volume",
+            path.display()
         ));
     }
 
@@ -268,20 +285,15 @@ impl Ids {
         }
     }
 
-    fn chown_at(
-        &self,
-        dir: BorrowedFd<'_>,
-        name: &CStr,
-        st: &FileStat,
-        path: &Path,
-        report: &mut RepairReport,
-    ) {
+    /// Re-owns the entry behind an `O_PATH` descriptor (a symlink itself, never its target).
+    fn chown_path_fd(&self, fd: &OwnedFd, st: &FileStat, path: &Path, report: &mut RepairReport) {
         if self.owns(st) {
             report.unchanged += 1;
             return;
         }
         let (uid, gid) = (Some(Uid::from_raw(self.uid)), Some(Gid::from_raw(self.gid)));
-        match fchownat(dir, name, uid, gid, AtFlags::AT_SYMLINK_NOFOLLOW) {
+        let flags = AtFlags::AT_EMPTY_PATH | AtFlags::AT_SYMLINK_NOFOLLOW;
+        match fchownat(fd, c"", uid, gid, flags) {
             Ok(()) => report.changed += 1,
             Err(errno) => report.fail("chown", path, errno),
         }
@@ -335,6 +347,9 @@ fn repair_file(
         Ok(_) => return,
         Err(errno) => return report.fail("inspect", &path, errno),
     };
+    if st.st_nlink > 1 {
+        return report.skip_hardlinked(&path, st.st_nlink as u64);
+    }
     ids.chown_fd(&fd, &st, &path, report);
     let current = st.st_mode & 0o7777;
     let wanted = rule.mode.unwrap_or(current | 0o600) & 0o7777;
@@ -435,15 +450,33 @@ fn walk(dir: OwnedFd, path: &Path, dev: u64, ids: Ids, depth: usize, report: &mu
     let fd = dir.as_fd();
     for name in names {
         let child = path.join(OsStr::from_bytes(name.to_bytes()));
-        let st = match fstatat(fd, name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
-            Ok(st) => st,
+        // One descriptor for the entry itself (a symlink is opened as the link): what is
+        // inspected is what is changed.
+        let entry = match openat(
+            fd,
+            name.as_c_str(),
+            OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(entry) => entry,
             Err(Errno::ENOENT) => continue,
             Err(errno) => {
                 report.fail("inspect", &child, errno);
                 continue;
             }
         };
-        ids.chown_at(fd, name.as_c_str(), &st, &child, report);
+        let st = match fstat(&entry) {
+            Ok(st) => st,
+            Err(errno) => {
+                report.fail("inspect", &child, errno);
+                continue;
+            }
+        };
+        if !is_kind(&st, SFlag::S_IFDIR) && st.st_nlink > 1 {
+            report.skip_hardlinked(&child, st.st_nlink as u64);
+            continue;
+        }
+        ids.chown_path_fd(&entry, &st, &child, report);
         if is_kind(&st, SFlag::S_IFLNK) {
             report.links_not_followed += 1;
             continue;
@@ -458,11 +491,11 @@ fn walk(dir: OwnedFd, path: &Path, dev: u64, ids: Ids, depth: usize, report: &mu
             ));
             continue;
         }
-        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        match openat(fd, name.as_c_str(), flags, Mode::empty()) {
+        // Through the entry's own descriptor: the directory we inspected, whatever its
+        // name points to now.
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        match openat(&entry, c".", flags, Mode::empty()) {
             Ok(sub) => walk(sub, &child, dev, ids, depth + 1, report),
-            // Swapped for a symlink since the stat: not followed, as promised.
-            Err(Errno::ELOOP | Errno::ENOTDIR) => report.links_not_followed += 1,
             Err(errno) => report.fail("open directory", &child, errno),
         }
     }

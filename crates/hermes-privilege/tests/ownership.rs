@@ -291,3 +291,38 @@ fn a_subtree_that_is_a_separate_mount_is_not_reowned() {
     // The rest of the volume was still repaired.
     assert_eq!(owner(&v.root.join("profiles/coder/SOUL.md")), (UID, GID));
 }
+
+/// A file hard-linked into the volume may have its other name anywhere on the filesystem
+/// (`/etc/shadow` linked into `logs/` by the service user): re-owning the inode would give
+/// that file away, so it is skipped, in a subtree and on the allowlist alike.
+#[test]
+fn repair_skips_files_with_more_than_one_hard_link() {
+    if !is_root() {
+        return skip("re-owning files to another uid needs root");
+    }
+    let v = volume();
+    let secret = v.outside.join("shadow");
+    write(&secret, "root:$6$...\n", 0o600);
+    std::fs::hard_link(&secret, v.root.join("logs/shadow-link")).unwrap();
+    std::fs::remove_file(v.root.join("auth.json")).unwrap();
+    std::fs::hard_link(&secret, v.root.join("auth.json")).unwrap();
+
+    let report = repair_ownership(&RepairPlan::data_volume(&v.root), UID, GID).unwrap();
+
+    assert_eq!(owner(&secret), (0, 0), "the linked file was given away");
+    assert_eq!(mode(&secret), 0o600);
+    assert_eq!(report.hardlinks_skipped, 2, "{report:?}");
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("shadow-link") && w.contains("3 hard links")),
+        "{:?}",
+        report.warnings
+    );
+    // Everything else in the subtree is still repaired.
+    assert_eq!(
+        owner(&v.root.join("logs/gateways/default/current")),
+        (UID, GID)
+    );
+}

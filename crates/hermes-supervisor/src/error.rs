@@ -94,6 +94,13 @@ impl Error {
             Error::Refused { code, .. } if code == "forbidden" => {
                 Some("only root and the service user may use the control socket".to_string())
             }
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
+                Some(
+                    "give the directory to this user with mode 0755 (or remove it), or set \
+                     `HERMES_RUNTIME_DIR` to a directory only this user can write"
+                        .to_string(),
+                )
+            }
             Error::Io { .. } => Some("check that the directory exists and is writable".to_string()),
             Error::InvalidSpec { .. } => {
                 Some("service names use letters, digits and `-_.@`; commands are non-empty".into())

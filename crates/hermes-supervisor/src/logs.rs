@@ -7,11 +7,25 @@
 //!   `[truncated]`, and the rest is dropped and counted until the next newline.
 //! * **dropped lines** — lines a full disk (or any write error) refused; counted and reported
 //!   in the file as soon as writing works again. Nothing here ever blocks or retries in a loop.
+//!
+//! The log directory usually belongs to a less privileged user than the supervisor (PID 1 is
+//! root, the data volume is the service user's). So the directory is opened with
+//! [`SafeDir`] (no symlink that user planted is followed, at any component), `current` is
+//! opened through that directory's descriptor (a planted symlink, FIFO or hard link is
+//! replaced, never written through), rotation renames within it, and what is created is given
+//! to the service's own user ([`LogFile::owned_by`]).
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use hermes_privilege::{Owner, SafeDir};
+
+/// Mode of new log directories (before the umask).
+const DIR_MODE: u32 = 0o755;
+/// Mode of new log files: service output can hold secrets, so not world-readable.
+const FILE_MODE: u32 = 0o640;
 
 /// Size rotation settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +134,9 @@ impl LineBuffer {
 #[derive(Debug)]
 pub struct LogFile {
     dir: PathBuf,
-    file: Option<File>,
+    owner: Option<Owner>,
+    /// The open directory and `current` in it; `None` until the first write and after an error.
+    open: Option<(SafeDir, File)>,
     size: u64,
     rotation: Rotation,
     dropped: u64,
@@ -133,13 +149,21 @@ impl LogFile {
     pub fn new(dir: impl Into<PathBuf>, rotation: Rotation) -> Self {
         Self {
             dir: dir.into(),
-            file: None,
+            owner: None,
+            open: None,
             size: 0,
             rotation,
             dropped: 0,
             last_error: None,
             retry_at: None,
         }
+    }
+
+    /// Gives what this log creates (directories, `current`, archives) to `owner`; used when
+    /// the supervisor is root and the service runs as someone else.
+    pub fn owned_by(mut self, owner: Option<Owner>) -> Self {
+        self.owner = owner;
+        self
     }
 
     /// The directory.
@@ -152,43 +176,47 @@ impl LogFile {
         self.dropped
     }
 
-    fn current(&self) -> PathBuf {
-        self.dir.join("current")
-    }
-
     fn open(&mut self) -> std::io::Result<()> {
-        fs::create_dir_all(&self.dir)?;
-        let f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.current())?;
-        self.size = f.metadata()?.len();
-        self.file = Some(f);
+        let dir = SafeDir::create_all(&self.dir, DIR_MODE, self.owner)?;
+        let (file, replaced) = dir.open_append("current", FILE_MODE, self.owner)?;
+        self.size = file.metadata()?.len();
+        self.open = Some((dir, file));
+        if replaced {
+            // Said in the log itself, where whoever planted it (or an operator) will look.
+            let note = format!(
+                "{} [hermes] replaced `current`: it was not a regular file of its own \
+                 (a symlink, FIFO or hard link is never written through)\n",
+                timestamp()
+            );
+            self.raw_write(note.as_bytes())?;
+        }
         Ok(())
     }
 
     fn rotate(&mut self) -> std::io::Result<()> {
-        self.file = None;
+        let Some((dir, file)) = self.open.take() else {
+            return self.open();
+        };
+        drop(file);
         let n = self.rotation.archives;
-        let archive = |i: u32| self.dir.join(format!("current.{i}"));
+        let archive = |i: u32| format!("current.{i}");
         if n == 0 {
-            fs::remove_file(self.current())?;
+            dir.remove("current")?;
         } else {
-            let _ = fs::remove_file(archive(n));
+            dir.remove(&archive(n))?;
             for i in (1..n).rev() {
-                let from = archive(i);
-                if from.exists() {
-                    fs::rename(&from, archive(i + 1))?;
+                if dir.contains(&archive(i)) {
+                    dir.rename(&archive(i), &archive(i + 1))?;
                 }
             }
-            fs::rename(self.current(), archive(1))?;
+            dir.rename("current", &archive(1))?;
         }
         self.open()
     }
 
     /// Writes one already-formatted line (it must end with `\n`).
     pub fn write_line(&mut self, line: &[u8]) {
-        if self.file.is_none() {
+        if self.open.is_none() {
             // An unwritable directory must not cost a syscall storm: retry once a second.
             if self.retry_at.is_some_and(|t| Instant::now() < t) {
                 self.dropped += 1;
@@ -224,7 +252,7 @@ impl LogFile {
     }
 
     fn raw_write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        let Some(f) = self.file.as_mut() else {
+        let Some((_, f)) = self.open.as_mut() else {
             return Err(std::io::Error::other("log file not open"));
         };
         f.write_all(bytes)?;
@@ -235,7 +263,7 @@ impl LogFile {
     fn fail(&mut self, e: std::io::Error) {
         self.dropped += 1;
         self.last_error = Some(e.to_string());
-        self.file = None;
+        self.open = None;
         self.retry_at = Some(Instant::now() + Duration::from_secs(1));
     }
 }
@@ -252,6 +280,7 @@ pub fn timestamp() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn lines_split_across_reads() {

@@ -26,10 +26,11 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use hermes_privilege::{DropPlan, Owner, SafeDir};
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -213,7 +214,9 @@ impl Supervisor {
             }
         }
         let dir = &opts.runtime_dir;
-        fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
+        // Sockets, the lock and notify sockets are then made by path: only safe because
+        // nobody else can change anything on the way to this directory.
+        SafeDir::create_private(dir, 0o755).map_err(|e| Error::io("create", dir, e))?;
         let lock_path = dir.join(LOCK_NAME);
         let mut lock = File::options()
             .read(true)
@@ -545,16 +548,6 @@ impl Supervisor {
         };
         let mut cmd = Command::new(prog);
         cmd.args(args).envs(&spec.env).process_group(0);
-        #[allow(unsafe_code)]
-        // SAFETY: runs between fork and exec; prctl is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                // If the supervisor itself is killed outright (SIGKILL, OOM), its services get
-                // SIGTERM instead of living on as orphans that hold ports and locks.
-                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
-                Ok(())
-            });
-        }
         if let Some(cwd) = &spec.cwd {
             cmd.current_dir(cwd);
         }
@@ -595,20 +588,23 @@ impl Supervisor {
             }
         }
         if let Some(ra) = spec.run_as.clone().filter(|_| Uid::effective().is_root()) {
-            let groups: Vec<Gid> = ra.groups.iter().map(|&g| Gid::from_raw(g)).collect();
-            let (uid, gid) = (nix::unistd::Uid::from_raw(ra.uid), Gid::from_raw(ra.gid));
+            let plan = DropPlan::from_ids(ra.uid, ra.gid, ra.groups);
             #[allow(unsafe_code)]
-            // SAFETY: the closure runs between fork and exec and only makes three raw
-            // syscalls (setgroups, setgid, setuid) on data prepared before the fork; it does
-            // not allocate or take locks.
+            // SAFETY: runs between fork and exec; `DropPlan::apply` only makes
+            // async-signal-safe syscalls on data prepared before the fork, without allocating.
             unsafe {
-                cmd.pre_exec(move || {
-                    nix::unistd::setgroups(&groups)?;
-                    nix::unistd::setgid(gid)?;
-                    nix::unistd::setuid(uid)?;
-                    Ok(())
-                });
+                cmd.pre_exec(move || plan.apply());
             }
+        }
+        // Last, after the drop: the kernel clears the parent-death signal when the uid or gid
+        // changes, so set before the drop it would be lost for every service run as another
+        // user. If the supervisor itself is then killed outright (SIGKILL, OOM), its services
+        // get SIGTERM instead of living on as orphans that hold ports and locks.
+        let supervisor = nix::unistd::getpid();
+        #[allow(unsafe_code)]
+        // SAFETY: runs between fork and exec; prctl and getppid are async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || parent_death_signal(supervisor));
         }
         let mut child = match cmd.spawn() {
             Ok(c) => c,
@@ -726,14 +722,30 @@ impl Supervisor {
         }
     }
 
+    /// Who owns what a service's log creates: the user the service runs as, when a root
+    /// supervisor runs it as someone else (a log the service user cannot rotate or read back
+    /// through `hermes service logs` is no use, and root-owned files on the volume are what
+    /// the boot would otherwise have to repair).
+    fn log_owner(&self, service: &str) -> Option<Owner> {
+        if !Uid::effective().is_root() {
+            return None;
+        }
+        let ra = self.machine.spec(service)?.run_as.as_ref()?;
+        Some(Owner {
+            uid: ra.uid,
+            gid: ra.gid,
+        })
+    }
+
     /// Writes a line to the service's log file and mirrors it as `[service] line`.
     fn emit(&mut self, service: &str, log: Option<&Path>, line: &[u8], out: &mut dyn Write) {
         if let Some(dir) = log {
             let rotation = self.opts.rotation;
+            let owner = self.log_owner(service);
             let file = self
                 .logs
                 .entry(dir.to_path_buf())
-                .or_insert_with(|| LogFile::new(dir, rotation));
+                .or_insert_with(|| LogFile::new(dir, rotation).owned_by(owner));
             let mut rec = Vec::with_capacity(line.len() + 32);
             rec.extend_from_slice(timestamp().as_bytes());
             rec.push(b' ');
@@ -945,11 +957,18 @@ impl Supervisor {
                             .extend(Response::error("invalid_request", why).to_frame());
                         continue;
                     }
-                    spec.run_as = confine_run_as(
-                        spec.run_as.take(),
-                        self.conns[k].peer,
-                        self.opts.default_run_as.as_ref(),
-                    );
+                    let peer = self.conns[k].peer;
+                    match confine_log(spec.log.clone(), peer, &self.opts.log_dir) {
+                        Ok(log) => spec.log = log,
+                        Err(why) => {
+                            self.conns[k]
+                                .wbuf
+                                .extend(Response::error("forbidden", why).to_frame());
+                            continue;
+                        }
+                    }
+                    spec.run_as =
+                        confine_run_as(spec.run_as.take(), peer, self.opts.default_run_as.as_ref());
                     Op::Register(*spec)
                 }
             };
@@ -1012,6 +1031,55 @@ pub fn confine_run_as(
     }
 }
 
+/// Where a service registered over the control socket may keep its log.
+///
+/// The supervisor writes the log itself, so a root supervisor would write wherever the request
+/// says. A client that is neither root nor the supervisor's own user may therefore only name a
+/// directory below the supervisor's log directory (`$HERMES_HOME/logs`, which the service user
+/// owns anyway), without `..`, and may not take over the supervisor's terminal
+/// ([`LogTarget::Inherit`] becomes the default log). Everything else is refused with a reason.
+pub fn confine_log(
+    requested: LogTarget,
+    peer: Option<(u32, u32)>,
+    log_root: &Path,
+) -> Result<LogTarget, String> {
+    let trusted = peer.is_some_and(|(uid, _)| uid == 0 || uid == Uid::effective().as_raw());
+    if trusted {
+        return Ok(requested);
+    }
+    match requested {
+        LogTarget::Dir(dir) => {
+            let below = dir.strip_prefix(log_root).is_ok_and(|rel| {
+                rel.components().next().is_some()
+                    && rel.components().all(|c| matches!(c, Component::Normal(_)))
+            });
+            if below {
+                Ok(LogTarget::Dir(dir))
+            } else {
+                Err(format!(
+                    "log directory `{}` is not below `{}`: a client that is not root may only \
+                     keep logs there",
+                    dir.display(),
+                    log_root.display()
+                ))
+            }
+        }
+        LogTarget::Inherit => Ok(LogTarget::Default),
+        other => Ok(other),
+    }
+}
+
+/// In the child before `exec`, after any privilege drop: asks for SIGTERM when the supervisor
+/// dies, then checks that it has not died already (in which case the request came too late
+/// and the child must not start at all).
+fn parent_death_signal(supervisor: Pid) -> std::io::Result<()> {
+    nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
+    if nix::unistd::getppid() != supervisor {
+        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}
+
 /// In the child before `exec`: unblocks every signal.
 ///
 /// The loop blocks the signals it reads from its `signalfd`, and a signal mask survives
@@ -1061,6 +1129,38 @@ mod confine_tests {
             gid,
             groups: groups.to_vec(),
         }
+    }
+
+    #[test]
+    fn a_non_root_client_logs_only_below_the_log_root() {
+        let root = Path::new("/opt/data/logs");
+        let client = Some((10000, 10000));
+        let dir = |p: &str| LogTarget::Dir(PathBuf::from(p));
+        assert_eq!(
+            confine_log(dir("/opt/data/logs/gateways/work"), client, root),
+            Ok(dir("/opt/data/logs/gateways/work"))
+        );
+        for outside in [
+            "/etc",
+            "/opt/data/logs/../../../root",
+            "/opt/data/logsx",
+            "/opt/data/logs",
+            "relative/logs",
+        ] {
+            assert!(
+                confine_log(dir(outside), client, root).is_err(),
+                "{outside} was accepted"
+            );
+        }
+        assert_eq!(
+            confine_log(LogTarget::Inherit, client, root),
+            Ok(LogTarget::Default)
+        );
+        assert_eq!(
+            confine_log(dir("/etc"), Some((0, 0)), root),
+            Ok(dir("/etc"))
+        );
+        assert!(confine_log(dir("/etc"), None, root).is_err());
     }
 
     #[test]
