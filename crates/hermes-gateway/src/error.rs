@@ -136,6 +136,9 @@ pub enum Error {
         status: u16,
         /// The provider's own message.
         message: String,
+        /// A key variable that was set but not sent to this address (it belongs to another
+        /// provider), if any.
+        withheld_key: Option<String>,
     },
 
     /// The provider could not be reached at all.
@@ -239,8 +242,14 @@ impl Error {
                 home.join(".env").display()
             )),
             Error::HttpClient { .. } => None,
+            Error::ProviderAuth {
+                withheld_key: Some(var),
+                ..
+            } => Some(format!(
+                "`{var}` was not sent: it is only sent to its own provider's address; set `model.api_key` in `config.yaml` to this endpoint's key"
+            )),
             Error::ProviderAuth { .. } => Some(
-                "check the provider key (`model.api_key` in `config.yaml` or `OPENAI_API_KEY` in `.env`)"
+                "check the provider key (`model.api_key` in `config.yaml`, or the provider's variable such as `OPENAI_API_KEY` in `.env`)"
                     .into(),
             ),
             Error::ProviderUnreachable { .. } => Some(
@@ -395,6 +404,7 @@ mod tests {
                 base_url: "u".into(),
                 status: 401,
                 message: "m".into(),
+                withheld_key: Some("OPENAI_API_KEY".into()),
             },
             Error::ProviderUnreachable {
                 base_url: "u".into(),

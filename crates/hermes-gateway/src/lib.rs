@@ -39,7 +39,10 @@ pub use chat::{ChatAnswer, chat_once};
 pub use error::Error;
 pub use lifecycle::{ExitReason, NoopRecorder, Phase, ShutdownRequest, StateRecorder};
 pub use server::{AppState, router, serve};
-pub use settings::{GatewaySettings, PROVIDERS, ProviderSettings, default_port};
+pub use settings::{
+    GatewaySettings, KnownProvider, PROVIDERS, ProviderKey, ProviderSettings, WithheldKey,
+    choose_provider_key, default_port,
+};
 pub use state_file::StateFileRecorder;
 
 use crate::lock::{GatewayLock, LockRecord};

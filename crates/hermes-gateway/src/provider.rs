@@ -81,6 +81,14 @@ impl Provider {
     /// [`Error::HttpClient`] when TLS or the client cannot be set up.
     pub fn new(settings: ProviderSettings) -> Result<Provider, Error> {
         install_crypto_provider();
+        if let Some(w) = &settings.withheld_key {
+            tracing::warn!(
+                variable = %w.var,
+                base_url = %settings.base_url,
+                "provider key withheld: {}",
+                w.reason
+            );
+        }
         let client = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
             .pool_idle_timeout(Duration::from_secs(60))
@@ -208,6 +216,7 @@ impl Provider {
                             base_url: s.base_url.clone(),
                             status: status.as_u16(),
                             message,
+                            withheld_key: s.withheld_key.as_ref().map(|w| w.var.clone()),
                         }
                     } else {
                         Error::ProviderStatus {
@@ -435,6 +444,66 @@ mod tests {
         assert_eq!(p.backoff(0), Duration::from_millis(100));
         assert_eq!(p.backoff(3), Duration::from_millis(800));
         assert_eq!(p.backoff(40), MAX_BACKOFF);
+    }
+
+    /// A `tracing` subscriber that keeps each event as one line: `LEVEL field=value ...`.
+    #[derive(Clone, Default)]
+    struct Lines(Arc<std::sync::Mutex<Vec<String>>>);
+
+    struct LineVisitor(String);
+
+    impl tracing::field::Visit for LineVisitor {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            self.0.push_str(&format!(" {}={value:?}", field.name()));
+        }
+    }
+
+    impl tracing::Subscriber for Lines {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            let mut v = LineVisitor(event.metadata().level().to_string());
+            event.record(&mut v);
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(v.0);
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn a_withheld_key_is_logged_once_by_name_never_by_value() {
+        let env: std::collections::BTreeMap<&str, &str> =
+            [("OPENAI_API_KEY", "sk-secret-value")].into();
+        let get = |k: &str| env.get(k).copied();
+        let key = crate::settings::choose_provider_key(None, "http://127.0.0.1:9/v1", None, &get);
+        let mut s = ProviderSettings::new("http://127.0.0.1:9/v1", "m");
+        s.api_key = key.key;
+        s.withheld_key = key.withheld;
+        let lines = Lines::default();
+        tracing::subscriber::with_default(lines.clone(), || Provider::new(s).unwrap());
+        let lines = lines.0.lock().unwrap().clone();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let line = &lines[0];
+        assert!(line.starts_with("WARN"), "{line}");
+        assert!(line.contains("variable=OPENAI_API_KEY"), "{line}");
+        assert!(line.contains("model.api_key"), "{line}");
+        assert!(!line.contains("sk-secret-value"), "{line}");
+
+        // Nothing withheld: nothing said.
+        let quiet = Lines::default();
+        tracing::subscriber::with_default(quiet.clone(), || {
+            Provider::new(ProviderSettings::new("http://127.0.0.1:9/v1", "m")).unwrap()
+        });
+        assert!(quiet.0.lock().unwrap().is_empty());
     }
 
     #[tokio::test]

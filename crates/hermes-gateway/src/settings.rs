@@ -18,6 +18,18 @@
 //! must be set; `auto` (or nothing) takes the first known provider whose key is set, else
 //! OpenAI without a key (fine for a local server given by `model.base_url`).
 //!
+//! Key routing ([`choose_provider_key`]): a key goes only where it belongs.
+//! * `model.api_key` is the key configured for the endpoint: it is sent to `base_url`,
+//!   wherever that is.
+//! * A known provider's variable (`OPENAI_API_KEY`, `OPENROUTER_API_KEY`, `DEEPSEEK_API_KEY`)
+//!   is sent only over `https` to that provider's own domain (or a subdomain of it). With a
+//!   `base_url` elsewhere — a local server, a proxy, another vendor — it is *withheld*: no
+//!   `Authorization` header, and one warning naming the variable.
+//! * `auto` with a `base_url` takes the key of the known provider serving that URL, if any;
+//!   `auto` with a `base_url` on any other host sends only `model.api_key`.
+//! * Another provider name's `<NAME>_API_KEY` is that endpoint's own key and is sent to its
+//!   `base_url`.
+//!
 //! Default port: the `default` profile listens on 8642 (as the original did); every named
 //! profile gets `9200 + (sha256(name) as a big-endian integer) mod 600`, so two profiles never
 //! silently share a port by default. A real collision is reported at bind time.
@@ -44,20 +56,177 @@ pub const NAMED_PORT_SLOTS: u16 = 600;
 /// Provider base URL when none is configured.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
-/// Known OpenAI-compatible providers: name, the variable holding its key, its base URL.
-pub const PROVIDERS: &[(&str, &str, &str)] = &[
-    ("openai", "OPENAI_API_KEY", DEFAULT_BASE_URL),
-    (
-        "openrouter",
-        "OPENROUTER_API_KEY",
-        "https://openrouter.ai/api/v1",
-    ),
-    (
-        "deepseek",
-        "DEEPSEEK_API_KEY",
-        "https://api.deepseek.com/v1",
-    ),
+/// An OpenAI-compatible provider Hermes knows by name.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnownProvider {
+    /// `model.provider` value (`openai`).
+    pub name: &'static str,
+    /// The variable holding its key (`OPENAI_API_KEY`).
+    pub key_var: &'static str,
+    /// Its default base URL.
+    pub base_url: &'static str,
+    /// The domain its key may be sent to (over `https`, the domain or a subdomain of it).
+    pub domain: &'static str,
+}
+
+/// Known OpenAI-compatible providers.
+pub const PROVIDERS: &[KnownProvider] = &[
+    KnownProvider {
+        name: "openai",
+        key_var: "OPENAI_API_KEY",
+        base_url: DEFAULT_BASE_URL,
+        domain: "openai.com",
+    },
+    KnownProvider {
+        name: "openrouter",
+        key_var: "OPENROUTER_API_KEY",
+        base_url: "https://openrouter.ai/api/v1",
+        domain: "openrouter.ai",
+    },
+    KnownProvider {
+        name: "deepseek",
+        key_var: "DEEPSEEK_API_KEY",
+        base_url: "https://api.deepseek.com/v1",
+        domain: "deepseek.com",
+    },
 ];
+
+impl KnownProvider {
+    /// True when `base_url` is `https` on this provider's domain (or a subdomain of it): the
+    /// only addresses its key variable is sent to.
+    pub fn serves(&self, base_url: &str) -> bool {
+        let Ok(url) = reqwest::Url::parse(base_url) else {
+            return false;
+        };
+        let Some(host) = url.host_str() else {
+            return false;
+        };
+        let host = host.to_ascii_lowercase();
+        url.scheme() == "https"
+            && (host == self.domain
+                || host
+                    .strip_suffix(self.domain)
+                    .is_some_and(|rest| rest.ends_with('.')))
+    }
+}
+
+/// The known provider by `model.provider` name (case-insensitive).
+pub fn known_provider(name: &str) -> Option<&'static KnownProvider> {
+    PROVIDERS.iter().find(|p| p.name.eq_ignore_ascii_case(name))
+}
+
+/// A provider key that exists but is not sent, and why (for the one warning line).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WithheldKey {
+    /// The variable whose value was withheld (`OPENAI_API_KEY`).
+    pub var: String,
+    /// Why, and what to do instead.
+    pub reason: String,
+}
+
+/// The key a provider request carries, where it came from, and what was withheld.
+#[non_exhaustive]
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct ProviderKey {
+    /// The key to send as `Authorization: Bearer`; `None`: no header.
+    pub key: Option<String>,
+    /// Where the key came from: `model.api_key` or a variable's name.
+    pub source: Option<String>,
+    /// A key that was set but must not go to this address.
+    pub withheld: Option<WithheldKey>,
+}
+
+impl std::fmt::Debug for ProviderKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderKey")
+            .field("key", &redact(self.key.as_ref()))
+            .field("source", &self.source)
+            .field("withheld", &self.withheld)
+            .finish()
+    }
+}
+
+/// Decides which key may be sent to `base_url` (the module doc's key-routing rule).
+///
+/// `provider` is `model.provider` as configured (`None`, `auto`, a known name or another
+/// name), `configured` is `model.api_key`, `get_env` looks a variable up (empty = unset).
+pub fn choose_provider_key<'a>(
+    provider: Option<&str>,
+    base_url: &str,
+    configured: Option<&str>,
+    get_env: &dyn Fn(&str) -> Option<&'a str>,
+) -> ProviderKey {
+    if let Some(key) = configured.map(str::trim).filter(|k| !k.is_empty()) {
+        return ProviderKey {
+            key: Some(key.to_string()),
+            source: Some("model.api_key".into()),
+            withheld: None,
+        };
+    }
+    let from_var = |var: &str| ProviderKey {
+        key: get_env(var).map(str::to_string),
+        source: get_env(var).map(|_| var.to_string()),
+        withheld: None,
+    };
+    let withhold = |p: &KnownProvider| {
+        get_env(p.key_var).map(|_| ProviderKey {
+            key: None,
+            source: None,
+            withheld: Some(WithheldKey {
+                var: p.key_var.into(),
+                reason: format!(
+                    "`{}` is {}'s key and is only sent over https to {}; the provider URL `{base_url}` is elsewhere, so no key is sent: set `model.api_key` in config.yaml to that endpoint's own key (`${{{}}}` sends this one on purpose)",
+                    p.key_var, p.name, p.domain, p.key_var
+                ),
+            }),
+        })
+    };
+    let name = provider.map(str::trim).filter(|p| !p.is_empty());
+    match name {
+        None => auto_key(base_url, &from_var, &withhold),
+        Some(p) if p.eq_ignore_ascii_case("auto") => auto_key(base_url, &from_var, &withhold),
+        Some(p) => match known_provider(p) {
+            Some(known) if known.serves(base_url) => from_var(known.key_var),
+            Some(known) => withhold(known).unwrap_or_default(),
+            None => {
+                let var = other_key_var(p);
+                // Never true for a valid name (known names match first), but a known key
+                // must not reach a foreign host through another spelling.
+                match PROVIDERS.iter().find(|k| k.key_var == var) {
+                    Some(known) if !known.serves(base_url) => withhold(known).unwrap_or_default(),
+                    _ => from_var(&var),
+                }
+            }
+        },
+    }
+}
+
+/// `auto`: the key of the known provider serving `base_url`; anywhere else none, and the first
+/// known key that is set is reported as withheld.
+fn auto_key(
+    base_url: &str,
+    from_var: &dyn Fn(&str) -> ProviderKey,
+    withhold: &dyn Fn(&KnownProvider) -> Option<ProviderKey>,
+) -> ProviderKey {
+    if let Some(known) = PROVIDERS.iter().find(|p| p.serves(base_url)) {
+        let key = from_var(known.key_var);
+        if key.key.is_some() {
+            return key;
+        }
+    }
+    PROVIDERS
+        .iter()
+        .filter(|p| !p.serves(base_url))
+        .find_map(withhold)
+        .unwrap_or_default()
+}
+
+/// `<NAME>_API_KEY` for a provider name Hermes does not know.
+fn other_key_var(name: &str) -> String {
+    format!("{}_API_KEY", name.to_ascii_uppercase().replace('-', "_"))
+}
 
 /// How to reach the OpenAI-compatible provider.
 #[non_exhaustive]
@@ -69,6 +238,9 @@ pub struct ProviderSettings {
     pub model: String,
     /// Bearer key for the provider; `None` for providers that need none (local servers).
     pub api_key: Option<String>,
+    /// A key that was set but not sent because it belongs to another address; logged once
+    /// when the client is built, and named in the hint of a 401 from the provider.
+    pub withheld_key: Option<WithheldKey>,
     /// Time allowed to open a TCP/TLS connection.
     pub connect_timeout: Duration,
     /// Time allowed for a whole non-streaming answer, or for a stream's response headers.
@@ -89,6 +261,7 @@ impl ProviderSettings {
             base_url: base_url.into(),
             model: model.into(),
             api_key: None,
+            withheld_key: None,
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(300),
             idle_timeout: Duration::from_secs(120),
@@ -160,7 +333,8 @@ impl GatewaySettings {
     /// for keys and precedence). Pure: reads no file and no process state besides `argv`.
     ///
     /// Keys read — env: `API_SERVER_HOST`, `API_SERVER_PORT`, `API_SERVER_KEY`,
-    /// `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `NOTIFY_SOCKET`; config: `model` / `model.default`
+    /// `OPENAI_API_KEY`, `OPENROUTER_API_KEY`, `DEEPSEEK_API_KEY`, `<NAME>_API_KEY`,
+    /// `OPENAI_BASE_URL`, `NOTIFY_SOCKET`; config: `model.provider`, `model` / `model.default`
     /// (also `model.model`, `model.name`), `model.base_url`, `model.api_key`, `model.timeout`,
     /// `agent.api_max_retries`, `platforms.api_server.extra.{host,port,key}`.
     ///
@@ -203,25 +377,36 @@ impl GatewaySettings {
 
         let model = config.model(&lookup);
         if let Some(name) = model.default {
-            let (key_var, default_url) = provider_defaults(model.provider.as_deref(), &get_env)?;
+            let provider = provider_kind(model.provider.as_deref(), &get_env)?;
             let base_url = match model.base_url {
                 Some(url) => url,
-                None if key_var == "OPENAI_API_KEY" => get_env("OPENAI_BASE_URL")
-                    .unwrap_or(DEFAULT_BASE_URL)
-                    .to_string(),
-                None => default_url.ok_or_else(|| Error::InvalidSetting {
-                    key: "model.base_url".into(),
-                    value: String::new(),
-                    reason: format!(
-                        "provider `{}` has no known address: set its OpenAI-compatible URL",
-                        model.provider.as_deref().unwrap_or_default()
-                    ),
-                })?,
+                None => match provider {
+                    Some(known) if known.name == "openai" => get_env("OPENAI_BASE_URL")
+                        .unwrap_or(known.base_url)
+                        .to_string(),
+                    Some(known) => known.base_url.to_string(),
+                    None => {
+                        return Err(Error::InvalidSetting {
+                            key: "model.base_url".into(),
+                            value: String::new(),
+                            reason: format!(
+                                "provider `{}` has no known address: set its OpenAI-compatible URL",
+                                model.provider.as_deref().unwrap_or_default()
+                            ),
+                        });
+                    }
+                },
             };
-            let mut p = ProviderSettings::new(base_url.trim_end_matches('/'), name);
-            p.api_key = model
-                .api_key
-                .or_else(|| get_env(&key_var).map(str::to_string));
+            let base_url = base_url.trim_end_matches('/');
+            let key = choose_provider_key(
+                model.provider.as_deref(),
+                base_url,
+                model.api_key.as_deref(),
+                &get_env,
+            );
+            let mut p = ProviderSettings::new(base_url, name);
+            p.api_key = key.key;
+            p.withheld_key = key.withheld;
             if let Some(t) = get_cfg("model.timeout") {
                 let secs: u64 = parse_num("model.timeout", &t)?;
                 if secs == 0 {
@@ -285,30 +470,22 @@ impl GatewaySettings {
     }
 }
 
-/// The key variable and default base URL of `model.provider` (see the module doc).
-fn provider_defaults<'a>(
+/// The known provider `model.provider` names: `Some` for a known name and for `auto` (the
+/// first known provider whose key is set, else OpenAI), `None` for another valid name.
+fn provider_kind<'a>(
     provider: Option<&str>,
     get_env: &dyn Fn(&str) -> Option<&'a str>,
-) -> Result<(String, Option<String>), Error> {
-    let known = |name: &str| {
-        PROVIDERS
-            .iter()
-            .find(|(n, _, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, var, url)| (var.to_string(), Some(url.to_string())))
-    };
+) -> Result<Option<&'static KnownProvider>, Error> {
     match provider.map(str::trim).filter(|p| !p.is_empty()) {
-        None => Ok(auto_provider(get_env)),
-        Some(p) if p.eq_ignore_ascii_case("auto") => Ok(auto_provider(get_env)),
-        Some(p) => match known(p) {
-            Some(defaults) => Ok(defaults),
+        None => Ok(Some(auto_provider(get_env))),
+        Some(p) if p.eq_ignore_ascii_case("auto") => Ok(Some(auto_provider(get_env))),
+        Some(p) => match known_provider(p) {
+            Some(known) => Ok(Some(known)),
             None if p
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') =>
             {
-                Ok((
-                    format!("{}_API_KEY", p.to_ascii_uppercase().replace('-', "_")),
-                    None,
-                ))
+                Ok(None)
             }
             None => Err(Error::InvalidSetting {
                 key: "model.provider".into(),
@@ -320,12 +497,11 @@ fn provider_defaults<'a>(
 }
 
 /// `auto`: the first known provider whose key is set, else OpenAI.
-fn auto_provider<'a>(get_env: &dyn Fn(&str) -> Option<&'a str>) -> (String, Option<String>) {
-    let (_, var, url) = PROVIDERS
+fn auto_provider<'a>(get_env: &dyn Fn(&str) -> Option<&'a str>) -> &'static KnownProvider {
+    PROVIDERS
         .iter()
-        .find(|(_, var, _)| get_env(var).is_some())
-        .unwrap_or(&PROVIDERS[0]);
-    (var.to_string(), Some(url.to_string()))
+        .find(|p| get_env(p.key_var).is_some())
+        .unwrap_or(&PROVIDERS[0])
 }
 
 /// Secrets show as `<redacted>` so settings can be logged with `{:?}`.
@@ -339,6 +515,7 @@ impl std::fmt::Debug for ProviderSettings {
             .field("base_url", &self.base_url)
             .field("model", &self.model)
             .field("api_key", &redact(self.api_key.as_ref()))
+            .field("withheld_key", &self.withheld_key)
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("idle_timeout", &self.idle_timeout)
@@ -488,7 +665,14 @@ mod tests {
         let p = s.provider.unwrap();
         assert_eq!(p.model, "gpt-x");
         assert_eq!(p.base_url, "http://127.0.0.1:1/v1");
-        assert_eq!(p.api_key.as_deref(), Some("sk-1"));
+        assert_eq!(
+            p.api_key, None,
+            "OPENAI_API_KEY never goes to a local server"
+        );
+        assert_eq!(
+            p.withheld_key.map(|w| w.var).as_deref(),
+            Some("OPENAI_API_KEY")
+        );
         assert_eq!(p.request_timeout, Duration::from_secs(7));
         assert_eq!(p.max_retries, 1);
     }
@@ -517,8 +701,17 @@ mod tests {
         let s =
             GatewaySettings::resolve("p", Path::new("/h"), None, &cfg("model: m\n"), &env).unwrap();
         let p = s.provider.unwrap();
-        assert_eq!(p.api_key.as_deref(), Some("from-env"));
         assert_eq!(p.base_url, "http://env");
+        assert_eq!(p.api_key, None, "OPENAI_API_KEY is only sent to OpenAI");
+        let env = map(&[
+            ("OPENAI_API_KEY", "from-env"),
+            ("OPENAI_BASE_URL", "https://eu.api.openai.com/v1"),
+        ]);
+        let s =
+            GatewaySettings::resolve("p", Path::new("/h"), None, &cfg("model: m\n"), &env).unwrap();
+        let p = s.provider.unwrap();
+        assert_eq!(p.base_url, "https://eu.api.openai.com/v1");
+        assert_eq!(p.api_key.as_deref(), Some("from-env"));
         let port = GatewaySettings::resolve(
             "p",
             Path::new("/h"),
@@ -584,6 +777,248 @@ mod tests {
             resolve("model: {default: m, provider: 'a b'}\n")
                 .unwrap_err()
                 .is_config()
+        );
+    }
+
+    /// (key sent, where it came from, variable withheld).
+    type Chosen = (Option<String>, Option<String>, Option<String>);
+
+    /// `choose_provider_key` with `env`, no `model.api_key`.
+    fn choose(provider: Option<&str>, base_url: &str, env: &[(&str, &str)]) -> Chosen {
+        let env = map(env);
+        let get = |k: &str| env.get(k).map(String::as_str).filter(|v| !v.is_empty());
+        let k = choose_provider_key(provider, base_url, None, &get);
+        (k.key, k.source, k.withheld.map(|w| w.var))
+    }
+
+    fn sent(key: &str, var: &str) -> Chosen {
+        (Some(key.into()), Some(var.into()), None)
+    }
+
+    fn withheld(var: &str) -> Chosen {
+        (None, None, Some(var.into()))
+    }
+
+    const ALL_KEYS: &[(&str, &str)] = &[
+        ("OPENAI_API_KEY", "sk-oa"),
+        ("OPENROUTER_API_KEY", "sk-or"),
+        ("DEEPSEEK_API_KEY", "sk-ds"),
+        ("TOGETHER_API_KEY", "sk-tg"),
+    ];
+
+    #[test]
+    fn known_keys_go_only_to_their_own_https_hosts() {
+        let cases: &[(&str, &str, Chosen)] = &[
+            (
+                "openai",
+                "https://api.openai.com/v1",
+                sent("sk-oa", "OPENAI_API_KEY"),
+            ),
+            (
+                "openai",
+                "https://eu.api.openai.com/v1",
+                sent("sk-oa", "OPENAI_API_KEY"),
+            ),
+            (
+                "openai",
+                "https://API.OpenAI.com:443/v1",
+                sent("sk-oa", "OPENAI_API_KEY"),
+            ),
+            (
+                "openai",
+                "http://api.openai.com/v1",
+                withheld("OPENAI_API_KEY"),
+            ),
+            (
+                "openai",
+                "http://127.0.0.1:8080/v1",
+                withheld("OPENAI_API_KEY"),
+            ),
+            (
+                "openai",
+                "https://api.openai.com.evil.test/v1",
+                withheld("OPENAI_API_KEY"),
+            ),
+            (
+                "openai",
+                "https://evilopenai.com/v1",
+                withheld("OPENAI_API_KEY"),
+            ),
+            (
+                "openai",
+                "https://evil.test/api.openai.com/v1",
+                withheld("OPENAI_API_KEY"),
+            ),
+            (
+                "openai",
+                "https://api.openai.com@evil.test/v1",
+                withheld("OPENAI_API_KEY"),
+            ),
+            (
+                "openai",
+                "https://openrouter.ai/api/v1",
+                withheld("OPENAI_API_KEY"),
+            ),
+            (
+                "openrouter",
+                "https://openrouter.ai/api/v1",
+                sent("sk-or", "OPENROUTER_API_KEY"),
+            ),
+            (
+                "openrouter",
+                "https://proxy.example/v1",
+                withheld("OPENROUTER_API_KEY"),
+            ),
+            (
+                "deepseek",
+                "https://api.deepseek.com/v1",
+                sent("sk-ds", "DEEPSEEK_API_KEY"),
+            ),
+            (
+                "deepseek",
+                "https://api.openai.com/v1",
+                withheld("DEEPSEEK_API_KEY"),
+            ),
+            (
+                "DeepSeek",
+                "http://localhost:11434/v1",
+                withheld("DEEPSEEK_API_KEY"),
+            ),
+            // Another name: its own `<NAME>_API_KEY`, at the address given for it.
+            (
+                "together",
+                "https://api.together.xyz/v1",
+                sent("sk-tg", "TOGETHER_API_KEY"),
+            ),
+            (
+                "together",
+                "http://127.0.0.1:9/v1",
+                sent("sk-tg", "TOGETHER_API_KEY"),
+            ),
+            ("custom", "http://127.0.0.1:9/v1", (None, None, None)),
+        ];
+        for (provider, url, want) in cases {
+            assert_eq!(
+                &choose(Some(provider), url, ALL_KEYS),
+                want,
+                "{provider} -> {url}"
+            );
+        }
+    }
+
+    #[test]
+    fn auto_takes_the_key_of_the_host_it_talks_to() {
+        for provider in [None, Some("auto"), Some("AUTO"), Some("  ")] {
+            let c = |url: &str| choose(provider, url, ALL_KEYS);
+            assert_eq!(
+                c("https://api.openai.com/v1"),
+                sent("sk-oa", "OPENAI_API_KEY")
+            );
+            assert_eq!(
+                c("https://openrouter.ai/api/v1"),
+                sent("sk-or", "OPENROUTER_API_KEY")
+            );
+            assert_eq!(
+                c("https://api.deepseek.com/v1"),
+                sent("sk-ds", "DEEPSEEK_API_KEY")
+            );
+            // Anywhere else: nothing, and the first known key that was set is named.
+            assert_eq!(c("http://127.0.0.1:11434/v1"), withheld("OPENAI_API_KEY"));
+            assert_eq!(
+                c("https://llm.internal.example/v1"),
+                withheld("OPENAI_API_KEY")
+            );
+            assert_eq!(c("https://api.together.xyz/v1"), withheld("OPENAI_API_KEY"));
+        }
+        // The host's provider has no key: another provider's key is still not sent.
+        let env = [("OPENAI_API_KEY", "sk-oa")];
+        assert_eq!(
+            choose(None, "https://openrouter.ai/api/v1", &env),
+            withheld("OPENAI_API_KEY")
+        );
+        let env = [("OPENROUTER_API_KEY", "sk-or")];
+        assert_eq!(
+            choose(None, "http://127.0.0.1:1/v1", &env),
+            withheld("OPENROUTER_API_KEY")
+        );
+        // No key at all: nothing sent, nothing to warn about.
+        assert_eq!(
+            choose(None, "http://127.0.0.1:1/v1", &[]),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn the_configured_key_goes_to_the_configured_endpoint() {
+        let env = map(ALL_KEYS);
+        let get = |k: &str| env.get(k).map(String::as_str);
+        for (provider, url) in [
+            (None, "http://127.0.0.1:1/v1"),
+            (Some("openai"), "http://127.0.0.1:1/v1"),
+            (Some("openai"), "https://api.openai.com/v1"),
+            (Some("custom"), "https://llm.example/v1"),
+        ] {
+            let k = choose_provider_key(provider, url, Some("sk-mine"), &get);
+            assert_eq!(k.key.as_deref(), Some("sk-mine"), "{provider:?} {url}");
+            assert_eq!(k.source.as_deref(), Some("model.api_key"));
+            assert_eq!(k.withheld, None);
+        }
+        // A blank `model.api_key` counts as unset.
+        let k = choose_provider_key(None, "http://127.0.0.1:1/v1", Some("  "), &get);
+        assert_eq!(
+            (k.key, k.withheld.map(|w| w.var)),
+            (None, Some("OPENAI_API_KEY".into()))
+        );
+    }
+
+    #[test]
+    fn resolve_routes_keys_by_destination() {
+        let resolve = |yaml: &str, env: &[(&str, &str)]| {
+            GatewaySettings::resolve("p", Path::new("/h"), None, &cfg(yaml), &map(env))
+                .unwrap()
+                .provider
+                .unwrap()
+        };
+        // auto + a local base_url: OPENAI_API_KEY is withheld, with a reason naming the fix.
+        let p = resolve(
+            "model: {default: m, base_url: 'http://127.0.0.1:8080/v1'}\n",
+            &[("OPENAI_API_KEY", "sk-oa")],
+        );
+        assert_eq!(p.api_key, None);
+        let w = p.withheld_key.unwrap();
+        assert_eq!(w.var, "OPENAI_API_KEY");
+        assert!(
+            w.reason.contains("model.api_key") && w.reason.contains("127.0.0.1:8080"),
+            "{}",
+            w.reason
+        );
+        assert!(
+            !w.reason.contains("sk-oa"),
+            "the reason never shows the key"
+        );
+        // The endpoint's own key, by reference.
+        let p = resolve(
+            "model: {default: m, base_url: 'http://127.0.0.1:8080/v1', api_key: '${LOCAL_KEY}'}\n",
+            &[("OPENAI_API_KEY", "sk-oa"), ("LOCAL_KEY", "sk-local")],
+        );
+        assert_eq!(
+            (p.api_key.as_deref(), p.withheld_key),
+            (Some("sk-local"), None)
+        );
+        // auto + OpenRouter's address: OpenRouter's key, although OPENAI_API_KEY comes first.
+        let p = resolve(
+            "model: {default: m, base_url: 'https://openrouter.ai/api/v1'}\n",
+            &[("OPENAI_API_KEY", "sk-oa"), ("OPENROUTER_API_KEY", "sk-or")],
+        );
+        assert_eq!(p.api_key.as_deref(), Some("sk-or"));
+        // A known provider without base_url: its own address and key.
+        let p = resolve(
+            "model: {default: m, provider: deepseek}\n",
+            &[("OPENAI_API_KEY", "sk-oa"), ("DEEPSEEK_API_KEY", "sk-ds")],
+        );
+        assert_eq!(
+            (p.base_url.as_str(), p.api_key.as_deref()),
+            ("https://api.deepseek.com/v1", Some("sk-ds"))
         );
     }
 
