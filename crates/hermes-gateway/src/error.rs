@@ -103,6 +103,17 @@ pub enum Error {
         source: rusqlite::Error,
     },
 
+    /// The session store's file could not be created (private, mode 0600) before SQLite
+    /// opened it.
+    #[error("cannot create session store `{}`", path.display())]
+    SessionFile {
+        /// The database file.
+        path: PathBuf,
+        /// The underlying failure.
+        #[source]
+        source: std::io::Error,
+    },
+
     /// A session id is not acceptable.
     #[error("invalid session id `{id}`: use 1-128 characters from `A-Z a-z 0-9 . _ : -`")]
     InvalidSessionId {
@@ -231,7 +242,7 @@ impl Error {
                 "each profile needs its own port: set a free `API_SERVER_PORT` in this profile's `.env` (see who holds it with `ss -ltnp 'sport = :{port}'`)"
             )),
             Error::Serve { .. } => Some("check `API_SERVER_HOST` and `API_SERVER_PORT`".into()),
-            Error::SessionStore { path, .. } => Some(format!(
+            Error::SessionStore { path, .. } | Error::SessionFile { path, .. } => Some(format!(
                 "check that `{}` is a writable SQLite database",
                 path.display()
             )),
@@ -392,6 +403,10 @@ mod tests {
                 path: "/s".into(),
                 source: rusqlite::Error::InvalidQuery,
             },
+            Error::SessionFile {
+                path: "/s".into(),
+                source: io(),
+            },
             Error::InvalidSessionId { id: "x y".into() },
             Error::NoModel {
                 profile: "p".into(),
@@ -447,6 +462,7 @@ mod tests {
                 Error::PortInUse { .. } => "PortInUse",
                 Error::Serve { .. } => "Serve",
                 Error::SessionStore { .. } => "SessionStore",
+                Error::SessionFile { .. } => "SessionFile",
                 Error::InvalidSessionId { .. } => "InvalidSessionId",
                 Error::NoModel { .. } => "NoModel",
                 Error::HttpClient { .. } => "HttpClient",

@@ -18,6 +18,10 @@
 //! Messages are stored as the whole JSON object the client sent (or the assistant message we
 //! built), so multimodal content and extra fields survive. System messages are never stored:
 //! the soul and the client's system prompt are applied fresh on every request.
+//!
+//! Privacy: every conversation is in this file, so a new `state.db` is created mode `0600`
+//! (whatever the umask) before SQLite opens it; SQLite gives its `-wal`, `-shm` and `-journal`
+//! side files the database file's mode. An existing `state.db` keeps the mode it has.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -78,6 +82,10 @@ impl SessionStore {
             path: path.to_path_buf(),
             source,
         };
+        create_private(path).map_err(|source| Error::SessionFile {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let conn = Connection::open(path).map_err(err)?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(err)?;
         // journal_mode returns a row, so it is read with query_row rather than execute.
@@ -208,6 +216,24 @@ impl SessionStore {
             .map_err(|e| Error::Task {
                 reason: e.to_string(),
             })?
+    }
+}
+
+/// Creates `path` empty with mode `0600` (exactly: the umask cannot loosen or tighten it) when
+/// it does not exist yet; an existing file, or a symlink, is left as it is.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        // The umask may have removed bits from 0600 (e.g. 0400 under umask 0277, which would
+        // leave the gateway unable to write): set the mode of the file we just made.
+        Ok(file) => file.set_permissions(std::fs::Permissions::from_mode(0o600)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
     }
 }
 
