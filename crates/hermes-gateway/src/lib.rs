@@ -17,11 +17,13 @@
 //! ```
 //!
 //! Modules: [`settings`] (resolution, default ports), [`server`] (routes, auth, errors),
+//! [`connections`] (accept loop, connection cap, header and idle timeouts),
 //! [`provider`] (upstream client, retries, SSE), [`sessions`] (store, message assembly),
 //! [`lock`] (single instance, `--replace`), [`notify`] (sd_notify), [`lifecycle`] (phases,
 //! exit reasons), [`chat`] (`chat_once`), [`error`].
 
 pub mod chat;
+pub mod connections;
 pub mod error;
 pub mod lifecycle;
 pub mod lock;
@@ -38,10 +40,10 @@ use std::sync::{Arc, Mutex};
 pub use chat::{ChatAnswer, chat_once};
 pub use error::Error;
 pub use lifecycle::{ExitReason, NoopRecorder, Phase, ShutdownRequest, StateRecorder};
-pub use server::{AppState, router, serve};
+pub use server::{AppState, router, serve, serve_with_limits};
 pub use settings::{
-    GatewaySettings, KnownProvider, PROVIDERS, ProviderKey, ProviderSettings, WithheldKey,
-    choose_provider_key, default_port,
+    ConnectionLimits, GatewaySettings, KnownProvider, PROVIDERS, ProviderKey, ProviderSettings,
+    WithheldKey, choose_provider_key, default_port,
 };
 pub use state_file::StateFileRecorder;
 
@@ -100,7 +102,14 @@ where
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = req;
     };
-    let served = serve(listener, state, trigger, settings.drain_timeout).await;
+    let served = serve_with_limits(
+        listener,
+        state,
+        trigger,
+        settings.drain_timeout,
+        settings.connection_limits,
+    )
+    .await;
     let request = *requested
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -7,9 +7,11 @@
 //!   an HTTP status; every failure a client can see has this shape.
 //!
 //! `router(state)` builds the routes without a socket (tests drive it with `oneshot`);
-//! `serve(listener, state, shutdown, grace)` runs it on a bound listener until the shutdown
-//! future fires, then drains in-flight requests for at most `grace`. No signal handler is
-//! installed here: PID 1 / the binary owns signals and turns them into the shutdown future.
+//! `serve_with_limits(listener, state, shutdown, grace, limits)` runs it on a bound listener
+//! (HTTP/1.1, with the connection cap and timeouts of [`crate::connections`]) until the
+//! shutdown future fires, then drains in-flight requests for at most `grace`. No signal
+//! handler is installed here: PID 1 / the binary owns signals and turns them into the
+//! shutdown future.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -23,7 +25,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
@@ -31,7 +32,7 @@ use tokio::net::TcpListener;
 use crate::error::Error;
 use crate::provider::Provider;
 use crate::sessions::{SESSION_HEADER, SessionStore, assemble, validate_session_id};
-use crate::settings::GatewaySettings;
+use crate::settings::{ConnectionLimits, GatewaySettings};
 
 /// Events buffered between the provider reader and a slow client.
 const STREAM_BUFFER: usize = 64;
@@ -98,8 +99,9 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves `router(state)` on `listener` until `shutdown` resolves, then lets in-flight
-/// requests finish for at most `grace` (streams still open then are cut).
+/// Serves `router(state)` on `listener` with the default [`ConnectionLimits`] until
+/// `shutdown` resolves, then lets in-flight requests finish for at most `grace` (streams still
+/// open then are cut).
 ///
 /// # Errors
 ///
@@ -110,32 +112,32 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
     grace: Duration,
 ) -> std::io::Result<()> {
-    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
-    // Without TCP_NODELAY, Nagle's algorithm holds each small SSE chunk back until the
-    // previous one is acknowledged, adding up to 40 ms (delayed ACK) per token.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY");
-        }
-    });
-    let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = started_tx.send(());
-    });
-    let drain_deadline = async move {
-        // The sender is only dropped unsent when the server has already finished.
-        if started_rx.await.is_err() {
-            std::future::pending::<()>().await;
-        }
-        tokio::time::sleep(grace).await;
-    };
-    tokio::select! {
-        res = server => res,
-        () = drain_deadline => {
-            tracing::warn!(?grace, "drain grace period over; closing remaining connections");
-            Ok(())
-        }
-    }
+    serve_with_limits(
+        listener,
+        state,
+        shutdown,
+        grace,
+        ConnectionLimits::default(),
+    )
+    .await
+}
+
+/// As [`serve`], with these connection limits: at most `limits.max_connections` connections
+/// (idle ones make room for new ones; when all are busy a new one is answered
+/// `503 too_many_connections`), request heads within `limits.header_timeout` of their first
+/// byte, idle connections closed after `limits.idle_timeout`.
+///
+/// # Errors
+///
+/// The accept loop's I/O error.
+pub async fn serve_with_limits(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    grace: Duration,
+    limits: ConnectionLimits,
+) -> std::io::Result<()> {
+    crate::connections::serve_limited(listener, router(state), shutdown, grace, limits).await
 }
 
 /// An OpenAI-style error response.

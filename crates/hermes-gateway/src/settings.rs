@@ -271,6 +271,47 @@ impl ProviderSettings {
     }
 }
 
+/// Limits on the gateway's client connections (`gateway.*` in `config.yaml`).
+///
+/// A connection is *idle* when no request is in flight on it and it has sent nothing since its
+/// last answer (a new connection that has sent nothing is idle too); it is *reading a head*
+/// from the first byte of a request until the request's headers are complete.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Most client connections served at once (`gateway.max_connections`, default 512). At
+    /// the cap, a new connection takes the place of the longest-idle one (then of the oldest
+    /// one still reading a head); when every connection has a request in flight it is
+    /// answered `503 too_many_connections` and closed.
+    pub max_connections: usize,
+    /// Time from a request's first byte to its last header byte (`gateway.header_timeout`,
+    /// seconds, default 10); slower connections are closed.
+    pub header_timeout: Duration,
+    /// Time an idle connection is kept open (`gateway.idle_timeout`, seconds, default 60).
+    pub idle_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ConnectionLimits {
+    /// Limits with these values (tests use small ones).
+    pub fn new(max_connections: usize, header_timeout: Duration, idle_timeout: Duration) -> Self {
+        ConnectionLimits {
+            max_connections,
+            header_timeout,
+            idle_timeout,
+        }
+    }
+}
+
 /// Everything one profile's gateway needs, resolved.
 #[non_exhaustive]
 #[derive(Clone)]
@@ -299,6 +340,8 @@ pub struct GatewaySettings {
     pub replace_timeout: Duration,
     /// How long in-flight requests may run after shutdown is requested.
     pub drain_timeout: Duration,
+    /// Connection cap and timeouts of the HTTP server.
+    pub connection_limits: ConnectionLimits,
     /// `NOTIFY_SOCKET` (sd_notify datagram socket; `@name` is abstract).
     pub notify_socket: Option<String>,
     /// Command line written into the lock record.
@@ -324,6 +367,7 @@ impl GatewaySettings {
             // Long enough for the old gateway's own drain, so a takeover cuts no stream.
             replace_timeout: Duration::from_secs(35),
             drain_timeout: Duration::from_secs(30),
+            connection_limits: ConnectionLimits::default(),
             notify_socket: None,
             argv: std::env::args().collect(),
         }
@@ -336,7 +380,8 @@ impl GatewaySettings {
     /// `OPENAI_API_KEY`, `OPENROUTER_API_KEY`, `DEEPSEEK_API_KEY`, `<NAME>_API_KEY`,
     /// `OPENAI_BASE_URL`, `NOTIFY_SOCKET`; config: `model.provider`, `model` / `model.default`
     /// (also `model.model`, `model.name`), `model.base_url`, `model.api_key`, `model.timeout`,
-    /// `agent.api_max_retries`, `platforms.api_server.extra.{host,port,key}`.
+    /// `agent.api_max_retries`, `platforms.api_server.extra.{host,port,key}`,
+    /// `gateway.{max_connections,header_timeout,idle_timeout}`.
     ///
     /// # Errors
     ///
@@ -374,6 +419,18 @@ impl GatewaySettings {
             .map(str::to_string)
             .or_else(|| get_cfg("platforms.api_server.extra.key"));
         s.notify_socket = get_env("NOTIFY_SOCKET").map(str::to_string);
+        if let Some(v) = get_cfg("gateway.max_connections") {
+            s.connection_limits.max_connections =
+                parse_at_least_one("gateway.max_connections", &v)?;
+        }
+        if let Some(v) = get_cfg("gateway.header_timeout") {
+            s.connection_limits.header_timeout =
+                Duration::from_secs(parse_at_least_one("gateway.header_timeout", &v)?);
+        }
+        if let Some(v) = get_cfg("gateway.idle_timeout") {
+            s.connection_limits.idle_timeout =
+                Duration::from_secs(parse_at_least_one("gateway.idle_timeout", &v)?);
+        }
 
         let model = config.model(&lookup);
         if let Some(name) = model.default {
@@ -543,10 +600,27 @@ impl std::fmt::Debug for GatewaySettings {
             .field("replace", &self.replace)
             .field("replace_timeout", &self.replace_timeout)
             .field("drain_timeout", &self.drain_timeout)
+            .field("connection_limits", &self.connection_limits)
             .field("notify_socket", &self.notify_socket)
             .field("argv", &self.argv)
             .finish()
     }
+}
+
+/// A whole number of at least 1 (a count or seconds).
+fn parse_at_least_one<T: std::str::FromStr + From<u8> + PartialOrd>(
+    key: &str,
+    value: &str,
+) -> Result<T, Error> {
+    let n: T = parse_num(key, value)?;
+    if n < T::from(1) {
+        return Err(Error::InvalidSetting {
+            key: key.into(),
+            value: value.into(),
+            reason: "must be at least 1".into(),
+        });
+    }
+    Ok(n)
 }
 
 fn parse_num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, Error> {
@@ -1020,6 +1094,34 @@ mod tests {
             (p.base_url.as_str(), p.api_key.as_deref()),
             ("https://api.deepseek.com/v1", Some("sk-ds"))
         );
+    }
+
+    #[test]
+    fn connection_limits_default_and_come_from_the_gateway_section() {
+        let s = GatewaySettings::resolve("p", Path::new("/h"), None, &none(), &map(&[])).unwrap();
+        assert_eq!(s.connection_limits, ConnectionLimits::default());
+        assert_eq!(s.connection_limits.max_connections, 512);
+        assert_eq!(s.connection_limits.header_timeout, Duration::from_secs(10));
+        assert_eq!(s.connection_limits.idle_timeout, Duration::from_secs(60));
+        let config = cfg("gateway: {max_connections: 64, header_timeout: 5, idle_timeout: 30}\n");
+        let s = GatewaySettings::resolve("p", Path::new("/h"), None, &config, &map(&[])).unwrap();
+        assert_eq!(
+            s.connection_limits,
+            ConnectionLimits::new(64, Duration::from_secs(5), Duration::from_secs(30))
+        );
+        for bad in [
+            "gateway: {max_connections: 0}\n",
+            "gateway: {max_connections: lots}\n",
+            "gateway: {header_timeout: 0}\n",
+            "gateway: {idle_timeout: -1}\n",
+        ] {
+            let err = GatewaySettings::resolve("p", Path::new("/h"), None, &cfg(bad), &map(&[]))
+                .unwrap_err();
+            assert!(
+                err.is_config() && err.to_string().contains("gateway."),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub enum Step {
     Status(u16),
     /// Wait this long, then answer normally.
     Hang(Duration),
+    /// Wait for a permit of this semaphore (the test decides when), then answer normally.
+    Gate(Arc<tokio::sync::Semaphore>),
 }
 
 /// One request the upstream received.
@@ -160,6 +162,11 @@ async fn chat(State(state): State<Arc<UpState>>, headers: HeaderMap, body: Bytes
                 .into_response();
         }
         Some(Step::Hang(d)) => tokio::time::sleep(d).await,
+        Some(Step::Gate(gate)) => {
+            if let Ok(permit) = gate.acquire().await {
+                permit.forget();
+            }
+        }
         None => {}
     }
 

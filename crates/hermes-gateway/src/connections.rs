@@ -1,0 +1,713 @@
+//! The HTTP/1.1 accept loop, with connection limits: a cap on open connections, a time limit
+//! on reading a request head, and one on idleness.
+//!
+//! Words:
+//! * *tracker* — what the loop knows about one open connection: its activity, and whether
+//!   it was told to make room.
+//! * *idle* — no request in flight, and nothing received since the last answer (or since the
+//!   connection opened).
+//! * *reading a head* — bytes of a request arrived, its headers are not complete yet.
+//! * *busy* — a request is in flight: from its complete head until its answer's last byte was
+//!   handed to the socket (a long stream included).
+//! * *eviction* — at the cap, a new connection takes the place of the longest-idle one (else of
+//!   the one that has been reading a head longest). A busy connection is never evicted.
+//!
+//! Timeouts: an idle connection is closed after `idle_timeout`, a head not complete within
+//! `header_timeout` of its first byte closes the connection. Busy connections have no limit
+//! here (the provider timeouts bound them). At the cap with every connection busy, a new
+//! connection is answered `503` with an OpenAI-style `too_many_connections` error and
+//! `Connection: close`, then closed: a client, or a health check, learns at once what is
+//! wrong instead of hanging.
+//!
+//! Shutdown: the listener is closed at once; idle connections are closed; busy ones finish
+//! their request (keep-alive off) within the grace period, after which they are cut.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, Response};
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tower::ServiceExt;
+
+use crate::settings::ConnectionLimits;
+
+/// Rejections (503 answers) written at the same time; beyond this a connection over the cap
+/// is closed without an answer.
+const MAX_REJECTING: usize = 64;
+/// Time a rejection waits for the request head, and then for writing the answer and the
+/// client's close.
+const REJECT_LINGER: Duration = Duration::from_secs(1);
+/// At most one "connection limit reached" warning per this interval.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// What a connection is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Activity {
+    /// Idle since this instant.
+    Idle(Instant),
+    /// Reading a request head whose first byte arrived at this instant.
+    Head(Instant),
+    /// This many requests in flight (one for HTTP/1.1, whose requests take turns).
+    Busy(usize),
+}
+
+/// What the accept loop and the connection's task share about one connection.
+#[derive(Debug)]
+struct Tracker {
+    activity: Mutex<Activity>,
+    /// Told to make room for a new connection.
+    evicted: AtomicBool,
+    /// Woken on every change of `activity` and on eviction.
+    changed: Notify,
+}
+
+/// Why a connection's task stops serving it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expiry {
+    /// Close now: nothing is in flight.
+    Close(&'static str),
+    /// Evicted while idle: close, but let hyper finish writing an answer it may still be
+    /// flushing (for at most the header timeout).
+    CloseWhenFlushed,
+    /// Evicted with a request in flight: let it finish, then close.
+    AfterRequest,
+}
+
+impl Tracker {
+    fn new() -> Tracker {
+        Tracker {
+            activity: Mutex::new(Activity::Idle(Instant::now())),
+            evicted: AtomicBool::new(false),
+            changed: Notify::new(),
+        }
+    }
+
+    fn activity(&self) -> MutexGuard<'_, Activity> {
+        // Every critical section is one assignment: a poisoned lock holds a valid value.
+        self.activity.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Bytes arrived: an idle connection starts reading a head.
+    fn received(&self) {
+        let mut a = self.activity();
+        if let Activity::Idle(_) = *a {
+            *a = Activity::Head(Instant::now());
+            drop(a);
+            self.changed.notify_one();
+        }
+    }
+
+    /// A request's head is complete: it is in flight.
+    fn begin(&self) {
+        let mut a = self.activity();
+        *a = match *a {
+            Activity::Busy(n) => Activity::Busy(n + 1),
+            _ => Activity::Busy(1),
+        };
+        drop(a);
+        self.changed.notify_one();
+    }
+
+    /// A request's answer is done (or abandoned).
+    fn end(&self) {
+        let mut a = self.activity();
+        *a = match *a {
+            Activity::Busy(n) if n > 1 => Activity::Busy(n - 1),
+            _ => Activity::Idle(Instant::now()),
+        };
+        drop(a);
+        self.changed.notify_one();
+    }
+
+    /// Resolves when the connection must stop being served: evicted, idle too long, or too
+    /// slow with a request head.
+    async fn expiry(&self, limits: ConnectionLimits) -> Expiry {
+        loop {
+            let activity = *self.activity();
+            if self.evicted.load(Ordering::SeqCst) {
+                return match activity {
+                    Activity::Busy(_) => Expiry::AfterRequest,
+                    Activity::Idle(_) => Expiry::CloseWhenFlushed,
+                    Activity::Head(_) => Expiry::Close("evicted to make room for a new connection"),
+                };
+            }
+            let deadline = match activity {
+                Activity::Idle(since) => Some((since + limits.idle_timeout, "idle timeout")),
+                Activity::Head(since) => Some((since + limits.header_timeout, "header timeout")),
+                Activity::Busy(_) => None,
+            };
+            match deadline {
+                None => self.changed.notified().await,
+                Some((at, why)) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(at) => {
+                            // Expired only if nothing changed meanwhile (the next turn of the
+                            // loop re-reads the activity otherwise).
+                            if *self.activity() == activity
+                                && !self.evicted.load(Ordering::SeqCst)
+                            {
+                                return Expiry::Close(why);
+                            }
+                        }
+                        () = self.changed.notified() => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Eviction rank: idle connections go first, the longest idle first; then connections
+/// reading a head, the slowest first. Busy connections are never chosen.
+fn eviction_rank(activity: Activity) -> Option<(u8, Instant)> {
+    match activity {
+        Activity::Idle(since) => Some((0, since)),
+        Activity::Head(since) => Some((1, since)),
+        Activity::Busy(_) => None,
+    }
+}
+
+/// The open connections.
+#[derive(Debug, Default)]
+struct Registry {
+    open: Mutex<HashMap<u64, Arc<Tracker>>>,
+    next_id: AtomicU64,
+}
+
+/// The answer to a new connection.
+enum Admission {
+    /// Serve it (`evicted`: another connection was told to make room).
+    Admitted {
+        id: u64,
+        tracker: Arc<Tracker>,
+        evicted: bool,
+    },
+    /// At the cap and every connection is busy.
+    Full,
+}
+
+impl Registry {
+    fn open(&self) -> MutexGuard<'_, HashMap<u64, Arc<Tracker>>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn admit(&self, max: usize) -> Admission {
+        let mut open = self.open();
+        let mut evicted = false;
+        if open.len() >= max {
+            let victim = open
+                .iter()
+                .filter_map(|(id, t)| eviction_rank(*t.activity()).map(|rank| (rank, *id)))
+                .min()
+                .map(|(_, id)| id);
+            let Some(victim) = victim.and_then(|id| open.remove(&id)) else {
+                return Admission::Full;
+            };
+            victim.evicted.store(true, Ordering::SeqCst);
+            victim.changed.notify_one();
+            evicted = true;
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let tracker = Arc::new(Tracker::new());
+        open.insert(id, Arc::clone(&tracker));
+        Admission::Admitted {
+            id,
+            tracker,
+            evicted,
+        }
+    }
+
+    fn remove(&self, id: u64) {
+        self.open().remove(&id);
+    }
+}
+
+/// Removes a connection from the registry when its task ends (or is aborted).
+struct Registered {
+    registry: Arc<Registry>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.registry.remove(self.id);
+    }
+}
+
+/// The socket, telling the tracker when bytes arrive.
+struct TrackedIo {
+    inner: TcpStream,
+    tracker: Arc<Tracker>,
+}
+
+impl AsyncRead for TrackedIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.tracker.received();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for TrackedIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Marks a request in flight until dropped (with the answer's body, or with the handler's
+/// future when the client goes away first).
+struct InFlight(Arc<Tracker>);
+
+impl InFlight {
+    fn new(tracker: &Arc<Tracker>) -> InFlight {
+        tracker.begin();
+        InFlight(Arc::clone(tracker))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
+/// An answer's body that keeps its request in flight until hyper is done with it.
+struct TrackedBody {
+    inner: Body,
+    _in_flight: InFlight,
+}
+
+impl http_body::Body for TrackedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The router as a hyper service, marking each request in flight.
+#[derive(Clone)]
+struct TrackedService {
+    app: Router,
+    tracker: Arc<Tracker>,
+}
+
+impl hyper::service::Service<Request<Incoming>> for TrackedService {
+    type Response = Response<TrackedBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
+        let in_flight = InFlight::new(&self.tracker);
+        let app = self.app.clone();
+        Box::pin(async move {
+            let resp = match app.oneshot(req.map(Body::new)).await {
+                Ok(resp) => resp,
+                Err(never) => match never {},
+            };
+            Ok(resp.map(|inner| TrackedBody {
+                inner,
+                _in_flight: in_flight,
+            }))
+        })
+    }
+}
+
+/// Serves one admitted connection until it ends, expires, or shutdown closes it.
+async fn serve_connection(
+    tcp: TcpStream,
+    app: Router,
+    tracker: Arc<Tracker>,
+    limits: ConnectionLimits,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let io = TokioIo::new(TrackedIo {
+        inner: tcp,
+        tracker: Arc::clone(&tracker),
+    });
+    let service = TrackedService {
+        app,
+        tracker: Arc::clone(&tracker),
+    };
+    let conn = hyper::server::conn::http1::Builder::new()
+        // Head and idle limits are ours (hyper's header timer would also cut idle
+        // keep-alive connections after the header timeout).
+        .header_read_timeout(None)
+        .serve_connection(io, service);
+    tokio::pin!(conn);
+    // Once set, hyper was told to close after the current exchange (keep-alive off): an idle
+    // connection closes at once, one still writing an answer or serving a request closes when
+    // done. `flush_deadline` bounds an evicted idle connection whose client does not read.
+    let mut finishing = false;
+    let mut flush_deadline: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            res = conn.as_mut() => {
+                if let Err(e) = res {
+                    tracing::debug!(error = %e, "client connection ended with an error");
+                }
+                return;
+            }
+            expiry = tracker.expiry(limits), if !finishing => match expiry {
+                Expiry::Close(why) => {
+                    tracing::debug!(why, "closing client connection");
+                    return;
+                }
+                Expiry::CloseWhenFlushed => {
+                    conn.as_mut().graceful_shutdown();
+                    finishing = true;
+                    flush_deadline = Some(Instant::now() + limits.header_timeout);
+                }
+                Expiry::AfterRequest => {
+                    conn.as_mut().graceful_shutdown();
+                    finishing = true;
+                }
+            },
+            () = sleep_until_some(flush_deadline) => {
+                tracing::debug!("closing an evicted client connection that does not read");
+                return;
+            }
+            _ = stopping.changed(), if !finishing => {
+                if let Activity::Head(_) = *tracker.activity() {
+                    // A request that has not arrived yet will not be served.
+                    return;
+                }
+                conn.as_mut().graceful_shutdown();
+                finishing = true;
+            }
+        }
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The body of the answer to a connection over the cap.
+fn rejection_body(max: usize) -> String {
+    serde_json::json!({"error": {
+        "message": format!(
+            "too many connections: this gateway serves at most {max} at once and all are busy; retry shortly"
+        ),
+        "type": "server_error",
+        "code": "too_many_connections",
+    }})
+    .to_string()
+}
+
+/// Answers `503 too_many_connections` with `Connection: close`, then closes.
+///
+/// The answer waits for the request head (at most [`REJECT_LINGER`]): an HTTP client that
+/// gets an answer before it has sent its request treats the connection as broken instead of
+/// reading the answer.
+async fn reject(mut tcp: TcpStream, max: usize) {
+    let mut buf = [0u8; 1024];
+    // The last bytes seen, to find the blank line that ends the head across reads.
+    let mut tail: Vec<u8> = Vec::with_capacity(buf.len() + 3);
+    let head = tokio::time::timeout(REJECT_LINGER, async {
+        loop {
+            let n = tcp.read(&mut buf).await?;
+            if n == 0 {
+                return Ok::<bool, std::io::Error>(false);
+            }
+            tail.extend_from_slice(&buf[..n]);
+            if tail.windows(4).any(|w| w == b"\r\n\r\n") {
+                return Ok(true);
+            }
+            let keep = tail.len().saturating_sub(3);
+            tail.drain(..keep);
+        }
+    })
+    .await;
+    if matches!(head, Ok(Ok(false)) | Ok(Err(_))) {
+        return; // The client closed (or broke) the connection: nobody to tell.
+    }
+    let body = rejection_body(max);
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(REJECT_LINGER, async {
+        tcp.write_all(answer.as_bytes()).await?;
+        tcp.shutdown().await?;
+        // Read what the client still sends until it closes: closing with unread bytes would
+        // reset the connection, and the client could lose the answer.
+        while tcp.read(&mut buf).await? > 0 {}
+        Ok::<(), std::io::Error>(())
+    })
+    .await;
+}
+
+/// True for accept errors that concern one connection only (the loop just goes on).
+fn is_connection_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    )
+}
+
+/// Serves `app` on `listener` with `limits` until `shutdown` resolves, then lets requests in
+/// flight finish for at most `grace`.
+///
+/// # Errors
+///
+/// None today: accept errors are logged and retried (the signature leaves room for fatal
+/// ones).
+pub(crate) async fn serve_limited(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    grace: Duration,
+    limits: ConnectionLimits,
+) -> std::io::Result<()> {
+    let registry = Arc::new(Registry::default());
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let rejecting = Arc::new(AtomicUsize::new(0));
+    let mut tasks = JoinSet::new();
+    let mut last_warning: Option<Instant> = None;
+    let mut rejected: u64 = 0;
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+            accepted = listener.accept() => accepted,
+        };
+        let tcp = match accepted {
+            Ok((tcp, _peer)) => tcp,
+            Err(e) if is_connection_error(&e) => continue,
+            Err(e) => {
+                // Out of file descriptors, most likely: wait for connections to close.
+                tracing::error!(error = %e, "accepting a connection failed; retrying in 1 s");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        // Without TCP_NODELAY, Nagle's algorithm holds each small SSE chunk back until the
+        // previous one is acknowledged, adding up to 40 ms (delayed ACK) per token.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+        match registry.admit(limits.max_connections) {
+            Admission::Admitted {
+                id,
+                tracker,
+                evicted,
+            } => {
+                if evicted {
+                    tracing::debug!("connection limit reached; closed an idle connection");
+                }
+                let registered = Registered {
+                    registry: Arc::clone(&registry),
+                    id,
+                };
+                let conn = serve_connection(tcp, app.clone(), tracker, limits, stop_rx.clone());
+                tasks.spawn(async move {
+                    let _registered = registered;
+                    conn.await;
+                });
+            }
+            Admission::Full => {
+                rejected += 1;
+                if last_warning.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
+                    tracing::warn!(
+                        max_connections = limits.max_connections,
+                        rejected,
+                        "connection limit reached and every connection is busy; answering new connections 503"
+                    );
+                    last_warning = Some(Instant::now());
+                    rejected = 0;
+                }
+                if rejecting.fetch_add(1, Ordering::SeqCst) < MAX_REJECTING {
+                    let rejecting = Arc::clone(&rejecting);
+                    let mut stopping = stop_rx.clone();
+                    tasks.spawn(async move {
+                        // A rejection holds no work: shutdown does not wait for it.
+                        tokio::select! {
+                            () = reject(tcp, limits.max_connections) => {}
+                            _ = stopping.changed() => {}
+                        }
+                        rejecting.fetch_sub(1, Ordering::SeqCst);
+                    });
+                } else {
+                    rejecting.fetch_sub(1, Ordering::SeqCst);
+                    drop(tcp);
+                }
+            }
+        }
+    }
+
+    // Stop accepting at once: a successor (`--replace`) may bind the port while we drain.
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let drained =
+        tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        tracing::warn!(
+            ?grace,
+            "drain grace period over; closing remaining connections"
+        );
+        tasks.abort_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_connections_are_evicted_first_busy_ones_never() {
+        let registry = Registry::default();
+        let admitted = |a: Admission| match a {
+            Admission::Admitted { tracker, .. } => tracker,
+            Admission::Full => panic!("expected admission"),
+        };
+        let busy = admitted(registry.admit(3));
+        busy.begin();
+        let head = admitted(registry.admit(3));
+        head.received();
+        let idle = admitted(registry.admit(3));
+        // At the cap: the idle one makes room.
+        let fourth = admitted(registry.admit(3));
+        assert!(idle.evicted.load(Ordering::SeqCst));
+        assert!(!head.evicted.load(Ordering::SeqCst));
+        // No idle connection left: the one that has been reading a head longest goes.
+        fourth.received();
+        let fifth = admitted(registry.admit(3));
+        assert!(head.evicted.load(Ordering::SeqCst));
+        assert!(!fourth.evicted.load(Ordering::SeqCst));
+        assert!(!busy.evicted.load(Ordering::SeqCst));
+        assert_eq!(registry.open().len(), 3);
+        // Every connection busy: no room.
+        fourth.begin();
+        fifth.begin();
+        assert!(matches!(registry.admit(3), Admission::Full));
+        assert!(!busy.evicted.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn in_flight_marks_busy_until_dropped() {
+        let t = Arc::new(Tracker::new());
+        let guard = InFlight::new(&t);
+        assert_eq!(*t.activity(), Activity::Busy(1));
+        drop(guard);
+        assert!(matches!(*t.activity(), Activity::Idle(_)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expiry_follows_the_activity() {
+        let limits = ConnectionLimits::new(1, Duration::from_secs(2), Duration::from_secs(5));
+        let t = Arc::new(Tracker::new());
+        let start = Instant::now();
+        assert_eq!(t.expiry(limits).await, Expiry::Close("idle timeout"));
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
+
+        let t = Arc::new(Tracker::new());
+        t.received();
+        let start = Instant::now();
+        assert_eq!(t.expiry(limits).await, Expiry::Close("header timeout"));
+        assert_eq!(start.elapsed(), Duration::from_secs(2));
+
+        // Busy: no timeout at all, until the request ends; then the idle clock starts.
+        let t = Arc::new(Tracker::new());
+        let in_flight = InFlight::new(&t);
+        let waiting = tokio::spawn({
+            let t = Arc::clone(&t);
+            async move { t.expiry(limits).await }
+        });
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        assert!(!waiting.is_finished());
+        let ended = Instant::now();
+        drop(in_flight);
+        assert_eq!(waiting.await.unwrap(), Expiry::Close("idle timeout"));
+        assert_eq!(ended.elapsed(), Duration::from_secs(5));
+
+        // Evicted: a request in flight finishes first; an idle connection closes once hyper
+        // has written what it may still hold; a connection still sending its head closes.
+        let t = Arc::new(Tracker::new());
+        let in_flight = InFlight::new(&t);
+        t.evicted.store(true, Ordering::SeqCst);
+        assert_eq!(t.expiry(limits).await, Expiry::AfterRequest);
+        drop(in_flight);
+        assert_eq!(t.expiry(limits).await, Expiry::CloseWhenFlushed);
+        t.received();
+        assert!(matches!(t.expiry(limits).await, Expiry::Close(_)));
+    }
+
+    #[test]
+    fn the_rejection_is_an_openai_style_error() {
+        let v: serde_json::Value = serde_json::from_str(&rejection_body(7)).unwrap();
+        assert_eq!(v["error"]["code"], "too_many_connections");
+        assert_eq!(v["error"]["type"], "server_error");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("at most 7")
+        );
+    }
+}
