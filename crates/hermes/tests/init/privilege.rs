@@ -297,3 +297,89 @@ fn boot_refuses_symlinks_and_survives_damaged_state() {
     )
     .unwrap();
 }
+
+/// The service user owns the volume and plants symlinks where PID 1 (root) writes logs: the
+/// gateway's `current` pointing at a root-only file, and a service's log directory pointing
+/// at a root-only directory. The boot and the gateway's first lines must write through
+/// neither, and every log entry PID 1 creates must belong to the service user.
+#[test]
+fn pid1_never_writes_through_the_volumes_symlinks() {
+    if skip_unless_root("mount namespaces and a service user need root") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let etc = sb.etc_copy(true);
+    let home = sb.home();
+    let victim = sb.path().join("root-bashrc");
+    fs::write(&victim, "# root's shell start-up\n").unwrap();
+    fs::set_permissions(&victim, fs::Permissions::from_mode(0o600)).unwrap();
+    let root_only = sb.path().join("root-only");
+    fs::create_dir(&root_only).unwrap();
+    fs::set_permissions(&root_only, fs::Permissions::from_mode(0o700)).unwrap();
+    fs::create_dir_all(home.join("profiles/work")).unwrap();
+    fs::write(home.join("SOUL.md"), "soul").unwrap();
+    fs::write(
+        home.join("config.yaml"),
+        "gateway:\n  command: \"echo default-gw-line; exec sleep 60\"\n",
+    )
+    .unwrap();
+    fs::write(
+        home.join("gateway_state.json"),
+        r#"{"gateway_state":"running"}"#,
+    )
+    .unwrap();
+    fs::write(home.join("profiles/work/SOUL.md"), "soul").unwrap();
+    fs::write(
+        home.join("profiles/work/config.yaml"),
+        "gateway:\n  command: \"echo work-gw-line; touch work-started; exec sleep 60\"\n",
+    )
+    .unwrap();
+    fs::write(
+        home.join("profiles/work/gateway_state.json"),
+        r#"{"gateway_state":"running"}"#,
+    )
+    .unwrap();
+    // The attacker's moves, as the service user would make them (ownership is fixed below by
+    // the boot's own repair, exactly as on a real volume).
+    let gw_default = home.join("logs/gateways/default");
+    fs::create_dir_all(&gw_default).unwrap();
+    std::os::unix::fs::symlink(&victim, gw_default.join("current")).unwrap();
+    std::os::unix::fs::symlink(&root_only, home.join("logs/gateways/work")).unwrap();
+
+    let wait_for_line = "for i in $(seq 400); do \
+         grep -q default-gw-line logs/gateways/default/current 2>/dev/null \
+         && [ -e profiles/work/work-started ] && exit 0; sleep 0.05; done; exit 9";
+    let mut c = sb.in_mount_ns(
+        &etc,
+        false,
+        &[hermes(), "init", "--", "sh", "-c", wait_for_line],
+    );
+    c.current_dir(&home);
+    let out = run(&mut c);
+    assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+    let log = fs::read_to_string(gw_default.join("current")).unwrap();
+    assert!(log.contains("default-gw-line"), "{log}");
+    assert!(log.contains("replaced `current`"), "{log}");
+    // The refused log directory costs the file, not the console: lines are still mirrored...
+    assert!(stdout(&out).contains("work-gw-line"), "{}", render(&out));
+    // ...and neither root-only target was written.
+    assert_eq!(
+        fs::read_to_string(&victim).unwrap(),
+        "# root's shell start-up\n"
+    );
+    assert_eq!(fs::read_dir(&root_only).unwrap().count(), 0);
+    // Everything under logs/ is the service user's, links included.
+    let mut stack = vec![home.join("logs")];
+    while let Some(p) = stack.pop() {
+        let m = fs::symlink_metadata(&p).unwrap();
+        assert_eq!(
+            m.uid(),
+            10000,
+            "`{}` is not the service user's",
+            p.display()
+        );
+        if m.is_dir() {
+            stack.extend(fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+}

@@ -36,10 +36,12 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// A temp dir everyone may enter and write (the service user must reach its home).
+    /// A temp dir everyone may enter and write (the service user must reach its home), sticky
+    /// like `/tmp` so nobody can rename what another user made in it (the supervisor refuses a
+    /// runtime directory that someone else could swap).
     pub fn new() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o1777)).unwrap();
         Sandbox { dir }
     }
 
