@@ -40,8 +40,8 @@ pub use drop::{DropPlan, configure_command, drop_to};
 pub use env::Env;
 pub use error::{DropStep, Error};
 pub use ownership::{FileRule, RepairPlan, RepairReport, repair_ownership};
-pub use safe_fs::{Owner, SafeDir, is_untrusted_link};
 pub use remap::{IdChange, IdRequest, IdWarning, RemapReport, remap};
+pub use safe_fs::{Owner, SafeDir, is_untrusted_link};
 pub use shim::{
     EXEC_AS_ROOT_VAR, IMAGE_MARKER, InitMode, RunAsIsReason, SERVICE_USER, ShimDecision,
     image_marker_present, init_user_guard, is_truthy, shim_decision, shim_drop,
