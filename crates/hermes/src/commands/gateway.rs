@@ -126,6 +126,7 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
         }
     };
     settings.replace = replace;
+    log_to_stderr();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -151,6 +152,21 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
             None,
         )),
     }
+}
+
+/// The gateway's own messages (a withheld provider key, a refused connection, provider
+/// retries) go to stderr, one line each, which the supervisor timestamps into the gateway's
+/// log. `RUST_LOG` overrides the default level, `info`.
+fn log_to_stderr() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .without_time()
+        .with_target(false)
+        .try_init();
 }
 
 /// SIGTERM / SIGINT stop the gateway (after draining); SIGUSR1 asks for a restart (exit 75).

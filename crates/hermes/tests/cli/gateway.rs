@@ -258,3 +258,44 @@ fn install_writes_a_systemd_user_unit_and_uninstall_removes_it() {
     t.ok(&["-p", "work", "gateway", "uninstall"]);
     assert!(!unit.exists());
 }
+
+/// The gateway's own warnings reach its stderr (which the supervisor keeps in its log): here,
+/// the OpenAI key held back from a local `base_url`, named but never printed.
+#[test]
+fn gateway_warnings_reach_stderr_without_the_secret() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    fs::write(
+        t.root().join("config.yaml"),
+        "model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n",
+    )
+    .unwrap();
+    let port = free_port();
+    fs::write(
+        t.root().join(".env"),
+        format!("API_SERVER_PORT={port}\nOPENAI_API_KEY=sk-must-not-be-printed\n"),
+    )
+    .unwrap();
+    let mut gateway = t
+        .cmd(&["gateway", "run", "--no-supervise"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("/health", Duration::from_secs(30), || {
+        http_get(port, "/health").is_some_and(|r| r.contains("200 OK"))
+    });
+    let pid = nix::unistd::Pid::from_raw(gateway.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let mut err = String::new();
+    gateway
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    gateway.wait().unwrap();
+    assert!(err.contains("provider key withheld"), "{err}");
+    assert!(err.contains("OPENAI_API_KEY"), "{err}");
+    assert!(!err.contains("sk-must-not-be-printed"), "{err}");
+}
