@@ -122,8 +122,15 @@ impl Sandbox {
     /// Wraps `argv` so it runs in a private mount namespace where `etc` is mounted over
     /// `/etc` and, with `marker`, `/opt` is a tmpfs holding the image marker.
     pub fn in_mount_ns(&self, etc: &Path, marker: bool, argv: &[&str]) -> Command {
+        // The host's device nodes must not leak into expectations: a Docker socket or
+        // `/dev/dri` on the test machine would add its group to every drop. Hidden here (a
+        // root-owned /dev/null over a socket, an empty tmpfs over /dev/dri), so the tests see
+        // the same devices on every machine: none.
+        let hide_devices = "for s in /run/docker.sock /var/run/docker.sock; do \
+             if [ -S \"$s\" ]; then mount --bind /dev/null \"$s\"; fi; done\n\
+             if [ -d /dev/dri ]; then mount -t tmpfs tmpfs /dev/dri; fi\n";
         let script = format!(
-            "set -e\nmount --bind '{}' /etc\n{}exec \"$@\"\n",
+            "set -e\nmount --bind '{}' /etc\n{hide_devices}{}exec \"$@\"\n",
             etc.display(),
             if marker {
                 "mount -t tmpfs tmpfs /opt\nmkdir -p /opt/hermes\ntouch /opt/hermes/.container-image\n"
