@@ -211,7 +211,7 @@ mod tests {
     #[test]
     fn never_imports_from_the_current_directory() {
         let Some(py) = system_python() else {
-            println!("skipping: python3 not on PATH");
+            hermes_test_support::skip("python3 not on PATH");
             return;
         };
         let cwd = tempfile::tempdir().unwrap();
@@ -252,7 +252,7 @@ mod tests {
     #[test]
     fn queries_a_real_interpreter() {
         let Some(py) = system_python() else {
-            println!("skipping: python3 not on PATH");
+            hermes_test_support::skip("python3 not on PATH");
             return;
         };
         let info = py.info().unwrap();
@@ -270,7 +270,7 @@ mod tests {
     #[test]
     fn bootstrap_appends_target_at_the_end() {
         let Some(py) = system_python() else {
-            println!("skipping: python3 not on PATH");
+            hermes_test_support::skip("python3 not on PATH");
             return;
         };
         let dir = tempfile::tempdir().unwrap();

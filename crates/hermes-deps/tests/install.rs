@@ -104,7 +104,7 @@ fn assert_no_raw_os_error(o: &hermes_deps::InstallOutcome) {
 #[test]
 fn venv_install_flips_availability_in_process() {
     if python3().is_none() {
-        println!("skipping: python3 not on PATH");
+        hermes_test_support::skip("python3 not on PATH");
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -152,7 +152,7 @@ fn venv_install_flips_availability_in_process() {
 #[test]
 fn managed_venv_is_created_on_first_need() {
     if python3().is_none() {
-        println!("skipping: python3 not on PATH");
+        hermes_test_support::skip("python3 not on PATH");
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -174,7 +174,7 @@ fn managed_venv_is_created_on_first_need() {
 #[test]
 fn durable_target_next_to_read_only_core() {
     if python3().is_none() {
-        println!("skipping: python3 not on PATH");
+        hermes_test_support::skip("python3 not on PATH");
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -230,7 +230,7 @@ fn durable_target_next_to_read_only_core() {
 #[test]
 fn core_wins_a_collision_at_import() {
     if python3().is_none() {
-        println!("skipping: python3 not on PATH");
+        hermes_test_support::skip("python3 not on PATH");
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -277,7 +277,7 @@ fn core_wins_a_collision_at_import() {
 #[test]
 fn conflict_with_core_fails_with_stderr_passthrough() {
     if python3().is_none() {
-        println!("skipping: python3 not on PATH");
+        hermes_test_support::skip("python3 not on PATH");
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -324,7 +324,7 @@ fn conflict_with_core_fails_with_stderr_passthrough() {
 fn uv_installs_into_a_venv_when_available() {
     let env = Environment::from_process();
     let Some(_uv) = env.which("uv") else {
-        println!("skipping: uv not on PATH");
+        hermes_test_support::skip("uv not on PATH");
         return;
     };
     let d = tempfile::tempdir().unwrap();
@@ -348,7 +348,7 @@ fn uv_installs_into_a_venv_when_available() {
 fn uv_installs_into_a_durable_target_when_available() {
     let env = Environment::from_process();
     if env.which("uv").is_none() {
-        println!("skipping: uv not on PATH");
+        hermes_test_support::skip("uv not on PATH");
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -410,11 +410,11 @@ fn read_only_bind_in_private_namespace(dir: &Path) -> Result<(), String> {
 #[test]
 fn durable_target_next_to_a_truly_read_only_core() {
     if !nix::unistd::geteuid().is_root() {
-        println!("skipping: a read-only bind mount needs root");
+        hermes_test_support::skip("a read-only bind mount needs root");
         return;
     }
     if python3().is_none() {
-        println!("skipping: python3 not on PATH");
+        hermes_test_support::skip("python3 not on PATH");
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -452,7 +452,7 @@ fn durable_target_next_to_a_truly_read_only_core() {
     let out = match result {
         Ok(out) => out,
         Err(e) => {
-            println!("skipping: cannot create a read-only bind mount here ({e})");
+            hermes_test_support::skip(&format!("cannot create a read-only bind mount here ({e})"));
             return;
         }
     };
@@ -465,7 +465,7 @@ fn durable_target_next_to_a_truly_read_only_core() {
 #[test]
 fn ensure_feature_installs_once_then_reports_satisfied() {
     if python3().is_none() {
-        println!("skipping: python3 not on PATH");
+        hermes_test_support::skip("python3 not on PATH");
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -503,7 +503,7 @@ fn ensure_feature_installs_once_then_reports_satisfied() {
 #[test]
 fn unwritable_target_fails_with_a_sentence_and_runs_nothing() {
     let Some(py) = python3() else {
-        println!("skipping: python3 not on PATH");
+        hermes_test_support::skip("python3 not on PATH");
         return;
     };
     let real = Command::new(py)
@@ -621,7 +621,7 @@ fn assert_private_and_fresh(runs: &[Seen], what: &str) {
 #[test]
 fn pip_runs_in_a_fresh_private_directory_not_the_callers() {
     if python3().is_none() {
-        println!("skipping: python3 not on PATH");
+        hermes_test_support::skip("python3 not on PATH");
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -655,7 +655,7 @@ fn pip_runs_in_a_fresh_private_directory_not_the_callers() {
 #[test]
 fn uv_runs_in_a_fresh_private_directory_not_the_callers() {
     if python3().is_none() {
-        println!("skipping: python3 not on PATH");
+        hermes_test_support::skip("python3 not on PATH");
         return;
     }
     let d = tempfile::tempdir().unwrap();

@@ -74,11 +74,7 @@ mod tests {
 
     #[test]
     fn effective_ids_switch_and_come_back_in_a_child() {
-        if !Uid::effective().is_root() {
-            #[allow(clippy::print_stdout)]
-            {
-                println!("skipping: switching effective ids needs root");
-            }
+        if hermes_test_support::skip_unless_root("switching effective ids needs root") {
             return;
         }
         // Credentials are per thread and the test harness is multi-threaded: do it in a

@@ -49,13 +49,5 @@ pub use shim::{
 
 #[cfg(test)]
 pub(crate) mod test_support {
-    /// True (after saying why) when the test needs root and this process is not root.
-    #[allow(clippy::print_stdout)]
-    pub(crate) fn skip_unless_root(reason: &str) -> bool {
-        if nix::unistd::geteuid().is_root() {
-            return false;
-        }
-        println!("skipping: {reason}");
-        true
-    }
+    pub(crate) use hermes_test_support::skip_unless_root;
 }

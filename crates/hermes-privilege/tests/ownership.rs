@@ -14,11 +14,6 @@ fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
-#[allow(clippy::print_stdout)]
-fn skip(reason: &str) {
-    println!("skipping: {reason}");
-}
-
 fn owner(path: &Path) -> (u32, u32) {
     let meta = std::fs::symlink_metadata(path).unwrap();
     (meta.uid(), meta.gid())
@@ -85,8 +80,8 @@ fn volume() -> Volume {
 
 #[test]
 fn repair_reowns_targets_and_never_follows_symlinks() {
-    if !is_root() {
-        return skip("re-owning files to another uid needs root");
+    if hermes_test_support::skip_unless_root("re-owning files to another uid needs root") {
+        return;
     }
     let v = volume();
     let report = repair_ownership(&RepairPlan::data_volume(&v.root), UID, GID).unwrap();
@@ -172,8 +167,8 @@ fn repair_reowns_targets_and_never_follows_symlinks() {
 
 #[test]
 fn symlinked_parent_of_a_nested_subtree_is_refused() {
-    if !is_root() {
-        return skip("re-owning files to another uid needs root");
+    if hermes_test_support::skip_unless_root("re-owning files to another uid needs root") {
+        return;
     }
     let v = volume();
     // `platforms` -> outside, so `platforms/pairing` would resolve outside the volume.
@@ -232,7 +227,30 @@ fn missing_root_is_an_error_with_a_hint() {
 #[test]
 fn not_root_means_failures_are_reported_not_fatal() {
     if is_root() {
-        return skip("root can chown anything; this checks the unprivileged path");
+        // Root can chown anything: the unprivileged path is proved by this same test, run by
+        // this same binary as `nobody`.
+        use std::os::unix::process::CommandExt;
+        // A scratch directory nobody may write in (this machine's /tmp may be root-only).
+        let scratch = tempfile::tempdir().unwrap();
+        std::os::unix::fs::chown(scratch.path(), Some(65534), Some(65534)).unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .env("TMPDIR", scratch.path())
+            .args([
+                "--exact",
+                "not_root_means_failures_are_reported_not_fatal",
+                "--nocapture",
+            ])
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "as nobody: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
     }
     let dir = tempfile::tempdir().unwrap();
     write(&dir.path().join("logs/a.log"), "x", 0o644);
@@ -258,8 +276,8 @@ impl Drop for Mount {
 
 #[test]
 fn a_subtree_that_is_a_separate_mount_is_not_reowned() {
-    if !is_root() {
-        return skip("mounting a tmpfs for the test needs root");
+    if hermes_test_support::skip_unless_root("mounting a tmpfs for the test needs root") {
+        return;
     }
     let v = volume();
     let workspace = v.root.join("workspace");
@@ -269,7 +287,7 @@ fn a_subtree_that_is_a_separate_mount_is_not_reowned() {
         .status()
         .is_ok_and(|s| s.success());
     if !mounted {
-        return skip("cannot mount a tmpfs here (no CAP_SYS_ADMIN?)");
+        return hermes_test_support::skip("cannot mount a tmpfs here (no CAP_SYS_ADMIN?)");
     }
     let _mount = Mount(workspace.clone());
     write(
@@ -297,8 +315,8 @@ fn a_subtree_that_is_a_separate_mount_is_not_reowned() {
 /// that file away, so it is skipped, in a subtree and on the allowlist alike.
 #[test]
 fn repair_skips_files_with_more_than_one_hard_link() {
-    if !is_root() {
-        return skip("re-owning files to another uid needs root");
+    if hermes_test_support::skip_unless_root("re-owning files to another uid needs root") {
+        return;
     }
     let v = volume();
     let secret = v.outside.join("shadow");

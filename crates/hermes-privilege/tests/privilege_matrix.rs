@@ -138,10 +138,10 @@ fn observe() -> String {
 }
 
 #[test]
-#[allow(clippy::print_stdout)]
 fn privilege_matrix() {
-    if !nix::unistd::geteuid().is_root() {
-        println!("skipping: the privilege matrix forks children that drop from root");
+    if hermes_test_support::skip_unless_root(
+        "the privilege matrix forks children that drop from root",
+    ) {
         return;
     }
     // SAFETY (test): set before any fork, read by the children to prove that variables other

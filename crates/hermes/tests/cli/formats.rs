@@ -4,7 +4,7 @@ use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 
-use crate::util::{TestContext, is_root, open_up, render};
+use crate::util::{TestContext, open_up, render};
 
 #[test]
 fn malformed_config_is_reported_with_line_and_column_and_left_untouched() {
@@ -66,8 +66,9 @@ fn corrupt_auth_json_is_copied_aside_and_reported() {
 /// user, and the file must be left exactly as it is (no `.corrupt` rename, no empty store).
 #[test]
 fn unreadable_auth_json_is_a_clear_error_and_left_intact() {
-    if !is_root() {
-        eprintln!("skipping: needs root to create a root-owned auth.json and run as another user");
+    if hermes_test_support::skip_unless_root(
+        "needs root to create a root-owned auth.json and run as another user",
+    ) {
         return;
     }
     let t = TestContext::new();
@@ -104,8 +105,7 @@ fn unreadable_auth_json_is_a_clear_error_and_left_intact() {
 
 #[test]
 fn doctor_catches_a_root_owned_auth_json() {
-    if !is_root() {
-        eprintln!("skipping: needs root to chown files to another user");
+    if hermes_test_support::skip_unless_root("needs root to chown files to another user") {
         return;
     }
     let t = TestContext::new();

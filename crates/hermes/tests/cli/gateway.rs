@@ -225,12 +225,15 @@ fn gateway_run_hands_over_to_a_running_supervisor() {
         i64::from(follower.0.id()),
         "the supervisor runs the gateway, not the follower"
     );
+    // `drop` stops the follower and waits for it to exit. Had it asked the supervisor to stop
+    // the gateway on its way out, it would have waited for that reply first (requests are
+    // synchronous), so the state is already settled when the wait returns: no sleep needed.
     drop(follower);
-    std::thread::sleep(Duration::from_millis(300));
+    let after = work_state();
     assert_eq!(
-        work_state()["state"],
-        "up",
-        "the gateway outlives the command that asked for it"
+        (after["state"].as_str(), after["pid"].as_i64()),
+        (Some("up"), Some(supervised_pid)),
+        "the gateway outlives the command that asked for it: {after}"
     );
     assert_eq!(state(&t, "profiles/work")["desired_state"], "running");
     drop(up);

@@ -90,10 +90,6 @@ fn regex_lite(text: &str) -> String {
     out
 }
 
-pub fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
-
 /// Makes `path` and its parents up to the temp dir traversable by other users.
 pub fn open_up(path: &Path) {
     use std::os::unix::fs::PermissionsExt;

@@ -21,15 +21,7 @@ pub fn hermes() -> &'static str {
     env!("CARGO_BIN_EXE_hermes")
 }
 
-/// True (after saying why) when this test needs root and we are not root.
-#[allow(clippy::print_stdout)]
-pub fn skip_unless_root(reason: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return false;
-    }
-    println!("skipping: {reason}");
-    true
-}
+pub use hermes_test_support::skip_unless_root;
 
 pub struct Sandbox {
     pub dir: tempfile::TempDir,

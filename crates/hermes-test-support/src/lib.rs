@@ -1,0 +1,79 @@
+//! Test helpers shared by the workspace's test suites (a dev-dependency only).
+//!
+//! **Skips.** A test that cannot run here (it needs root, a tool, the network) calls [`skip`]
+//! and returns: it prints `skipping: <reason>` so a local run says what it did not prove. In
+//! *strict* mode — CI, where every test must run — a skip is a failure instead, so a green CI
+//! run proves every test ran. Strict mode is on when `HERMES_TEST_STRICT` is truthy (`.ci/run`
+//! sets it) or `CI` is `true`/`1` (as CI services set it).
+//!
+//! **Opt-in suites.** Suites that download from PyPI or need Docker or a browser are slow, so
+//! a local run skips them unless asked ([`opt_in`]); strict mode always runs them.
+
+#![deny(missing_docs)]
+
+/// Whether skips are failures (see the crate doc).
+pub fn strict() -> bool {
+    let truthy = |name: &str| {
+        std::env::var(name).is_ok_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "1" | "true" | "yes" | "on"
+            )
+        })
+    };
+    truthy("HERMES_TEST_STRICT") || truthy("CI")
+}
+
+/// Says why the calling test does not run. Panics in strict mode.
+///
+/// # Panics
+/// In strict mode, always: a test that cannot run in CI is a broken CI set-up.
+#[allow(clippy::print_stdout, clippy::print_stderr)]
+pub fn skip(reason: &str) {
+    if strict() {
+        panic!("skipped in strict mode (CI), which must run every test: {reason}");
+    }
+    println!("skipping: {reason}");
+}
+
+/// True (after [`skip`]) when this process is not root; the test should return.
+pub fn skip_unless_root(reason: &str) -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    #[allow(unsafe_code)]
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        skip(reason);
+    }
+    !root
+}
+
+/// True when the opt-in suite named by `var` should run: `var` is truthy, or strict mode.
+/// Otherwise it [`skip`]s, naming the variable that turns it on, and returns false.
+pub fn opt_in(var: &str, what: &str) -> bool {
+    let asked = std::env::var(var).is_ok_and(|v| !v.is_empty() && v != "0");
+    if asked || strict() {
+        return true;
+    }
+    skip(&format!("{what}; set {var}=1 to run it"));
+    false
+}
+
+/// True (after [`skip`]) when `program` is not on `PATH`; the test should return.
+pub fn skip_unless_on_path(program: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
+    if !found {
+        skip(&format!("`{program}` is not on PATH"));
+    }
+    !found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_path_finds_sh() {
+        assert!(!skip_unless_on_path("sh"));
+    }
+}
