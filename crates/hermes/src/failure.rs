@@ -59,14 +59,21 @@ impl Failure {
     }
 
     fn from_error(error: &dyn std::error::Error, hint: Option<String>) -> Self {
-        let mut causes = Vec::new();
+        let message = error.to_string();
+        let mut causes: Vec<String> = Vec::new();
         let mut source = error.source();
         while let Some(cause) = source {
-            causes.push(cause.to_string());
+            // Many messages already end with their source (`cannot open `x`: denied`): a
+            // cause the line above already says is not said again.
+            let text = cause.to_string();
+            let above = causes.last().unwrap_or(&message);
+            if !above.contains(&text) {
+                causes.push(text);
+            }
             source = cause.source();
         }
         Failure {
-            message: error.to_string(),
+            message,
             causes,
             hint,
             code: 1,
@@ -127,6 +134,24 @@ pub type CommandResult = Result<ExitStatus, Failure>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        #[derive(Debug)]
+        struct Outer(std::io::Error);
+        impl std::fmt::Display for Outer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "cannot open `x`: {}", self.0)
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let f = Failure::from_error(&Outer(std::io::Error::other("denied")), None);
+        assert_eq!(f.render(), "error: cannot open `x`: denied\n");
+    }
 
     #[test]
     fn renders_error_causes_and_hint() {

@@ -113,8 +113,11 @@ pub fn logs(root: &Path, service: &str, lines: usize, follow: bool) -> Result<()
             Some("list services with `hermes service list`".into()),
         )
     })?;
-    let mut text = String::new();
-    file.read_to_string(&mut text)?;
+    // A service may print anything: bytes that are not UTF-8 are shown as U+FFFD, never an
+    // error that hides the rest of the log.
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    let text = String::from_utf8_lossy(&bytes);
     let all: Vec<&str> = text.lines().collect();
     let tail = &all[all.len().saturating_sub(lines)..];
     let mut shown = tail.join("\n");

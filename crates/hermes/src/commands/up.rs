@@ -19,9 +19,20 @@ use crate::output;
 pub fn run(ctx: &Context) -> CommandResult {
     let root = ctx.root()?;
     let config = Config::load(&root.join("config.yaml"))?;
-    // The parser works on JSON values; YAML maps onto them one to one.
-    let services = serde_json::to_value(config.services()).unwrap_or_default();
-    let (mut specs, errors) = hermes_supervisor::parse_services(&services);
+    // The parser works on JSON values. YAML maps onto them except for what JSON cannot hold
+    // (a non-string key, a NaN): then no service of that section runs, and `up` says why
+    // instead of silently running none.
+    let (mut specs, errors) = match serde_json::to_value(config.services()) {
+        Ok(services) => hermes_supervisor::parse_services(&services),
+        Err(e) => {
+            output::stderr(&format!(
+                "warning: ignoring `services:` in `{}`: {e}\n  hint: service names and keys \
+                 are strings, values plain YAML scalars, lists and maps\n",
+                root.join("config.yaml").display()
+            ));
+            (Vec::new(), Vec::new())
+        }
+    };
     let exe = std::env::current_exe()?;
     let mut notes = Vec::new();
     let (gateways, actions) = hermes_init::gateways::reconcile(&root, &exe, None, true, &mut notes);

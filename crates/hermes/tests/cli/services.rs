@@ -120,3 +120,47 @@ fn unknown_service_is_a_clear_error() {
         render(&out)
     );
 }
+
+/// A log line that is not UTF-8 (services print anything) is shown lossily, and the lines
+/// around it are still shown.
+#[test]
+fn service_logs_show_bytes_that_are_not_utf8() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let dir = t.root().join("logs/binary");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join("current"),
+        b"2026-01-01T00:00:00.000Z before\n2026-01-01T00:00:00.001Z bad \xff\xfe bytes\n\
+          2026-01-01T00:00:00.002Z after\n",
+    )
+    .unwrap();
+    let out = t.run(&["service", "logs", "binary"]);
+    assert!(out.status.success(), "{}", crate::util::render(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("before") && text.contains("after"), "{text}");
+    assert!(text.contains("bad \u{fffd}\u{fffd} bytes"), "{text}");
+}
+
+/// `services:` that JSON cannot hold (a key that is a list) is reported, never dropped in
+/// silence.
+#[test]
+fn up_says_why_it_ignores_a_services_section() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    fs::write(
+        t.root().join("config.yaml"),
+        "services:\n  ? [a, b]\n  : {command: 'true'}\n",
+    )
+    .unwrap();
+    let mut up = t.start_up();
+    assert_eq!(up.stop(), Some(0));
+    let mut stderr = String::new();
+    use std::io::Read;
+    up.0.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(stderr.contains("warning: ignoring `services:`"), "{stderr}");
+}
