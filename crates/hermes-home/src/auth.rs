@@ -14,22 +14,23 @@
 //!   `auth.json.corrupt.<timestamp>` and an empty store is returned with a [`CorruptCopy`]
 //!   report, so the caller can say where the old bytes are.
 //!
-//! Saving takes an exclusive lock on the sibling `auth.lock` (waiting up to 15 s), then writes
-//! atomically with mode 0600.
+//! The only way to write is [`AuthStore::edit`]: it holds the sibling `auth.lock` (the
+//! original's lock file, so both implementations exclude each other) from the load to the
+//! atomic 0600 write, so credentials another process saves meanwhile are never lost.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
 use crate::Error;
 use crate::atomic::write_atomic;
+use crate::lock;
 
-/// How long a writer waits for another writer's lock.
-const LOCK_TIMEOUT: Duration = Duration::from_secs(15);
+/// The mode of `auth.json` and of `auth.lock`.
+const MODE: u32 = 0o600;
 
 /// The credential store.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,44 +141,41 @@ impl AuthStore {
         );
     }
 
-    /// Saves under the `auth.lock` lock: atomic, 0600, `version` and `updated_at` refreshed.
-    pub fn save(&mut self, path: &Path) -> Result<(), Error> {
-        let _lock = lock(path)?;
+    /// Changes the store at `path`: loads it (by the rules in the module doc), runs `change`
+    /// and, if `change` changed the store, writes it (atomic, 0600, `version` and `updated_at`
+    /// refreshed), all while holding `auth.lock`. Returns `change`'s value and, when the file
+    /// was corrupt, where it was copied before being replaced; a corrupt file that could not
+    /// be copied is never replaced. When `change` fails nothing is written.
+    pub fn edit<T>(
+        path: &Path,
+        change: impl FnOnce(&mut AuthStore) -> Result<T, Error>,
+    ) -> Result<(T, Option<CorruptCopy>), Error> {
+        lock::with_locked(&path.with_file_name("auth.lock"), MODE, || {
+            let Loaded { mut store, corrupt } = AuthStore::load(path)?;
+            let before = store.clone();
+            let out = change(&mut store)?;
+            if store != before {
+                if corrupt.as_ref().is_some_and(|c| c.preserved_at.is_none()) {
+                    return Err(Error::io(
+                        "preserve",
+                        path,
+                        io::Error::other("the file is corrupt and could not be copied aside"),
+                    ));
+                }
+                store.write(path)?;
+            }
+            Ok((out, corrupt))
+        })
+    }
+
+    /// Writes the store; only [`AuthStore::edit`] calls this, with the lock held.
+    fn write(&mut self, path: &Path) -> Result<(), Error> {
         self.doc.insert("version".into(), json!(1));
         self.doc
             .insert("updated_at".into(), json!(crate::time::iso_utc_now()));
         let mut text = serde_json::to_string_pretty(&self.doc).unwrap_or_default();
         text.push('\n');
-        write_atomic(path, text.as_bytes(), 0o600)
-    }
-}
-
-/// Holds `auth.lock` until dropped.
-struct LockGuard {
-    // Closing the file releases the flock; the field exists to be dropped.
-    _file: File,
-}
-
-fn lock(auth_path: &Path) -> Result<LockGuard, Error> {
-    let lock_path = auth_path.with_file_name("auth.lock");
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| Error::io("open", &lock_path, e))?;
-    let deadline = Instant::now() + LOCK_TIMEOUT;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(LockGuard { _file: file }),
-            Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(25))
-            }
-            Err(fs::TryLockError::WouldBlock) => {
-                return Err(Error::LockTimeout { path: lock_path });
-            }
-            Err(fs::TryLockError::Error(e)) => return Err(Error::io("lock", &lock_path, e)),
-        }
+        write_atomic(path, text.as_bytes(), MODE)
     }
 }
 
@@ -259,25 +257,69 @@ mod tests {
     fn a_writer_waits_for_the_lock_held_by_another() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("auth.json");
-        let held = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.path().join("auth.lock"))
-            .unwrap();
-        held.lock().unwrap();
-        let writer = {
-            let path = path.clone();
-            std::thread::spawn(move || AuthStore::default().save(&path))
+        let held = lock::hold(&dir.path().join("auth.lock"));
+        lock::test_timeout::set(std::time::Duration::from_millis(100));
+        let add = |store: &mut AuthStore| {
+            store.set_provider("nous", json!({"access_token": "t"}));
+            Ok(())
         };
-        std::thread::sleep(Duration::from_millis(300));
         assert!(
-            !path.exists(),
-            "the save must wait while another process holds `auth.lock`"
+            matches!(AuthStore::edit(&path, add), Err(Error::LockTimeout { .. })),
+            "the edit must wait while another process holds `auth.lock`"
         );
-        held.unlock().unwrap();
-        writer.join().unwrap().unwrap();
-        assert!(path.exists());
+        assert!(!path.exists());
+        drop(held);
+        AuthStore::edit(&path, add).unwrap();
+        assert_eq!(AuthStore::load(&path).unwrap().store.providers(), ["nous"]);
+    }
+
+    #[test]
+    fn concurrent_edits_keep_every_provider() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("auth.json");
+        let n = 20;
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+        let writers: Vec<_> = (0..n)
+            .map(|i| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    AuthStore::edit(&path, |store| {
+                        store.set_provider(&format!("p{i}"), json!({"n": i}));
+                        Ok(())
+                    })
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap().unwrap();
+        }
+        let store = AuthStore::load(&path).unwrap().store;
+        let lost: Vec<usize> = (0..n)
+            .filter(|i| store.provider(&format!("p{i}")) != Some(&json!({"n": i})))
+            .collect();
+        assert!(
+            lost.is_empty(),
+            "lost {} of {n} providers: {lost:?}",
+            lost.len()
+        );
+    }
+
+    #[test]
+    fn editing_a_corrupt_store_copies_it_first_and_reports_where() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("auth.json");
+        fs::write(&path, "{not json").unwrap();
+        let ((), corrupt) = AuthStore::edit(&path, |store| {
+            store.set_active_provider(Some("nous"));
+            Ok(())
+        })
+        .unwrap();
+        let copy = corrupt.unwrap().preserved_at.unwrap();
+        assert_eq!(fs::read_to_string(copy).unwrap(), "{not json");
+        let store = AuthStore::load(&path).unwrap();
+        assert_eq!(store.store.active_provider(), Some("nous"));
+        assert!(store.corrupt.is_none());
     }
 
     #[test]
@@ -290,10 +332,12 @@ mod tests {
             "\u{feff}{\"providers\": {\"nous\": {\"access_token\": \"t\"}}, \"extra\": 5}",
         )
         .unwrap();
-        let mut store = AuthStore::load(&path).unwrap().store;
-        assert_eq!(store.providers(), ["nous"]);
-        store.set_active_provider(Some("nous"));
-        store.save(&path).unwrap();
+        assert_eq!(AuthStore::load(&path).unwrap().store.providers(), ["nous"]);
+        AuthStore::edit(&path, |store| {
+            store.set_active_provider(Some("nous"));
+            Ok(())
+        })
+        .unwrap();
         let saved: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(saved["extra"], 5);
         assert_eq!(saved["version"], 1);

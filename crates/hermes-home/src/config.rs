@@ -7,7 +7,9 @@
 //! stored document never does, so a write can never bake a secret into the file.
 //!
 //! A file that fails to parse is reported with its line and column and is never rewritten.
-//! A missing file reads as an empty mapping (every default applies).
+//! A missing file reads as an empty mapping (every default applies). The only way to write is
+//! [`Config::edit`], which holds `config.yaml.lock` from the read to the write, so concurrent
+//! writers never lose each other's settings.
 //!
 //! Keys Hermes reads (defaults in `seeds/config.yaml`, documented in `docs/configuration.md`):
 //!
@@ -31,6 +33,10 @@ use yaml_serde::{Mapping, Value};
 
 use crate::Error;
 use crate::atomic::write_atomic;
+use crate::lock;
+
+/// The mode of `config.yaml` and of its lock file.
+const MODE: u32 = 0o640;
 
 /// A loaded `config.yaml`.
 #[derive(Debug, Clone, PartialEq)]
@@ -223,11 +229,26 @@ impl Config {
         }
     }
 
-    /// Writes the document back atomically (mode 0640), keeping every key.
-    pub fn save(&self) -> Result<(), Error> {
-        let text = yaml_serde::to_string(&self.doc)
-            .map_err(|e| Error::io("serialize", &self.path, io::Error::other(e.to_string())))?;
-        write_atomic(&self.path, text.as_bytes(), 0o640)
+    /// Changes the `config.yaml` at `path`: loads it, runs `change` and writes the document
+    /// back (atomically, mode 0640, every other key kept) if `change` changed it, all while
+    /// holding `config.yaml.lock`, so a setting another process writes meanwhile is never lost.
+    /// A file that does not parse is an error and is not rewritten; when `change` fails
+    /// nothing is written.
+    pub fn edit<T>(
+        path: &Path,
+        change: impl FnOnce(&mut Config) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        lock::with_locked(&lock::sidecar(path), MODE, || {
+            let mut config = Config::load(path)?;
+            let before = config.doc.clone();
+            let out = change(&mut config)?;
+            if config.doc != before {
+                let text = yaml_serde::to_string(&config.doc)
+                    .map_err(|e| Error::io("serialize", path, io::Error::other(e.to_string())))?;
+                write_atomic(path, text.as_bytes(), MODE)?;
+            }
+            Ok(out)
+        })
     }
 }
 
@@ -320,9 +341,11 @@ mod tests {
             "custom:\n  nested: [1, 2]\nmodel:\n  api_key: ${KEY}\n",
         )
         .unwrap();
-        let mut cfg = Config::load(&path).unwrap();
-        cfg.set("memory.provider", Value::from("mem0"));
-        cfg.save().unwrap();
+        Config::edit(&path, |cfg| {
+            cfg.set("memory.provider", Value::from("mem0"));
+            Ok(())
+        })
+        .unwrap();
         let again = Config::load(&path).unwrap();
         assert_eq!(
             again
@@ -335,5 +358,39 @@ mod tests {
         );
         assert_eq!(again.raw("model.api_key").unwrap().as_str(), Some("${KEY}"));
         assert_eq!(again.memory_provider().as_deref(), Some("mem0"));
+    }
+
+    #[test]
+    fn concurrent_writers_keep_every_section() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        let n = 20;
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+        let writers: Vec<_> = (0..n)
+            .map(|i| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    Config::edit(&path, |cfg| {
+                        cfg.set(&format!("section_{i}.key"), Value::from(i));
+                        Ok(())
+                    })
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap().unwrap();
+        }
+        let cfg = Config::load(&path).unwrap();
+        let lost: Vec<usize> = (0..n)
+            .filter(|i| {
+                cfg.raw(&format!("section_{i}.key")).and_then(Value::as_u64) != Some(*i as u64)
+            })
+            .collect();
+        assert!(
+            lost.is_empty(),
+            "lost {} of {n} sections: {lost:?}",
+            lost.len()
+        );
     }
 }

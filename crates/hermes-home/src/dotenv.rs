@@ -13,6 +13,9 @@
 //! The writer keeps comments and the order of lines, replaces a key in place, appends new keys,
 //! refuses invalid names and a denylist of variables that control how processes start, strips
 //! CR/LF from values, and writes atomically with mode 0600. Lines it cannot parse are kept.
+//!
+//! The only way to write is [`DotEnv::edit`] (or [`set_var`]), which holds `.env.lock` from the
+//! read to the write, so concurrent writers never lose each other's keys.
 
 use std::fs;
 use std::io;
@@ -20,6 +23,10 @@ use std::path::{Path, PathBuf};
 
 use crate::Error;
 use crate::atomic::write_atomic;
+use crate::lock;
+
+/// The mode of `.env` and of its lock file.
+const MODE: u32 = 0o600;
 
 /// Variables `.env` may never set: they change how every process in the profile starts.
 pub const DENYLIST: &[&str] = &[
@@ -168,17 +175,29 @@ impl DotEnv {
         out
     }
 
-    /// Writes atomically with mode 0600.
-    pub fn save(&self, path: &Path) -> Result<(), Error> {
-        write_atomic(path, self.render().as_bytes(), 0o600)
+    /// Changes the `.env` at `path`: loads it, runs `change` and writes the result back
+    /// (atomically, mode 0600) if `change` changed anything, all while holding `.env.lock`, so
+    /// a key another process sets meanwhile is never lost. A missing file starts empty; when
+    /// `change` fails nothing is written.
+    pub fn edit<T>(
+        path: &Path,
+        change: impl FnOnce(&mut DotEnv) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        lock::with_locked(&lock::sidecar(path), MODE, || {
+            let mut env = DotEnv::load(path)?;
+            let before = env.clone();
+            let out = change(&mut env)?;
+            if env != before {
+                write_atomic(path, env.render().as_bytes(), MODE)?;
+            }
+            Ok(out)
+        })
     }
 }
 
 /// Sets one key in the `.env` at `path`, creating the file if needed.
 pub fn set_var(path: &Path, key: &str, value: &str) -> Result<PathBuf, Error> {
-    let mut env = DotEnv::load(path)?;
-    env.set(key, value)?;
-    env.save(path)?;
+    DotEnv::edit(path, |env| env.set(key, value))?;
     Ok(path.to_path_buf())
 }
 
@@ -342,5 +361,30 @@ mod tests {
             DotEnv::load(&path).unwrap().get("OPENAI_API_KEY"),
             Some("sk")
         );
+    }
+
+    #[test]
+    fn concurrent_writers_keep_every_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".env");
+        let n = 20;
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+        let writers: Vec<_> = (0..n)
+            .map(|i| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    set_var(&path, &format!("KEY_{i}"), &format!("value-{i}"))
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap().unwrap();
+        }
+        let env = DotEnv::load(&path).unwrap();
+        let lost: Vec<usize> = (0..n)
+            .filter(|i| env.get(&format!("KEY_{i}")) != Some(format!("value-{i}").as_str()))
+            .collect();
+        assert!(lost.is_empty(), "lost {} of {n} keys: {lost:?}", lost.len());
     }
 }

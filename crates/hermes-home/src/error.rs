@@ -101,9 +101,17 @@ pub enum Error {
         /// The current user's name, for the suggested `chown`.
         current_name: String,
     },
-    /// Another process held the auth store lock for too long.
-    #[error("timed out waiting for the lock on `{}`", path.display())]
+    /// Another process held a file's lock for longer than a writer waits.
+    #[error("timed out after {} s waiting for the lock `{}`", waited.as_secs_f32(), path.display())]
     LockTimeout {
+        /// The lock file.
+        path: PathBuf,
+        /// How long this writer waited.
+        waited: std::time::Duration,
+    },
+    /// A lock file that is a symlink, a FIFO or anything but a regular file.
+    #[error("refusing to use `{}` as a lock: it is a symlink or not a regular file", path.display())]
+    LockNotAFile {
         /// The lock file.
         path: PathBuf,
     },
@@ -169,7 +177,15 @@ impl Error {
                 path.display(),
                 path.display()
             )),
-            Error::LockTimeout { .. } => Some("another Hermes process is writing credentials; retry in a moment".into()),
+            Error::LockTimeout { path, .. } => Some(format!(
+                "another Hermes process is changing the same file; retry in a moment, and if this \
+                 persists look for a stuck `hermes` process holding `{}`",
+                path.display()
+            )),
+            Error::LockNotAFile { path } => Some(format!(
+                "remove it (`rm {}`); Hermes recreates lock files and never follows a link there",
+                path.display()
+            )),
         }
     }
 }

@@ -5,7 +5,9 @@
 //! `hermes_home`, `gateway_state`, `exit_reason`, `updated_at`, `code_sha`, `code_version`),
 //! and the supervisor records the operator's choice (`desired_state` = `running` | `stopped`).
 //! Both go through [`merge`], which changes only the fields given and keeps every other key —
-//! including keys this version of Hermes does not know.
+//! including keys this version of Hermes does not know — and holds `gateway_state.json.lock`
+//! from the read to the write, so the gateway and the supervisor never erase each other's
+//! fields.
 //!
 //! Reading tolerates a UTF-8 BOM. A file that is not a JSON object reads as
 //! [`StateRead::Invalid`] (callers treat it as "unknown" and warn); [`merge`] onto such a file
@@ -22,6 +24,10 @@ use serde_json::{Map, Value};
 
 use crate::Error;
 use crate::atomic::write_atomic;
+use crate::lock;
+
+/// The mode of `gateway_state.json` and of its lock file (the record holds no secret).
+const MODE: u32 = 0o644;
 
 /// A parsed record.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -124,24 +130,26 @@ pub fn recorded_state(path: &Path) -> Option<String> {
 /// A `null` value in `updates` is written as `null` (the original's readers expect that).
 /// Returns where an invalid previous file was preserved, if there was one.
 pub fn merge(path: &Path, updates: Map<String, Value>) -> Result<Option<PathBuf>, Error> {
-    let (mut fields, preserved) = match read(path)? {
-        StateRead::Valid(state) => (state.fields, None),
-        StateRead::Missing => (Map::new(), None),
-        StateRead::Invalid(_) => {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let dest =
-                path.with_file_name(format!("{name}.corrupt.{}", crate::time::compact_utc_now()));
-            fs::copy(path, &dest).map_err(|e| Error::io("preserve", path, e))?;
-            (Map::new(), Some(dest))
-        }
-    };
-    fields.extend(updates);
-    let text = serde_json::to_string(&fields).unwrap_or_default();
-    write_atomic(path, text.as_bytes(), 0o644)?;
-    Ok(preserved)
+    lock::with_locked(&lock::sidecar(path), MODE, || {
+        let (mut fields, preserved) = match read(path)? {
+            StateRead::Valid(state) => (state.fields, None),
+            StateRead::Missing => (Map::new(), None),
+            StateRead::Invalid(_) => {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let dest = path
+                    .with_file_name(format!("{name}.corrupt.{}", crate::time::compact_utc_now()));
+                fs::copy(path, &dest).map_err(|e| Error::io("preserve", path, e))?;
+                (Map::new(), Some(dest))
+            }
+        };
+        fields.extend(updates);
+        let text = serde_json::to_string(&fields).unwrap_or_default();
+        write_atomic(path, text.as_bytes(), MODE)?;
+        Ok(preserved)
+    })
 }
 
 /// Records an operator's choice: `desired_state` plus an integer-epoch `updated_at`, as the
@@ -219,6 +227,38 @@ mod tests {
         assert_eq!(
             read(&path).unwrap().state().unwrap().gateway_state(),
             Some("starting")
+        );
+    }
+
+    #[test]
+    fn concurrent_merges_keep_every_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gateway_state.json");
+        let n = 20;
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+        let writers: Vec<_> = (0..n)
+            .map(|i| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let mut updates = Map::new();
+                    updates.insert(format!("field_{i}"), json!(i));
+                    merge(&path, updates)
+                })
+            })
+            .collect();
+        for writer in writers {
+            assert_eq!(writer.join().unwrap().unwrap(), None, "nothing was corrupt");
+        }
+        let state = read(&path).unwrap();
+        let fields = state.state().expect("a valid record").fields();
+        let lost: Vec<usize> = (0..n)
+            .filter(|i| fields.get(&format!("field_{i}")) != Some(&json!(i)))
+            .collect();
+        assert!(
+            lost.is_empty(),
+            "lost {} of {n} fields: {lost:?}",
+            lost.len()
         );
     }
 }

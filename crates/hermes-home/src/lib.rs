@@ -7,7 +7,8 @@
 //! * [`auth`] — `auth.json` (never lost on a permission error, corrupt copies kept);
 //! * [`gateway_state`] — `gateway_state.json` (field-merging writer, effective state);
 //! * [`seeds`] — the files a new profile starts with;
-//! * [`atomic`] — the temp-file + fsync + rename writer every module uses.
+//! * [`atomic`] — the temp-file + fsync + rename writer every module uses;
+//! * [`lock`] — the exclusive sidecar lock every read-modify-write holds.
 //!
 //! The formats are shared with the original Python implementation's data volumes: a file we
 //! do not fully understand is read tolerantly and written back with every unknown key intact.
@@ -21,6 +22,7 @@ pub mod dotenv;
 mod error;
 pub mod gateway_state;
 pub mod layout;
+pub mod lock;
 pub mod profile;
 pub mod seeds;
 pub mod time;

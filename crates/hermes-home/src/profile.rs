@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use crate::Error;
 use crate::atomic::{sync_dir, write_atomic};
 use crate::layout::{ProfileRef, ensure_skeleton, read_active_profile};
+use crate::lock;
 
 /// The name of the root profile.
 pub const DEFAULT_PROFILE: &str = "default";
@@ -257,10 +258,14 @@ pub fn delete(root: &Path, profile: &ProfileRef, disposal: Disposal) -> Result<D
             Some(dest)
         }
     };
-    let active_reset = read_active_profile(root).ok().as_ref() == Some(profile);
-    if active_reset {
-        set_active(root, &ProfileRef::Default)?;
-    }
+    // Check and reset under the lock: a `profile use` of another profile in between must win.
+    let active_reset = with_active_locked(root, || {
+        let reset = read_active_profile(root).ok().as_ref() == Some(profile);
+        if reset {
+            write_active(root, &ProfileRef::Default)?;
+        }
+        Ok(reset)
+    })?;
     Ok(Deleted {
         trashed_to,
         active_reset,
@@ -269,14 +274,8 @@ pub fn delete(root: &Path, profile: &ProfileRef, disposal: Disposal) -> Result<D
 
 /// Makes `profile` sticky (`hermes profile use`). It must exist.
 pub fn set_active(root: &Path, profile: &ProfileRef) -> Result<(), Error> {
-    let path = root.join("active_profile");
-    match profile {
-        ProfileRef::Default => match fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::io("remove", &path, e)),
-        },
-        ProfileRef::Named(name) => {
+    with_active_locked(root, || {
+        if let ProfileRef::Named(name) = profile {
             let dir = profile_dir(root, name);
             if !dir.join("SOUL.md").is_file() {
                 return Err(Error::ProfileNotFound {
@@ -284,8 +283,30 @@ pub fn set_active(root: &Path, profile: &ProfileRef) -> Result<(), Error> {
                     path: dir,
                 });
             }
-            write_atomic(&path, format!("{name}\n").as_bytes(), 0o644)
         }
+        write_active(root, profile)
+    })
+}
+
+/// Runs `cycle` holding `active_profile.lock`: every change of `active_profile` goes through
+/// here, so a [`delete`] that resets it and a [`set_active`] never undo each other.
+fn with_active_locked<T>(
+    root: &Path,
+    cycle: impl FnOnce() -> Result<T, Error>,
+) -> Result<T, Error> {
+    lock::with_locked(&lock::sidecar(&root.join("active_profile")), 0o644, cycle)
+}
+
+/// Writes `active_profile` (removes it for the default profile). Call with the lock held.
+fn write_active(root: &Path, profile: &ProfileRef) -> Result<(), Error> {
+    let path = root.join("active_profile");
+    match profile {
+        ProfileRef::Default => match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io("remove", &path, e)),
+        },
+        ProfileRef::Named(name) => write_atomic(&path, format!("{name}\n").as_bytes(), 0o644),
     }
 }
 
@@ -559,5 +580,27 @@ mod tests {
             "#!/bin/sh\nexec /usr/bin/hermes -p work \"$@\"\n"
         );
         assert_eq!(alias::remove(&bin, &name("work")).unwrap(), Some(path));
+    }
+
+    #[test]
+    fn set_active_waits_for_the_active_profile_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        ensure_skeleton(root, true).unwrap();
+        create(root, &name("work"), &CreateOptions::default()).unwrap();
+        let held = lock::hold(&root.join("active_profile.lock"));
+        lock::test_timeout::set(std::time::Duration::from_millis(100));
+        let result = set_active(root, &ProfileRef::Named(name("work")));
+        assert!(
+            matches!(result, Err(Error::LockTimeout { .. })),
+            "a writer must not change `active_profile` while another holds its lock: {result:?}"
+        );
+        assert!(!root.join("active_profile").exists());
+        drop(held);
+        set_active(root, &ProfileRef::Named(name("work"))).unwrap();
+        assert_eq!(
+            fs::read_to_string(root.join("active_profile")).unwrap(),
+            "work\n"
+        );
     }
 }

@@ -331,32 +331,28 @@ fn seed_api_key(env_path: &Path, out: &mut dyn Write) {
         Ok(_) => {}
         Err(_) => return,
     }
-    let mut dotenv = match DotEnv::load(env_path) {
-        Ok(d) => d,
-        Err(e) => {
-            say(out, format!("warning: {e}"));
-            return;
+    // Check and add under `.env.lock` (`DotEnv::edit`), so a key written meanwhile is kept.
+    let mut no_random = None;
+    let edited = DotEnv::edit(env_path, |dotenv| {
+        if dotenv.get(API_SERVER_KEY).is_some_and(|v| !v.is_empty()) {
+            return Ok(false);
         }
-    };
-    if dotenv.get(API_SERVER_KEY).is_some_and(|v| !v.is_empty()) {
-        return;
-    }
-    let key = match random_hex(32) {
-        Ok(k) => k,
-        Err(e) => {
-            say(out, format!("warning: cannot read `/dev/urandom`: {e}"));
-            return;
+        match random_hex(32) {
+            Ok(key) => dotenv.set(API_SERVER_KEY, &key).map(|()| true),
+            Err(e) => {
+                no_random = Some(e);
+                Ok(false)
+            }
         }
-    };
-    let saved = dotenv
-        .set(API_SERVER_KEY, &key)
-        .and_then(|()| dotenv.save(env_path));
-    match saved {
-        Ok(()) => say(
+    });
+    match (edited, no_random) {
+        (_, Some(e)) => say(out, format!("warning: cannot read `/dev/urandom`: {e}")),
+        (Ok(true), None) => say(
             out,
             format!("generated {API_SERVER_KEY} for the loopback API server"),
         ),
-        Err(e) => say(out, format!("warning: {e}")),
+        (Ok(false), None) => {}
+        (Err(e), None) => say(out, format!("warning: {e}")),
     }
 }
 

@@ -180,8 +180,8 @@ fn setup(
     non_interactive: bool,
 ) -> CommandResult {
     // Load both files first: a config we cannot parse must fail before anything is installed.
-    let mut config = Config::load(&home.config_path())?;
-    let mut dotenv = DotEnv::load(&home.env_path())?;
+    Config::load(&home.config_path())?;
+    DotEnv::load(&home.env_path())?;
     let options = install_options(home)?;
     let disc = discovery(home);
     let interactive = !non_interactive && prompt::interactive();
@@ -228,7 +228,7 @@ fn setup(
 
     let plan: SetupPlan = hermes_plugins::setup_provider(&disc, &name, &values, &options)?;
     if plan.ok {
-        write_plan(home, &plan, &mut config, &mut dotenv)?;
+        write_plan(home, &plan)?;
     }
     let mut text = render_to_string(|b| plan.render(b))?;
     if plan.ok {
@@ -245,23 +245,22 @@ fn setup(
     })
 }
 
-fn write_plan(
-    home: &Home,
-    plan: &SetupPlan,
-    config: &mut Config,
-    dotenv: &mut DotEnv,
-) -> Result<(), Failure> {
+/// Each file is changed under its lock (`edit`), so parallel setups keep each other's keys.
+fn write_plan(home: &Home, plan: &SetupPlan) -> Result<(), Failure> {
     if !plan.env_writes.is_empty() {
-        for write in &plan.env_writes {
-            dotenv.set(&write.key, &write.value)?;
-        }
-        dotenv.save(&home.env_path())?;
-    }
-    for write in &plan.config_writes {
-        config.set(&write.path.join("."), yaml_value(&write.value));
+        DotEnv::edit(&home.env_path(), |dotenv| {
+            plan.env_writes
+                .iter()
+                .try_for_each(|write| dotenv.set(&write.key, &write.value))
+        })?;
     }
     if !plan.config_writes.is_empty() {
-        config.save()?;
+        Config::edit(&home.config_path(), |config| {
+            for write in &plan.config_writes {
+                config.set(&write.path.join("."), yaml_value(&write.value));
+            }
+            Ok(())
+        })?;
     }
     Ok(())
 }

@@ -124,3 +124,66 @@ fn memory_setup_without_a_provider_lists_them_when_not_interactive() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("honcho") && text.contains("hint:"), "{text}");
 }
+
+/// Concurrent writers keep every change: 20 `hermes memory setup` processes at once, each
+/// setting one value of a dependency-free plugin (so nothing is installed and no network is
+/// needed). Each value goes to `.env` (its `env_var`) and to `config.yaml`
+/// (`memory.tinymem.<key>`); every one of the 20 must be in both files.
+#[test]
+fn parallel_memory_setups_keep_every_key() {
+    let t = TestContext::new();
+    seeded(&t);
+    let n = 20;
+    let plugin = t.root().join("plugins/tinymem");
+    fs::create_dir_all(&plugin).unwrap();
+    let mut manifest = String::from("name: tinymem\nkind: memory\nsettings:\n");
+    for i in 0..n {
+        manifest.push_str(&format!("  - {{key: key_{i}, env_var: TINYMEM_KEY_{i}}}\n"));
+    }
+    fs::write(plugin.join("plugin.yaml"), manifest).unwrap();
+
+    let children: Vec<_> = (0..n)
+        .map(|i| {
+            let set = format!("key_{i}=value-{i}");
+            t.cmd(&[
+                "memory",
+                "setup",
+                "tinymem",
+                "--set",
+                &set,
+                "--non-interactive",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", render(&out));
+    }
+
+    let env = fs::read_to_string(t.root().join(".env")).unwrap();
+    let config: yaml_serde::Value =
+        yaml_serde::from_str(&fs::read_to_string(t.root().join("config.yaml")).unwrap()).unwrap();
+    let lost_env: Vec<usize> = (0..n)
+        .filter(|i| {
+            !env.lines()
+                .any(|l| l == format!("TINYMEM_KEY_{i}=value-{i}"))
+        })
+        .collect();
+    let lost_config: Vec<usize> = (0..n)
+        .filter(|i| {
+            config["memory"]["tinymem"][format!("key_{i}").as_str()].as_str()
+                != Some(format!("value-{i}").as_str())
+        })
+        .collect();
+    assert!(
+        lost_env.is_empty() && lost_config.is_empty(),
+        "`.env` lost {} of {n} keys {lost_env:?}; `config.yaml` lost {} of {n} values {lost_config:?}",
+        lost_env.len(),
+        lost_config.len()
+    );
+    assert_eq!(config["memory"]["provider"].as_str(), Some("tinymem"));
+}
