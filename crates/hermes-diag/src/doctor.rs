@@ -8,6 +8,10 @@
 //! the profile directory — the user the services run as. A credential file the service user
 //! cannot read (the classic: `auth.json` left `root:root 0600` by a `docker exec` as root) is a
 //! failure even when `doctor` itself runs as root and could read it.
+//!
+//! Readable is not healthy: `auth.json`, `.env` and `config.yaml` each get a row saying whether
+//! they decode and parse, with the same rules the readers use (`AuthStore::parse`,
+//! `DotEnv::load`, `Config::load`). Doctor only reads: it never makes a corrupt copy.
 
 use std::fs::{self, File};
 use std::io;
@@ -15,8 +19,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use hermes_home::Home;
-use hermes_home::auth::describe_uid;
+use hermes_home::auth::{AuthStore, describe_uid};
 use hermes_home::config::Config;
+use hermes_home::dotenv::DotEnv;
 use serde::Serialize;
 
 use crate::identity::BuildIdentity;
@@ -91,16 +96,20 @@ pub fn home_checks(
     let dir = home.dir();
     let mut checks = vec![check_home_writable(dir)];
     let service_uid = fs::metadata(dir).ok().map(|m| m.uid());
-    checks.push(check_readable(
-        &home.auth_path(),
-        service_uid,
-        Missing::Fine,
-    ));
+    // Readable is not healthy: a file that is readable but does not decode or parse is
+    // reported by its own row, so it is never shown as ✓.
+    let auth = check_readable(&home.auth_path(), service_uid, Missing::Fine);
+    let auth_ok = auth.status == Status::Ok;
+    checks.push(auth);
+    if auth_ok {
+        checks.extend(check_auth_parses(&home.auth_path()));
+    }
     let env = check_readable(&home.env_path(), service_uid, Missing::Warn);
     let env_ok = env.status == Status::Ok;
     checks.push(env);
     if env_ok {
         checks.push(check_env_mode(&home.env_path()));
+        checks.push(check_env_parses(&home.env_path()));
     }
     let config = check_readable(&home.config_path(), service_uid, Missing::Warn);
     let config_ok = config.status == Status::Ok;
@@ -113,8 +122,7 @@ pub fn home_checks(
         match Config::load(&home.config_path()) {
             Ok(config) => {
                 checks.push(Check::ok("`config.yaml` parses"));
-                let dotenv =
-                    hermes_home::dotenv::DotEnv::load(&home.env_path()).unwrap_or_default();
+                let dotenv = DotEnv::load(&home.env_path()).unwrap_or_default();
                 let lookup = dotenv.over(var);
                 if let Some(model) = config.model(&lookup).default {
                     model_check = Check::ok(format!("model configured: `{model}`"));
@@ -122,7 +130,7 @@ pub fn home_checks(
             }
             Err(e) => checks.push(Check::fail(
                 e.to_string(),
-                "fix the file by hand; Hermes never rewrites a config it cannot parse",
+                e.hint().unwrap_or_else(|| owner_fix(&home.config_path())),
             )),
         }
     }
@@ -244,6 +252,61 @@ fn check_env_mode(path: &Path) -> Check {
         Err(e) => Check::fail(
             format!("cannot inspect `.env`: {}", short_io(&e)),
             owner_fix(path),
+        ),
+    }
+}
+
+/// `auth.json` decodes and has the store's shape; `None` when there is no file.
+fn check_auth_parses(path: &Path) -> Option<Check> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            return Some(Check::fail(
+                format!("cannot read `{}`: {}", path.display(), short_io(&e)),
+                owner_fix(path),
+            ));
+        }
+    };
+    // `AuthStore::parse`, not `load`: doctor only looks, it never makes a corrupt copy.
+    Some(match AuthStore::parse(&bytes) {
+        Ok(_) => Check::ok("`auth.json` parses"),
+        Err(reason) => Check::fail(
+            format!("`{}` is damaged: {reason}", path.display()),
+            format!(
+                "repair it by hand, or move it aside (`mv {p} {p}.bad`) and log in again; the next \
+                 credential write copies it to `auth.json.corrupt.<time>` and starts empty",
+                p = path.display()
+            ),
+        ),
+    })
+}
+
+/// `.env` decodes (✗ otherwise: every command that reads it fails) and every line is an
+/// assignment, a comment or blank (⚠ otherwise: those lines are ignored).
+fn check_env_parses(path: &Path) -> Check {
+    let env = match DotEnv::load(path) {
+        Ok(env) => env,
+        Err(e) => {
+            return Check::fail(e.to_string(), e.hint().unwrap_or_else(|| owner_fix(path)));
+        }
+    };
+    // Line numbers only: an unparsed line may be a pasted secret.
+    let lines = env.unparsed_lines();
+    let numbers = lines
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    match lines.len() {
+        0 => Check::ok("`.env` parses"),
+        1 => Check::warn(
+            format!("`.env` line {numbers} is not `KEY=value` and is ignored"),
+            "fix that line, or comment it out with `#`",
+        ),
+        _ => Check::warn(
+            format!("`.env` lines {numbers} are not `KEY=value` and are ignored"),
+            "fix those lines, or comment them out with `#`",
         ),
     }
 }
@@ -382,5 +445,79 @@ mod tests {
             failed.fix.as_deref().unwrap().contains("chown"),
             "{failed:?}"
         );
+    }
+
+    fn find<'a>(checks: &'a [Check], needle: &str) -> &'a Check {
+        checks
+            .iter()
+            .find(|c| c.message.contains(needle))
+            .unwrap_or_else(|| panic!("no check mentions {needle:?}: {checks:#?}"))
+    }
+
+    #[test]
+    fn env_that_is_not_utf8_fails() {
+        let (dir, home) = fresh_home();
+        fs::write(dir.path().join(".env"), b"OPENAI_API_KEY=sk-\xff\xfe\n").unwrap();
+        let checks = home_checks(&home, &BuildIdentity::resolve("", None), &|_| None);
+        let env = find(&checks, "UTF-8");
+        assert_eq!(env.status, Status::Fail, "{env:?}");
+        assert!(
+            env.message.contains(".env") && env.message.contains("line 1"),
+            "{env:?}"
+        );
+        assert!(env.fix.as_deref().is_some_and(|f| !f.is_empty()), "{env:?}");
+        assert!(has_failures(&checks));
+    }
+
+    #[test]
+    fn env_lines_that_are_not_assignments_warn_without_printing_them() {
+        let (dir, home) = fresh_home();
+        fs::write(
+            dir.path().join(".env"),
+            "# comment\nA=1\nsk-pasted-secret-without-a-name\n\nB=2\n",
+        )
+        .unwrap();
+        let checks = home_checks(&home, &BuildIdentity::resolve("", None), &|_| None);
+        let env = find(&checks, "not `KEY=value`");
+        assert_eq!(env.status, Status::Warn, "{env:?}");
+        assert!(env.message.contains("line 3"), "{env:?}");
+        let text = render("doctor", &checks, false);
+        assert!(
+            !text.contains("sk-pasted"),
+            "a malformed line may be a secret: {text}"
+        );
+    }
+
+    #[test]
+    fn corrupt_auth_json_fails_and_is_not_touched() {
+        let (dir, home) = fresh_home();
+        let auth = dir.path().join("auth.json");
+        for damaged in [
+            &b"{\"providers\": "[..],
+            b"[1, 2]",
+            b"{\"providers\": [\"nous\"]}",
+            b"{\"providers\": {\"nous\": {\"access_token\": \"t\xff\"}}}",
+        ] {
+            fs::write(&auth, damaged).unwrap();
+            let checks = home_checks(&home, &BuildIdentity::resolve("", None), &|_| None);
+            let row = checks
+                .iter()
+                .find(|c| c.message.contains("auth.json") && c.status == Status::Fail)
+                .unwrap_or_else(|| panic!("{}: {checks:#?}", String::from_utf8_lossy(damaged)));
+            assert!(
+                row.fix.as_deref().is_some_and(|f| f.contains("auth.json")),
+                "{row:?}"
+            );
+            assert_eq!(fs::read(&auth).unwrap(), damaged, "doctor only looks");
+        }
+        let copies = fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains("corrupt"))
+            .count();
+        assert_eq!(copies, 0, "doctor makes no corrupt copies");
+        fs::write(&auth, "{\"providers\": {\"nous\": {}}}").unwrap();
+        let checks = home_checks(&home, &BuildIdentity::resolve("", None), &|_| None);
+        assert!(!has_failures(&checks), "{checks:#?}");
     }
 }

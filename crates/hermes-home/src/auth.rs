@@ -10,9 +10,11 @@
 //!   that fixes it; the file is left exactly as it is (degrading to an empty store would let
 //!   the next save erase every credential — the original's bug);
 //! * any other read error → [`Error::Io`], file untouched;
-//! * content that is not a JSON object → the file is *copied* aside to
+//! * damaged content ([`AuthStore::parse`]: not UTF-8, not JSON, not a JSON object, or a
+//!   `providers` / `credential_pool` that is not an object) → the file is *copied* aside to
 //!   `auth.json.corrupt.<timestamp>` and an empty store is returned with a [`CorruptCopy`]
-//!   report, so the caller can say where the old bytes are.
+//!   report, so the caller can say where the old bytes are; [`AuthStore::edit`] replaces
+//!   such a file only once the copy exists.
 //!
 //! The only way to write is [`AuthStore::edit`]: it holds the sibling `auth.lock` (the
 //! original's lock file, so both implementations exclude each other) from the load to the
@@ -27,7 +29,10 @@ use serde_json::{Map, Value, json};
 
 use crate::Error;
 use crate::atomic::write_atomic;
-use crate::lock;
+use crate::{damage, lock};
+
+/// Why a file is damaged, and where it was copied (or why the copy failed).
+type Damaged = Option<(String, Result<PathBuf, Error>)>;
 
 /// The mode of `auth.json` and of `auth.lock`.
 const MODE: u32 = 0o600;
@@ -47,6 +52,16 @@ pub struct CorruptCopy {
     pub preserved_at: Option<PathBuf>,
     /// The parser's description.
     pub reason: String,
+}
+
+impl CorruptCopy {
+    fn report(path: &Path, reason: String, copy: Result<PathBuf, Error>) -> Self {
+        CorruptCopy {
+            path: path.to_path_buf(),
+            preserved_at: copy.ok(),
+            reason,
+        }
+    }
 }
 
 /// The result of [`AuthStore::load`].
@@ -70,40 +85,52 @@ impl Default for AuthStore {
 impl AuthStore {
     /// Loads the store at `path` following the rules in the module doc.
     pub fn load(path: &Path) -> Result<Loaded, Error> {
+        let (store, damaged) = Self::read(path)?;
+        Ok(Loaded {
+            store,
+            corrupt: damaged.map(|(reason, copy)| CorruptCopy::report(path, reason, copy)),
+        })
+    }
+
+    /// Parses the bytes of an `auth.json`, or says why they are damaged: not UTF-8 (a lossy
+    /// decode would change a token), not JSON, not a JSON object, or a `providers` or
+    /// `credential_pool` that is present and not an object (the store would drop it). A missing
+    /// or null `providers` is an empty one.
+    pub fn parse(bytes: &[u8]) -> Result<AuthStore, String> {
+        let text = damage::decode(bytes).map_err(|bad| bad.to_string())?;
+        let mut doc = match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(doc)) => doc,
+            Ok(_) => return Err("not a JSON object".into()),
+            Err(e) => return Err(e.to_string()),
+        };
+        for key in ["providers", "credential_pool"] {
+            if doc.get(key).is_some_and(|v| !v.is_object() && !v.is_null()) {
+                return Err(format!("`{key}` is not an object"));
+            }
+        }
+        if !doc.get("providers").is_some_and(Value::is_object) {
+            doc.insert("providers".into(), json!({}));
+        }
+        Ok(AuthStore { doc })
+    }
+
+    /// The store at `path` and, when the file is damaged, why and the result of copying it
+    /// aside (kept as a `Result` so [`AuthStore::edit`] can refuse to replace an uncopied file).
+    fn read(path: &Path) -> Result<(AuthStore, Damaged), Error> {
         let bytes = match fs::read(path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Ok(Loaded {
-                    store: AuthStore::default(),
-                    corrupt: None,
-                });
+                return Ok((AuthStore::default(), None));
             }
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
                 return Err(unreadable(path, e));
             }
             Err(e) => return Err(Error::io("read", path, e)),
         };
-        let text = String::from_utf8_lossy(&bytes);
-        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(mut doc)) => {
-                if !doc.get("providers").is_some_and(Value::is_object) {
-                    doc.insert("providers".into(), json!({}));
-                }
-                Ok(Loaded {
-                    store: AuthStore { doc },
-                    corrupt: None,
-                })
-            }
-            Ok(_) => Ok(Loaded {
-                store: AuthStore::default(),
-                corrupt: Some(preserve(path, "not a JSON object".into())),
-            }),
-            Err(e) => Ok(Loaded {
-                store: AuthStore::default(),
-                corrupt: Some(preserve(path, e.to_string())),
-            }),
-        }
+        Ok(match AuthStore::parse(&bytes) {
+            Ok(store) => (store, None),
+            Err(reason) => (AuthStore::default(), Some((reason, damage::preserve(path)))),
+        })
     }
 
     /// Provider ids that have stored state.
@@ -151,17 +178,17 @@ impl AuthStore {
         change: impl FnOnce(&mut AuthStore) -> Result<T, Error>,
     ) -> Result<(T, Option<CorruptCopy>), Error> {
         lock::with_locked(&path.with_file_name("auth.lock"), MODE, || {
-            let Loaded { mut store, corrupt } = AuthStore::load(path)?;
+            let (mut store, damaged) = AuthStore::read(path)?;
             let before = store.clone();
             let out = change(&mut store)?;
-            if store != before {
-                if corrupt.as_ref().is_some_and(|c| c.preserved_at.is_none()) {
-                    return Err(Error::io(
-                        "preserve",
-                        path,
-                        io::Error::other("the file is corrupt and could not be copied aside"),
-                    ));
-                }
+            let changed = store != before;
+            let corrupt = match damaged {
+                None => None,
+                // Without a copy, replacing the file would lose its bytes for good.
+                Some((_, Err(e))) if changed => return Err(e),
+                Some((reason, copy)) => Some(CorruptCopy::report(path, reason, copy)),
+            };
+            if changed {
                 store.write(path)?;
             }
             Ok((out, corrupt))
@@ -176,21 +203,6 @@ impl AuthStore {
         let mut text = serde_json::to_string_pretty(&self.doc).unwrap_or_default();
         text.push('\n');
         write_atomic(path, text.as_bytes(), MODE)
-    }
-}
-
-fn preserve(path: &Path, reason: String) -> CorruptCopy {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "auth.json".into());
-    let dest = path.with_file_name(format!("{name}.corrupt.{}", crate::time::compact_utc_now()));
-    // Copy, never rename: the original stays where it is, in case the parse error is ours.
-    let preserved_at = fs::copy(path, &dest).ok().map(|_| dest);
-    CorruptCopy {
-        path: path.to_path_buf(),
-        preserved_at,
-        reason,
     }
 }
 
@@ -346,5 +358,44 @@ mod tests {
             fs::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o600
         );
+    }
+
+    #[test]
+    fn invalid_utf8_is_corrupt_not_decoded_lossily() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("auth.json");
+        let damaged: &[u8] = b"{\"providers\": {\"nous\": {\"access_token\": \"t\xff\"}}}";
+        fs::write(&path, damaged).unwrap();
+        let loaded = AuthStore::load(&path).unwrap();
+        let corrupt = loaded
+            .corrupt
+            .expect("a token that is not UTF-8 is damage, not a value");
+        assert!(corrupt.reason.contains("UTF-8"), "{}", corrupt.reason);
+        assert_eq!(fs::read(corrupt.preserved_at.unwrap()).unwrap(), damaged);
+        assert!(loaded.store.providers().is_empty());
+        assert_eq!(fs::read(&path).unwrap(), damaged, "original left in place");
+    }
+
+    #[test]
+    fn parse_says_why_a_store_is_damaged() {
+        let reason = |bytes: &[u8]| AuthStore::parse(bytes).unwrap_err();
+        assert!(reason(b"{\"a\": \"\xff\"}").contains("UTF-8"));
+        assert!(reason(b"{\"providers\": ").contains("EOF"));
+        assert_eq!(reason(b"[1]"), "not a JSON object");
+        assert_eq!(
+            reason(b"{\"providers\": [\"nous\"]}"),
+            "`providers` is not an object"
+        );
+        assert_eq!(
+            reason(b"{\"credential_pool\": 3}"),
+            "`credential_pool` is not an object"
+        );
+        for fine in [
+            &b"{}"[..],
+            b"\xef\xbb\xbf{\"providers\": null}",
+            b"{\"providers\": {}}",
+        ] {
+            assert!(AuthStore::parse(fine).unwrap().providers().is_empty());
+        }
     }
 }

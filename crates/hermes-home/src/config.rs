@@ -33,7 +33,7 @@ use yaml_serde::{Mapping, Value};
 
 use crate::Error;
 use crate::atomic::write_atomic;
-use crate::lock;
+use crate::{damage, lock};
 
 /// The mode of `config.yaml` and of its lock file.
 const MODE: u32 = 0o640;
@@ -69,10 +69,11 @@ impl Config {
         }
     }
 
-    /// Loads `path`; a missing file is an empty config.
+    /// Loads `path`; a missing file is an empty config, bytes that are not UTF-8 are
+    /// [`Error::NotUtf8`].
     pub fn load(path: &Path) -> Result<Self, Error> {
-        let text = match fs::read_to_string(path) {
-            Ok(text) => text,
+        let bytes = match fs::read(path) {
+            Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Ok(Config {
                     path: path.to_path_buf(),
@@ -82,7 +83,8 @@ impl Config {
             }
             Err(e) => return Err(Error::io("read", path, e)),
         };
-        Self::parse(path, &text)
+        let text = damage::decode_text(path, &bytes)?;
+        Self::parse(path, text)
     }
 
     /// Parses config text that came from `path`.

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use crate::Error;
 use crate::atomic::write_atomic;
-use crate::lock;
+use crate::{damage, lock};
 
 /// The mode of `.env` and of its lock file.
 const MODE: u32 = 0o600;
@@ -83,13 +83,30 @@ impl DotEnv {
         DotEnv { lines }
     }
 
-    /// Reads `path`; a missing file is an empty `.env`.
+    /// Reads `path`; a missing file is an empty `.env`. Bytes that are not UTF-8 are
+    /// [`Error::NotUtf8`]: the file is damaged, and [`DotEnv::edit`] never rewrites it.
     pub fn load(path: &Path) -> Result<Self, Error> {
-        match fs::read_to_string(path) {
-            Ok(text) => Ok(Self::parse(&text)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(e) => Err(Error::io("read", path, e)),
-        }
+        let bytes = match fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => return Err(Error::io("read", path, e)),
+        };
+        let text = damage::decode_text(path, &bytes)?;
+        Ok(Self::parse(text))
+    }
+
+    /// 1-based numbers of the lines that are neither an assignment, a comment nor blank: Hermes
+    /// ignores them (and keeps them when it writes). Numbers only, because such a line may be
+    /// a pasted secret.
+    pub fn unparsed_lines(&self) -> Vec<usize> {
+        self.lines
+            .iter()
+            .enumerate()
+            .filter(|(_, line)| {
+                matches!(line, Line::Other(raw) if !raw.trim().is_empty() && !raw.trim_start().starts_with('#'))
+            })
+            .map(|(i, _)| i + 1)
+            .collect()
     }
 
     /// The value of `key` (the last assignment wins, as in a shell).
@@ -386,5 +403,38 @@ mod tests {
             .filter(|i| env.get(&format!("KEY_{i}")) != Some(format!("value-{i}").as_str()))
             .collect();
         assert!(lost.is_empty(), "lost {} of {n} keys: {lost:?}", lost.len());
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_an_error_and_never_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".env");
+        let damaged: &[u8] = b"A=1\nTOKEN=caf\xe9\n";
+        fs::write(&path, damaged).unwrap();
+        let err = DotEnv::load(&path).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::NotUtf8 {
+                    line: 2,
+                    offset: 13,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.hint().unwrap().contains("line 2"), "{:?}", err.hint());
+        assert!(matches!(
+            set_var(&path, "B", "2"),
+            Err(Error::NotUtf8 { .. })
+        ));
+        assert_eq!(fs::read(&path).unwrap(), damaged);
+    }
+
+    #[test]
+    fn unparsed_lines_are_numbered() {
+        let env = DotEnv::parse("\u{feff}# c\nA=1\nsk-pasted\n\n  # indented comment\nB\n");
+        assert_eq!(env.unparsed_lines(), [3, 6]);
+        assert!(DotEnv::parse("A=1\n# x\n\n").unparsed_lines().is_empty());
     }
 }

@@ -72,6 +72,16 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
+    /// A text file (`.env`, `config.yaml`) whose bytes are not UTF-8.
+    #[error("`{}` is not valid UTF-8 (line {line}, byte {offset})", path.display())]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the first invalid byte.
+        line: usize,
+        /// 0-based offset of the first invalid byte.
+        offset: usize,
+    },
     /// A `.env` key that is not a valid variable name.
     #[error("invalid environment variable name `{key}`")]
     EnvKeyInvalid {
@@ -168,6 +178,11 @@ impl Error {
             Error::ConfigParse { .. } | Error::ConfigNotMapping { .. } => {
                 Some("fix the file by hand; Hermes never rewrites a config it cannot parse".into())
             }
+            Error::NotUtf8 { path, line, .. } => Some(format!(
+                "fix line {line} by hand or re-save the file as UTF-8 (`iconv -f latin1 -t utf-8`); \
+                 Hermes never rewrites `{}` while it does not decode",
+                path.display()
+            )),
             Error::EnvKeyInvalid { .. } => {
                 Some("names start with a letter or `_` and contain only letters, digits and `_`".into())
             }

@@ -9,9 +9,10 @@
 //! from the read to the write, so the gateway and the supervisor never erase each other's
 //! fields.
 //!
-//! Reading tolerates a UTF-8 BOM. A file that is not a JSON object reads as
+//! Reading tolerates a UTF-8 BOM. A file that is not UTF-8 or not a JSON object reads as
 //! [`StateRead::Invalid`] (callers treat it as "unknown" and warn); [`merge`] onto such a file
-//! first copies it aside to `gateway_state.json.corrupt.<timestamp>`, so nothing is lost.
+//! first copies it aside to `gateway_state.json.corrupt.<timestamp>`, so nothing is lost, and
+//! does not replace it if the copy fails.
 //!
 //! The *effective* state decides boot autostart: `desired_state` when present and not null,
 //! else `gateway_state`, with `draining` and `degraded` counting as `running`.
@@ -24,7 +25,7 @@ use serde_json::{Map, Value};
 
 use crate::Error;
 use crate::atomic::write_atomic;
-use crate::lock;
+use crate::{damage, lock};
 
 /// The mode of `gateway_state.json` and of its lock file (the record holds no secret).
 const MODE: u32 = 0o644;
@@ -42,7 +43,7 @@ pub enum StateRead {
     Missing,
     /// A valid record.
     Valid(GatewayState),
-    /// The file exists but is not a JSON object; the reason says why.
+    /// The file exists but is not UTF-8 or not a JSON object; the reason says why.
     Invalid(String),
 }
 
@@ -107,8 +108,12 @@ pub fn read(path: &Path) -> Result<StateRead, Error> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(StateRead::Missing),
         Err(e) => return Err(Error::io("read", path, e)),
     };
-    let text = String::from_utf8_lossy(&bytes);
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    // Strict: a lossy decode would read damage as a record and a merge would store the
+    // replacement characters for good.
+    let text = match damage::decode(&bytes) {
+        Ok(text) => text,
+        Err(bad) => return Ok(StateRead::Invalid(bad.to_string())),
+    };
     Ok(match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(fields)) => StateRead::Valid(GatewayState { fields }),
         Ok(_) => StateRead::Invalid("not a JSON object".into()),
@@ -134,16 +139,7 @@ pub fn merge(path: &Path, updates: Map<String, Value>) -> Result<Option<PathBuf>
         let (mut fields, preserved) = match read(path)? {
             StateRead::Valid(state) => (state.fields, None),
             StateRead::Missing => (Map::new(), None),
-            StateRead::Invalid(_) => {
-                let name = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let dest = path
-                    .with_file_name(format!("{name}.corrupt.{}", crate::time::compact_utc_now()));
-                fs::copy(path, &dest).map_err(|e| Error::io("preserve", path, e))?;
-                (Map::new(), Some(dest))
-            }
+            StateRead::Invalid(_) => (Map::new(), Some(damage::preserve(path)?)),
         };
         fields.extend(updates);
         let text = serde_json::to_string(&fields).unwrap_or_default();
@@ -259,6 +255,33 @@ mod tests {
             lost.is_empty(),
             "lost {} of {n} fields: {lost:?}",
             lost.len()
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_is_invalid_and_preserved_before_a_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gateway_state.json");
+        let damaged: &[u8] = b"{\"gateway_state\":\"running\",\"argv\":[\"caf\xe9\"]}";
+        fs::write(&path, damaged).unwrap();
+        let StateRead::Invalid(reason) = read(&path).unwrap() else {
+            panic!("invalid UTF-8 must not read as a valid record")
+        };
+        assert!(reason.contains("UTF-8"), "{reason}");
+        assert_eq!(recorded_state(&path).as_deref(), Some("unknown"));
+        let mut updates = Map::new();
+        updates.insert("desired_state".into(), json!("stopped"));
+        let preserved = merge(&path, updates)
+            .unwrap()
+            .expect("the damaged file is copied aside before it is replaced");
+        assert_eq!(fs::read(preserved).unwrap(), damaged, "byte for byte");
+        let fresh = read(&path).unwrap();
+        let fields = fresh.state().unwrap().fields();
+        assert_eq!(fields.get("desired_state"), Some(&json!("stopped")));
+        assert_eq!(
+            fields.get("gateway_state"),
+            None,
+            "nothing of the damaged record is kept"
         );
     }
 }

@@ -18,6 +18,7 @@
 pub mod atomic;
 pub mod auth;
 pub mod config;
+mod damage;
 pub mod dotenv;
 mod error;
 pub mod gateway_state;

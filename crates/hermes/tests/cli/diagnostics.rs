@@ -110,3 +110,29 @@ fn no_arguments_prints_help() {
     let out = t.ok(&[]);
     assert!(out.contains("Usage: hermes"), "{out}");
 }
+
+/// `doctor` decodes and parses the files it reports on: a `.env` that is not UTF-8 and an
+/// `auth.json` that is not a credential store are failures (exit 1), not "readable".
+#[test]
+fn doctor_fails_on_an_env_that_does_not_decode_and_a_corrupt_auth_json() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    fs::write(t.root().join(".env"), b"OPENAI_API_KEY=sk-\xff\n").unwrap();
+    fs::write(t.root().join("auth.json"), "{\"providers\": ").unwrap();
+    let out = t.run(&["doctor"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", crate::util::render(&out));
+    assert!(
+        stdout.contains("✗ `") && stdout.contains(".env` is not valid UTF-8 (line 1"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("✗ `") && stdout.contains("auth.json` is damaged"),
+        "{stdout}"
+    );
+    assert_eq!(
+        fs::read(t.root().join("auth.json")).unwrap(),
+        b"{\"providers\": ",
+        "doctor only looks"
+    );
+}

@@ -216,3 +216,20 @@ fn usage_errors_exit_2() {
     assert_eq!(t.run(&["profile", "create"]).status.code(), Some(2));
     assert_eq!(t.run(&["--help"]).status.code(), Some(0));
 }
+
+/// A `gateway_state.json` that is not UTF-8 is damaged, not a record whose bytes can be
+/// replaced: it shows as `unknown`, like one that is not JSON.
+#[test]
+fn gateway_state_that_is_not_utf8_lists_as_unknown() {
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    let state = t.root().join("profiles/work/gateway_state.json");
+    fs::write(
+        &state,
+        b"{\"gateway_state\": \"running\", \"argv\": [\"\xff\"]}",
+    )
+    .unwrap();
+    let listed: serde_json::Value =
+        serde_json::from_str(&t.ok(&["profile", "list", "--json"])).unwrap();
+    assert_eq!(listed[1]["gateway"], "unknown", "{listed}");
+}
