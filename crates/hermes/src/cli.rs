@@ -69,6 +69,9 @@ pub enum Command {
     Dump(JsonFlag),
     /// Check this installation and profile; exits 1 if any check fails.
     Doctor(JsonFlag),
+    /// Exit 0 when the running supervisor answers and no service is failing (failed, crash
+    /// loop, still starting); 1 otherwise, one line per problem. The image's healthcheck.
+    Health(JsonFlag),
     /// Run as the container's PID 1: boot, supervise, and run CMD as the main program.
     ///
     /// CMD routing: nothing runs `hermes`; a hermes subcommand or a word starting with `-`

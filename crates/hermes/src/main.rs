@@ -27,7 +27,7 @@ fn main() -> ExitCode {
         output::stderr(&failure.render());
         return ExitCode::from(failure.code);
     }
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(arguments()) {
         Ok(cli) => cli,
         Err(e) => {
             // `--help` is not an error; everything else clap reports is a usage error (2).
@@ -44,6 +44,17 @@ fn main() -> ExitCode {
             ExitCode::from(failure.code)
         }
     }
+}
+
+/// The command line, with one alias: invoked as `tini` (the image links `/usr/bin/tini` to
+/// `hermes`), `tini [flags] [--] CMD` means `hermes init [flags] [--] CMD`, so compose files and
+/// scripts written for images that run tini keep working.
+fn arguments() -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if commands::init::invoked_as_tini() {
+        args.splice(0..1, ["hermes".into(), "init".into()]);
+    }
+    args
 }
 
 fn is_broken_pipe(failure: &failure::Failure) -> bool {
@@ -82,6 +93,7 @@ fn run(cli: Cli) -> CommandResult {
         Some(Command::Version(flag)) => commands::info::run_version(flag.json),
         Some(Command::Dump(flag)) => commands::info::run_dump(&ctx, flag.json),
         Some(Command::Doctor(flag)) => commands::info::run_doctor(&ctx, flag.json),
+        Some(Command::Health(flag)) => commands::health::run(&ctx, flag.json),
         Some(Command::Init(args)) => commands::init::run(args, ctx.profile_flag),
     }
 }

@@ -14,7 +14,7 @@ use crate::failure::{CommandResult, ExitStatus, Failure};
 
 /// The root-exec shim, skipped for `hermes init` (which must be the first argument).
 pub fn root_exec_shim() -> Result<(), Failure> {
-    if std::env::args_os().nth(1).is_some_and(|a| a == "init") {
+    if invoked_as_tini() || std::env::args_os().nth(1).is_some_and(|a| a == "init") {
         return Ok(());
     }
     hermes_init::root_exec_shim(
@@ -24,6 +24,14 @@ pub fn root_exec_shim() -> Result<(), Failure> {
         &Env::from_process(),
     )?;
     Ok(())
+}
+
+/// Whether this process was started under the name `tini` (see `main::arguments`).
+pub fn invoked_as_tini() -> bool {
+    std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .is_some_and(|argv0| argv0.file_name().is_some_and(|name| name == "tini"))
 }
 
 /// `hermes init [flags] [--] [CMD ...]`. tini's `-p SIG` arrives as the global `-p` flag.

@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod gateway;
+pub mod health;
 pub mod info;
 pub mod init;
 pub mod plugins;

@@ -164,3 +164,66 @@ fn up_says_why_it_ignores_a_services_section() {
         .unwrap();
     assert!(stderr.contains("warning: ignoring `services:`"), "{stderr}");
 }
+
+/// `hermes health` (the image's healthcheck) asks the supervisor: healthy while services run
+/// or are stopped on purpose, unhealthy naming the service once one crash-loops, and a clear
+/// failure with no supervisor.
+#[test]
+fn health_follows_the_supervisor() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let no_supervisor = t.run(&["health"]);
+    assert_eq!(no_supervisor.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&no_supervisor.stderr).contains("no supervisor is running"));
+
+    // `flaky` runs while `ok` exists and crashes at once without it.
+    fs::write(t.root().join("ok"), "").unwrap();
+    fs::write(
+        t.root().join("config.yaml"),
+        format!(
+            "services:\n  steady:\n    command: 'exec sleep 60'\n  flaky:\n    command: \
+             'test -e {} && exec sleep 60; exit 1'\n",
+            t.root().join("ok").display()
+        ),
+    )
+    .unwrap();
+    let _up = t.start_up();
+    wait_until("both up", Duration::from_secs(20), || {
+        state_of(&t, "steady") == "up" && state_of(&t, "flaky") == "up"
+    });
+    let healthy = t.run(&["health"]);
+    assert_eq!(
+        healthy.status.code(),
+        Some(0),
+        "{}",
+        crate::util::render(&healthy)
+    );
+    assert!(String::from_utf8_lossy(&healthy.stdout).starts_with("healthy: "));
+
+    t.ok(&["service", "stop", "flaky"]);
+    wait_until("flaky down", Duration::from_secs(15), || {
+        state_of(&t, "flaky") == "down"
+    });
+    assert_eq!(
+        t.run(&["health"]).status.code(),
+        Some(0),
+        "a deliberate stop is healthy"
+    );
+
+    fs::remove_file(t.root().join("ok")).unwrap();
+    t.ok(&["service", "start", "flaky"]);
+    wait_until("flaky crash-looping", Duration::from_secs(20), || {
+        t.service("flaky")["restarts"].as_u64() >= Some(2)
+    });
+    let sick = t.run(&["health", "--json"]);
+    assert_eq!(sick.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&sick.stdout).unwrap();
+    assert_eq!(doc["healthy"], false, "{doc}");
+    assert_eq!(doc["problems"][0]["service"], "flaky", "{doc}");
+    let text = t.run(&["health"]);
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("unhealthy: `flaky` is "),
+        "{}",
+        crate::util::render(&text)
+    );
+}

@@ -121,6 +121,38 @@ fn tini_flags_are_accepted_and_e_maps_a_code_to_zero() {
     assert_eq!(out.status.code(), Some(143), "{}", render(&out));
 }
 
+/// Invoked as `tini` (the image's `/usr/bin/tini` is a link to `hermes`), the binary is
+/// `hermes init` with tini's flags: the same command lines keep working.
+#[test]
+fn invoked_as_tini_it_is_init() {
+    let sb = Sandbox::new();
+    let tini = sb.path().join("tini");
+    std::os::unix::fs::symlink(hermes(), &tini).unwrap();
+    let mut c = std::process::Command::new(&tini);
+    c.args([
+        "-s",
+        "-e",
+        "143",
+        "--",
+        "sh",
+        "-c",
+        "kill -TERM $$; sleep 5",
+    ])
+    .env_clear()
+    .envs(sb.env())
+    .current_dir(sb.path());
+    let out = run(&mut c);
+    assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+    let mut c = std::process::Command::new(&tini);
+    c.args(["sh", "-c", "echo tini-ran; exit 7"])
+        .env_clear()
+        .envs(sb.env())
+        .current_dir(sb.path());
+    let out = run(&mut c);
+    assert_eq!(out.status.code(), Some(7), "{}", render(&out));
+    assert!(stdout(&out).contains("tini-ran"), "{}", render(&out));
+}
+
 fn rss_file_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap()
