@@ -61,16 +61,37 @@ fn expand_tilde(raw: &str, home: Option<&str>) -> Result<PathBuf, Error> {
     }
 }
 
-/// Where the supervisor keeps its lock, control socket and readiness sockets:
-/// `HERMES_RUNTIME_DIR` when set (the image sets `/run/hermes`), else `<root>/run`. Every
-/// client derives it the same way, so `hermes service` finds the supervisor of its home.
-pub fn runtime_dir(root: &Path, var: impl Fn(&str) -> Option<String>) -> PathBuf {
-    match var("HERMES_RUNTIME_DIR")
+/// The variable that names the supervisor's runtime directory outright.
+pub const RUNTIME_DIR_VAR: &str = "HERMES_RUNTIME_DIR";
+
+/// Where the supervisor of `root` may keep its lock, control socket and readiness sockets, in
+/// order of preference. The one rule for server and clients alike: the supervisor takes the
+/// first it can make private, a client talks to the first that holds a control socket.
+///
+/// * `HERMES_RUNTIME_DIR` when set: only that.
+/// * inside the image (`in_image`): `/run/hermes`; then `/tmp/hermes` (a `--read-only`
+///   container with a tmpfs `/tmp`); then `<root>/run` (a container run as the service user
+///   with only its volume writable).
+/// * otherwise (`hermes up` on a host): `<root>/run`.
+pub fn runtime_dirs(
+    root: &Path,
+    var: impl Fn(&str) -> Option<String>,
+    in_image: bool,
+) -> Vec<PathBuf> {
+    if let Some(dir) = var(RUNTIME_DIR_VAR)
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty())
     {
-        Some(dir) => PathBuf::from(dir),
-        None => root.join("run"),
+        return vec![PathBuf::from(dir)];
+    }
+    if in_image {
+        vec![
+            PathBuf::from("/run/hermes"),
+            PathBuf::from("/tmp/hermes"),
+            root.join("run"),
+        ]
+    } else {
+        vec![root.join("run")]
     }
 }
 
@@ -251,13 +272,26 @@ mod tests {
     }
 
     #[test]
-    fn runtime_dir_follows_the_variable_else_the_root() {
+    fn runtime_dirs_follow_the_variable_the_image_else_the_root() {
         let root = Path::new("/data");
-        assert_eq!(runtime_dir(root, lookup(&[])), PathBuf::from("/data/run"));
         assert_eq!(
-            runtime_dir(root, lookup(&[("HERMES_RUNTIME_DIR", " /run/hermes ")])),
-            PathBuf::from("/run/hermes")
+            runtime_dirs(root, lookup(&[]), false),
+            [PathBuf::from("/data/run")]
         );
+        assert_eq!(
+            runtime_dirs(root, lookup(&[]), true),
+            ["/run/hermes", "/tmp/hermes", "/data/run"].map(PathBuf::from)
+        );
+        for in_image in [false, true] {
+            assert_eq!(
+                runtime_dirs(
+                    root,
+                    lookup(&[("HERMES_RUNTIME_DIR", " /run/x ")]),
+                    in_image
+                ),
+                [PathBuf::from("/run/x")]
+            );
+        }
     }
 
     #[test]

@@ -31,6 +31,15 @@ pub enum Error {
         /// The errno.
         source: nix::Error,
     },
+    /// No candidate runtime directory could be made private for the control socket.
+    #[error(
+        "no private directory for the control socket: {}",
+        describe_tried(tried)
+    )]
+    NoRuntimeDir {
+        /// Each candidate and why it was refused.
+        tried: Vec<(PathBuf, String)>,
+    },
     /// The supervisor could not start (runtime directory, lock, control socket).
     #[error(transparent)]
     Supervisor(#[from] hermes_supervisor::Error),
@@ -50,6 +59,11 @@ impl Error {
                  thread exists; check the container's seccomp profile"
                     .to_owned(),
             ),
+            Error::NoRuntimeDir { .. } => Some(
+                "give the container a writable `/run` or `/tmp` (`--tmpfs /run`), or set \
+                 `HERMES_RUNTIME_DIR` to a directory only the supervisor's user can write"
+                    .to_owned(),
+            ),
             Error::Supervisor(e) => e.hint(),
         }
     }
@@ -61,6 +75,14 @@ impl Error {
             _ => 1,
         }
     }
+}
+
+fn describe_tried(tried: &[(PathBuf, String)]) -> String {
+    tried
+        .iter()
+        .map(|(dir, why)| format!("`{}` ({why})", dir.display()))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 #[cfg(test)]
@@ -87,6 +109,9 @@ mod tests {
             Error::Signals {
                 what: "the signal mask",
                 source: nix::Error::EPERM,
+            },
+            Error::NoRuntimeDir {
+                tried: vec![("/run/hermes".into(), "read-only file system".into())],
             },
             Error::Supervisor(hermes_supervisor::Error::AlreadyRunning {
                 pid: 7,

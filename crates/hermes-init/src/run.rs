@@ -20,7 +20,6 @@
 //! ([`release_boot_text`]).
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
 
 use hermes_supervisor::{LogTarget, Options, RestartPolicy, ServiceSpec, Supervisor};
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction};
@@ -127,7 +126,18 @@ pub fn run(settings: &Settings, log: &mut dyn Write, mirror: &mut dyn Write) -> 
         }
     }
 
-    let runtime_dir = usable_runtime_dir(&settings.runtime_dir, log);
+    let candidates = hermes_home::layout::runtime_dirs(
+        &settings.home,
+        |k| settings.env.get(k).map(str::to_owned),
+        hermes_privilege::image_marker_present(&settings.image_marker),
+    );
+    let runtime_dir = crate::settings::choose_runtime_dir(&candidates)?;
+    if settings.flags.verbose > 0 || runtime_dir != candidates[0] {
+        say(
+            log,
+            format!("control socket in `{}`", runtime_dir.display()),
+        );
+    }
     let mut opts = Options::new(&runtime_dir, settings.home.join("logs"));
     opts.main = Some(MAIN_SERVICE.to_owned());
     opts.foreground_tty = std::io::stdin().is_terminal();
@@ -185,29 +195,6 @@ fn block_signals() -> Result<(), Error> {
     tty.add(Signal::SIGTTIN);
     let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&tty), None);
     Ok(())
-}
-
-/// The runtime directory, or a private fallback when we cannot write it (started with
-/// `--user` as the service user, where `/run` belongs to root).
-fn usable_runtime_dir(wanted: &Path, log: &mut dyn Write) -> PathBuf {
-    let writable = |dir: &Path| {
-        std::fs::create_dir_all(dir).is_ok()
-            && nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_ok()
-    };
-    if writable(wanted) {
-        return wanted.to_path_buf();
-    }
-    let uid = nix::unistd::getuid().as_raw();
-    let fallback = std::env::temp_dir().join(format!("hermes-{uid}"));
-    say(
-        log,
-        format!(
-            "warning: `{}` is not writable; using `{}` for the control socket",
-            wanted.display(),
-            fallback.display()
-        ),
-    );
-    fallback
 }
 
 /// Gives back the file pages that only the boot touched.

@@ -15,26 +15,49 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use hermes_privilege::{Env, SystemFiles};
+
+use crate::Error;
 use nix::sys::signal::Signal;
 
 /// Default `HERMES_HOME` in the container.
 pub const DEFAULT_HOME: &str = "/opt/data";
-/// Default runtime directory (control socket, lock, readiness sockets).
-pub const DEFAULT_RUNTIME_DIR: &str = "/run/hermes";
-
-/// Where a client finds the supervisor of `root`: `HERMES_RUNTIME_DIR` when set; else, inside
-/// the image (its marker file exists), [`DEFAULT_RUNTIME_DIR`] — where PID 1 binds, so
-/// `docker exec c hermes service status` needs no extra environment; else `<root>/run`
-/// (`hermes up`).
-pub fn client_runtime_dir(root: &Path, var: impl Fn(&str) -> Option<String>) -> PathBuf {
-    let set = var(RUNTIME_DIR_VAR).is_some_and(|v| !v.trim().is_empty());
-    if !set && hermes_privilege::image_marker_present(Path::new(hermes_privilege::IMAGE_MARKER)) {
-        return PathBuf::from(DEFAULT_RUNTIME_DIR);
-    }
-    hermes_home::layout::runtime_dir(root, var)
+/// The runtime directories the supervisor of `root` may use, in order
+/// ([`hermes_home::layout::runtime_dirs`], with "inside the image" read from its marker file).
+pub fn runtime_dirs(root: &Path, var: impl Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+    let in_image =
+        hermes_privilege::image_marker_present(Path::new(hermes_privilege::IMAGE_MARKER));
+    hermes_home::layout::runtime_dirs(root, var, in_image)
 }
-/// Variable overriding [`DEFAULT_RUNTIME_DIR`].
-pub const RUNTIME_DIR_VAR: &str = "HERMES_RUNTIME_DIR";
+
+/// The client side of the rule: the first candidate that holds a control socket (so `docker
+/// exec c hermes service status` finds PID 1's wherever it could bind), else the first.
+pub fn find_runtime_dir(root: &Path, var: impl Fn(&str) -> Option<String>) -> PathBuf {
+    let candidates = runtime_dirs(root, var);
+    candidates
+        .iter()
+        .find(|dir| {
+            std::fs::symlink_metadata(dir.join(hermes_supervisor::client::SOCKET_NAME)).is_ok()
+        })
+        .or(candidates.first())
+        .cloned()
+        .unwrap_or_else(|| root.join("run"))
+}
+
+/// The server side of the rule: the first candidate this process can make private (see
+/// [`hermes_privilege::SafeDir::create_private`]).
+///
+/// # Errors
+/// [`Error::NoRuntimeDir`] with every candidate and why it was refused.
+pub fn choose_runtime_dir(candidates: &[PathBuf]) -> Result<PathBuf, Error> {
+    let mut tried = Vec::new();
+    for dir in candidates {
+        match hermes_privilege::SafeDir::create_private(dir, 0o755) {
+            Ok(_) => return Ok(dir.clone()),
+            Err(e) => tried.push((dir.clone(), e.to_string())),
+        }
+    }
+    Err(Error::NoRuntimeDir { tried })
+}
 
 /// The tini-compatible flags, as parsed by the binary.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -60,8 +83,6 @@ pub struct Settings {
     pub home: PathBuf,
     /// Whether `HERMES_HOME` was unset (then children get it set to [`Settings::home`]).
     pub home_defaulted: bool,
-    /// Runtime directory of the supervisor.
-    pub runtime_dir: PathBuf,
     /// Account files (`/etc/passwd`, `/etc/group`).
     pub accounts: SystemFiles,
     /// The image marker file (see `hermes_privilege::IMAGE_MARKER`).
@@ -93,18 +114,12 @@ impl Settings {
             .map(str::trim)
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
-        let runtime_dir = env
-            .get(RUNTIME_DIR_VAR)
-            .map(str::trim)
-            .filter(|d| !d.is_empty())
-            .map_or_else(|| PathBuf::from(DEFAULT_RUNTIME_DIR), PathBuf::from);
         Settings {
             cmd,
             subcommands,
             hermes_exe,
             home_defaulted: home_var.is_none(),
             home: home_var.unwrap_or_else(|| PathBuf::from(DEFAULT_HOME)),
-            runtime_dir,
             accounts: SystemFiles::system(),
             image_marker: PathBuf::from(hermes_privilege::IMAGE_MARKER),
             device_paths: hermes_privilege::default_device_paths(std::path::Path::new(
@@ -133,20 +148,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn clients_find_the_runtime_dir_from_the_variable_else_the_home() {
-        let root = Path::new("/data");
-        let set = |k: &str| (k == RUNTIME_DIR_VAR).then(|| "/run/x".to_string());
-        assert_eq!(client_runtime_dir(root, set), PathBuf::from("/run/x"));
-        if hermes_privilege::image_marker_present(Path::new(hermes_privilege::IMAGE_MARKER)) {
-            assert_eq!(
-                client_runtime_dir(root, |_| None),
-                PathBuf::from(DEFAULT_RUNTIME_DIR)
-            );
-        } else {
-            assert_eq!(
-                client_runtime_dir(root, |_| None),
-                PathBuf::from("/data/run")
-            );
+    fn the_supervisor_takes_the_first_private_candidate_and_says_why_not_the_others() {
+        let d = tempfile::tempdir().unwrap();
+        let shared = d.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+            .unwrap();
+        let good = d.path().join("private/run");
+        let chosen = choose_runtime_dir(&[shared.join("run"), good.clone()]).unwrap();
+        assert_eq!(chosen, good);
+        let err = choose_runtime_dir(&[shared.join("run")]).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("shared/run"), "{text}");
+        assert!(err.hint().unwrap().contains("--tmpfs"), "{:?}", err.hint());
+    }
+
+    #[test]
+    fn clients_take_the_candidate_that_holds_a_socket() {
+        let d = tempfile::tempdir().unwrap();
+        let set =
+            |k: &str| (k == hermes_home::layout::RUNTIME_DIR_VAR).then(|| "/run/x".to_string());
+        assert_eq!(find_runtime_dir(d.path(), set), PathBuf::from("/run/x"));
+        if !hermes_privilege::image_marker_present(Path::new(hermes_privilege::IMAGE_MARKER)) {
+            assert_eq!(find_runtime_dir(d.path(), |_| None), d.path().join("run"));
         }
     }
 

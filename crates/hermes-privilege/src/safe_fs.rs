@@ -96,7 +96,17 @@ impl SafeDir {
         let dir = Self::create_all(path, mode, None)?;
         let own = fstat(&dir.fd).map_err(|e| with_path(path, e))?;
         if own.st_uid != Uid::effective().as_raw() || own.st_mode & 0o022 != 0 {
-            return Err(not_private(path, &own));
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "`{}` belongs to uid {} (mode {:o}); it must belong to uid {} and be \
+                     writable by nobody else",
+                    path.display(),
+                    own.st_uid,
+                    own.st_mode & 0o7777,
+                    Uid::effective()
+                ),
+            ));
         }
         let real = std::fs::canonicalize(path)?;
         for above in real.ancestors().skip(1) {
@@ -424,8 +434,9 @@ fn not_private(path: &Path, st: &FileStat) -> io::Error {
     io::Error::new(
         io::ErrorKind::PermissionDenied,
         format!(
-            "`{}` (owner uid {}, mode {:o}) could be changed by another user; it must belong to \
-             uid {} or root and be writable by nobody else",
+            "`{}` (owner uid {}, mode {:o}) could be changed by another user; directories above \
+             a private one must belong to root or uid {} and be writable by nobody else (or be \
+             sticky, like /tmp)",
             path.display(),
             st.st_uid,
             st.st_mode & 0o7777,

@@ -21,9 +21,9 @@ impl Context {
     }
 
     /// Where the supervisor of `root` keeps its control socket
-    /// (see `hermes_init::settings::client_runtime_dir`).
+    /// (see `hermes_init::settings::find_runtime_dir`).
     pub fn runtime_dir(root: &std::path::Path) -> PathBuf {
-        hermes_init::settings::client_runtime_dir(root, Self::var)
+        hermes_init::settings::find_runtime_dir(root, Self::var)
     }
 
     /// The root (`HERMES_HOME`), created with its skeleton and seeds on first use.

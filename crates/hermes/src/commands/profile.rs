@@ -15,6 +15,9 @@ use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
 
+/// How long profile commands wait for the supervisor.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Dispatches `hermes profile <sub>`.
 pub fn run(ctx: &Context, command: ProfileCommand) -> CommandResult {
     match command {
@@ -61,15 +64,29 @@ fn create(
     }
     text.push('\n');
     // A running supervisor learns about the new profile's gateway at once (down until started).
-    if let Ok(mut client) = crate::commands::service::connect(&root) {
-        let home = Home::for_profile(root.clone(), ProfileRef::Named(name.clone()))?;
-        match crate::commands::gateway::ensure_registered(&home, &mut client, false) {
-            Ok(()) => text.push_str(&format!(
-                "Registered `{}` with the supervisor (start it with `hermes -p {name} gateway start`)\n",
-                crate::commands::gateway::service_name(name.as_str())
-            )),
-            Err(e) => output::stderr(&format!("warning: could not register the gateway: {}\n", e.message)),
+    // Not reaching one is said, never skipped in silence: with none running the gateway is
+    // picked up at the next start; a supervisor that runs but cannot be reached is a problem.
+    match hermes_supervisor::Client::connect(&Context::runtime_dir(&root), CONNECT_TIMEOUT) {
+        Ok(mut client) => {
+            let home = Home::for_profile(root.clone(), ProfileRef::Named(name.clone()))?;
+            match crate::commands::gateway::ensure_registered(&home, &mut client, false) {
+                Ok(()) => text.push_str(&format!(
+                    "Registered `{}` with the supervisor (start it with `hermes -p {name} gateway start`)\n",
+                    crate::commands::gateway::service_name(name.as_str())
+                )),
+                Err(e) => output::stderr(&format!(
+                    "warning: could not register the gateway: {}\n",
+                    e.message
+                )),
+            }
         }
+        Err(hermes_supervisor::Error::NotRunning { .. }) => text.push_str(
+            "No supervisor is running: its gateway is registered when `hermes up` (or the \
+             container) starts\n",
+        ),
+        Err(e) => output::stderr(&format!(
+            "warning: could not reach the supervisor to register the gateway: {e}\n"
+        )),
     }
     if with_alias {
         let hermes = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));

@@ -41,7 +41,10 @@ pub fn run(ctx: &Context) -> CommandResult {
         lines.push_str(&format!("hermes up: {}\n", action.describe()));
     }
     specs.extend(gateways);
-    let options = Options::new(Context::runtime_dir(&root), root.join("logs"));
+    let runtime_dir = hermes_init::settings::choose_runtime_dir(
+        &hermes_init::settings::runtime_dirs(&root, Context::var),
+    )?;
+    let options = Options::new(runtime_dir, root.join("logs"));
     // Taking the lock comes first: a second `hermes up` says who runs, nothing else.
     let supervisor = Supervisor::new(options, specs)?;
     for error in &errors {
