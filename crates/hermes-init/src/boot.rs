@@ -167,6 +167,9 @@ pub fn run_stages(settings: &Settings, out: &mut dyn Write) -> Result<Booted, Er
     // Stages 5–6, with the service user's ids.
     match AsUser::enter(identity.as_ref()) {
         Ok(_scope) => {
+            // Nothing can be saved on a volume the service user cannot write: running on
+            // would lose every change in silence, so the boot stops here and says what to fix.
+            volume_writable(&settings.home)?;
             stage_seed(settings, out);
             stage_stamp(settings, out);
         }
@@ -176,6 +179,32 @@ pub fn run_stages(settings: &Settings, out: &mut dyn Write) -> Result<Booted, Er
         ),
     }
     Ok(Booted { mode, identity })
+}
+
+/// Whether the current (effective) user can create a file in `home`: a probe file is created
+/// exclusively and removed.
+///
+/// # Errors
+/// [`Error::VolumeNotWritable`] with the errno (read-only file system, permission denied).
+fn volume_writable(home: &Path) -> Result<(), Error> {
+    // A missing home is created first (as the user who will own it); a failure shows below.
+    let _ = fs::create_dir_all(home);
+    let probe = home.join(format!(".hermes-write-probe-{}", std::process::id()));
+    let created = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe);
+    match created {
+        Ok(_) => {
+            let _ = fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(source) => Err(Error::VolumeNotWritable {
+            path: home.to_path_buf(),
+            uid: nix::unistd::geteuid().as_raw(),
+            source,
+        }),
+    }
 }
 
 /// Stage 2: remap, then look the (possibly changed) user up again.

@@ -31,6 +31,16 @@ pub enum Error {
         /// The errno.
         source: nix::Error,
     },
+    /// The data volume cannot be written by the service user: nothing could be saved.
+    #[error("the data volume `{}` is not writable by uid {uid}: {source}", path.display())]
+    VolumeNotWritable {
+        /// `HERMES_HOME`.
+        path: PathBuf,
+        /// The user that tried (the service user).
+        uid: u32,
+        /// The error of the probe write.
+        source: std::io::Error,
+    },
     /// No candidate runtime directory could be made private for the control socket.
     #[error(
         "no private directory for the control socket: {}",
@@ -59,6 +69,10 @@ impl Error {
                  thread exists; check the container's seccomp profile"
                     .to_owned(),
             ),
+            Error::VolumeNotWritable { uid, .. } => Some(format!(
+                "mount the volume read-write and give it to uid {uid} (or set `HERMES_UID` / \
+                 `HERMES_GID` to the ids that own it)"
+            )),
             Error::NoRuntimeDir { .. } => Some(
                 "give the container a writable `/run` or `/tmp` (`--tmpfs /run`), or set \
                  `HERMES_RUNTIME_DIR` to a directory only the supervisor's user can write"
@@ -109,6 +123,11 @@ mod tests {
             Error::Signals {
                 what: "the signal mask",
                 source: nix::Error::EPERM,
+            },
+            Error::VolumeNotWritable {
+                path: "/opt/data".into(),
+                uid: 10000,
+                source: std::io::Error::from_raw_os_error(30),
             },
             Error::NoRuntimeDir {
                 tried: vec![("/run/hermes".into(), "read-only file system".into())],

@@ -384,3 +384,46 @@ fn pid1_never_writes_through_the_volumes_symlinks() {
         }
     }
 }
+
+/// A data volume mounted read-only cannot keep anything: the boot stops with one line that
+/// says so and what to do, and the main program never runs.
+#[test]
+fn a_read_only_volume_stops_the_boot_with_one_clear_line() {
+    if skip_unless_root("mount namespaces need root") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let etc = sb.etc_copy(true);
+    let home = sb.home();
+    fs::create_dir_all(&home).unwrap();
+    fs::write(home.join("SOUL.md"), "soul").unwrap();
+    let h = home.display().to_string();
+    let remount =
+        format!("mount --bind '{h}' '{h}' && mount -o remount,bind,ro '{h}' && exec \"$@\"");
+    let out = run(&mut sb.in_mount_ns(
+        &etc,
+        true,
+        &[
+            "sh",
+            "-c",
+            &remount,
+            "sh",
+            hermes(),
+            "init",
+            "--",
+            "sh",
+            "-c",
+            "echo REACHED",
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    assert!(!stdout(&out).contains("REACHED"), "{}", render(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "error: the data volume `{h}` is not writable by uid 10000"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("hint: mount the volume read-write"), "{err}");
+}
