@@ -41,15 +41,9 @@ pub enum Error {
         /// The error of the probe write.
         source: std::io::Error,
     },
-    /// No candidate runtime directory could be made private for the control socket.
-    #[error(
-        "no private directory for the control socket: {}",
-        describe_tried(tried)
-    )]
-    NoRuntimeDir {
-        /// Each candidate and why it was refused.
-        tried: Vec<(PathBuf, String)>,
-    },
+    /// The service layer failed: no private runtime directory for the control socket.
+    #[error(transparent)]
+    Services(#[from] hermes_services::Error),
     /// The supervisor could not start (runtime directory, lock, control socket).
     #[error(transparent)]
     Supervisor(#[from] hermes_supervisor::Error),
@@ -73,11 +67,7 @@ impl Error {
                 "mount the volume read-write and give it to uid {uid} (or set `HERMES_UID` / \
                  `HERMES_GID` to the ids that own it)"
             )),
-            Error::NoRuntimeDir { .. } => Some(
-                "give the container a writable `/run` or `/tmp` (`--tmpfs /run`), or set \
-                 `HERMES_RUNTIME_DIR` to a directory only the supervisor's user can write"
-                    .to_owned(),
-            ),
+            Error::Services(e) => e.hint(),
             Error::Supervisor(e) => e.hint(),
         }
     }
@@ -89,14 +79,6 @@ impl Error {
             _ => 1,
         }
     }
-}
-
-fn describe_tried(tried: &[(PathBuf, String)]) -> String {
-    tried
-        .iter()
-        .map(|(dir, why)| format!("`{}` ({why})", dir.display()))
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 #[cfg(test)]
@@ -129,9 +111,9 @@ mod tests {
                 uid: 10000,
                 source: std::io::Error::from_raw_os_error(30),
             },
-            Error::NoRuntimeDir {
+            Error::Services(hermes_services::Error::NoRuntimeDir {
                 tried: vec![("/run/hermes".into(), "read-only file system".into())],
-            },
+            }),
             Error::Supervisor(hermes_supervisor::Error::AlreadyRunning {
                 pid: 7,
                 runtime_dir: "/run/hermes".into(),

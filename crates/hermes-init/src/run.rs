@@ -126,12 +126,12 @@ pub fn run(settings: &Settings, log: &mut dyn Write, mirror: &mut dyn Write) -> 
         }
     }
 
-    let candidates = hermes_home::layout::runtime_dirs(
+    let candidates = hermes_services::runtime_dirs_with_marker(
         &settings.home,
         |k| settings.env.get(k).map(str::to_owned),
-        hermes_privilege::image_marker_present(&settings.image_marker),
+        &settings.image_marker,
     );
-    let runtime_dir = crate::settings::choose_runtime_dir(&candidates)?;
+    let runtime_dir = hermes_services::choose_runtime_dir(&candidates)?;
     if settings.flags.verbose > 0 || runtime_dir != candidates[0] {
         say(
             log,

@@ -12,53 +12,14 @@
 //!   of the main program to 0; `-p SIG` asks for `SIG` when our parent dies.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use hermes_privilege::{Env, SystemFiles};
 
-use crate::Error;
 use nix::sys::signal::Signal;
 
 /// Default `HERMES_HOME` in the container.
 pub const DEFAULT_HOME: &str = "/opt/data";
-/// The runtime directories the supervisor of `root` may use, in order
-/// ([`hermes_home::layout::runtime_dirs`], with "inside the image" read from its marker file).
-pub fn runtime_dirs(root: &Path, var: impl Fn(&str) -> Option<String>) -> Vec<PathBuf> {
-    let in_image =
-        hermes_privilege::image_marker_present(Path::new(hermes_privilege::IMAGE_MARKER));
-    hermes_home::layout::runtime_dirs(root, var, in_image)
-}
-
-/// The client side of the rule: the first candidate that holds a control socket (so `docker
-/// exec c hermes service status` finds PID 1's wherever it could bind), else the first.
-pub fn find_runtime_dir(root: &Path, var: impl Fn(&str) -> Option<String>) -> PathBuf {
-    let candidates = runtime_dirs(root, var);
-    candidates
-        .iter()
-        .find(|dir| {
-            std::fs::symlink_metadata(dir.join(hermes_supervisor::client::SOCKET_NAME)).is_ok()
-        })
-        .or(candidates.first())
-        .cloned()
-        .unwrap_or_else(|| root.join("run"))
-}
-
-/// The server side of the rule: the first candidate this process can make private (see
-/// [`hermes_privilege::SafeDir::create_private`]).
-///
-/// # Errors
-/// [`Error::NoRuntimeDir`] with every candidate and why it was refused.
-pub fn choose_runtime_dir(candidates: &[PathBuf]) -> Result<PathBuf, Error> {
-    let mut tried = Vec::new();
-    for dir in candidates {
-        match hermes_privilege::SafeDir::create_private(dir, 0o755) {
-            Ok(_) => return Ok(dir.clone()),
-            Err(e) => tried.push((dir.clone(), e.to_string())),
-        }
-    }
-    Err(Error::NoRuntimeDir { tried })
-}
-
 /// The tini-compatible flags, as parsed by the binary.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Flags {
@@ -146,33 +107,6 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_supervisor_takes_the_first_private_candidate_and_says_why_not_the_others() {
-        let d = tempfile::tempdir().unwrap();
-        let shared = d.path().join("shared");
-        std::fs::create_dir(&shared).unwrap();
-        std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777))
-            .unwrap();
-        let good = d.path().join("private/run");
-        let chosen = choose_runtime_dir(&[shared.join("run"), good.clone()]).unwrap();
-        assert_eq!(chosen, good);
-        let err = choose_runtime_dir(&[shared.join("run")]).unwrap_err();
-        let text = err.to_string();
-        assert!(text.contains("shared/run"), "{text}");
-        assert!(err.hint().unwrap().contains("--tmpfs"), "{:?}", err.hint());
-    }
-
-    #[test]
-    fn clients_take_the_candidate_that_holds_a_socket() {
-        let d = tempfile::tempdir().unwrap();
-        let set =
-            |k: &str| (k == hermes_home::layout::RUNTIME_DIR_VAR).then(|| "/run/x".to_string());
-        assert_eq!(find_runtime_dir(d.path(), set), PathBuf::from("/run/x"));
-        if !hermes_privilege::image_marker_present(Path::new(hermes_privilege::IMAGE_MARKER)) {
-            assert_eq!(find_runtime_dir(d.path(), |_| None), d.path().join("run"));
-        }
-    }
 
     #[test]
     fn success_codes_map_to_zero_and_others_pass_through() {

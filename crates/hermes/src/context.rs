@@ -20,12 +20,6 @@ impl Context {
         std::env::var(name).ok()
     }
 
-    /// Where the supervisor of `root` keeps its control socket
-    /// (see `hermes_init::settings::find_runtime_dir`).
-    pub fn runtime_dir(root: &std::path::Path) -> PathBuf {
-        hermes_init::settings::find_runtime_dir(root, Self::var)
-    }
-
     /// The root (`HERMES_HOME`), created with its skeleton and seeds on first use.
     pub fn root(&self) -> Result<PathBuf, Failure> {
         let root = resolve_root(Self::var)?;

@@ -111,6 +111,7 @@ from_hinted_error!(
     hermes_plugins::Error,
     hermes_supervisor::Error,
     hermes_gateway::Error,
+    hermes_services::Error,
 );
 
 impl From<hermes_init::Error> for Failure {

@@ -87,9 +87,9 @@ fn plugin_checks(home: &hermes_home::Home) -> Vec<Check> {
 
 /// What the supervisor of this home says, for `dump`.
 fn supervisor_view(home: &hermes_home::Home) -> SupervisorView {
-    let dir = Context::runtime_dir(home.root());
-    let status = hermes_supervisor::Client::connect(&dir, std::time::Duration::from_secs(2))
-        .and_then(|mut c| c.status(None));
+    let status =
+        hermes_services::connect(home.root(), Context::var, std::time::Duration::from_secs(2))
+            .and_then(|mut c| Ok(c.status(None)?));
     match status {
         Ok(rows) => SupervisorView::Running {
             services: rows
@@ -101,7 +101,7 @@ fn supervisor_view(home: &hermes_home::Home) -> SupervisorView {
                 })
                 .collect(),
         },
-        Err(hermes_supervisor::Error::NotRunning { .. }) => SupervisorView::NotRunning,
+        Err(hermes_services::Error::NotRunning { .. }) => SupervisorView::NotRunning,
         Err(e) => SupervisorView::Unreachable {
             reason: e.to_string(),
         },

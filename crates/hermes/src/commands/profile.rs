@@ -66,7 +66,7 @@ fn create(
     // A running supervisor learns about the new profile's gateway at once (down until started).
     // Not reaching one is said, never skipped in silence: with none running the gateway is
     // picked up at the next start; a supervisor that runs but cannot be reached is a problem.
-    match hermes_supervisor::Client::connect(&Context::runtime_dir(&root), CONNECT_TIMEOUT) {
+    match hermes_services::connect(&root, Context::var, CONNECT_TIMEOUT) {
         Ok(mut client) => {
             let home = Home::for_profile(root.clone(), ProfileRef::Named(name.clone()))?;
             match crate::commands::gateway::ensure_registered(&home, &mut client, false) {
@@ -80,7 +80,7 @@ fn create(
                 )),
             }
         }
-        Err(hermes_supervisor::Error::NotRunning { .. }) => text.push_str(
+        Err(hermes_services::Error::NotRunning { .. }) => text.push_str(
             "No supervisor is running: its gateway is registered when `hermes up` (or the \
              container) starts\n",
         ),

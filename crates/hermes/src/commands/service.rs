@@ -18,21 +18,14 @@ use crate::output;
 /// How long a CLI command waits for the supervisor to answer.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Connects to the supervisor of `root`; "not running" becomes one line with what to run.
+/// Connects to the supervisor of `root` (`hermes_services::connect`); "not running" is one
+/// line with what to run.
 pub fn connect(root: &Path) -> Result<Client, Failure> {
-    let dir = Context::runtime_dir(root);
-    Client::connect(&dir, CLIENT_TIMEOUT).map_err(|e| match e {
-        hermes_supervisor::Error::NotRunning { .. } => not_running(root),
-        other => other.into(),
-    })
-}
-
-/// The failure every command reports when no supervisor answers.
-pub fn not_running(root: &Path) -> Failure {
-    Failure::new(
-        format!("no supervisor is running for `{}`", root.display()),
-        Some("start one with `hermes up` (on a host), or run Hermes in its container".into()),
-    )
+    Ok(hermes_services::connect(
+        root,
+        Context::var,
+        CLIENT_TIMEOUT,
+    )?)
 }
 
 /// Dispatches `hermes service <sub>`.

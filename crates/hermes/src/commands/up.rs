@@ -41,9 +41,8 @@ pub fn run(ctx: &Context) -> CommandResult {
         lines.push_str(&format!("hermes up: {}\n", action.describe()));
     }
     specs.extend(gateways);
-    let runtime_dir = hermes_init::settings::choose_runtime_dir(
-        &hermes_init::settings::runtime_dirs(&root, Context::var),
-    )?;
+    let runtime_dir =
+        hermes_services::choose_runtime_dir(&hermes_services::runtime_dirs(&root, Context::var))?;
     let options = Options::new(runtime_dir, root.join("logs"));
     // Taking the lock comes first: a second `hermes up` says who runs, nothing else.
     let supervisor = Supervisor::new(options, specs)?;
