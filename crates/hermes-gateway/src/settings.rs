@@ -37,6 +37,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+use hermes_home::DEFAULT_PROFILE;
 use hermes_home::config::Config;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -45,8 +46,6 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Error;
 
-/// The name of the profile that lives directly in `HERMES_HOME`.
-pub const DEFAULT_PROFILE: &str = "default";
 /// Port of the `default` profile's gateway.
 pub const DEFAULT_PORT: u16 = 8642;
 /// First port of the named-profile range `[9200, 9800)`.

@@ -21,7 +21,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::Error;
-use crate::profile::{DEFAULT_PROFILE, ProfileName};
+pub use crate::names::ProfileRef;
 use crate::seeds::{self, Seeded};
 
 /// Sub-directories every profile home has.
@@ -92,34 +92,6 @@ pub fn runtime_dirs(
         ]
     } else {
         vec![root.join("run")]
-    }
-}
-
-/// Which profile a command acts on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProfileRef {
-    /// The root itself.
-    Default,
-    /// `profiles/<name>`.
-    Named(ProfileName),
-}
-
-impl ProfileRef {
-    /// The profile's name as users write it (`default` for the root).
-    pub fn name(&self) -> &str {
-        match self {
-            ProfileRef::Default => DEFAULT_PROFILE,
-            ProfileRef::Named(name) => name.as_str(),
-        }
-    }
-
-    /// Parses a user-given name; `default` (any case) selects the root.
-    pub fn parse(name: &str) -> Result<Self, Error> {
-        if name.trim().eq_ignore_ascii_case(DEFAULT_PROFILE) {
-            Ok(ProfileRef::Default)
-        } else {
-            ProfileName::parse(name).map(ProfileRef::Named)
-        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! `hermes-home`: everything Hermes keeps on disk, in one place.
 //!
+//! * [`names`] — profile names, `default`, [`ProfileRef`] (below `layout` and `profile`);
 //! * [`layout`] — resolving `HERMES_HOME`, selecting a profile, the directory skeleton;
-//! * [`profile`] — profile names, create / clone / list / use / delete, alias wrappers;
+//! * [`profile`] — create / clone / list / use / delete profiles, alias wrappers;
 //! * [`config`] — `config.yaml` (tolerant read, typed view, key-preserving write);
 //! * [`dotenv`] — `.env` (comment-preserving edits, denylist, 0600);
 //! * [`auth`] — `auth.json` (never lost on a permission error, corrupt copies kept);
@@ -24,10 +25,11 @@ mod error;
 pub mod gateway_state;
 pub mod layout;
 pub mod lock;
+pub mod names;
 pub mod profile;
 pub mod seeds;
 pub mod time;
 
 pub use error::Error;
-pub use layout::{Home, ProfileRef};
-pub use profile::ProfileName;
+pub use layout::Home;
+pub use names::{DEFAULT_PROFILE, ProfileName, ProfileRef};

@@ -9,7 +9,6 @@
 //! profile. Deletion moves the profile to `profiles/.trash/<name>-<timestamp>` (recoverable)
 //! unless the caller asks to purge.
 
-use std::fmt;
 use std::fs;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
@@ -17,63 +16,11 @@ use std::path::{Path, PathBuf};
 
 use crate::Error;
 use crate::atomic::{sync_dir, write_atomic};
-use crate::layout::{ProfileRef, ensure_skeleton, read_active_profile};
+use crate::layout::{ensure_skeleton, read_active_profile};
 use crate::lock;
-
-/// The name of the root profile.
-pub const DEFAULT_PROFILE: &str = "default";
-
-/// Names that can never be given to a profile.
-pub const RESERVED_NAMES: &[&str] = &["default", "hermes", "root", "sudo", "test", "tmp"];
-
-/// A valid profile name: `^[a-z0-9][a-z0-9_-]{0,63}$`, not reserved.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ProfileName(String);
-
-impl ProfileName {
-    /// Validates a name (surrounding whitespace is ignored).
-    pub fn parse(raw: &str) -> Result<Self, Error> {
-        let name = raw.trim();
-        let invalid = |reason| {
-            Err(Error::InvalidProfileName {
-                name: name.to_string(),
-                reason,
-            })
-        };
-        let Some(first) = name.chars().next() else {
-            return invalid("the name is empty");
-        };
-        if name.len() > 64 {
-            return invalid("the name is longer than 64 characters");
-        }
-        if !(first.is_ascii_lowercase() || first.is_ascii_digit()) {
-            return invalid("it must start with a lowercase letter or a digit");
-        }
-        if !name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
-        {
-            return invalid("only lowercase letters, digits, `_` and `-` are allowed");
-        }
-        if RESERVED_NAMES.contains(&name) {
-            return Err(Error::ReservedProfileName {
-                name: name.to_string(),
-            });
-        }
-        Ok(ProfileName(name.to_string()))
-    }
-
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ProfileName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+use crate::names::ProfileRef;
+// Defined in `names`, the module `layout` and this one both build on; kept reachable here.
+pub use crate::names::{DEFAULT_PROFILE, ProfileName, RESERVED_NAMES};
 
 /// Options of [`create`].
 #[derive(Debug, Default, Clone)]
