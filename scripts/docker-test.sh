@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# The real-Docker suite: builds the image and runs every scenario in tests/docker/ against it.
+#
+#   scripts/docker-test.sh [SCENARIO...]      (as root, from anywhere; no names: all scenarios)
+#
+# What it does, in order:
+#   1. installs what it needs when missing (Debian's docker.io and debootstrap; apt-get update first);
+#   2. uses the running Docker engine, or starts dockerd (data in $HERMES_DOCKER_ROOT, default
+#      /var/lib/hermes-docker-test, so images survive between runs) and stops it at the end;
+#   3. builds the release binary (`cargo build --release --locked -p hermes`; a no-op when it is
+#      up to date), or takes HERMES_DOCKER_BINARY;
+#   4. makes sure `debian:trixie-slim` exists: pulled when a registry answers, else built with
+#      debootstrap by docker/build-base.sh (cached tarball under $HERMES_DOCKER_CACHE);
+#   5. builds the image with the prebuilt-binary target (`--target runtime-prebuilt`);
+#   6. runs each tests/docker/<name>.sh, prints one line per scenario and a summary.
+#
+# Scenarios listed in PENDING_CODE need a code change that has not landed yet: they run, and a
+# failure is reported as `pending: <name> — needs <change>`. Pending counts as skipped, except
+# under HERMES_TEST_STRICT=1 (or CI=true), where nothing may be skipped: it is a failure.
+# Exit status: 0 when no scenario failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+
+# Scenario name -> the code change it waits for. Remove an entry once that change has landed.
+declare -A PENDING_CODE=(
+)
+
+STRICT=0
+if [[ ${HERMES_TEST_STRICT:-} == 1 || ${CI:-} == true ]]; then STRICT=1; fi
+ROOT=${HERMES_DOCKER_ROOT:-/var/lib/hermes-docker-test}
+CACHE=${HERMES_DOCKER_CACHE:-/var/cache/hermes-docker-test}
+IMAGE=${HERMES_DOCKER_IMAGE:-hermes:docker-test}
+SCENARIO_TIMEOUT=${HERMES_DOCKER_SCENARIO_TIMEOUT:-240}
+export DOCKER_CLI_HINTS=false
+
+log() { printf '==> %s\n' "$*"; }
+die() { printf 'docker-test: error: %s\n' "$*" >&2; exit 1; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+t_start=$(now)
+
+(( EUID == 0 )) || die "run as root: the suite starts dockerd, debootstraps a base image and bind-mounts files owned by other uids"
+
+# --- 1. prerequisites --------------------------------------------------------------------------
+need=()
+command -v dockerd >/dev/null || need+=(docker.io)
+command -v docker >/dev/null || need+=(docker.io)
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v python3 >/dev/null || need+=(python3)
+command -v script >/dev/null || need+=(util-linux)
+if ((${#need[@]})); then
+    log "installing ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq || echo "docker-test: warning: apt-get update reported errors; trying the install anyway" >&2
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# --- 2. the Docker engine ----------------------------------------------------------------------
+started_dockerd=0
+dockerd_pid=
+cleanup() {
+    local rc=$?
+    if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+        # Whatever a scenario left behind (they clean up after themselves; this is the net).
+        docker ps -aq --filter label=hermes-docker-test | xargs -r docker rm -f >/dev/null 2>&1 || true
+        docker volume ls -q --filter label=hermes-docker-test | xargs -r docker volume rm -f >/dev/null 2>&1 || true
+    fi
+    if ((started_dockerd)) && [[ -n $dockerd_pid ]]; then
+        log "stopping the dockerd this run started (pid $dockerd_pid)"
+        kill -TERM "$dockerd_pid" 2>/dev/null || true
+        for _ in $(seq 1 100); do kill -0 "$dockerd_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$dockerd_pid" 2>/dev/null || true
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+start_dockerd() { # flags...
+    local sock=$ROOT/docker.sock logf=$ROOT/dockerd.log
+    mkdir -p "$ROOT"
+    rm -f "$sock"
+    # --iptables=false: the host's firewall is left as it is (containers get no NAT to the
+    # outside; the scenarios need none and the image build uses the host's network).
+    dockerd --data-root "$ROOT/data" --exec-root "$ROOT/exec" --pidfile "$ROOT/dockerd.pid" \
+        -H "unix://$sock" --iptables=false --ip6tables=false "$@" >"$logf" 2>&1 &
+    dockerd_pid=$!
+    started_dockerd=1
+    export DOCKER_HOST=unix://$sock
+    for _ in $(seq 1 300); do
+        if docker info >/dev/null 2>&1; then return 0; fi
+        kill -0 "$dockerd_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "docker-test: dockerd $* did not come up; its last lines:" >&2
+    tail -n 15 "$logf" >&2
+    kill -TERM "$dockerd_pid" 2>/dev/null || true
+    wait "$dockerd_pid" 2>/dev/null || true
+    started_dockerd=0
+    dockerd_pid=
+    return 1
+}
+
+if docker info >/dev/null 2>&1; then
+    log "using the running Docker engine ($(docker info --format '{{.ServerVersion}}, {{.Driver}}'))"
+else
+    log "no Docker engine answers; starting dockerd (data in $ROOT)"
+    start_dockerd \
+        || start_dockerd --bridge=none \
+        || start_dockerd --bridge=none --storage-driver=vfs \
+        || die "dockerd cannot run on this machine (see $ROOT/dockerd.log)"
+    log "dockerd $(docker info --format '{{.ServerVersion}}, storage {{.Driver}}') is up"
+fi
+# Scenarios read this: with a default bridge, `-p 127.0.0.1:...` works.
+if docker network inspect bridge >/dev/null 2>&1; then export HDT_BRIDGE=1; else export HDT_BRIDGE=0; fi
+
+# --- 3. the binary -----------------------------------------------------------------------------
+if [[ -n ${HERMES_DOCKER_BINARY:-} ]]; then
+    [[ -x $HERMES_DOCKER_BINARY ]] || die "HERMES_DOCKER_BINARY=$HERMES_DOCKER_BINARY is not an executable"
+    mkdir -p target/docker
+    cp "$HERMES_DOCKER_BINARY" target/docker/hermes
+    binary=target/docker/hermes
+else
+    t=$(now)
+    log "cargo build --release --locked -p hermes"
+    cargo build --release --locked -p hermes
+    binary=target/release/hermes
+    log "binary ready in $(since "$t") s"
+fi
+binary_sha=$("$binary" version --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["build"]["sha"] or "")')
+version=$("$binary" version --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
+git_sha=$(git rev-parse HEAD 2>/dev/null || true)
+
+# --- 4. the base image -------------------------------------------------------------------------
+if ! docker image inspect debian:trixie-slim >/dev/null 2>&1; then
+    t=$(now)
+    if timeout 60 docker pull -q debian:trixie-slim >/dev/null 2>&1; then
+        log "pulled debian:trixie-slim"
+    else
+        log "debian:trixie-slim cannot be pulled; building it with debootstrap"
+        HERMES_DOCKER_CACHE=$CACHE docker/build-base.sh
+    fi
+    log "base image ready in $(since "$t") s"
+fi
+
+# --- 5. the image ------------------------------------------------------------------------------
+t=$(now)
+log "docker build --target runtime-prebuilt -t $IMAGE"
+build_log=$ROOT/build.log
+mkdir -p "$ROOT"
+if ! DOCKER_BUILDKIT=0 docker build --network host -f docker/Dockerfile --target runtime-prebuilt \
+        --build-arg HERMES_BINARY="$binary" \
+        --build-arg HERMES_GIT_SHA="$git_sha" \
+        --build-arg HERMES_VERSION="$version" \
+        --build-arg HERMES_CREATED="$(git log -1 --format=%cI 2>/dev/null || date -u +%FT%TZ)" \
+        -t "$IMAGE" . >"$build_log" 2>&1; then
+    tail -n 30 "$build_log" >&2
+    die "docker build failed (full log: $build_log)"
+fi
+size=$(docker image inspect -f '{{.Size}}' "$IMAGE")
+log "image $IMAGE built in $(since "$t") s: $(awk -v s="$size" 'BEGIN { printf "%.1f MB (%d bytes)", s / 1e6, s }')"
+
+# --- 6. scenarios ------------------------------------------------------------------------------
+export IMAGE HDT_BINARY_SHA=$binary_sha HDT_GIT_SHA=$git_sha HDT_VERSION=$version HDT_REPO=$repo
+export HDT_STRICT=$STRICT HDT_HOST_BINARY=$repo/$binary
+logs=$ROOT/logs
+rm -rf "$logs"
+mkdir -p "$logs"
+
+scenarios=()
+if (($#)); then
+    for name in "$@"; do
+        [[ -f tests/docker/$name.sh ]] || die "no scenario tests/docker/$name.sh"
+        scenarios+=("$name")
+    done
+else
+    for f in tests/docker/[0-9a-z]*.sh; do
+        name=$(basename "$f" .sh)
+        [[ $name == lib ]] && continue
+        scenarios+=("$name")
+    done
+fi
+for name in "${!PENDING_CODE[@]}"; do
+    [[ -f tests/docker/$name.sh ]] || die "PENDING_CODE names \`$name\`, which is no scenario in tests/docker/"
+done
+
+passed=0 failed=0 skipped=0
+failures=() pendings=()
+for name in "${scenarios[@]}"; do
+    t=$(now)
+    out=$logs/$name.log
+    rc=0
+    timeout --kill-after=10 "$SCENARIO_TIMEOUT" bash "tests/docker/$name.sh" >"$out" 2>&1 </dev/null || rc=$?
+    secs=$(since "$t")
+    ((rc == 124)) && echo "FAIL: timed out after ${SCENARIO_TIMEOUT} s" >>"$out"
+    pending=${PENDING_CODE[$name]:-}
+    if ((rc == 0)); then
+        passed=$((passed + 1))
+        if [[ -n $pending ]]; then
+            printf 'ok       %-26s %6s s  (passes although PENDING_CODE says it needs: %s — remove it from the list)\n' "$name" "$secs" "$pending"
+        else
+            printf 'ok       %-26s %6s s\n' "$name" "$secs"
+        fi
+    elif [[ -n $pending ]]; then
+        pendings+=("$name")
+        if ((STRICT)); then
+            failed=$((failed + 1))
+            failures+=("$name")
+            printf 'FAILED   %-26s %6s s  pending: %s — needs %s (strict: counts as a failure)\n' "$name" "$secs" "$name" "$pending"
+        else
+            skipped=$((skipped + 1))
+            printf 'pending  %-26s %6s s  pending: %s — needs %s\n' "$name" "$secs" "$name" "$pending"
+        fi
+        grep -E '^FAIL' "$out" | head -n 5 | sed 's/^/           /'
+    else
+        failed=$((failed + 1))
+        failures+=("$name")
+        printf 'FAILED   %-26s %6s s\n' "$name" "$secs"
+        sed 's/^/           | /' "$out" | tail -n 40
+    fi
+done
+
+echo
+log "image: $IMAGE, $(awk -v s="$size" 'BEGIN { printf "%.1f MB", s / 1e6 }'); scenario logs in $logs; total $(since "$t_start") s"
+for name in "${pendings[@]}"; do
+    echo "pending: $name — needs ${PENDING_CODE[$name]}"
+done
+for name in "${failures[@]}"; do
+    echo "failed: $name (log: $logs/$name.log)"
+done
+echo "docker: $passed passed, $failed failed, $skipped skipped"
+((failed == 0))
