@@ -9,10 +9,16 @@
 //! * [`settings`] — [`Settings`] and the tini-compatible [`Flags`];
 //! * [`route`](mod@route) — CMD routing ([`Route`], [`route()`]);
 //! * [`boot`] — boot stages 1–6;
-//! * [`gateways`] — stage 7: profile gateways, the boot log, `desired_state` hooks;
+//! * [`gateways`] — stage 7: profile gateways as the service user, the boot log, PID 1's
+//!   hooks ([`gateways::InitHooks`]);
 //! * [`run`](mod@run) — the whole life of PID 1 ([`run()`]);
+//! * [`pages`] — giving back the pages only the boot used;
 //! * [`shim`] — the root-exec shim ([`root_exec_shim`]);
 //! * [`creds`] — acting as the service user without giving up root ([`creds::AsUser`]).
+//!
+//! What a gateway service is, reconciling profiles into services, where the supervisor
+//! listens and recording an operator's `desired_state` belong to `hermes-services`, shared
+//! with `hermes up`, the CLI and the dashboard: this crate holds only what PID 1 alone does.
 //!
 //! The crate never prints: lines go to the writers the caller passes, errors are [`Error`]
 //! with a [`hint`](Error::hint). See `docs/container.md` for the operator's view.
@@ -23,6 +29,7 @@ pub mod boot;
 pub mod creds;
 mod error;
 pub mod gateways;
+pub mod pages;
 pub mod route;
 pub mod run;
 pub mod settings;

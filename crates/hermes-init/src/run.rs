@@ -8,7 +8,9 @@
 //! 2. Not PID 1 (`docker run --init`, Fly, some Kubernetes set-ups): become a child
 //!    sub-reaper, so orphans of the main program come to us exactly as they would to PID 1.
 //!    Same behaviour from here on: no degraded mode.
-//! 3. Boot stages 1–7 ([`crate::boot`], [`crate::gateways`]); each is contained.
+//! 3. Boot stages 1–7 ([`crate::boot`], [`crate::gateways`]); each is contained. The
+//!    supervisor listens in the first runtime directory it can make private
+//!    (`hermes_services::runtime`, the rule every client follows).
 //! 4. Route the CMD ([`mod@crate::route`]) and supervise: the main program runs as the service
 //!    user, in its own process group, in the foreground of the TTY when there is one, in the
 //!    working directory Docker gave. Signals go to its group; orphans are reaped.
@@ -17,16 +19,17 @@
 //!
 //! Once the supervisor runs nothing may bail: PID 1 exiting kills the container. About 1 s
 //! into the loop, PID 1 gives back the file pages only the boot used
-//! ([`release_boot_text`]).
+//! ([`crate::pages::release_boot_text`], from its hooks [`InitHooks`]).
 
 use std::io::{IsTerminal, Write};
 
+use hermes_services::DesiredStateHooks;
 use hermes_supervisor::{LogTarget, Options, RestartPolicy, ServiceSpec, Supervisor};
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction};
 
 use crate::boot::{Booted, run_stages, say};
-use crate::gateways::{StateHooks, append_boot_log, reconcile};
-use crate::route::{first_word, program_exists, route};
+use crate::gateways::{InitHooks, stage_gateways};
+use crate::route::{program_exists, route};
 use crate::{Error, Settings};
 
 /// Name of the main program's service in the supervisor.
@@ -70,36 +73,7 @@ pub fn run(settings: &Settings, log: &mut dyn Write, mirror: &mut dyn Write) -> 
     }
 
     let booted = run_stages(settings, log)?;
-    let mut specs = Vec::new();
-    if first_word(&settings.cmd) == Some("dashboard") {
-        say(log, "dashboard container: skipping gateway reconciliation");
-    } else {
-        match crate::creds::AsUser::enter(booted.identity.as_ref()) {
-            Ok(_scope) => {
-                let mut init_log = crate::boot::InitLog::new(log);
-                let (gateways, actions) = reconcile(
-                    &settings.home,
-                    &settings.hermes_exe,
-                    booted.identity.as_ref(),
-                    false,
-                    &mut init_log,
-                );
-                for a in &actions {
-                    say(log, format!("reconcile: {}", a.describe()));
-                }
-                append_boot_log(
-                    &settings.home.join("logs"),
-                    &actions,
-                    &mut crate::boot::InitLog::new(log),
-                );
-                specs.extend(gateways);
-            }
-            Err(e) => say(
-                log,
-                format!("warning: cannot act as the service user ({e}); no gateways"),
-            ),
-        }
-    }
+    let mut specs = stage_gateways(settings, &booted, log);
     if settings
         .env
         .get(DASHBOARD_VAR)
@@ -154,10 +128,12 @@ pub fn run(settings: &Settings, log: &mut dyn Write, mirror: &mut dyn Write) -> 
     }
     let supervisor = Supervisor::new(opts, specs)?;
     let mut hooks_log = crate::boot::InitLog::new(log);
-    let mut hooks = StateHooks {
-        home: settings.home.clone(),
+    let mut hooks = InitHooks {
+        state: DesiredStateHooks {
+            home: settings.home.clone(),
+            log: &mut hooks_log,
+        },
         identity: booted.identity.clone(),
-        log: &mut hooks_log,
     };
     let outcome = supervisor.run(&mut hooks, mirror)?;
     Ok(settings.exit_code(outcome.exit_code()))
@@ -197,62 +173,6 @@ fn block_signals() -> Result<(), Error> {
     Ok(())
 }
 
-/// Gives back the file pages that only the boot touched.
-///
-/// PID 1 lives as long as the container, but most of the code and constant data it used
-/// (argument parsing, YAML, the boot stages, spawning) is never used again. Those pages are
-/// clean copies of the binary and its libraries, so `MADV_DONTNEED` simply unmaps them from
-/// this process: they stay in the page cache (shared with every other `hermes` process) and
-/// fault back in if ever needed.
-///
-/// Only read-only private file mappings whose pages are all still clean copies of the file
-/// (`Anonymous: 0 kB` in `/proc/self/smaps`) are touched. A writable mapping, or a RELRO
-/// page the dynamic linker relocated, holds state the file does not and must never be
-/// dropped: it would silently revert to the file's bytes.
-pub fn release_boot_text() {
-    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
-        return;
-    };
-    for (start, end) in releasable(&smaps) {
-        #[allow(unsafe_code)]
-        // SAFETY: the range is a whole read-only private file mapping of this process with no
-        // anonymous (modified) page, from /proc/self/smaps; dropping its pages loses nothing,
-        // because they are re-read from the unchanged file on the next access.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
-        }
-    }
-}
-
-/// The ranges of `smaps` text that [`release_boot_text`] may drop: read-only private file
-/// mappings (`r--p`, `r-xp`) whose `Anonymous:` is `0 kB`.
-fn releasable(smaps: &str) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut current = None;
-    for line in smaps.lines() {
-        if let Some((range, perms, file)) = header(line) {
-            current = (matches!(perms, "r--p" | "r-xp") && file.starts_with('/')).then_some(range);
-        } else if let Some(kb) = line.strip_prefix("Anonymous:")
-            && let Some(range) = current.take()
-            && kb.trim() == "0 kB"
-        {
-            out.push(range);
-        }
-    }
-    out
-}
-
-/// A mapping header (`start-end perms offset dev inode [path]`): range, perms and path.
-fn header(line: &str) -> Option<((usize, usize), &str, &str)> {
-    let mut fields = line.split_whitespace();
-    let (start, end) = fields.next()?.split_once('-')?;
-    let start = usize::from_str_radix(start, 16).ok()?;
-    let end = usize::from_str_radix(end, 16).ok()?;
-    let perms = fields.next()?;
-    let file = fields.nth(3).unwrap_or("");
-    (end > start).then_some(((start, end), perms, file))
-}
-
 extern "C" fn ignore(_: libc::c_int) {}
 
 /// The main program's service: routed argv, run as the service user, the TTY, Docker's cwd.
@@ -265,48 +185,7 @@ pub fn main_spec(settings: &Settings, booted: &Booted) -> ServiceSpec {
     spec.log = LogTarget::Inherit;
     spec.cwd = settings.cwd.clone();
     if let Some(id) = &booted.identity {
-        crate::gateways::run_as_identity(&mut spec, id);
+        hermes_services::run_as_identity(&mut spec, id);
     }
     spec
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const SMAPS: &str = "\
-5600-5700 r--p 00000000 08:01 11 /usr/bin/hermes
-Rss:                  12 kB
-Anonymous:             0 kB
-THPeligible:           0
-5700-5800 r-xp 00001000 08:01 11 /usr/bin/hermes
-Anonymous:             0 kB
-5800-5900 r--p 00009000 08:01 11 /usr/bin/hermes
-Anonymous:             8 kB
-5900-5a00 rw-p 0000a000 08:01 11 /usr/bin/hermes
-Anonymous:             0 kB
-5a00-5b00 rw-p 00000000 00:00 0 [heap]
-Anonymous:             0 kB
-7f00-7f10 r-xp 00000000 00:00 0 [vdso]
-Anonymous:             0 kB
-7f10-7f20 r-xp 00000000 00:00 0
-Anonymous:             0 kB
-";
-
-    #[test]
-    fn only_clean_read_only_file_mappings_are_released() {
-        // Text and clean rodata go; relocated RELRO (anonymous pages), writable data, the
-        // heap, the vdso and anonymous executable memory stay.
-        assert_eq!(releasable(SMAPS), [(0x5600, 0x5700), (0x5700, 0x5800)]);
-    }
-
-    #[test]
-    fn releasing_our_own_pages_keeps_the_process_working() {
-        let before = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        assert!(!releasable(&before).is_empty());
-        release_boot_text();
-        // Code, constants and relocated pointers all still work after the release.
-        let text = format!("{:?}", std::collections::BTreeMap::from([(1, "one")]));
-        assert_eq!(text, "{1: \"one\"}");
-    }
 }

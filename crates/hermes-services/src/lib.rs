@@ -1,17 +1,29 @@
 //! `hermes-services`: the service layer that `hermes init` (PID 1), `hermes up`, the CLI and
 //! the dashboard share. It sits below all of them and above `hermes-supervisor` (the loop and
 //! its control socket), `hermes-home` (the files) and `hermes-privilege` (identities); what
-//! only PID 1 does stays in `hermes-init`.
+//! only PID 1 does (acting as the service user with effective ids, the boot stages and the
+//! boot log, CMD routing, giving back boot-only pages) stays in `hermes-init`.
 //!
 //! Words:
 //! * **supervisor** — the one process that owns every service (PID 1 in the container, `hermes
 //!   up` on a host); it is reached through its **control socket**.
 //! * **runtime directory** — where the supervisor keeps its lock and control socket; one
 //!   ordered list of candidates for server and clients ([`runtime`]).
+//! * **gateway service** — `gateway-<profile>`, one per profile, described once
+//!   ([`gateway`]); **registering** it tells a running supervisor about it.
+//! * **reconciliation** — every profile's gateway service when a supervisor starts, started
+//!   or only registered according to its recorded state ([`reconcile`](mod@reconcile)).
+//! * **desired state** — an operator's last start or stop of a gateway, remembered in its
+//!   profile's `gateway_state.json` ([`hooks`]).
+//! * **service log** — `current` in a service's log directory ([`logs`]).
 //!
 //! Modules:
 //! * [`runtime`] — where the supervisor listens ([`runtime_dirs`], [`choose_runtime_dir`],
-//!   [`find_runtime_dir`]) and reaching it ([`connect`]).
+//!   [`find_runtime_dir`]) and reaching it ([`connect`]);
+//! * [`gateway`] — [`gateway_spec`], [`ensure_registered`], [`systemd_user_unit`];
+//! * [`reconcile`](mod@reconcile) — [`reconcile()`], [`GatewayAction`];
+//! * [`hooks`] — [`DesiredStateHooks`];
+//! * [`logs`] — [`service_log_dir`].
 //!
 //! The crate never prints: warnings go to the writer the caller passes, errors are [`Error`]
 //! with a [`hint`](Error::hint).
@@ -19,9 +31,25 @@
 #![deny(missing_docs)]
 
 mod error;
+pub mod gateway;
+pub mod hooks;
+pub mod logs;
+pub mod reconcile;
 pub mod runtime;
 
 pub use error::Error;
+pub use gateway::{
+    GATEWAY_PREFIX, GATEWAY_STOP_GRACE, client_gateway_spec, ensure_registered, gateway_log_dir,
+    gateway_spec, run_as_identity, service_name, systemd_user_unit,
+};
+pub use hooks::DesiredStateHooks;
+pub use logs::service_log_dir;
+pub use reconcile::{GatewayAction, reconcile};
 pub use runtime::{
     choose_runtime_dir, connect, find_runtime_dir, runtime_dirs, runtime_dirs_with_marker,
 };
+
+/// Writes one plain line (best effort: a closed log never stops the caller).
+fn say(out: &mut dyn std::io::Write, line: impl std::fmt::Display) {
+    let _ = writeln!(out, "{line}");
+}

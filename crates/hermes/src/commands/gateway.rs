@@ -7,7 +7,8 @@
 //! * `start|stop|restart|status|list` talk to the supervisor; a missing gateway service is
 //!   registered first when the profile exists.
 //! * The gateway service of a profile is described in one place,
-//!   `hermes_init::gateways::gateway_spec`, shared with PID 1 and `hermes up`.
+//!   `hermes_services::gateway_spec`, shared with PID 1, `hermes up` and the dashboard; so are
+//!   registering it and the systemd unit.
 //!
 //! The words: a profile's *gateway service* is `gateway-<profile>`; its *recorded state* is
 //! the effective state of its `gateway_state.json` (desired, else last).
@@ -23,7 +24,6 @@ use hermes_home::config::Config;
 use hermes_home::dotenv::DotEnv;
 use hermes_home::gateway_state;
 use hermes_home::profile;
-use hermes_supervisor::ServiceSpec;
 use serde_json::{Value, json};
 
 use crate::cli::{GatewayCommand, GatewayTarget};
@@ -32,37 +32,9 @@ use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
 
-/// The supervisor service name of a profile's gateway.
+/// The supervisor service name of a profile's gateway (`hermes_services::service_name`).
 pub fn service_name(profile: &str) -> String {
-    format!("{}{profile}", hermes_init::gateways::GATEWAY_PREFIX)
-}
-
-/// The gateway service of `home`'s profile, as `hermes init` and `hermes up` describe it,
-/// running as the current user (a supervisor running as root also confines services
-/// registered by a non-root client to that client's identity).
-pub fn service_spec(home: &Home, autostart: bool) -> ServiceSpec {
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));
-    // Read from /etc/passwd directly, like the privilege drop (no NSS in a static build).
-    let identity = hermes_privilege::Identity::lookup_uid(
-        &hermes_privilege::SystemFiles::system(),
-        nix::unistd::geteuid().as_raw(),
-    )
-    .ok()
-    .flatten();
-    let mut warnings = Vec::new();
-    let spec = hermes_init::gateways::gateway_spec(
-        home.root(),
-        home.profile().name(),
-        home.dir(),
-        &exe,
-        identity.as_ref(),
-        autostart,
-        &mut warnings,
-    );
-    if !warnings.is_empty() {
-        output::stderr(&String::from_utf8_lossy(&warnings));
-    }
-    spec
+    hermes_services::service_name(profile)
 }
 
 /// Dispatches `hermes gateway <sub>`.
@@ -204,17 +176,21 @@ fn hand_over(home: &Home, client: &mut hermes_supervisor::Client) -> CommandResu
     Ok(ExitStatus::Success)
 }
 
-/// Registers the profile's gateway service unless the supervisor already has it.
+/// Registers the profile's gateway service unless the supervisor already has it
+/// (`hermes_services::ensure_registered`); warnings about its `gateway.command` go to stderr.
 pub fn ensure_registered(
     home: &Home,
     client: &mut hermes_supervisor::Client,
     autostart: bool,
 ) -> Result<(), Failure> {
-    let name = service_name(home.profile().name());
-    let known = client.status(None)?.iter().any(|s| s.name == name);
-    if !known {
-        client.register(service_spec(home, autostart))?;
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));
+    let mut warnings = Vec::new();
+    let registered =
+        hermes_services::ensure_registered(client, home, &exe, autostart, &mut warnings);
+    if !warnings.is_empty() {
+        output::stderr(&String::from_utf8_lossy(&warnings));
     }
+    registered?;
     Ok(())
 }
 
@@ -386,7 +362,7 @@ fn install(ctx: &Context, install: bool) -> CommandResult {
         return Ok(ExitStatus::Success);
     }
     let exe = std::env::current_exe()?;
-    let contents = hermes_init::gateways::systemd_user_unit(&name, home.root(), &exe);
+    let contents = hermes_services::systemd_user_unit(&name, home.root(), &exe);
     if let Some(dir) = unit.parent() {
         std::fs::create_dir_all(dir)?;
     }

@@ -86,9 +86,9 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
     Ok(ExitStatus::Success)
 }
 
-/// Where a service's current log is (see `hermes_init::gateways::service_log_dir`).
+/// Where a service's current log is (see `hermes_services::service_log_dir`).
 pub fn log_path(root: &Path, service: &str) -> Result<PathBuf, Failure> {
-    hermes_init::gateways::service_log_dir(root, service)
+    hermes_services::service_log_dir(root, service)
         .map(|dir| dir.join("current"))
         .ok_or_else(|| {
             Failure::new(

@@ -35,7 +35,7 @@ pub fn run(ctx: &Context) -> CommandResult {
     };
     let exe = std::env::current_exe()?;
     let mut notes = Vec::new();
-    let (gateways, actions) = hermes_init::gateways::reconcile(&root, &exe, None, true, &mut notes);
+    let (gateways, actions) = hermes_services::reconcile(&root, &exe, None, true, &mut notes);
     let mut lines = String::from_utf8_lossy(&notes).into_owned();
     for action in &actions {
         lines.push_str(&format!("hermes up: {}\n", action.describe()));
@@ -59,12 +59,11 @@ pub fn run(ctx: &Context) -> CommandResult {
         root.display(),
         supervisor.socket_path().display()
     ));
-    // The same hooks as PID 1: an operator's start/stop is written to the profile's
-    // `gateway_state.json` as `desired_state`.
+    // An operator's start/stop is written to the profile's `gateway_state.json` as
+    // `desired_state` (the hooks PID 1 wraps; a host command keeps its code pages).
     let mut stderr = std::io::stderr();
-    let mut hooks = hermes_init::gateways::StateHooks {
+    let mut hooks = hermes_services::DesiredStateHooks {
         home: root,
-        identity: None,
         log: &mut stderr,
     };
     supervisor.run(&mut hooks, &mut std::io::stdout())?;

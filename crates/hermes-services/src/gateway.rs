@@ -1,0 +1,253 @@
+//! The gateway service of a profile: described once ([`gateway_spec`]), registered with a
+//! running supervisor ([`ensure_registered`]), or run by systemd ([`systemd_user_unit`]).
+//!
+//! Words:
+//! * **gateway service** — `gateway-<profile>` ([`service_name`]), one per profile (a
+//!   directory holding `SOUL.md`; the default profile, `HERMES_HOME` itself, always counts).
+//!   Its command is `hermes -p <profile> gateway run --no-supervise`, or the profile's
+//!   `gateway.command` from its `config.yaml` (string → `/bin/sh -c`, list → argv), so an
+//!   operator can run another agent implementation per profile.
+//! * **autostart** — whether the supervisor starts the service when it is registered; a
+//!   gateway that does not autostart is `down` (not `disabled`) until an operator starts it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hermes_home::Home;
+use hermes_home::config::Config;
+use hermes_privilege::Identity;
+use hermes_supervisor::{Client, LogTarget, RestartPolicy, RunAs, ServiceSpec};
+
+use crate::{Error, say};
+
+/// Service name prefix of profile gateways.
+pub const GATEWAY_PREFIX: &str = "gateway-";
+
+/// Longer than the gateway's own 30 s drain, so a clean stop is never cut short.
+pub const GATEWAY_STOP_GRACE: Duration = Duration::from_secs(35);
+
+/// The supervisor service name of `profile`'s gateway: `gateway-<profile>`.
+pub fn service_name(profile: &str) -> String {
+    format!("{GATEWAY_PREFIX}{profile}")
+}
+
+/// The supervisor service of one profile's gateway: `hermes -p <profile> gateway run
+/// --no-supervise` (the flag keeps the supervised child from handing itself over to the
+/// supervisor again) or the profile's `gateway.command`; restarted on failure only (exit 0
+/// parks it `down`, 78 `failed`, 75 restarts it at once); `autostart` decides whether it starts
+/// when registered; logs in `logs/gateways/<profile>/`. The one place a gateway service is
+/// described: PID 1, `hermes up`, `hermes gateway start` and `hermes profile create` use it.
+/// A broken `gateway.command` is said on `out` and the default command used.
+pub fn gateway_spec(
+    home: &Path,
+    profile: &str,
+    dir: &Path,
+    hermes_exe: &Path,
+    identity: Option<&Identity>,
+    autostart: bool,
+    out: &mut dyn Write,
+) -> ServiceSpec {
+    let mut spec = ServiceSpec::new(
+        service_name(profile),
+        gateway_argv(profile, dir, hermes_exe, out),
+    );
+    spec.restart = RestartPolicy::OnFailure;
+    spec.stop_grace = GATEWAY_STOP_GRACE;
+    spec.autostart = autostart;
+    spec.profile = Some(profile.to_owned());
+    spec.cwd = Some(dir.to_path_buf());
+    spec.log = LogTarget::Dir(gateway_log_dir(home, profile));
+    // For a `gateway.command` that runs another agent implementation.
+    spec.env.insert("HERMES_PROFILE".into(), profile.to_owned());
+    spec.env.insert(
+        "HERMES_PROFILE_HOME".into(),
+        dir.to_string_lossy().into_owned(),
+    );
+    if let Some(id) = identity {
+        run_as_identity(&mut spec, id);
+    }
+    spec
+}
+
+/// Makes `spec` run as `id`: uid, gid and supplementary groups applied before `exec` (when
+/// the supervisor is root), and `HOME`, `USER`, `LOGNAME`, `SHELL` and the XDG dirs from the
+/// passwd entry — never the supervisor's `HOME=/root`.
+pub fn run_as_identity(spec: &mut ServiceSpec, id: &Identity) {
+    spec.run_as = Some(RunAs {
+        uid: id.uid,
+        gid: id.gid,
+        groups: id.groups.clone(),
+    });
+    spec.env.extend(id.env_overrides());
+}
+
+/// Where a profile's gateway logs: `<home>/logs/gateways/<profile>/current` (+ archives).
+pub fn gateway_log_dir(home: &Path, profile: &str) -> PathBuf {
+    home.join("logs").join("gateways").join(profile)
+}
+
+/// The gateway service of `home`'s profile as a client registers it ([`gateway_spec`]),
+/// running as the current user, looked up in `/etc/passwd` like the privilege drop (no NSS in
+/// a static build). A supervisor running as root also confines a service registered by a
+/// non-root client to that client's identity, whatever the spec says.
+pub fn client_gateway_spec(
+    home: &Home,
+    hermes_exe: &Path,
+    autostart: bool,
+    out: &mut dyn Write,
+) -> ServiceSpec {
+    let identity = Identity::lookup_uid(
+        &hermes_privilege::SystemFiles::system(),
+        nix::unistd::geteuid().as_raw(),
+    )
+    .ok()
+    .flatten();
+    gateway_spec(
+        home.root(),
+        home.profile().name(),
+        home.dir(),
+        hermes_exe,
+        identity.as_ref(),
+        autostart,
+        out,
+    )
+}
+
+/// Registers `home`'s profile's gateway service ([`client_gateway_spec`]) with the supervisor
+/// behind `client` unless it already has a service of that name. Returns whether it was
+/// registered now. Warnings about the profile's `gateway.command` go to `out`.
+///
+/// # Errors
+/// [`Error::Supervisor`] when the supervisor cannot be asked or refuses the registration.
+pub fn ensure_registered(
+    client: &mut Client,
+    home: &Home,
+    hermes_exe: &Path,
+    autostart: bool,
+    out: &mut dyn Write,
+) -> Result<bool, Error> {
+    let name = service_name(home.profile().name());
+    if client.status(None)?.iter().any(|s| s.name == name) {
+        return Ok(false);
+    }
+    client.register(client_gateway_spec(home, hermes_exe, autostart, out))?;
+    Ok(true)
+}
+
+/// The systemd user unit that runs `profile`'s gateway on a host without `hermes up` — the
+/// same command, restart rule and grace as [`gateway_spec`]: `systemd` restarts it on failure
+/// but not after exit 78 (bad configuration), and waits the grace before SIGKILL.
+pub fn systemd_user_unit(profile: &str, home: &Path, hermes_exe: &Path) -> String {
+    format!(
+        "[Unit]\nDescription=Hermes gateway for profile {profile}\nAfter=network-online.target\n\n\
+         [Service]\nEnvironment=HERMES_HOME={home}\n\
+         ExecStart={exe} -p {profile} gateway run --no-supervise\n\
+         Restart=on-failure\nRestartPreventExitStatus=78\nKillSignal=SIGTERM\nTimeoutStopSec={grace}\n\n\
+         [Install]\nWantedBy=default.target\n",
+        home = home.display(),
+        exe = hermes_exe.display(),
+        grace = GATEWAY_STOP_GRACE.as_secs(),
+    )
+}
+
+/// The gateway command: the profile's `gateway.command` override, else `hermes -p <p>
+/// gateway run`. A broken override is reported and the default used.
+fn gateway_argv(profile: &str, dir: &Path, hermes_exe: &Path, out: &mut dyn Write) -> Vec<String> {
+    let default = vec![
+        hermes_exe.to_string_lossy().into_owned(),
+        "-p".into(),
+        profile.into(),
+        "gateway".into(),
+        "run".into(),
+        "--no-supervise".into(),
+    ];
+    let config = match Config::load(&dir.join("config.yaml")) {
+        Ok(c) => c,
+        Err(e) => {
+            say(out, format!("warning: profile `{profile}`: {e}"));
+            return default;
+        }
+    };
+    match config.raw("gateway.command") {
+        None | Some(yaml_serde::Value::Null) => default,
+        Some(yaml_serde::Value::String(s)) if !s.trim().is_empty() => {
+            vec!["/bin/sh".into(), "-c".into(), s.clone()]
+        }
+        Some(yaml_serde::Value::Sequence(items)) if !items.is_empty() => {
+            let argv: Option<Vec<String>> = items
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect();
+            match argv {
+                Some(a) if a.first().is_some_and(|p| !p.is_empty()) => a,
+                _ => {
+                    say(
+                        out,
+                        format!(
+                            "warning: profile `{profile}`: `gateway.command` must be a string \
+                             or a list of strings; using `hermes gateway run`"
+                        ),
+                    );
+                    default
+                }
+            }
+        }
+        Some(_) => {
+            say(
+                out,
+                format!(
+                    "warning: profile `{profile}`: `gateway.command` must be a string or a \
+                     list of strings; using `hermes gateway run`"
+                ),
+            );
+            default
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_unit_runs_the_same_command_with_the_same_grace() {
+        let unit = systemd_user_unit("work", Path::new("/data"), Path::new("/bin/hermes"));
+        assert!(
+            unit.contains("ExecStart=/bin/hermes -p work gateway run --no-supervise\n"),
+            "{unit}"
+        );
+        assert!(unit.contains("Environment=HERMES_HOME=/data\n"), "{unit}");
+        assert!(unit.contains("TimeoutStopSec=35\n"), "{unit}");
+        assert!(unit.contains("RestartPreventExitStatus=78\n"), "{unit}");
+        assert_eq!(service_name("work"), "gateway-work");
+    }
+
+    #[test]
+    fn a_spec_runs_as_the_identity_with_its_environment() {
+        let id = Identity {
+            name: "hermes".into(),
+            uid: 10000,
+            gid: 10000,
+            groups: vec![10000, 998],
+            home: "/opt/data".into(),
+            shell: "/bin/sh".into(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let spec = gateway_spec(
+            dir.path(),
+            "default",
+            dir.path(),
+            Path::new("/bin/hermes"),
+            Some(&id),
+            true,
+            &mut Vec::new(),
+        );
+        let run_as = spec.run_as.as_ref().unwrap();
+        assert_eq!((run_as.uid, run_as.gid), (10000, 10000));
+        assert_eq!(run_as.groups, [10000, 998]);
+        assert_eq!(spec.env.get("HOME").map(String::as_str), Some("/opt/data"));
+        assert_eq!(spec.stop_grace, GATEWAY_STOP_GRACE);
+        assert_eq!(spec.restart, RestartPolicy::OnFailure);
+    }
+}

@@ -1,0 +1,253 @@
+//! Reconciliation: every profile's gateway service when a supervisor starts ([`reconcile()`]).
+//!
+//! Words:
+//! * **prior state** — the profile's effective state from `gateway_state.json` (desired, else
+//!   last); a missing, unreadable or corrupt file is "no state" (`None`).
+//! * **action** — `started` (prior state `running`: the service starts with the supervisor)
+//!   or `registered` (known to the supervisor, `down` until an operator starts it). Its
+//!   description, `profile=<p> prior_state=<s> action=<started|registered>`
+//!   ([`GatewayAction::describe`]), is what `hermes up` prints and PID 1 writes to
+//!   `logs/container-boot.log`.
+//!
+//! A stale `gateway.pid` (and `processes.json`) is removed: the supervisor, not a PID file,
+//! knows whether a gateway runs.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use hermes_home::ProfileRef;
+use hermes_home::gateway_state::{self, StateRead};
+use hermes_privilege::Identity;
+use hermes_supervisor::ServiceSpec;
+
+use crate::gateway::gateway_spec;
+use crate::say;
+
+/// What reconciliation decided for one profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayAction {
+    /// Profile name (`default` for the root).
+    pub profile: String,
+    /// The effective state read from disk, if any.
+    pub prior_state: Option<String>,
+    /// Whether the gateway starts with the supervisor.
+    pub started: bool,
+}
+
+impl GatewayAction {
+    /// The line that reports the action (the boot log's, without its timestamp).
+    pub fn describe(&self) -> String {
+        format!(
+            "profile={} prior_state={} action={}",
+            self.profile,
+            self.prior_state.as_deref().unwrap_or("None"),
+            if self.started {
+                "started"
+            } else {
+                "registered"
+            }
+        )
+    }
+}
+
+/// Builds the gateway services of every profile under `home` (PID 1's boot and `hermes up`);
+/// warnings (an unreadable profile list or state file, a broken `gateway.command`) go to
+/// `out`. PID 1 runs it with the service user's effective ids, so the files it touches stay
+/// theirs. `fresh_default_runs`: a default profile that never ran a gateway (no state file)
+/// starts it — `hermes up` on a fresh home; a container boot waits for
+/// `HERMES_GATEWAY_BOOTSTRAP_STATE` instead.
+pub fn reconcile(
+    home: &Path,
+    hermes_exe: &Path,
+    identity: Option<&Identity>,
+    fresh_default_runs: bool,
+    out: &mut dyn Write,
+) -> (Vec<ServiceSpec>, Vec<GatewayAction>) {
+    let profiles: Vec<(String, PathBuf)> = match hermes_home::profile::list(home) {
+        Ok(list) => list
+            .into_iter()
+            .map(|e| (e.profile.name().to_owned(), e.dir))
+            .collect(),
+        Err(e) => {
+            say(
+                out,
+                format!("warning: cannot list profiles: {e}; only `default` is reconciled"),
+            );
+            vec![(ProfileRef::Default.name().to_owned(), home.to_path_buf())]
+        }
+    };
+    let mut specs = Vec::new();
+    let mut actions = Vec::new();
+    for (profile, dir) in profiles {
+        let state_file = dir.join("gateway_state.json");
+        let prior_state = match gateway_state::read(&state_file) {
+            Ok(StateRead::Valid(s)) => s.effective_state().map(str::to_owned),
+            Ok(StateRead::Missing) => None,
+            Ok(StateRead::Invalid(why)) => {
+                say(
+                    out,
+                    format!("warning: profile `{profile}`: ignoring `gateway_state.json`: {why}"),
+                );
+                None
+            }
+            Err(e) => {
+                say(out, format!("warning: profile `{profile}`: {e}"));
+                None
+            }
+        };
+        for stale in ["gateway.pid", "processes.json"] {
+            let p = dir.join(stale);
+            if fs::symlink_metadata(&p).is_ok()
+                && let Err(e) = fs::remove_file(&p)
+            {
+                say(
+                    out,
+                    format!("warning: cannot remove stale `{}`: {e}", p.display()),
+                );
+            }
+        }
+        let fresh_default = fresh_default_runs
+            && profile == ProfileRef::Default.name()
+            && fs::symlink_metadata(&state_file).is_err();
+        let started = prior_state.as_deref() == Some("running") || fresh_default;
+        specs.push(gateway_spec(
+            home, &profile, &dir, hermes_exe, identity, started, out,
+        ));
+        actions.push(GatewayAction {
+            profile,
+            prior_state,
+            started,
+        });
+    }
+    (specs, actions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hermes_supervisor::LogTarget;
+
+    fn profile(root: &Path, name: &str, state: Option<&str>, config: Option<&str>) -> PathBuf {
+        let dir = if name == "default" {
+            root.to_path_buf()
+        } else {
+            root.join("profiles").join(name)
+        };
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("SOUL.md"), "soul").unwrap();
+        if let Some(s) = state {
+            fs::write(dir.join("gateway_state.json"), s).unwrap();
+        }
+        if let Some(c) = config {
+            fs::write(dir.join("config.yaml"), c).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn a_fresh_default_profile_starts_only_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        profile(root, "default", None, None);
+        profile(root, "work", None, None);
+        let mut out = Vec::new();
+        let (boot, _) = reconcile(root, Path::new("/bin/hermes"), None, false, &mut out);
+        assert!(
+            boot.iter().all(|s| !s.autostart),
+            "a container boot waits for a recorded state"
+        );
+        let (up, actions) = reconcile(root, Path::new("/bin/hermes"), None, true, &mut out);
+        assert!(
+            up[0].autostart && !up[1].autostart,
+            "`hermes up` starts the fresh default only"
+        );
+        assert_eq!(
+            actions[0].describe(),
+            "profile=default prior_state=None action=started"
+        );
+    }
+
+    #[test]
+    fn every_profile_gets_a_gateway_and_running_ones_start() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        profile(
+            root,
+            "default",
+            Some(r#"{"gateway_state":"stopped","desired_state":"running"}"#),
+            None,
+        );
+        let work = profile(
+            root,
+            "work",
+            Some(r#"{"gateway_state":"running","desired_state":"stopped"}"#),
+            None,
+        );
+        fs::write(work.join("gateway.pid"), "123").unwrap();
+        profile(
+            root,
+            "alt",
+            Some("{not json"),
+            Some("gateway:\n  command: [\"my-agent\", \"--serve\"]\n"),
+        );
+        profile(
+            root,
+            "shell",
+            Some(r#"{"gateway_state":"draining"}"#),
+            Some("gateway:\n  command: \"exec agent2\"\n"),
+        );
+        fs::create_dir_all(root.join("profiles/nosoul")).unwrap();
+        let mut out = Vec::new();
+        let (specs, actions) = reconcile(root, Path::new("/bin/hermes"), None, false, &mut out);
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "gateway-default",
+                "gateway-alt",
+                "gateway-shell",
+                "gateway-work"
+            ]
+        );
+        let lines: Vec<String> = actions.iter().map(GatewayAction::describe).collect();
+        assert_eq!(
+            lines,
+            [
+                "profile=default prior_state=running action=started",
+                "profile=alt prior_state=None action=registered",
+                "profile=shell prior_state=running action=started",
+                "profile=work prior_state=stopped action=registered",
+            ]
+        );
+        assert_eq!(
+            specs[0].argv,
+            [
+                "/bin/hermes",
+                "-p",
+                "default",
+                "gateway",
+                "run",
+                "--no-supervise"
+            ]
+        );
+        assert_eq!(specs[1].argv, ["my-agent", "--serve"]);
+        assert_eq!(specs[2].argv, ["/bin/sh", "-c", "exec agent2"]);
+        assert!(specs[0].autostart && !specs[3].autostart);
+        assert!(
+            specs.iter().all(|s| s.enabled),
+            "registered means down, not disabled"
+        );
+        assert_eq!(
+            specs[3].log,
+            LogTarget::Dir(root.join("logs/gateways/work"))
+        );
+        assert_eq!(specs[3].profile.as_deref(), Some("work"));
+        assert!(!work.join("gateway.pid").exists());
+        let log = String::from_utf8(out).unwrap();
+        assert!(
+            log.contains("profile `alt`: ignoring `gateway_state.json`"),
+            "{log}"
+        );
+    }
+}
