@@ -1,5 +1,7 @@
 //! The crate's one error type, [`Error`]: what goes wrong while reaching the supervisor,
-//! choosing where it listens, registering a service or reading a service log.
+//! choosing where it listens, registering a service or reading a service log. Context lives
+//! in fields, the message says what failed (its cause is the error's source, shown once as
+//! `Caused by:`), and [`Error::hint`] says what to do.
 
 use std::path::PathBuf;
 
@@ -27,6 +29,32 @@ pub enum Error {
     /// The supervisor refused or failed a request, or its socket could not be used.
     #[error(transparent)]
     Supervisor(#[from] hermes_supervisor::Error),
+    /// A name no service can have (so it has no log either).
+    #[error("invalid service name `{name}`")]
+    InvalidServiceName {
+        /// The name as given.
+        name: String,
+    },
+    /// A service's log cannot be opened: it never wrote one, or it is not readable.
+    #[error("no log for `{service}` at `{}`", path.display())]
+    NoLog {
+        /// The service.
+        service: String,
+        /// Its current log file.
+        path: PathBuf,
+        /// Why it cannot be opened.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A log file could not be read (or, being followed, reopened after a rotation).
+    #[error("cannot read the log `{}`", path.display())]
+    LogRead {
+        /// The log file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl Error {
@@ -42,6 +70,19 @@ impl Error {
                     .to_owned(),
             ),
             Error::Supervisor(e) => e.hint(),
+            Error::InvalidServiceName { .. } | Error::NoLog { .. } => {
+                Some("list services with `hermes service list`".into())
+            }
+            Error::LogRead { .. } => {
+                Some("check that this user may read the service's log directory".into())
+            }
+        }
+    }
+
+    pub(crate) fn log_read(path: &std::path::Path, source: std::io::Error) -> Self {
+        Error::LogRead {
+            path: path.to_path_buf(),
+            source,
         }
     }
 }
@@ -70,6 +111,18 @@ mod tests {
             Error::Supervisor(hermes_supervisor::Error::PermissionDenied {
                 socket: "/run/hermes/supervisor.sock".into(),
             }),
+            Error::InvalidServiceName {
+                name: "../etc".into(),
+            },
+            Error::NoLog {
+                service: "ticker".into(),
+                path: "/opt/data/logs/ticker/current".into(),
+                source: std::io::Error::from_raw_os_error(2),
+            },
+            Error::LogRead {
+                path: "/opt/data/logs/ticker/current".into(),
+                source: std::io::Error::from_raw_os_error(13),
+            },
         ]
     }
 

@@ -23,7 +23,8 @@
 //! * [`gateway`] — [`gateway_spec`], [`ensure_registered`], [`systemd_user_unit`];
 //! * [`reconcile`](mod@reconcile) — [`reconcile()`], [`GatewayAction`];
 //! * [`hooks`] — [`DesiredStateHooks`];
-//! * [`logs`] — [`service_log_dir`].
+//! * [`logs`] — [`service_log_dir`], [`log_file`], [`tail`], [`open_service_log`],
+//!   [`Follower`].
 //!
 //! The crate never prints: warnings go to the writer the caller passes, errors are [`Error`]
 //! with a [`hint`](Error::hint).
@@ -43,7 +44,7 @@ pub use gateway::{
     gateway_spec, run_as_identity, service_name, systemd_user_unit,
 };
 pub use hooks::DesiredStateHooks;
-pub use logs::service_log_dir;
+pub use logs::{Follower, log_file, open_service_log, service_log_dir, tail};
 pub use reconcile::{GatewayAction, reconcile};
 pub use runtime::{
     choose_runtime_dir, connect, find_runtime_dir, runtime_dirs, runtime_dirs_with_marker,

@@ -167,7 +167,7 @@ fn hand_over(home: &Home, client: &mut hermes_supervisor::Client) -> CommandResu
     output::stderr(&format!(
         "hermes: `{name}` runs under the supervisor; following its log (Ctrl-C stops following)\n"
     ));
-    let log = service::log_path(home.root(), &name)?;
+    let log = hermes_services::log_file(home.root(), &name)?;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !log.exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));

@@ -1,10 +1,8 @@
 //! `hermes service ...`: talk to the running supervisor over its control socket, and read
-//! service logs.
+//! service logs. Finding the supervisor and reading logs are `hermes-services`'s; this module
+//! prints.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use hermes_supervisor::{Client, render_status_table};
@@ -86,63 +84,20 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
     Ok(ExitStatus::Success)
 }
 
-/// Where a service's current log is (see `hermes_services::service_log_dir`).
-pub fn log_path(root: &Path, service: &str) -> Result<PathBuf, Failure> {
-    hermes_services::service_log_dir(root, service)
-        .map(|dir| dir.join("current"))
-        .ok_or_else(|| {
-            Failure::new(
-                format!("invalid service name `{service}`"),
-                Some("list services with `hermes service list`".into()),
-            )
-        })
-}
-
+/// Prints the last `lines` lines of `service`'s log and, with `follow`, what is appended to
+/// it until interrupted (`hermes_services::open_service_log`; lines that are not UTF-8 are
+/// shown lossily).
 pub fn logs(root: &Path, service: &str, lines: usize, follow: bool) -> Result<(), Failure> {
-    let path = log_path(root, service)?;
-    let mut file = File::open(&path).map_err(|e| {
-        Failure::new(
-            format!("no log for `{service}` at `{}`: {e}", path.display()),
-            Some("list services with `hermes service list`".into()),
-        )
-    })?;
-    // A service may print anything: bytes that are not UTF-8 are shown as U+FFFD, never an
-    // error that hides the rest of the log.
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    let text = String::from_utf8_lossy(&bytes);
-    let all: Vec<&str> = text.lines().collect();
-    let tail = &all[all.len().saturating_sub(lines)..];
+    let (tail, follower) = hermes_services::open_service_log(root, service, lines)?;
     let mut shown = tail.join("\n");
     if !shown.is_empty() {
         shown.push('\n');
     }
     output::stdout(&shown)?;
     if follow {
-        follow_file(&path, file)?;
+        for line in follower {
+            output::stdout(&format!("{}\n", line?))?;
+        }
     }
     Ok(())
-}
-
-/// Prints what is appended to `path`, reopening it when it is rotated (new inode or shorter).
-fn follow_file(path: &Path, mut file: File) -> Result<(), Failure> {
-    let mut inode = file.metadata()?.ino();
-    let mut pos = file.stream_position()?;
-    loop {
-        std::thread::sleep(Duration::from_millis(200));
-        if let Ok(meta) = std::fs::metadata(path)
-            && (meta.ino() != inode || meta.len() < pos)
-        {
-            file = File::open(path)?;
-            inode = meta.ino();
-            pos = 0;
-        }
-        file.seek(SeekFrom::Start(pos))?;
-        let mut chunk = Vec::new();
-        file.read_to_end(&mut chunk)?;
-        if !chunk.is_empty() {
-            pos += chunk.len() as u64;
-            output::stdout(&String::from_utf8_lossy(&chunk))?;
-        }
-    }
 }
