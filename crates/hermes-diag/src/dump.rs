@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use hermes_home::config::Config;
-use hermes_home::dotenv::DotEnv;
+use hermes_home::dotenv::{self, DotEnv};
 use hermes_home::{Home, profile};
 use serde::Serialize;
 
@@ -124,7 +124,8 @@ pub fn collect(
         warnings.push(format!("{e}"));
         DotEnv::default()
     });
-    // The profile's `.env` overrides the shell, as it does for the gateway.
+    // The profile's `.env` over the shell by the one rule the gateway uses (an empty
+    // assignment in `.env` wins, and reads as not set).
     let lookup = dotenv.over(var);
     let config = Config::load(&home.config_path()).unwrap_or_else(|e| {
         warnings.push(format!("{e}"));
@@ -136,7 +137,7 @@ pub fn collect(
         .map(|(env, label)| KeyRow {
             env: env.to_string(),
             label: label.to_string(),
-            set: lookup(env).is_some(),
+            set: lookup(env).as_deref().and_then(dotenv::nonblank).is_some(),
         })
         .collect();
     let profiles = match profile::list(home.root()) {

@@ -29,6 +29,14 @@ pub enum Error {
         reason: String,
     },
 
+    /// A profile file the settings come from (`.env`, `config.yaml`) cannot be read or parsed.
+    #[error("cannot load the profile's settings")]
+    Home {
+        /// What `hermes_home` reported (the file, and the line when it does not parse).
+        #[from]
+        source: hermes_home::Error,
+    },
+
     /// The bind address is reachable from other machines and no API key is set (fail closed).
     #[error(
         "refusing to serve on non-loopback address `{host}` without `API_SERVER_KEY`: anyone who can reach it could use the agent"
@@ -224,6 +232,7 @@ impl Error {
             Error::InvalidSetting { key, .. } => {
                 Some(format!("fix `{key}` in the profile's `.env` or `config.yaml`"))
             }
+            Error::Home { source } => source.hint(),
             Error::UnauthenticatedPublicBind { .. } => Some(
                 "set `API_SERVER_KEY` in the profile's `.env` (e.g. `openssl rand -hex 32`), or bind `API_SERVER_HOST=127.0.0.1`"
                     .into(),
@@ -286,7 +295,9 @@ impl Error {
     pub fn is_config(&self) -> bool {
         matches!(
             self,
-            Error::InvalidSetting { .. } | Error::UnauthenticatedPublicBind { .. }
+            Error::InvalidSetting { .. }
+                | Error::UnauthenticatedPublicBind { .. }
+                | Error::Home { .. }
         )
     }
 
@@ -444,6 +455,9 @@ mod tests {
                 source: reqwest_err3,
             },
             Error::Task { reason: "r".into() },
+            Error::Home {
+                source: hermes_home::Error::NoHome,
+            },
         ]
     }
 
@@ -473,6 +487,7 @@ mod tests {
                 Error::ProviderProtocol { .. } => "ProviderProtocol",
                 Error::ProviderTransport { .. } => "ProviderTransport",
                 Error::Task { .. } => "Task",
+                Error::Home { .. } => "Home",
             };
             seen.insert(name);
             let msg = e.to_string();

@@ -6,8 +6,10 @@
 //!   is read and no environment variable is looked up after [`GatewaySettings::resolve`].
 //! * *config* — the profile's `config.yaml` as `hermes_home` reads it (its typed view of the
 //!   `model` section, `${VAR}` expanded from the env map).
-//! * *env map* — the profile's `.env` merged over the process environment, as the caller
-//!   decides.
+//! * *env map* — the profile's `.env` merged over the process environment by hermes-home's one
+//!   rule ([`DotEnv::overlay`]: a `.env` assignment wins even when empty, and an empty value
+//!   counts as unset), which [`GatewaySettings::from_home`] applies and `doctor` and `dump`
+//!   share.
 //!
 //! Precedence, per setting: env map, then config, then the built-in default — except the
 //! provider's model, base URL and key, where `config.yaml` wins over `.env` (the original's
@@ -37,8 +39,9 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use hermes_home::DEFAULT_PROFILE;
 use hermes_home::config::Config;
+use hermes_home::dotenv::{self, DotEnv};
+use hermes_home::{DEFAULT_PROFILE, Home};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -372,6 +375,24 @@ impl GatewaySettings {
         }
     }
 
+    /// Settings of the profile `home` with `process_env` (the process environment): reads its
+    /// `.env` (merged over `process_env` by [`DotEnv::overlay`]), `config.yaml` and `SOUL.md`,
+    /// then [`GatewaySettings::resolve`]s.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Home`] for a `.env` or `config.yaml` that cannot be read or parsed, and the
+    /// errors of [`GatewaySettings::resolve`]. All are configuration errors (exit 78).
+    pub fn from_home(
+        home: &Home,
+        process_env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<GatewaySettings, Error> {
+        let env = DotEnv::load(&home.env_path())?.overlay(process_env);
+        let config = Config::load(&home.config_path())?;
+        let soul = std::fs::read_to_string(home.soul_path()).ok();
+        GatewaySettings::resolve(home.profile().name(), home.dir(), soul, &config, &env)
+    }
+
     /// Builds settings from a flattened `config.yaml` view and an env map (see the module doc
     /// for keys and precedence). Pure: reads no file and no process state besides `argv`.
     ///
@@ -393,7 +414,7 @@ impl GatewaySettings {
         config: &Config,
         env: &BTreeMap<String, String>,
     ) -> Result<GatewaySettings, Error> {
-        let get_env = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let get_env = |k: &str| env.get(k).and_then(|v| dotenv::nonblank(v));
         let lookup = |k: &str| env.get(k).cloned();
         let get_cfg = |k: &str| config.string(k, &lookup);
 

@@ -16,7 +16,20 @@
 //!
 //! The only way to write is [`DotEnv::edit`] (or [`set_var`]), which holds `.env.lock` from the
 //! read to the write, so concurrent writers never lose each other's keys.
+//!
+//! # Over the process environment
+//!
+//! One rule, for every reader (the gateway, `doctor`, `dump`, `profile list`, plugin status):
+//! a variable's value is its last assignment in `.env` — **an empty one included** — else the
+//! process environment's. Readers then treat a value that is empty after trimming as unset
+//! ([`nonblank`]), and `${VAR}` in `config.yaml` expands to it. So `OPENAI_API_KEY=` in `.env`
+//! switches off a key exported in the shell, as in the original, which loads `.env` with
+//! python-dotenv's `load_dotenv(override=True)` (an empty assignment replaces the shell's
+//! value with `""`, and the original reads `""` as no key). A line without `=` assigns
+//! nothing. [`DotEnv::value_over`] is the rule; [`DotEnv::over`] (a lookup function) and
+//! [`DotEnv::overlay`] (the whole environment as a map) are built on it.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -117,19 +130,37 @@ impl DotEnv {
             .map(|(_, v)| v)
     }
 
-    /// A variable lookup where this file's values override `var` (the process environment),
-    /// as they do for the profile's gateway. Empty values count as unset.
+    /// The value of `name` with this file over `var` (the process environment): the file's
+    /// last assignment, even an empty one, else `var(name)`. This is the one merge rule (see
+    /// the module doc); an empty result still counts as unset for readers ([`nonblank`]).
+    pub fn value_over(&self, name: &str, var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+        match self.get(name) {
+            Some(value) => Some(value.to_string()),
+            None => var(name),
+        }
+    }
+
+    /// [`DotEnv::value_over`] as a lookup function (for `config.yaml`'s `${VAR}` and for
+    /// reports).
     pub fn over<'a>(
         &'a self,
         var: &'a dyn Fn(&str) -> Option<String>,
     ) -> impl Fn(&str) -> Option<String> + 'a {
-        move |name| {
-            self.get(name)
-                .filter(|v| !v.is_empty())
-                .map(str::to_string)
-                .or_else(|| var(name))
-                .filter(|v| !v.is_empty())
+        move |name| self.value_over(name, var)
+    }
+
+    /// The environment a profile's processes see, as a map: `process` (the process
+    /// environment) with every assignment of this file over it — the same values as
+    /// [`DotEnv::value_over`] gives name by name.
+    pub fn overlay(
+        &self,
+        process: impl IntoIterator<Item = (String, String)>,
+    ) -> BTreeMap<String, String> {
+        let mut env: BTreeMap<String, String> = process.into_iter().collect();
+        for (key, value) in self.vars() {
+            env.insert(key.to_string(), value.to_string());
         }
+        env
     }
 
     /// All assignments in file order.
@@ -210,6 +241,13 @@ impl DotEnv {
             Ok(out)
         })
     }
+}
+
+/// `value` trimmed, when that is not empty: whether a variable counts as set. Every reader of
+/// a merged value ([`DotEnv::value_over`]) asks this, so an empty `KEY=` in `.env` means "no
+/// key" everywhere.
+pub fn nonblank(value: &str) -> Option<&str> {
+    Some(value.trim()).filter(|v| !v.is_empty())
 }
 
 /// Sets one key in the `.env` at `path`, creating the file if needed.
@@ -336,13 +374,37 @@ mod tests {
     }
 
     #[test]
-    fn file_values_override_the_environment() {
-        let env = DotEnv::parse("A=file\nEMPTY=\n");
+    fn file_values_override_the_environment_even_when_empty() {
+        let env = DotEnv::parse("A=file\nEMPTY=\nBLANK=\"  \"\nNOEQUALS\n");
         let process = |name: &str| Some(format!("process-{name}"));
         let lookup = env.over(&process);
         assert_eq!(lookup("A").as_deref(), Some("file"));
         assert_eq!(lookup("B").as_deref(), Some("process-B"));
-        assert_eq!(lookup("EMPTY").as_deref(), Some("process-EMPTY"));
+        // An empty assignment wins (python-dotenv's `override=True`) and reads as unset.
+        assert_eq!(lookup("EMPTY").as_deref(), Some(""));
+        assert_eq!(lookup("EMPTY").as_deref().and_then(nonblank), None);
+        assert_eq!(lookup("BLANK").as_deref().and_then(nonblank), None);
+        // A line without `=` assigns nothing.
+        assert_eq!(lookup("NOEQUALS").as_deref(), Some("process-NOEQUALS"));
+        assert_eq!(nonblank(" sk "), Some("sk"));
+    }
+
+    /// The map and the lookup are the same rule: for every name, in the file, in the process
+    /// environment, in both or in neither, they give the same value.
+    #[test]
+    fn the_map_and_the_lookup_agree() {
+        let env = DotEnv::parse("A=file\nEMPTY=\nA=last\nFILE_ONLY=f\n");
+        let process: BTreeMap<String, String> = [("A", "p"), ("EMPTY", "p"), ("SHELL_ONLY", "s")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let var = |name: &str| process.get(name).cloned();
+        let map = env.overlay(process.clone());
+        for name in ["A", "EMPTY", "FILE_ONLY", "SHELL_ONLY", "NEITHER"] {
+            assert_eq!(map.get(name).cloned(), env.value_over(name, &var), "{name}");
+        }
+        assert_eq!(map["A"], "last");
+        assert_eq!(map["EMPTY"], "");
     }
 
     #[test]
