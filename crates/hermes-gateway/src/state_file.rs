@@ -1,7 +1,8 @@
 //! The gateway's record in its profile's `gateway_state.json`: [`StateFileRecorder`].
 //!
-//! Each phase is merged into the file (so `desired_state`, written by the supervisor, and keys
-//! this version does not know survive), restamped with the original's identity fields:
+//! Each phase is merged into the file by its one writer, `hermes_home::gateway_state` (so
+//! `desired_state`, written by the supervisor, and keys this version does not know survive),
+//! restamped with the original's identity fields:
 //! `pid`, `kind`, `argv`, `start_time` (clock ticks since boot, field 22 of
 //! `/proc/self/stat`), `hermes_home`, `gateway_state`, `exit_reason`, `updated_at`,
 //! `code_sha`, `code_version`.
@@ -14,12 +15,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use hermes_home::gateway_state;
-use serde_json::{Map, json};
+use hermes_home::gateway_state::{self, ProcessRecord};
 
 use crate::lifecycle::{Phase, StateRecorder};
 
-/// Writes the gateway's phases into `gateway_state.json`.
+/// What this gateway calls itself in the record's `kind`.
+const KIND: &str = "hermes-gateway";
+
+/// Writes the gateway's phases into `gateway_state.json` (through
+/// `hermes_home::gateway_state::record_process`, the file's one writer).
 #[derive(Debug)]
 pub struct StateFileRecorder {
     path: PathBuf,
@@ -39,7 +43,7 @@ impl StateFileRecorder {
         code_version: &str,
     ) -> Self {
         StateFileRecorder {
-            path: profile_dir.join("gateway_state.json"),
+            path: gateway_state::path(profile_dir),
             profile_dir: profile_dir
                 .canonicalize()
                 .unwrap_or_else(|_| profile_dir.to_path_buf()),
@@ -78,18 +82,18 @@ impl StateRecorder for StateFileRecorder {
             Phase::Stopped => self.stopped_state(),
             other => other.as_str(),
         };
-        let mut fields = Map::new();
-        fields.insert("pid".into(), json!(std::process::id()));
-        fields.insert("kind".into(), json!("hermes-gateway"));
-        fields.insert("argv".into(), json!(self.argv));
-        fields.insert("start_time".into(), json!(process_start_time()));
-        fields.insert("hermes_home".into(), json!(self.profile_dir));
-        fields.insert("gateway_state".into(), json!(state));
-        fields.insert("exit_reason".into(), json!(exit_reason));
-        fields.insert("updated_at".into(), json!(hermes_home::time::iso_utc_now()));
-        fields.insert("code_sha".into(), json!(self.code_sha));
-        fields.insert("code_version".into(), json!(self.code_version));
-        if let Err(e) = gateway_state::merge(&self.path, fields)
+        let record = ProcessRecord {
+            pid: std::process::id(),
+            kind: KIND,
+            argv: &self.argv,
+            start_time: process_start_time(),
+            hermes_home: &self.profile_dir,
+            gateway_state: state,
+            exit_reason,
+            code_sha: self.code_sha.as_deref(),
+            code_version: &self.code_version,
+        };
+        if let Err(e) = gateway_state::record_process(&self.path, &record)
             && let Ok(mut warnings) = self.warnings.lock()
         {
             warnings.push(format!("could not record the gateway state: {e}"));
@@ -151,7 +155,11 @@ mod tests {
             "running",
             "a shutdown comes back at boot"
         );
-        gateway_state::set_desired(&dir.path().join("gateway_state.json"), "stopped").unwrap();
+        gateway_state::set_desired(
+            &gateway_state::path(dir.path()),
+            gateway_state::DesiredState::Stopped,
+        )
+        .unwrap();
         recorder.record(Phase::Stopped, Some("stopped"));
         assert_eq!(read(dir.path())["gateway_state"], "stopped");
         assert_eq!(read(dir.path())["exit_reason"], "stopped");

@@ -1,13 +1,20 @@
-//! `gateway_state.json`: the runtime record of a profile's gateway.
+//! `gateway_state.json`: the runtime record of a profile's gateway, and its one writer.
 //!
-//! Shared with the original (field table in `../shared/reference`, §5.7). Two writers:
-//! the gateway process records its own life (`pid`, `kind`, `argv`, `start_time`,
-//! `hermes_home`, `gateway_state`, `exit_reason`, `updated_at`, `code_sha`, `code_version`),
-//! and the supervisor records the operator's choice (`desired_state` = `running` | `stopped`).
-//! Both go through [`merge`], which changes only the fields given and keeps every other key —
-//! including keys this version of Hermes does not know — and holds `gateway_state.json.lock`
-//! from the read to the write, so the gateway and the supervisor never erase each other's
-//! fields.
+//! Shared with the original (field table in `../shared/reference`, §5.7). Every write of the
+//! file goes through this module:
+//! * the gateway process records its own life with [`record_process`] ([`ProcessRecord`]:
+//!   `pid`, `kind`, `argv`, `start_time`, `hermes_home`, `gateway_state`, `exit_reason`,
+//!   `code_sha`, `code_version`, stamped with an ISO `updated_at`);
+//! * the supervisor records the operator's choice with [`set_desired`] (`desired_state` =
+//!   `running` | `stopped`, with an integer-epoch `updated_at`, as the original's service
+//!   manager did);
+//! * the first boot of a container started with `HERMES_GATEWAY_BOOTSTRAP_STATE=running`
+//!   creates the file with [`bootstrap_running`] (only when there is none).
+//!
+//! The first two go through [`merge`], which changes only the fields given and keeps every
+//! other key — including keys this version of Hermes does not know — and holds
+//! `gateway_state.json.lock` from the read to the write, so the gateway and the supervisor
+//! never erase each other's fields.
 //!
 //! Reading tolerates a UTF-8 BOM. A file that is not UTF-8 or not a JSON object reads as
 //! [`StateRead::Invalid`] (callers treat it as "unknown" and warn); [`merge`] onto such a file
@@ -25,10 +32,19 @@ use serde_json::{Map, Value};
 
 use crate::Error;
 use crate::atomic::write_atomic;
+use crate::seeds::{Seeded, seed_file};
 use crate::{damage, lock};
+
+/// The file's name in a profile's directory.
+pub const FILE_NAME: &str = "gateway_state.json";
 
 /// The mode of `gateway_state.json` and of its lock file (the record holds no secret).
 const MODE: u32 = 0o644;
+
+/// The record of the profile whose directory is `profile_dir`.
+pub fn path(profile_dir: &Path) -> PathBuf {
+    profile_dir.join(FILE_NAME)
+}
 
 /// A parsed record.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -148,17 +164,92 @@ pub fn merge(path: &Path, updates: Map<String, Value>) -> Result<Option<PathBuf>
     })
 }
 
+/// An operator's choice for a gateway, as `desired_state` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DesiredState {
+    /// Started or restarted: `running`.
+    Running,
+    /// Stopped: `stopped`.
+    Stopped,
+}
+
+impl DesiredState {
+    /// The spelling in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DesiredState::Running => "running",
+            DesiredState::Stopped => "stopped",
+        }
+    }
+}
+
 /// Records an operator's choice: `desired_state` plus an integer-epoch `updated_at`, as the
 /// original's service manager did.
-pub fn set_desired(path: &Path, desired: &str) -> Result<(), Error> {
+pub fn set_desired(path: &Path, desired: DesiredState) -> Result<(), Error> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let mut updates = Map::new();
-    updates.insert("desired_state".into(), Value::from(desired));
+    updates.insert("desired_state".into(), Value::from(desired.as_str()));
     updates.insert("updated_at".into(), Value::from(now));
     merge(path, updates).map(|_| ())
+}
+
+/// What a gateway process records about itself at each phase (module doc).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessRecord<'a> {
+    /// The gateway's pid.
+    pub pid: u32,
+    /// What kind of process wrote the record (`hermes-gateway`).
+    pub kind: &'a str,
+    /// Its command line.
+    pub argv: &'a [String],
+    /// Its start time in clock ticks since boot (field 22 of `/proc/<pid>/stat`), which
+    /// tells a live pid from a reused one.
+    pub start_time: Option<u64>,
+    /// The profile directory it serves.
+    pub hermes_home: &'a Path,
+    /// The phase (`starting`, `running`, `draining`, `stopped`, `startup_failed`, ...).
+    pub gateway_state: &'a str,
+    /// Why it stopped, if it did.
+    pub exit_reason: Option<&'a str>,
+    /// The build's commit, when known.
+    pub code_sha: Option<&'a str>,
+    /// The build's version.
+    pub code_version: &'a str,
+}
+
+/// Merges a gateway's record of itself into the file at `path`, stamped with an ISO
+/// `updated_at`, keeping `desired_state` and every other key. Returns where an invalid
+/// previous file was preserved, if there was one.
+pub fn record_process(path: &Path, record: &ProcessRecord<'_>) -> Result<Option<PathBuf>, Error> {
+    let mut fields = Map::new();
+    fields.insert("pid".into(), Value::from(record.pid));
+    fields.insert("kind".into(), Value::from(record.kind));
+    fields.insert("argv".into(), Value::from(record.argv.to_vec()));
+    fields.insert("start_time".into(), Value::from(record.start_time));
+    fields.insert(
+        "hermes_home".into(),
+        Value::from(record.hermes_home.to_string_lossy().into_owned()),
+    );
+    fields.insert("gateway_state".into(), Value::from(record.gateway_state));
+    fields.insert("exit_reason".into(), Value::from(record.exit_reason));
+    fields.insert("updated_at".into(), Value::from(crate::time::iso_utc_now()));
+    fields.insert("code_sha".into(), Value::from(record.code_sha));
+    fields.insert("code_version".into(), Value::from(record.code_version));
+    merge(path, fields)
+}
+
+/// Creates the record at `path` as `{"gateway_state":"running"}` when there is no file there
+/// (first boot with `HERMES_GATEWAY_BOOTSTRAP_STATE=running`): an existing record, or
+/// anything else at that name (a symlink included, which is never followed), is kept.
+pub fn bootstrap_running(path: &Path) -> Result<Seeded, Error> {
+    let mut fields = Map::new();
+    fields.insert("gateway_state".into(), Value::from("running"));
+    let mut text = serde_json::to_string(&fields).unwrap_or_default();
+    text.push('\n');
+    seed_file(path, &text, MODE)
 }
 
 #[cfg(test)]
@@ -198,7 +289,7 @@ mod tests {
             "\u{feff}{\"gateway_state\":\"running\",\"platforms\":{\"x\":1},\"future\":true}",
         )
         .unwrap();
-        set_desired(&path, "stopped").unwrap();
+        set_desired(&path, DesiredState::Stopped).unwrap();
         let StateRead::Valid(state) = read(&path).unwrap() else {
             panic!("invalid")
         };
@@ -283,5 +374,69 @@ mod tests {
             None,
             "nothing of the damaged record is kept"
         );
+    }
+
+    #[test]
+    fn bootstrap_creates_a_running_record_only_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path(dir.path());
+        assert_eq!(bootstrap_running(&path).unwrap(), Seeded::Created);
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "{\"gateway_state\":\"running\"}\n"
+        );
+        fs::write(&path, "{\"gateway_state\":\"stopped\"}").unwrap();
+        assert_eq!(bootstrap_running(&path).unwrap(), Seeded::Kept);
+        assert_eq!(recorded_state(&path).as_deref(), Some("stopped"));
+        // A symlink is kept and not followed.
+        let outside = dir.path().join("outside");
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        assert_eq!(bootstrap_running(&link).unwrap(), Seeded::Kept);
+        assert!(!outside.exists());
+    }
+
+    #[test]
+    fn a_process_record_keeps_the_operators_choice_and_unknown_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path(dir.path());
+        fs::write(&path, r#"{"desired_state":"stopped","future":1}"#).unwrap();
+        let argv = vec!["hermes".to_string(), "gateway".to_string()];
+        let record = ProcessRecord {
+            pid: 42,
+            kind: "hermes-gateway",
+            argv: &argv,
+            start_time: Some(7),
+            hermes_home: dir.path(),
+            gateway_state: "running",
+            exit_reason: None,
+            code_sha: Some("abc"),
+            code_version: "0.1.0",
+        };
+        assert_eq!(record_process(&path, &record).unwrap(), None);
+        let state = read(&path).unwrap();
+        let fields = state.state().unwrap().fields();
+        let keys: Vec<&str> = fields.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "desired_state",
+                "future",
+                "pid",
+                "kind",
+                "argv",
+                "start_time",
+                "hermes_home",
+                "gateway_state",
+                "exit_reason",
+                "updated_at",
+                "code_sha",
+                "code_version"
+            ]
+        );
+        assert_eq!(fields["argv"], json!(["hermes", "gateway"]));
+        assert_eq!(fields["exit_reason"], Value::Null);
+        assert_eq!(state.state().unwrap().effective_state(), Some("stopped"));
+        assert!(fields["updated_at"].is_string());
     }
 }

@@ -19,6 +19,7 @@ use std::io::{self, Read, Write};
 use std::path::Path;
 
 use hermes_home::dotenv::DotEnv;
+use hermes_home::gateway_state;
 use hermes_home::seeds::{Seeded, seed_file};
 use hermes_privilege::{
     IdRequest, Identity, InitMode, RemapReport, RepairPlan, SERVICE_USER, device_gids,
@@ -305,24 +306,26 @@ fn stage_seed(settings: &Settings, out: &mut dyn Write) {
     }
     seed_api_key(&home.join(".env"), out);
     if settings.env.get(GATEWAY_BOOTSTRAP_VAR) == Some("running") {
-        seed_once(
-            &home.join("gateway_state.json"),
-            "{\"gateway_state\":\"running\"}\n",
-            0o644,
-            out,
-        );
+        let path = gateway_state::path(home);
+        seed_once(&path, || gateway_state::bootstrap_running(&path), out);
     }
     if let Some(auth) = settings
         .env
         .get(AUTH_BOOTSTRAP_VAR)
         .filter(|v| !v.is_empty())
     {
-        seed_once(&home.join("auth.json"), auth, 0o600, out);
+        let path = home.join("auth.json");
+        seed_once(&path, || seed_file(&path, auth, 0o600), out);
     }
 }
 
-/// Creates `path` only on first boot; a symlink there is refused, never followed.
-fn seed_once(path: &Path, contents: &str, mode: u32, out: &mut dyn Write) {
+/// Creates `path` with `seed` only on first boot; a symlink there is refused (with a
+/// warning), never followed.
+fn seed_once(
+    path: &Path,
+    seed: impl FnOnce() -> Result<Seeded, hermes_home::Error>,
+    out: &mut dyn Write,
+) {
     match fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => {
             say(
@@ -337,7 +340,7 @@ fn seed_once(path: &Path, contents: &str, mode: u32, out: &mut dyn Write) {
         Ok(_) => return,
         Err(_) => {}
     }
-    match seed_file(path, contents, mode) {
+    match seed() {
         Ok(Seeded::Created) => say(out, format!("seeded `{}`", path.display())),
         Ok(Seeded::Kept) => {}
         Err(e) => say(out, format!("warning: {e}")),

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use hermes_home::ProfileRef;
-use hermes_home::gateway_state;
+use hermes_home::gateway_state::{self, DesiredState};
 use hermes_supervisor::{Desired, Hooks, ServiceSpec};
 
 use crate::say;
@@ -45,10 +45,10 @@ impl DesiredStateHooks<'_> {
             }
         };
         let value = match desired {
-            Desired::Running => "running",
-            Desired::Stopped => "stopped",
+            Desired::Running => DesiredState::Running,
+            Desired::Stopped => DesiredState::Stopped,
         };
-        if let Err(e) = gateway_state::set_desired(&dir.join("gateway_state.json"), value) {
+        if let Err(e) = gateway_state::set_desired(&gateway_state::path(&dir), value) {
             say(
                 self.log,
                 format!("warning: cannot record desired state: {e}"),

@@ -80,7 +80,7 @@ pub fn reconcile(
     let mut specs = Vec::new();
     let mut actions = Vec::new();
     for (profile, dir) in profiles {
-        let state_file = dir.join("gateway_state.json");
+        let state_file = gateway_state::path(&dir);
         let prior_state = match gateway_state::read(&state_file) {
             Ok(StateRead::Valid(s)) => s.effective_state().map(str::to_owned),
             Ok(StateRead::Missing) => None,
