@@ -6,7 +6,8 @@
 //! * [`config`] — `config.yaml` (tolerant read, typed view, key-preserving write);
 //! * [`dotenv`] — `.env` (comment-preserving edits, denylist, 0600);
 //! * [`auth`] — `auth.json` (never lost on a permission error, corrupt copies kept);
-//! * [`gateway_state`] — `gateway_state.json` (field-merging writer, effective state);
+//! * [`gateway_state`] — `gateway_state.json` (its one writer: field-merging, effective state);
+//! * [`volume`] — what on the data volume belongs to the service user (ownership repair);
 //! * [`seeds`] — the files a new profile starts with;
 //! * [`atomic`] — the temp-file + fsync + rename writer every module uses;
 //! * [`lock`] — the exclusive sidecar lock every read-modify-write holds.
@@ -29,6 +30,7 @@ pub mod names;
 pub mod profile;
 pub mod seeds;
 pub mod time;
+pub mod volume;
 
 pub use error::Error;
 pub use layout::Home;

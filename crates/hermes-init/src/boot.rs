@@ -21,8 +21,9 @@ use std::path::Path;
 use hermes_home::dotenv::DotEnv;
 use hermes_home::gateway_state;
 use hermes_home::seeds::{Seeded, seed_file};
+use hermes_home::volume;
 use hermes_privilege::{
-    IdRequest, Identity, InitMode, RemapReport, RepairPlan, SERVICE_USER, device_gids,
+    FileRule, IdRequest, Identity, InitMode, RemapReport, RepairPlan, SERVICE_USER, device_gids,
     init_user_guard, remap, repair_ownership,
 };
 
@@ -255,9 +256,19 @@ fn describe_remap(report: &RemapReport, out: &mut dyn Write) {
     }
 }
 
+/// What stage 4 repairs: the data volume's owned files and subtrees, as `hermes-home` names
+/// them (`hermes_home::volume`).
+pub fn data_volume_plan(home: &Path) -> RepairPlan {
+    let files = volume::OWNED_FILES.iter().map(|f| match f.mode {
+        Some(mode) => FileRule::with_mode(f.name, mode),
+        None => FileRule::owned(f.name),
+    });
+    RepairPlan::data_volume(home, files, volume::OWNED_SUBTREES.iter().copied())
+}
+
 /// Stage 4.
 fn stage_repair(settings: &Settings, id: &Identity, out: &mut dyn Write) {
-    match repair_ownership(&RepairPlan::data_volume(&settings.home), id.uid, id.gid) {
+    match repair_ownership(&data_volume_plan(&settings.home), id.uid, id.gid) {
         Ok(report) => {
             if report.changed > 0 || settings.flags.verbose > 0 {
                 say(
@@ -547,5 +558,16 @@ mod tests {
         fs::write(&stamp, "pip\n").unwrap();
         stage_stamp(&s, &mut Vec::new());
         assert!(stamp.exists());
+    }
+
+    #[test]
+    fn the_repair_plan_is_the_volumes_lists() {
+        let plan = data_volume_plan(Path::new("/opt/data"));
+        assert!(plan.chown_root);
+        assert_eq!(plan.files.len(), volume::OWNED_FILES.len());
+        assert!(plan.files.contains(&FileRule::with_mode(".env", 0o600)));
+        assert!(plan.files.contains(&FileRule::owned("auth.json")));
+        assert_eq!(plan.subtrees.len(), volume::OWNED_SUBTREES.len());
+        assert!(plan.subtrees.contains(&"platforms/pairing".into()));
     }
 }

@@ -10,6 +10,9 @@
 //!   (a host secret someone dropped there) is left alone;
 //! * *subtrees* (`profiles`, `logs`, ...): every entry under them is re-owned.
 //!
+//! The lists are the caller's ([`RepairPlan::data_volume`]): `hermes init` passes those of
+//! `hermes_home::volume`, which owns the names of the files on the volume.
+//!
 //! Invariants, because the volume is often a bind mount of the operator's own directory:
 //! * never a blanket recursive chown of the volume root;
 //! * never through a symlink: paths are walked with `openat(O_NOFOLLOW)` from the root's
@@ -94,70 +97,21 @@ pub struct RepairPlan {
     pub subtrees: Vec<PathBuf>,
 }
 
-/// Top-level files of a Hermes data volume that belong to the service user.
-pub const DATA_VOLUME_FILES: &[&str] = &[
-    ".env",
-    "config.yaml",
-    "SOUL.md",
-    "auth.json",
-    "auth.lock",
-    ".env.lock",
-    "config.yaml.lock",
-    "gateway_state.json.lock",
-    "active_profile.lock",
-    "state.db",
-    "state.db-shm",
-    "state.db-wal",
-    "hermes_state.db",
-    "response_store.db",
-    "response_store.db-shm",
-    "response_store.db-wal",
-    "gateway.pid",
-    "gateway.lock",
-    "gateway_state.json",
-    "processes.json",
-    "active_profile",
-];
-
-/// Subtrees of a Hermes data volume that belong to the service user.
-pub const DATA_VOLUME_SUBTREES: &[&str] = &[
-    "profiles",
-    "logs",
-    "sessions",
-    "memories",
-    "skills",
-    "skins",
-    "plugins",
-    "lazy-packages",
-    "home",
-    ".local",
-    "cron",
-    "hooks",
-    "plans",
-    "workspace",
-    "backups",
-    "pairing",
-    "platforms/pairing",
-];
-
 impl RepairPlan {
-    /// The default plan for a data volume at `root`: the root itself, the
-    /// [`DATA_VOLUME_FILES`] (`.env` 0600, `config.yaml` 0640, the rest `u+rw`) and the
-    /// [`DATA_VOLUME_SUBTREES`].
-    pub fn data_volume(root: impl Into<PathBuf>) -> Self {
-        let files = DATA_VOLUME_FILES
-            .iter()
-            .map(|name| match *name {
-                ".env" => FileRule::with_mode(name, 0o600),
-                "config.yaml" => FileRule::with_mode(name, 0o640),
-                _ => FileRule::owned(name),
-            })
-            .collect();
+    /// The plan for a data volume at `root`: the root itself (never recursively), the
+    /// top-level `files` and the `subtrees` (relative to the root). The caller names them —
+    /// `hermes init` passes the lists of `hermes_home::volume` — and exactly those are
+    /// repaired.
+    pub fn data_volume<P: Into<PathBuf>>(
+        root: impl Into<PathBuf>,
+        files: impl IntoIterator<Item = FileRule>,
+        subtrees: impl IntoIterator<Item = P>,
+    ) -> Self {
         RepairPlan {
             root: root.into(),
             chown_root: true,
-            files,
-            subtrees: DATA_VOLUME_SUBTREES.iter().map(PathBuf::from).collect(),
+            files: files.into_iter().collect(),
+            subtrees: subtrees.into_iter().map(Into::into).collect(),
         }
     }
 }
@@ -510,27 +464,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_plan_is_targeted() {
-        let plan = RepairPlan::data_volume("/opt/data");
+    fn a_data_volume_plan_is_exactly_what_it_is_given() {
+        let plan = RepairPlan::data_volume(
+            "/opt/data",
+            [
+                FileRule::with_mode(".env", 0o600),
+                FileRule::owned("SOUL.md"),
+            ],
+            ["profiles", "platforms/pairing"],
+        );
         assert!(plan.chown_root);
-        let mode_of = |name: &str| plan.files.iter().find(|r| r.name == name).map(|r| r.mode);
-        assert_eq!(mode_of(".env"), Some(Some(0o600)));
-        assert_eq!(mode_of("config.yaml"), Some(Some(0o640)));
-        assert_eq!(mode_of("auth.json"), Some(None));
-        assert_eq!(mode_of("host_secret.json"), None);
-        // No subtree is the root itself or escapes it.
-        for subtree in &plan.subtrees {
-            let plain = subtree
-                .components()
-                .all(|c| matches!(c, std::path::Component::Normal(_)));
-            assert!(
-                plain && !subtree.as_os_str().is_empty(),
-                "{}",
-                subtree.display()
-            );
-        }
-        assert!(plan.subtrees.contains(&PathBuf::from("profiles")));
-        assert!(plan.subtrees.contains(&PathBuf::from(".local")));
+        assert_eq!(plan.root, PathBuf::from("/opt/data"));
+        assert_eq!(
+            plan.files,
+            [
+                FileRule::with_mode(".env", 0o600),
+                FileRule::owned("SOUL.md")
+            ]
+        );
+        assert_eq!(
+            plan.subtrees,
+            [
+                PathBuf::from("profiles"),
+                PathBuf::from("platforms/pairing")
+            ]
+        );
     }
 
     #[test]

@@ -10,6 +10,28 @@ use hermes_privilege::{FileRule, RepairPlan, repair_ownership};
 const UID: u32 = 10000;
 const GID: u32 = 10000;
 
+/// A data volume's plan with the names these tests use, as `hermes init` builds it from
+/// `hermes_home::volume` (privilege repairs exactly the lists it is given).
+fn data_volume(root: impl Into<std::path::PathBuf>) -> RepairPlan {
+    RepairPlan::data_volume(
+        root,
+        [
+            FileRule::with_mode(".env", 0o600),
+            FileRule::with_mode("config.yaml", 0o640),
+            FileRule::owned("SOUL.md"),
+            FileRule::owned("auth.json"),
+        ],
+        [
+            "profiles",
+            "logs",
+            "skills",
+            "cron",
+            "workspace",
+            "platforms/pairing",
+        ],
+    )
+}
+
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
@@ -84,7 +106,7 @@ fn repair_reowns_targets_and_never_follows_symlinks() {
         return;
     }
     let v = volume();
-    let report = repair_ownership(&RepairPlan::data_volume(&v.root), UID, GID).unwrap();
+    let report = repair_ownership(&data_volume(&v.root), UID, GID).unwrap();
 
     // Re-owned: the root itself, allowlisted files, everything under subtrees.
     for path in [
@@ -156,7 +178,7 @@ fn repair_reowns_targets_and_never_follows_symlinks() {
     assert_eq!(report.modes_set, 3, "{report:?}");
 
     // A second boot finds nothing to do.
-    let again = repair_ownership(&RepairPlan::data_volume(&v.root), UID, GID).unwrap();
+    let again = repair_ownership(&data_volume(&v.root), UID, GID).unwrap();
     assert_eq!(
         (again.changed, again.modes_set, again.failed),
         (0, 0, 0),
@@ -215,7 +237,7 @@ fn repair_to_the_current_owner_changes_nothing_and_needs_no_root() {
 
 #[test]
 fn missing_root_is_an_error_with_a_hint() {
-    let plan = RepairPlan::data_volume("/nonexistent/hermes-data");
+    let plan = data_volume("/nonexistent/hermes-data");
     let err = repair_ownership(&plan, UID, GID).unwrap_err();
     assert!(
         err.to_string().contains("/nonexistent/hermes-data"),
@@ -296,7 +318,7 @@ fn a_subtree_that_is_a_separate_mount_is_not_reowned() {
         0o644,
     );
 
-    let report = repair_ownership(&RepairPlan::data_volume(&v.root), UID, GID).unwrap();
+    let report = repair_ownership(&data_volume(&v.root), UID, GID).unwrap();
     assert_eq!(owner(&workspace), (0, 0));
     assert_eq!(owner(&workspace.join("host-project/main.rs")), (0, 0));
     assert!(
@@ -325,7 +347,7 @@ fn repair_skips_files_with_more_than_one_hard_link() {
     std::fs::remove_file(v.root.join("auth.json")).unwrap();
     std::fs::hard_link(&secret, v.root.join("auth.json")).unwrap();
 
-    let report = repair_ownership(&RepairPlan::data_volume(&v.root), UID, GID).unwrap();
+    let report = repair_ownership(&data_volume(&v.root), UID, GID).unwrap();
 
     assert_eq!(owner(&secret), (0, 0), "the linked file was given away");
     assert_eq!(mode(&secret), 0o600);
