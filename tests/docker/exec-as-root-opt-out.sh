@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 
 c=$(dstart optout -- sleep 300)
-wait_for 20 "supervisor of $c answers" -- supervisor_up "$c"
+wait_up "$c"
 
 owner() { docker exec "$c" stat -c %U "/opt/data/profiles/$1"; }
 i=0
@@ -22,7 +22,7 @@ for value in 0 no ''; do
 done
 # Set for the whole container, it applies to every exec.
 c2=$(dstart optout2 -e HERMES_DOCKER_EXEC_AS_ROOT=1 -- sleep 300)
-wait_for 20 "supervisor of $c2 answers" -- supervisor_up "$c2"
+wait_up "$c2"
 docker exec "$c2" hermes profile create viaenv --no-alias >/dev/null 2>&1
 assert_eq root "$(docker exec "$c2" stat -c %U /opt/data/profiles/viaenv)" "container-wide HERMES_DOCKER_EXEC_AS_ROOT=1"
 finish

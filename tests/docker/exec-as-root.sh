@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 
 v=$(mkvolume data)
 c=$(dstart shim -v "$v:/opt/data" -- sleep 300)
-wait_for 20 "supervisor of $c answers" -- supervisor_up "$c"
+wait_up "$c"
 
 assert_rc 0 "docker exec (root) hermes profile create work" -- docker exec "$c" hermes profile create work
 assert_rc 0 "docker exec (root) hermes profile use work" -- docker exec "$c" hermes profile use work

@@ -16,7 +16,7 @@ assert_rc 0 "-e is repeatable" -- \
     drun --entrypoint /usr/local/bin/hermes -- init -e 3 -e 42 -- sh -c 'exit 42'
 # `docker kill -s` goes to the main program.
 c=$(dstart kill -- sleep 300)
-wait_for 20 "supervisor of $c answers" -- supervisor_up "$c"
+wait_up "$c"
 docker kill -s INT "$c" >/dev/null
 assert_eq 130 "$(wait_exit "$c")" "docker kill -s INT: the main program's 130"
 finish

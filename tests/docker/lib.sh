@@ -156,3 +156,18 @@ elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 service_is() { [[ $(service_state "$1" "$2") == "$3" ]]; }
 # The main program's own lines: $1 without PID 1's `[init] ...` and mirrored `[service] ...` lines.
 plain() { grep -v -E '^\[(init|gateway-[^]]*|main)\] ' <<<"$1"; }
+# Waits until the supervisor of a container answers; gives up at once if the container exited.
+wait_up() { # container [seconds]
+    local c=$1 deadline=$((SECONDS + ${2:-30}))
+    while ((SECONDS < deadline)); do
+        supervisor_up "$c" && return 0
+        if ! running "$c"; then
+            fail "container $c exited (code $(exit_code "$c")) before its supervisor answered" \
+                "its log: $(show "$(docker logs "$c" 2>&1 | tail -n 5)")"
+            return 1
+        fi
+        sleep 0.2
+    done
+    fail "waited ${2:-30} s for the supervisor of $c"
+    return 1
+}

@@ -17,7 +17,7 @@ assert_contains "$OUT" "docker-init" "under --init, docker's init is PID 1 and h
 
 # Orphans of a `docker exec` session are reaped by PID 1 too.
 c=$(dstart exec -- sleep 300)
-wait_for 20 "supervisor of $c answers" -- supervisor_up "$c"
+wait_up "$c"
 docker exec "$c" sh -c 'for i in 1 2 3; do sh -c "sleep 0.2 &"; done' >/dev/null
 sleep 1.5
 z=$(docker exec "$c" ps -eo stat=,comm= | awk '$1 ~ /^Z/')

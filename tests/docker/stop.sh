@@ -3,7 +3,7 @@
 source "$(dirname "$0")/lib.sh"
 
 c=$(dstart plain -- sleep 300)
-wait_for 20 "supervisor of $c answers" -- supervisor_up "$c"
+wait_up "$c"
 t=$(now)
 docker stop -t 10 "$c" >/dev/null
 secs=$(elapsed "$t")
