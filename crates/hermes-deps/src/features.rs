@@ -4,7 +4,10 @@
 //! `platform.matrix`) with a description and a list of pip specs; its first
 //! spec is the *anchor*. The registry ships in `features.yaml` next to this
 //! crate's manifest (compiled in with `include_str!`) and is validated by a
-//! test: every key has a dot, every spec passes the safety check. This module
+//! test: every key has a dot, every spec passes the safety check. Crates above
+//! this one add the features whose pins they own with
+//! [`FeatureRegistry::with_feature`] (hermes-plugins adds `memory.<name>` from
+//! each bundled plugin's manifest, so those pins are written once). This module
 //! answers `hermes deps status` ([`feature_status`]) and
 //! `hermes deps ensure FEATURE` ([`ensure_feature`]).
 
@@ -62,30 +65,30 @@ impl FeatureRegistry {
             });
         }
         for (name, f) in &file.features {
-            if !name.contains('.') {
-                return Err(Error::Registry {
-                    detail: format!("feature `{name}` is not `namespace.backend`"),
-                });
-            }
-            if f.specs.is_empty() {
-                return Err(Error::Registry {
-                    detail: format!("feature `{name}` has no specs"),
-                });
-            }
-            for s in &f.specs {
-                check_spec(s).map_err(|why| Error::Registry {
-                    detail: format!("feature `{name}`: spec `{s}`: {why}"),
-                })?;
-            }
+            validate(name, f)?;
         }
         Ok(Self {
             features: file.features,
         })
     }
 
-    /// The registry shipped with Hermes.
+    /// The registry in `features.yaml`. The complete list of what `hermes deps` can install
+    /// adds the bundled plugins' features: `hermes_plugins::feature_registry`.
     pub fn bundled() -> Result<Self, Error> {
         Self::parse(BUNDLED_FEATURES)
+    }
+
+    /// This registry plus `name`, checked like a feature of `features.yaml`; a name already
+    /// present is an error (each feature has one definition).
+    pub fn with_feature(mut self, name: &str, feature: Feature) -> Result<Self, Error> {
+        validate(name, &feature)?;
+        if self.features.contains_key(name) {
+            return Err(Error::Registry {
+                detail: format!("feature `{name}` is defined twice"),
+            });
+        }
+        self.features.insert(name.to_string(), feature);
+        Ok(self)
     }
 
     /// One feature.
@@ -97,6 +100,27 @@ impl FeatureRegistry {
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Feature)> {
         self.features.iter().map(|(k, v)| (k.as_str(), v))
     }
+}
+
+/// The rules every feature follows: a `namespace.backend` name, at least one spec, every spec
+/// safe.
+fn validate(name: &str, f: &Feature) -> Result<(), Error> {
+    if !name.contains('.') {
+        return Err(Error::Registry {
+            detail: format!("feature `{name}` is not `namespace.backend`"),
+        });
+    }
+    if f.specs.is_empty() {
+        return Err(Error::Registry {
+            detail: format!("feature `{name}` has no specs"),
+        });
+    }
+    for s in &f.specs {
+        check_spec(s).map_err(|why| Error::Registry {
+            detail: format!("feature `{name}`: spec `{s}`: {why}"),
+        })?;
+    }
+    Ok(())
 }
 
 /// State of one feature for `hermes deps status`.
@@ -209,12 +233,12 @@ mod tests {
     fn bundled_registry_parses_and_validates() {
         let r = FeatureRegistry::bundled().unwrap();
         assert!(r.iter().count() > 30);
-        let mem0 = r.get("memory.mem0").unwrap();
-        assert_eq!(mem0.specs, vec!["mem0ai>=2.0.10,<3".to_string()]);
         assert_eq!(
-            package_name(&r.get("memory.honcho").unwrap().specs[0]),
-            Some("honcho-ai")
+            package_name(&r.get("platform.matrix").unwrap().specs[0]),
+            Some("mautrix")
         );
+        // Memory providers' pins live in their plugin manifests (hermes-plugins adds them).
+        assert!(r.iter().all(|(name, _)| !name.starts_with("memory.")));
         for (name, f) in r.iter() {
             assert!(name.contains('.'));
             assert!(f.specs.iter().all(|s| check_spec(s).is_ok()));
@@ -234,6 +258,30 @@ mod tests {
             assert!(
                 matches!(FeatureRegistry::parse(t), Err(Error::Registry { .. })),
                 "{t}"
+            );
+        }
+    }
+
+    #[test]
+    fn added_features_are_checked_and_defined_once() {
+        let feature = |spec: &str| Feature {
+            description: "d".into(),
+            specs: vec![spec.into()],
+        };
+        let r = FeatureRegistry::parse(
+            "version: 1\nfeatures:\n  a.b:\n    description: d\n    specs: [a==1]\n",
+        )
+        .unwrap()
+        .with_feature("memory.x", feature("x-sdk==1"))
+        .unwrap();
+        assert_eq!(r.get("memory.x").unwrap().specs, ["x-sdk==1"]);
+        for (name, spec) in [("a.b", "a==2"), ("nodot", "x==1"), ("m.y", "y; rm -rf /")] {
+            assert!(
+                matches!(
+                    r.clone().with_feature(name, feature(spec)),
+                    Err(Error::Registry { .. })
+                ),
+                "{name}"
             );
         }
     }

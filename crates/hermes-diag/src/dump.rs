@@ -9,24 +9,15 @@ use std::path::Path;
 
 use hermes_home::config::Config;
 use hermes_home::dotenv::{self, DotEnv};
-use hermes_home::{Home, profile};
+use hermes_home::{Home, profile, providers};
 use serde::Serialize;
 
 use crate::identity::BuildIdentity;
 use crate::install::Install;
 
-/// Provider and tool keys reported by `dump`: (environment variable, label).
-pub const API_KEYS: &[(&str, &str)] = &[
-    ("OPENROUTER_API_KEY", "openrouter"),
-    ("OPENAI_API_KEY", "openai"),
-    ("ANTHROPIC_API_KEY", "anthropic"),
-    ("NOUS_API_KEY", "nous"),
-    ("GOOGLE_API_KEY", "google"),
-    ("GEMINI_API_KEY", "gemini"),
-    ("DEEPSEEK_API_KEY", "deepseek"),
-    ("MINIMAX_API_KEY", "minimax"),
-    ("KIMI_API_KEY", "kimi"),
-    ("ZAI_API_KEY", "zai"),
+/// Keys `dump` reports besides the model providers' (which come from
+/// [`hermes_home::providers::MODEL_PROVIDERS`]): (environment variable, label).
+pub const OTHER_KEYS: &[(&str, &str)] = &[
     ("HF_TOKEN", "huggingface"),
     ("API_SERVER_KEY", "api_server"),
     ("HONCHO_API_KEY", "honcho"),
@@ -35,6 +26,15 @@ pub const API_KEYS: &[(&str, &str)] = &[
     ("TAVILY_API_KEY", "tavily"),
     ("GITHUB_TOKEN", "github"),
 ];
+
+/// Every key `dump` reports, in its order: (environment variable, label). The model providers
+/// (the one table, shared with the gateway) first, then [`OTHER_KEYS`].
+pub fn api_keys() -> impl Iterator<Item = (&'static str, &'static str)> {
+    providers::MODEL_PROVIDERS
+        .iter()
+        .map(|p| (p.key_var, p.name))
+        .chain(OTHER_KEYS.iter().copied())
+}
 
 /// One supervised service as the supervisor reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -132,8 +132,7 @@ pub fn collect(
         Config::empty(&home.config_path())
     });
     let model = config.model(&lookup);
-    let api_keys = API_KEYS
-        .iter()
+    let api_keys = api_keys()
         .map(|(env, label)| KeyRow {
             env: env.to_string(),
             label: label.to_string(),
@@ -280,6 +279,39 @@ mod tests {
             "/opt/data"
         );
         assert_eq!(abbreviate_home(Path::new("/opt/data"), None), "/opt/data");
+    }
+
+    /// The rows `hermes dump` prints, pinned (the binary's snapshot pins them too): the model
+    /// providers of hermes-home's table, then the other keys.
+    #[test]
+    fn key_rows_come_from_the_provider_table_then_the_other_keys() {
+        let labels: Vec<&str> = api_keys().map(|(_, label)| label).collect();
+        assert_eq!(
+            labels,
+            [
+                "openrouter",
+                "openai",
+                "anthropic",
+                "nous",
+                "google",
+                "gemini",
+                "deepseek",
+                "minimax",
+                "kimi",
+                "zai",
+                "huggingface",
+                "api_server",
+                "honcho",
+                "mem0",
+                "firecrawl",
+                "tavily",
+                "github"
+            ]
+        );
+        let mut vars: Vec<&str> = api_keys().map(|(var, _)| var).collect();
+        vars.sort_unstable();
+        vars.dedup();
+        assert_eq!(vars.len(), labels.len(), "each variable once");
     }
 
     #[test]

@@ -42,8 +42,8 @@ pub use error::Error;
 pub use lifecycle::{ExitReason, NoopRecorder, Phase, ShutdownRequest, StateRecorder};
 pub use server::{AppState, router, serve, serve_with_limits};
 pub use settings::{
-    ConnectionLimits, GatewaySettings, KnownProvider, PROVIDERS, ProviderKey, ProviderSettings,
-    WithheldKey, choose_provider_key, default_port,
+    ConnectionLimits, GatewaySettings, KnownProvider, ProviderKey, ProviderSettings, WithheldKey,
+    choose_provider_key, default_port, known_provider, known_providers,
 };
 pub use state_file::StateFileRecorder;
 

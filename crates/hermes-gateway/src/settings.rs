@@ -15,10 +15,12 @@
 //! provider's model, base URL and key, where `config.yaml` wins over `.env` (the original's
 //! "config.yaml > .env" rule for model settings).
 //!
-//! Provider: `model.provider` names one of [`PROVIDERS`] (its key variable and base URL are
-//! the defaults), or any other name whose key is `<NAME>_API_KEY` and whose `model.base_url`
-//! must be set; `auto` (or nothing) takes the first known provider whose key is set, else
-//! OpenAI without a key (fine for a local server given by `model.base_url`).
+//! Provider: `model.provider` names one of the [`known_providers`] (its key variable and base
+//! URL are the defaults), or any other name whose `model.base_url` must be set and whose key is
+//! its variable in [`hermes_home::providers`] (`GEMINI_API_KEY`), else `<NAME>_API_KEY`;
+//! `auto` (or nothing) takes the first known provider whose key is set, else OpenAI without a
+//! key (fine for a local server given by `model.base_url`). The known providers are the rows of
+//! hermes-home's provider table that have an endpoint (`hermes dump` lists the same table).
 //!
 //! Key routing ([`choose_provider_key`]): a key goes only where it belongs.
 //! * `model.api_key` is the key configured for the endpoint: it is sent to `base_url`,
@@ -41,6 +43,7 @@ use std::net::IpAddr;
 
 use hermes_home::config::Config;
 use hermes_home::dotenv::{self, DotEnv};
+use hermes_home::providers::{self, ModelProvider};
 use hermes_home::{DEFAULT_PROFILE, Home};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -55,10 +58,11 @@ pub const DEFAULT_PORT: u16 = 8642;
 pub const NAMED_PORT_BASE: u16 = 9200;
 /// Size of the named-profile port range.
 pub const NAMED_PORT_SLOTS: u16 = 600;
-/// Provider base URL when none is configured.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// Provider base URL when none is configured (OpenAI's).
+pub const DEFAULT_BASE_URL: &str = providers::OPENAI_BASE_URL;
 
-/// An OpenAI-compatible provider Hermes knows by name.
+/// An OpenAI-compatible provider the gateway reaches by name: a row of
+/// [`hermes_home::providers::MODEL_PROVIDERS`] that has an endpoint.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnownProvider {
@@ -72,29 +76,21 @@ pub struct KnownProvider {
     pub domain: &'static str,
 }
 
-/// Known OpenAI-compatible providers.
-pub const PROVIDERS: &[KnownProvider] = &[
-    KnownProvider {
-        name: "openai",
-        key_var: "OPENAI_API_KEY",
-        base_url: DEFAULT_BASE_URL,
-        domain: "openai.com",
-    },
-    KnownProvider {
-        name: "openrouter",
-        key_var: "OPENROUTER_API_KEY",
-        base_url: "https://openrouter.ai/api/v1",
-        domain: "openrouter.ai",
-    },
-    KnownProvider {
-        name: "deepseek",
-        key_var: "DEEPSEEK_API_KEY",
-        base_url: "https://api.deepseek.com/v1",
-        domain: "deepseek.com",
-    },
-];
+/// The known providers, in the order `auto` tries them (`openai`, `openrouter`, `deepseek`).
+pub fn known_providers() -> impl Iterator<Item = KnownProvider> {
+    providers::auto_order().filter_map(KnownProvider::of)
+}
 
 impl KnownProvider {
+    fn of(p: &ModelProvider) -> Option<KnownProvider> {
+        p.endpoint.map(|e| KnownProvider {
+            name: p.name,
+            key_var: p.key_var,
+            base_url: e.base_url,
+            domain: e.key_domain,
+        })
+    }
+
     /// True when `base_url` is `https` on this provider's domain (or a subdomain of it): the
     /// only addresses its key variable is sent to.
     pub fn serves(&self, base_url: &str) -> bool {
@@ -114,8 +110,8 @@ impl KnownProvider {
 }
 
 /// The known provider by `model.provider` name (case-insensitive).
-pub fn known_provider(name: &str) -> Option<&'static KnownProvider> {
-    PROVIDERS.iter().find(|p| p.name.eq_ignore_ascii_case(name))
+pub fn known_provider(name: &str) -> Option<KnownProvider> {
+    providers::find(name).and_then(KnownProvider::of)
 }
 
 /// A provider key that exists but is not sent, and why (for the one warning line).
@@ -191,13 +187,13 @@ pub fn choose_provider_key<'a>(
         Some(p) if p.eq_ignore_ascii_case("auto") => auto_key(base_url, &from_var, &withhold),
         Some(p) => match known_provider(p) {
             Some(known) if known.serves(base_url) => from_var(known.key_var),
-            Some(known) => withhold(known).unwrap_or_default(),
+            Some(known) => withhold(&known).unwrap_or_default(),
             None => {
                 let var = other_key_var(p);
                 // Never true for a valid name (known names match first), but a known key
                 // must not reach a foreign host through another spelling.
-                match PROVIDERS.iter().find(|k| k.key_var == var) {
-                    Some(known) if !known.serves(base_url) => withhold(known).unwrap_or_default(),
+                match known_providers().find(|k| k.key_var == var) {
+                    Some(known) if !known.serves(base_url) => withhold(&known).unwrap_or_default(),
                     _ => from_var(&var),
                 }
             }
@@ -212,22 +208,25 @@ fn auto_key(
     from_var: &dyn Fn(&str) -> ProviderKey,
     withhold: &dyn Fn(&KnownProvider) -> Option<ProviderKey>,
 ) -> ProviderKey {
-    if let Some(known) = PROVIDERS.iter().find(|p| p.serves(base_url)) {
+    if let Some(known) = known_providers().find(|p| p.serves(base_url)) {
         let key = from_var(known.key_var);
         if key.key.is_some() {
             return key;
         }
     }
-    PROVIDERS
-        .iter()
+    known_providers()
         .filter(|p| !p.serves(base_url))
-        .find_map(withhold)
+        .find_map(|p| withhold(&p))
         .unwrap_or_default()
 }
 
-/// `<NAME>_API_KEY` for a provider name Hermes does not know.
+/// The key variable of a provider the gateway cannot reach by name alone: its variable in
+/// hermes-home's provider table (`GEMINI_API_KEY`), else `<NAME>_API_KEY`.
 fn other_key_var(name: &str) -> String {
-    format!("{}_API_KEY", name.to_ascii_uppercase().replace('-', "_"))
+    match providers::find(name) {
+        Some(p) => p.key_var.to_string(),
+        None => format!("{}_API_KEY", name.to_ascii_uppercase().replace('-', "_")),
+    }
 }
 
 /// How to reach the OpenAI-compatible provider.
@@ -552,10 +551,10 @@ impl GatewaySettings {
 fn provider_kind<'a>(
     provider: Option<&str>,
     get_env: &dyn Fn(&str) -> Option<&'a str>,
-) -> Result<Option<&'static KnownProvider>, Error> {
+) -> Result<Option<KnownProvider>, Error> {
     match provider.map(str::trim).filter(|p| !p.is_empty()) {
-        None => Ok(Some(auto_provider(get_env))),
-        Some(p) if p.eq_ignore_ascii_case("auto") => Ok(Some(auto_provider(get_env))),
+        None => Ok(auto_provider(get_env)),
+        Some(p) if p.eq_ignore_ascii_case("auto") => Ok(auto_provider(get_env)),
         Some(p) => match known_provider(p) {
             Some(known) => Ok(Some(known)),
             None if p
@@ -573,12 +572,11 @@ fn provider_kind<'a>(
     }
 }
 
-/// `auto`: the first known provider whose key is set, else OpenAI.
-fn auto_provider<'a>(get_env: &dyn Fn(&str) -> Option<&'a str>) -> &'static KnownProvider {
-    PROVIDERS
-        .iter()
+/// `auto`: the first known provider whose key is set, else the first known one (OpenAI).
+fn auto_provider<'a>(get_env: &dyn Fn(&str) -> Option<&'a str>) -> Option<KnownProvider> {
+    known_providers()
         .find(|p| get_env(p.key_var).is_some())
-        .unwrap_or(&PROVIDERS[0])
+        .or_else(|| known_providers().next())
 }
 
 /// Secrets show as `<redacted>` so settings can be logged with `{:?}`.
@@ -998,6 +996,47 @@ mod tests {
                 "{provider} -> {url}"
             );
         }
+    }
+
+    /// The keys the routing rule confines are exactly those of hermes-home's provider rows
+    /// with an endpoint, in `auto`'s order; giving another row an endpoint is a change of this
+    /// rule and must show up here.
+    #[test]
+    fn the_known_providers_are_the_provider_tables_rows_with_an_endpoint() {
+        let known: Vec<_> = known_providers()
+            .map(|p| (p.name, p.key_var, p.base_url, p.domain))
+            .collect();
+        assert_eq!(
+            known,
+            [
+                (
+                    "openai",
+                    "OPENAI_API_KEY",
+                    "https://api.openai.com/v1",
+                    "openai.com"
+                ),
+                (
+                    "openrouter",
+                    "OPENROUTER_API_KEY",
+                    "https://openrouter.ai/api/v1",
+                    "openrouter.ai"
+                ),
+                (
+                    "deepseek",
+                    "DEEPSEEK_API_KEY",
+                    "https://api.deepseek.com/v1",
+                    "deepseek.com"
+                ),
+            ]
+        );
+        // A row without an endpoint is another name: its variable, at the address given.
+        let env = [("GEMINI_API_KEY", "sk-gm"), ("OPENAI_API_KEY", "sk-oa")];
+        assert_eq!(
+            choose(Some("gemini"), "http://127.0.0.1:9/v1", &env),
+            sent("sk-gm", "GEMINI_API_KEY")
+        );
+        assert!(known_provider("gemini").is_none());
+        assert_eq!(known_provider("DeepSeek").unwrap().domain, "deepseek.com");
     }
 
     #[test]

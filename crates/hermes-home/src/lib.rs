@@ -5,6 +5,7 @@
 //! * [`profile`] — create / clone / list / use / delete profiles, alias wrappers;
 //! * [`config`] — `config.yaml` (tolerant read, typed view, key-preserving write);
 //! * [`dotenv`] — `.env` (comment-preserving edits, denylist, 0600);
+//! * [`providers`] — the model providers Hermes knows (key variables, addresses, key domains);
 //! * [`auth`] — `auth.json` (never lost on a permission error, corrupt copies kept);
 //! * [`gateway_state`] — `gateway_state.json` (its one writer: field-merging, effective state);
 //! * [`volume`] — what on the data volume belongs to the service user (ownership repair);
@@ -28,6 +29,7 @@ pub mod layout;
 pub mod lock;
 pub mod names;
 pub mod profile;
+pub mod providers;
 pub mod seeds;
 pub mod time;
 pub mod volume;

@@ -14,19 +14,8 @@ use serde::Serialize;
 use crate::Error;
 use crate::manifest::{Manifest, PluginKind, bundled_origin};
 
-/// Manifests shipped with Hermes: (name, text).
-pub const BUNDLED: [(&str, &str); 4] = [
-    ("honcho", include_str!("../bundled/honcho/plugin.yaml")),
-    ("mem0", include_str!("../bundled/mem0/plugin.yaml")),
-    (
-        "hindsight",
-        include_str!("../bundled/hindsight/plugin.yaml"),
-    ),
-    (
-        "supermemory",
-        include_str!("../bundled/supermemory/plugin.yaml"),
-    ),
-];
+// `BUNDLED`: every `bundled/<name>/plugin.yaml`, listed by `build.rs`.
+include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
 
 /// Where a plugin came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -76,7 +65,7 @@ impl Discovery {
 pub fn bundled() -> (Vec<Plugin>, Vec<Error>) {
     let mut plugins = Vec::new();
     let mut problems = Vec::new();
-    for (name, text) in BUNDLED {
+    for &(name, text) in BUNDLED {
         match Manifest::parse(text, &bundled_origin(name)) {
             Ok(manifest) => plugins.push(Plugin {
                 manifest,
@@ -135,15 +124,26 @@ pub fn discover(user_dir: Option<&Path>) -> Discovery {
 mod tests {
     use super::*;
 
+    /// Every folder under `bundled/` is compiled in, under its own name, valid, and a memory
+    /// provider with a secret setting: a new bundled plugin is checked without being listed.
     #[test]
     fn bundled_manifests_are_valid() {
         let (plugins, problems) = bundled();
         assert!(problems.is_empty(), "{problems:?}");
-        let names: Vec<_> = plugins.iter().map(|p| p.manifest.name.as_str()).collect();
-        assert_eq!(names, vec!["honcho", "mem0", "hindsight", "supermemory"]);
-        let mem0 = &plugins[1].manifest;
-        assert_eq!(mem0.pip_dependencies, vec!["mem0ai>=2.0.10,<3".to_string()]);
-        assert!(plugins[0].manifest.pip_dependencies[0].starts_with("honcho-ai"));
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("bundled");
+        let mut folders: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        folders.sort();
+        let names: Vec<&str> = plugins.iter().map(|p| p.manifest.name.as_str()).collect();
+        assert_eq!(
+            names, folders,
+            "one bundled plugin per folder, named after it"
+        );
+        for name in ["honcho", "mem0", "hindsight", "supermemory"] {
+            assert!(names.contains(&name), "{name}");
+        }
         for p in &plugins {
             assert_eq!(p.manifest.kind, PluginKind::Memory);
             assert!(
@@ -153,6 +153,21 @@ mod tests {
                     .any(|s| s.secret && s.env_var.is_some())
             );
         }
+    }
+
+    /// The pins that were reviewed as exact (or, for mem0, as a deliberate range).
+    #[test]
+    fn bundled_pins() {
+        let (plugins, _) = bundled();
+        let deps = |name: &str| {
+            plugins
+                .iter()
+                .find(|p| p.manifest.name == name)
+                .map(|p| p.manifest.pip_dependencies.clone())
+                .unwrap()
+        };
+        assert_eq!(deps("mem0"), ["mem0ai>=2.0.10,<3"]);
+        assert_eq!(deps("honcho"), ["honcho-ai==2.2.0"]);
     }
 
     #[test]

@@ -5,13 +5,16 @@
 //! ship in the binary; user plugins live in `$HERMES_HOME/plugins/<name>/`
 //! ([`discovery`]). Their pip dependencies are installed only through
 //! `hermes-deps`, so they follow the same routing (core venv or durable
-//! target) and the same safety rules as every other runtime install. This
+//! target) and the same safety rules as every other runtime install, and a
+//! bundled plugin's pins are also its `memory.<name>` feature for
+//! `hermes deps` ([`features`]). This
 //! crate returns data and plain-text renderers; it never writes `.env` or
 //! `config.yaml` itself ([`setup::SetupPlan`] says what to write).
 
 pub mod discovery;
 pub mod doctor;
 mod error;
+pub mod features;
 pub mod manifest;
 pub mod setup;
 pub mod status;
@@ -19,6 +22,7 @@ pub mod status;
 pub use discovery::{Discovery, Plugin, Source, discover};
 pub use doctor::doctor_rows;
 pub use error::Error;
+pub use features::feature_registry;
 pub use manifest::{ExternalDependency, Manifest, PluginKind, Setting};
 pub use setup::{
     ConfigWrite, EnvWrite, MemoryStatus, Question, SetupPlan, active_provider, find_provider,
