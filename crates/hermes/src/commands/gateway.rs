@@ -13,15 +13,12 @@
 //! The words: a profile's *gateway service* is `gateway-<profile>`; its *recorded state* is
 //! the effective state of its `gateway_state.json` (desired, else last).
 
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hermes_gateway::{ExitReason, GatewaySettings, Phase, ShutdownRequest, StateRecorder};
 use hermes_home::Home;
-use hermes_home::config::Config;
-use hermes_home::dotenv::DotEnv;
 use hermes_home::gateway_state;
 use hermes_home::profile;
 use serde_json::{Value, json};
@@ -54,23 +51,16 @@ pub fn run(ctx: &Context, command: GatewayCommand) -> CommandResult {
     }
 }
 
-/// The environment a profile's gateway sees: the process environment, then its `.env`.
-fn profile_env(home: &Home) -> Result<BTreeMap<String, String>, Failure> {
-    let mut env: BTreeMap<String, String> = std::env::vars().collect();
-    for (key, value) in DotEnv::load(&home.env_path())?.vars() {
-        env.insert(key.to_string(), value.to_string());
-    }
-    Ok(env)
-}
-
-/// Resolves the gateway settings of a profile.
+/// Resolves the gateway settings of a profile: its `.env` over the process environment by
+/// the one rule (`hermes_home::DotEnv::overlay`), `config.yaml` and `SOUL.md`. Variables whose
+/// name or value is not UTF-8 cannot be configuration and are left out (never a panic).
 pub fn settings(home: &Home) -> Result<GatewaySettings, Failure> {
-    let env = profile_env(home)?;
-    let config = Config::load(&home.config_path())?;
-    let soul = std::fs::read_to_string(home.soul_path()).ok();
-    let mut settings =
-        GatewaySettings::resolve(home.profile().name(), home.dir(), soul, &config, &env)?;
-    settings.argv = std::env::args().collect();
+    let process_env = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+    let mut settings = GatewaySettings::from_home(home, process_env)?;
+    settings.argv = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     Ok(settings)
 }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
-use hermes_deps::{Environment, FeatureRegistry, InstallEvent, InstallOptions};
+use hermes_deps::{Environment, InstallEvent, InstallOptions};
 use hermes_home::Home;
 use hermes_home::config::Config;
 use hermes_home::dotenv::DotEnv;
@@ -76,7 +76,7 @@ pub fn run_deps(ctx: &Context, command: DepsCommand) -> CommandResult {
     let mut options = install_options(&home)?;
     match command {
         DepsCommand::Status(flag) => {
-            let rows = hermes_deps::feature_status(&FeatureRegistry::bundled()?, &options)?;
+            let rows = hermes_deps::feature_status(&hermes_plugins::feature_registry()?, &options)?;
             if flag.json {
                 output::json(&rows)?;
             } else {
@@ -103,8 +103,11 @@ pub fn run_deps(ctx: &Context, command: DepsCommand) -> CommandResult {
             })
         }
         DepsCommand::Ensure { feature, json } => {
-            let outcome =
-                hermes_deps::ensure_feature(&FeatureRegistry::bundled()?, &feature, &options)?;
+            let outcome = hermes_deps::ensure_feature(
+                &hermes_plugins::feature_registry()?,
+                &feature,
+                &options,
+            )?;
             if json {
                 output::json(&outcome)?;
             } else if outcome.already_satisfied {

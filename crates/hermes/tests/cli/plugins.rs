@@ -111,6 +111,14 @@ fn plugins_list_shows_the_bundled_memory_providers() {
     for bundled in ["honcho", "mem0", "hindsight", "supermemory"] {
         assert!(names.contains(&bundled), "{names:?}");
     }
+    // Each bundled plugin is also a `deps` feature, derived from its manifest.
+    let features = t.ok(&["deps", "status"]);
+    for name in &names {
+        assert!(
+            features.contains(&format!("memory.{name} ")),
+            "memory.{name} missing:\n{features}"
+        );
+    }
     let status: serde_json::Value =
         serde_json::from_str(&t.ok(&["memory", "status", "--json"])).unwrap();
     assert_eq!(status["active"], serde_json::Value::Null);
