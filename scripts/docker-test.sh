@@ -53,6 +53,9 @@ command -v docker >/dev/null || need+=(docker.io)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v python3 >/dev/null || need+=(python3)
 command -v script >/dev/null || need+=(util-linux)
+command -v curl >/dev/null || need+=(curl)
+# Compose: the v2 plugin when the docker CLI has it, else Debian's docker-compose.
+docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null || need+=(docker-compose)
 if ((${#need[@]})); then
     log "installing ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive
