@@ -22,7 +22,9 @@
 //! [`lock`] (single instance, `--replace`), [`notify`] (sd_notify), [`lifecycle`] (phases,
 //! exit reasons), [`chat`] (`chat_once`), [`error`].
 
+pub mod api_error;
 pub mod chat;
+mod completions;
 pub mod connections;
 pub mod error;
 pub mod lifecycle;

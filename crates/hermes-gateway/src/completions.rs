@@ -1,0 +1,249 @@
+//! `POST /v1/chat/completions`: validate the request, assemble the conversation (the
+//! profile's soul, the session's history, the new messages), ask the provider, and answer as
+//! one JSON document or relay the provider's stream as server-sent events, storing the turn
+//! in the session.
+
+use std::convert::Infallible;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::api_error::{ApiError, invalid};
+use crate::error::Error;
+use crate::server::AppState;
+use crate::sessions::{SESSION_HEADER, assemble, validate_session_id};
+
+/// Events buffered between the provider reader and a slow client.
+const STREAM_BUFFER: usize = 64;
+
+/// One SSE event carrying `data`; a multi-line payload gets one `data:` line per line, as
+/// the format requires.
+fn sse_event(data: &str) -> Bytes {
+    let mut out = String::with_capacity(data.len() + 8);
+    for line in data.split('\n') {
+        out.push_str("data: ");
+        out.push_str(line.strip_suffix('\r').unwrap_or(line));
+        out.push('\n');
+    }
+    out.push('\n');
+    Bytes::from(out)
+}
+
+/// A chat request that follows the API: the body (without `messages`, which are assembled
+/// with the soul and history before they go upstream), the client's messages, whether it
+/// streams, and the session it continues.
+#[derive(Debug)]
+struct ChatRequest {
+    body: Value,
+    messages: Vec<Value>,
+    stream: bool,
+    session: Option<String>,
+}
+
+/// Validates a request body and its session header; every refusal is a 400 saying why.
+fn parse_request(body: &[u8], headers: &HeaderMap) -> Result<ChatRequest, ApiError> {
+    let mut body: Value = serde_json::from_slice(body)
+        .map_err(|e| invalid(format!("request body is not valid JSON: {e}")))?;
+    let Some(obj) = body.as_object_mut() else {
+        return Err(invalid("request body must be a JSON object"));
+    };
+    let messages = match obj.remove("messages") {
+        Some(Value::Array(m)) => m,
+        _ => return Err(invalid("`messages` must be an array")),
+    };
+    if messages
+        .iter()
+        .any(|m| m.get("role").and_then(Value::as_str).is_none())
+    {
+        return Err(invalid("every message needs a string `role`"));
+    }
+    let stream = obj.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let session = match headers.get(SESSION_HEADER) {
+        None => None,
+        Some(v) => {
+            let id = v
+                .to_str()
+                .map_err(|_| invalid("session id must be ASCII"))?
+                .to_string();
+            validate_session_id(&id)?;
+            Some(id)
+        }
+    };
+    Ok(ChatRequest {
+        body,
+        messages,
+        stream,
+        session,
+    })
+}
+
+pub(crate) async fn chat_completions(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let inner = &state.inner;
+    let provider = inner.provider.clone().ok_or_else(|| {
+        ApiError::from_error(&Error::NoModel {
+            profile: inner.profile.clone(),
+            home: inner.home.clone(),
+        })
+    })?;
+    let ChatRequest {
+        body: mut request,
+        messages,
+        stream,
+        session,
+    } = parse_request(&body, &headers)?;
+    let history = match &session {
+        Some(id) => inner.sessions.history_async(id.clone()).await?,
+        None => Vec::new(),
+    };
+    let assembled = assemble(inner.soul.as_deref(), &history, &messages);
+    if assembled
+        .upstream
+        .iter()
+        .all(|m| m.get("role").and_then(Value::as_str) == Some("system"))
+    {
+        return Err(invalid("`messages` has no user message"));
+    }
+    if let Some(obj) = request.as_object_mut() {
+        obj.insert("messages".into(), Value::Array(assembled.upstream));
+    }
+    let session_header = session
+        .as_deref()
+        .and_then(|s| HeaderValue::from_str(s).ok());
+
+    let mut resp = if stream {
+        // Every error up to here (and inside `provider.stream`, retries included) is still a
+        // plain JSON error with a status. From here on the status is 200 and failures become
+        // an error event in the stream.
+        let upstream = provider.stream(request).await?;
+        relay_stream(upstream, inner, session, assembled.new_turn)
+    } else {
+        let answer = provider.complete(request).await?;
+        if let Some(id) = session {
+            let mut turn = assembled.new_turn;
+            let reply = answer
+                .pointer("/choices/0/message")
+                .cloned()
+                .unwrap_or_else(|| json!({"role": "assistant", "content": ""}));
+            turn.push(reply);
+            inner
+                .sessions
+                .append_async(id, inner.profile.clone(), turn)
+                .await?;
+        }
+        axum::Json(answer).into_response()
+    };
+    if let Some(h) = session_header {
+        resp.headers_mut().insert(SESSION_HEADER, h);
+    }
+    Ok(resp)
+}
+
+/// Relays the provider's stream to the client as server-sent events, then stores the turn
+/// (only when the client got the whole answer) and ends with `data: [DONE]`.
+fn relay_stream(
+    mut upstream: crate::provider::ChatStream,
+    inner: &crate::server::Inner,
+    session: Option<String>,
+    new_turn: Vec<Value>,
+) -> Response {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(STREAM_BUFFER);
+    let store = inner.sessions.clone();
+    let profile = inner.profile.clone();
+    tokio::spawn(async move {
+        let mut answer = String::new();
+        let mut failed = false;
+        while let Some(event) = upstream.next_event().await {
+            let data = match event {
+                Ok(ev) => {
+                    if let Some(d) = &ev.delta {
+                        answer.push_str(d);
+                    }
+                    ev.data
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "provider stream failed");
+                    failed = true;
+                    ApiError::from_error(&e).body().to_string()
+                }
+            };
+            if tx.send(sse_event(&data)).await.is_err() {
+                // The client went away: stop reading (dropping the upstream response closes
+                // that connection too) and store nothing, since the client never got the
+                // answer.
+                return;
+            }
+            if failed {
+                break;
+            }
+        }
+        // Store the turn before `[DONE]`: a client may send its next turn the moment it sees
+        // `[DONE]`, and that turn must find this one in the history.
+        if let (Some(id), false) = (session, failed) {
+            let mut turn = new_turn;
+            turn.push(json!({"role": "assistant", "content": answer}));
+            if let Err(e) = store.append_async(id, profile, turn).await {
+                tracing::warn!(error = %e, "could not store the session turn");
+            }
+        }
+        let _ = tx.send(Bytes::from_static(b"data: [DONE]\n\n")).await;
+    });
+    let body = futures_util::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx).map(|o| o.map(Ok::<Bytes, Infallible>))
+    });
+    let mut resp = Response::new(Body::from_stream(body));
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_validated_before_anything_is_asked() {
+        let none = HeaderMap::new();
+        for (body, why) in [
+            (&b"{"[..], "not valid JSON"),
+            (b"[1]", "must be a JSON object"),
+            (br#"{"messages": "hi"}"#, "`messages` must be an array"),
+            (br#"{"messages": [{"content": "hi"}]}"#, "string `role`"),
+        ] {
+            let err = parse_request(body, &none).unwrap_err();
+            assert_eq!(err.status, axum::http::StatusCode::BAD_REQUEST);
+            assert!(err.message.contains(why), "{}: {}", why, err.message);
+        }
+        let mut bad_session = HeaderMap::new();
+        bad_session.insert(SESSION_HEADER, HeaderValue::from_static("../etc"));
+        let body = br#"{"messages": [{"role": "user", "content": "hi"}], "stream": true}"#;
+        assert!(parse_request(body, &bad_session).is_err());
+        let mut session = HeaderMap::new();
+        session.insert(SESSION_HEADER, HeaderValue::from_static("s-1"));
+        let ok = parse_request(body, &session).unwrap();
+        assert!(ok.stream);
+        assert_eq!(ok.session.as_deref(), Some("s-1"));
+        assert_eq!(ok.messages.len(), 1);
+        assert!(
+            ok.body.get("messages").is_none(),
+            "messages are assembled later"
+        );
+    }
+
+    #[test]
+    fn sse_events_are_framed_per_line() {
+        assert_eq!(&sse_event("{}")[..], b"data: {}\n\n");
+        assert_eq!(&sse_event("a\nb")[..], b"data: a\ndata: b\n\n");
+    }
+}
