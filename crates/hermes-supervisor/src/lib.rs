@@ -6,6 +6,7 @@
 //! * [`machine`] — the pure state machine: `handle(event, now) -> Vec<Action>`.
 //! * [`supervisor`] — the one event loop that executes it ([`Supervisor::run`]).
 //! * [`logs`] — line capture, timestamps, rotation.
+//! * [`mirror`] — service output on the supervisor's stdout, never blocking the loop.
 //! * [`protocol`] / [`client`] — the control socket and its blocking client.
 //! * [`status`] — status rows and the human table.
 //!
@@ -23,6 +24,7 @@ pub mod config;
 mod error;
 pub mod logs;
 pub mod machine;
+pub mod mirror;
 pub mod protocol;
 pub mod spec;
 pub mod status;
@@ -33,6 +35,7 @@ pub use config::{ConfigError, SAMPLE_CONFIG, parse_config_yaml, parse_services};
 pub use error::Error;
 pub use logs::Rotation;
 pub use machine::{Machine, Outcome, ServiceState, Timing};
+pub use mirror::Mirror;
 pub use spec::{Desired, LogTarget, RestartPolicy, RunAs, ServiceSpec};
 pub use status::{ExitStatus, ServiceStatus, StateName, render_status_table};
 pub use supervisor::{Hooks, LOOP_SIGNALS, NoHooks, Options, Supervisor, confine_run_as};

@@ -9,7 +9,9 @@
 //! Invariants:
 //! * Nothing blocks: every fd is non-blocking; pipes are read at most [`READ_CHUNK`] per wake so
 //!   one chatty service cannot starve the others; a client gets at most [`MAX_REQUEST`] bytes
-//!   buffered and a deadline.
+//!   buffered and a deadline. Mirrored output goes through a bounded buffer written only when
+//!   `poll` says the output is writable ([`crate::mirror`]): a reader that stops reading costs
+//!   lines, never supervision.
 //! * Every child is reaped with `waitpid(-1, WNOHANG)` until none is left; pids that belong to
 //!   no service (escaped descendants re-parented to us as PID 1 or sub-reaper) are reaped and
 //!   ignored.
@@ -44,6 +46,7 @@ use crate::client::SOCKET_NAME;
 use crate::error::Error;
 use crate::logs::{Chunk, LineBuffer, LogFile, Rotation, timestamp};
 use crate::machine::{Action, Event, Machine, Op, Outcome, RequestId, Timing};
+use crate::mirror::{Mirror, MirrorOut};
 use crate::protocol::{Command as Cmd, Frame, MAX_REQUEST, Response, parse_request, take_frame};
 use crate::spec::{Desired, LogTarget, RunAs, ServiceSpec};
 
@@ -51,6 +54,8 @@ use crate::spec::{Desired, LogTarget, RunAs, ServiceSpec};
 pub const READ_CHUNK: usize = 64 * 1024;
 /// Lock file name inside the runtime directory.
 pub const LOCK_NAME: &str = "supervisor.lock";
+/// Longest the supervisor waits, on its way out, for a slow reader of its mirrored output.
+pub const FINAL_FLUSH: Duration = Duration::from_millis(500);
 /// How long after the loop starts [`Hooks::settled`] is called.
 pub const SETTLE_AFTER: Duration = Duration::from_secs(1);
 
@@ -179,7 +184,6 @@ pub struct Supervisor {
     logs: HashMap<PathBuf, LogFile>,
     allowed: Vec<u32>,
     next_id: RequestId,
-    mirror_dropped: u64,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -273,7 +277,6 @@ impl Supervisor {
             logs: HashMap::new(),
             allowed,
             next_id: 1,
-            mirror_dropped: 0,
         })
     }
 
@@ -284,8 +287,11 @@ impl Supervisor {
 
     /// Runs until shutdown (SIGTERM/SIGINT, the `shutdown` request, or the main service's
     /// exit), then stops every service and returns how it ended. Service output is mirrored to
-    /// `out` as `[service] line`; a failing `out` drops lines, never blocks the loop for long
-    /// (pass a non-blocking writer to be sure).
+    /// `out` as `[service] line` through a bounded buffer that is written only when the output
+    /// can take it: a reader that stops reading costs dropped (counted, then reported) lines,
+    /// never a stalled loop. `&mut std::io::stdout()` and [`Mirror::stdout`] write the
+    /// process's stdout that way without changing it for anyone else; a plain
+    /// `&mut dyn Write` ([`Mirror::writer`]) is written in place and may block.
     ///
     /// Blocks the handled signals in the calling thread (restored on return). In PID 1 the
     /// caller should block them before spawning any thread; in a multi-threaded host program
@@ -293,7 +299,12 @@ impl Supervisor {
     ///
     /// # Errors
     /// Only set-up failures (signalfd, signal mask); once the loop runs it never bails.
-    pub fn run(mut self, hooks: &mut dyn Hooks, out: &mut dyn Write) -> Result<Outcome, Error> {
+    pub fn run<'o>(
+        mut self,
+        hooks: &mut dyn Hooks,
+        out: impl Into<Mirror<'o>>,
+    ) -> Result<Outcome, Error> {
+        let mut out = MirrorOut::new(out.into());
         let mut mask = SigSet::empty();
         for s in LOOP_SIGNALS {
             mask.add(s);
@@ -304,7 +315,7 @@ impl Supervisor {
                 what: "the signal mask",
                 source: e,
             })?;
-        let result = self.run_blocked(&mask, hooks, out);
+        let result = self.run_blocked(&mask, hooks, &mut out);
         let _ = old.thread_set_mask();
         result
     }
@@ -313,7 +324,7 @@ impl Supervisor {
         &mut self,
         mask: &SigSet,
         hooks: &mut dyn Hooks,
-        out: &mut dyn Write,
+        out: &mut MirrorOut<'_>,
     ) -> Result<Outcome, Error> {
         let sfd = SignalFd::with_flags(mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
             .map_err(|e| Error::Sys {
@@ -330,7 +341,7 @@ impl Supervisor {
         self.execute(boot, hooks, out, &mut outcome);
         let mut settle_at = Some(Instant::now() + SETTLE_AFTER);
         while outcome.is_none() {
-            let ready = self.wait(&sfd, settle_at);
+            let ready = self.wait(&sfd, settle_at, out);
             let now = Instant::now();
             if settle_at.is_some_and(|t| now >= t) {
                 settle_at = None;
@@ -355,9 +366,12 @@ impl Supervisor {
                 self.execute(acts, hooks, out, &mut outcome);
             }
             self.service_clients(&ready.conns, now, hooks, out, &mut outcome);
+            out.flush(Instant::now(), ready.mirror);
         }
         self.drain_pipes(out);
         self.flush_clients();
+        // Bounded: a reader that is not reading must not hold up the exit.
+        out.finish(Instant::now() + FINAL_FLUSH);
         let _ = fs::remove_file(&self.socket);
         for n in self.notify.values() {
             let _ = fs::remove_file(&n.path);
@@ -365,7 +379,7 @@ impl Supervisor {
         Ok(outcome.unwrap_or(Outcome::Stopped))
     }
 
-    fn wait(&mut self, sfd: &SignalFd, settle_at: Option<Instant>) -> Ready {
+    fn wait(&mut self, sfd: &SignalFd, settle_at: Option<Instant>, out: &MirrorOut<'_>) -> Ready {
         let now = Instant::now();
         let mut deadline = self.machine.next_deadline();
         if let Some(t) = settle_at {
@@ -409,6 +423,11 @@ impl Supervisor {
         for p in &self.pipes {
             fds.push(PollFd::new(p.fd.as_fd(), PollFlags::POLLIN));
         }
+        // Only while something waits to be written: an idle output is never watched.
+        let mirror_at = out.poll_fd().map(|fd| {
+            fds.push(PollFd::new(fd, PollFlags::POLLOUT));
+            fds.len() - 1
+        });
         let mut r = Ready::default();
         match poll(&mut fds, timeout) {
             Ok(0) | Err(_) => return r, // timeout or EINTR: the tick handles deadlines
@@ -428,6 +447,7 @@ impl Supervisor {
         r.pipes = (0..self.pipes.len())
             .filter(|&k| hit(&fds[pipe_base + k]))
             .collect();
+        r.mirror = mirror_at.is_some_and(|k| hit(&fds[k]));
         r
     }
 
@@ -477,14 +497,14 @@ impl Supervisor {
         &mut self,
         actions: Vec<Action>,
         hooks: &mut dyn Hooks,
-        out: &mut dyn Write,
+        out: &mut MirrorOut<'_>,
         outcome: &mut Option<Outcome>,
     ) {
         let mut queue: std::collections::VecDeque<Action> = actions.into();
         while let Some(a) = queue.pop_front() {
             match a {
                 Action::Spawn { service } => {
-                    let ev = self.spawn(&service);
+                    let ev = self.spawn(&service, out);
                     queue.extend(self.machine.handle(ev, Instant::now()));
                 }
                 Action::Kill { pgid, signal } => {
@@ -535,7 +555,7 @@ impl Supervisor {
     }
 
     /// Spawns a service; the returned event says how it went.
-    fn spawn(&mut self, name: &str) -> Event {
+    fn spawn(&mut self, name: &str, out: &mut MirrorOut<'_>) -> Event {
         let failed = |reason: String| Event::SpawnFailed {
             service: name.to_string(),
             reason,
@@ -562,7 +582,7 @@ impl Supervisor {
             Some(Err(e)) => {
                 let dir = self.log_dir_for(&spec);
                 let msg = format!("[hermes] readiness socket unavailable: {e}");
-                self.emit(name, dir.as_deref(), msg.as_bytes(), &mut std::io::sink());
+                self.emit(name, dir.as_deref(), msg.as_bytes(), out);
             }
             None => {}
         }
@@ -678,7 +698,7 @@ impl Supervisor {
         }
     }
 
-    fn read_pipe(&mut self, i: usize, out: &mut dyn Write) {
+    fn read_pipe(&mut self, i: usize, out: &mut MirrorOut<'_>) {
         let mut buf = vec![0u8; READ_CHUNK];
         let (chunks, eof) = {
             let p = &mut self.pipes[i];
@@ -710,7 +730,7 @@ impl Supervisor {
         }
     }
 
-    fn drain_pipes(&mut self, out: &mut dyn Write) {
+    fn drain_pipes(&mut self, out: &mut MirrorOut<'_>) {
         // Bounded final drain: whatever is already in the pipes, at most a few chunks each.
         for _ in 0..16 {
             if self.pipes.is_empty() {
@@ -738,7 +758,7 @@ impl Supervisor {
     }
 
     /// Writes a line to the service's log file and mirrors it as `[service] line`.
-    fn emit(&mut self, service: &str, log: Option<&Path>, line: &[u8], out: &mut dyn Write) {
+    fn emit(&mut self, service: &str, log: Option<&Path>, line: &[u8], out: &mut MirrorOut<'_>) {
         if let Some(dir) = log {
             let rotation = self.opts.rotation;
             let owner = self.log_owner(service);
@@ -753,25 +773,7 @@ impl Supervisor {
             rec.push(b'\n');
             file.write_line(&rec);
         }
-        let mut m = Vec::with_capacity(line.len() + service.len() + 4);
-        if self.mirror_dropped > 0 {
-            m.extend(
-                format!(
-                    "[hermes] dropped {} line(s) of mirrored output\n",
-                    self.mirror_dropped
-                )
-                .bytes(),
-            );
-        }
-        m.push(b'[');
-        m.extend_from_slice(service.as_bytes());
-        m.extend_from_slice(b"] ");
-        m.extend_from_slice(line);
-        m.push(b'\n');
-        match out.write_all(&m) {
-            Ok(()) => self.mirror_dropped = 0,
-            Err(_) => self.mirror_dropped += 1,
-        }
+        out.line(service, line, Instant::now());
     }
 
     fn accept(&mut self, now: Instant) {
@@ -822,7 +824,7 @@ impl Supervisor {
         ready: &[usize],
         now: Instant,
         hooks: &mut dyn Hooks,
-        out: &mut dyn Write,
+        out: &mut MirrorOut<'_>,
         outcome: &mut Option<Outcome>,
     ) {
         for &k in ready {
@@ -887,7 +889,7 @@ impl Supervisor {
         k: usize,
         now: Instant,
         hooks: &mut dyn Hooks,
-        out: &mut dyn Write,
+        out: &mut MirrorOut<'_>,
         outcome: &mut Option<Outcome>,
     ) {
         loop {
@@ -999,6 +1001,7 @@ struct Ready {
     notify: Vec<String>,
     conns: Vec<usize>,
     pipes: Vec<usize>,
+    mirror: bool,
 }
 
 /// The identity a service registered over the control socket may run as.

@@ -31,11 +31,27 @@ pub struct Harness {
     pub runtime: PathBuf,
     pub logs: PathBuf,
     pub child: Option<Child>,
+    /// The read end of the supervisor's stdout when it was started with
+    /// [`Harness::start_unread`]: held open, never read unless a test decides to.
+    pub stdout_pipe: Option<fs::File>,
+    config: PathBuf,
+    flags: Vec<String>,
 }
 
 impl Harness {
-    /// Starts a supervisor on `config` (YAML) with extra flags; waits for its socket.
+    /// Starts a supervisor on `config` (YAML) with extra flags; waits for its socket. Its
+    /// stdout goes to the file `stdout` in the test directory.
     pub fn start(config: &str, flags: &[&str]) -> Harness {
+        Self::start_with(config, flags, false)
+    }
+
+    /// Like [`Harness::start`], but the supervisor's stdout is a pipe nobody reads (a paused
+    /// `hermes up | less`, a stalled log driver): [`Harness::stdout_pipe`] holds its read end.
+    pub fn start_unread(config: &str, flags: &[&str]) -> Harness {
+        Self::start_with(config, flags, true)
+    }
+
+    fn start_with(config: &str, flags: &[&str], unread: bool) -> Harness {
         let dir = tempfile::tempdir().expect("tempdir");
         let runtime = dir.path().join("run");
         let logs = dir.path().join("logs");
@@ -47,28 +63,56 @@ impl Harness {
                 .replace("$SUPERVISE", &supervise_bin().display().to_string()),
         )
         .unwrap();
-        let out = fs::File::create(dir.path().join("stdout")).unwrap();
-        let err = fs::File::create(dir.path().join("stderr")).unwrap();
-        let child = Command::new(supervise_bin())
-            .arg("run")
-            .arg(&runtime)
-            .arg(&logs)
-            .arg(&cfg)
-            .args(flags)
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err))
-            .spawn()
-            .expect("spawn supervise");
-        let h = Harness {
+        let mut h = Harness {
             dir,
             runtime,
             logs,
-            child: Some(child),
+            child: None,
+            stdout_pipe: None,
+            config: cfg,
+            flags: flags.iter().map(|f| f.to_string()).collect(),
         };
-        h.wait_for("control socket", || {
-            Client::connect(&h.runtime, Duration::from_secs(2)).is_ok()
-        });
+        h.spawn_supervisor(unread);
         h
+    }
+
+    /// Starts a new supervisor on the same directory, config and flags (the previous one must
+    /// be gone: killed or terminated). Its output is appended to the same `stdout` file.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "the previous supervisor still runs");
+        self.spawn_supervisor(false);
+    }
+
+    fn spawn_supervisor(&mut self, unread: bool) {
+        let append = |name: &str| {
+            fs::File::options()
+                .create(true)
+                .append(true)
+                .open(self.dir.path().join(name))
+                .unwrap()
+        };
+        let stdout = if unread {
+            // Close-on-exec: other tests spawn children concurrently, which must not inherit it.
+            let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("pipe");
+            self.stdout_pipe = Some(fs::File::from(read));
+            Stdio::from(write)
+        } else {
+            Stdio::from(append("stdout"))
+        };
+        let child = Command::new(supervise_bin())
+            .arg("run")
+            .arg(&self.runtime)
+            .arg(&self.logs)
+            .arg(&self.config)
+            .args(&self.flags)
+            .stdout(stdout)
+            .stderr(Stdio::from(append("stderr")))
+            .spawn()
+            .expect("spawn supervise");
+        self.child = Some(child);
+        self.wait_for("control socket", || {
+            Client::connect(&self.runtime, Duration::from_secs(2)).is_ok()
+        });
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -179,4 +223,51 @@ pub fn stamps(text: &str) -> Vec<Duration> {
 
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
+}
+
+/// The fields of `/proc/<pid>/stat` after the command name, or `None` once the pid is gone.
+fn proc_stat(pid: i32) -> Option<Vec<String>> {
+    let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = s.rsplit_once(')')?.1;
+    Some(after.split_whitespace().map(str::to_owned).collect())
+}
+
+/// Whether `pid` is a live process: it exists and is not a zombie (a killed process whose
+/// parent — possibly not us — has not reaped it yet is dead for every purpose here).
+pub fn alive(pid: i32) -> bool {
+    proc_stat(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z" && state != "X"))
+}
+
+/// User plus system CPU time of `pid`, in clock ticks (`/proc/<pid>/stat` fields 14 and 15).
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let f = proc_stat(pid as i32).expect("process exists");
+    // Fields 14 and 15 are at 11 and 12 counting from field 3 (the state).
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+/// Resident memory of `pid` in KiB (`VmRSS` of `/proc/<pid>/status`).
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).expect("process exists");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// Open file descriptors of `pid`.
+pub fn fd_count(pid: u32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("process exists")
+        .count()
+}
+
+/// Zombie children of `pid`: exited, not reaped.
+pub fn zombie_children(pid: u32) -> Vec<i32> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&p| proc_stat(p).is_some_and(|f| f[0] == "Z" && f[1] == pid.to_string()))
+        .collect()
 }
