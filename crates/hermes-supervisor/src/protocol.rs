@@ -3,6 +3,8 @@
 //!
 //! Words defined here:
 //! * **frame** — one JSON object on one line, at most [`MAX_REQUEST`] bytes for requests.
+//! * **queued replies** — responses written for a client that it has not read yet; at most
+//!   about [`MAX_QUEUED_REPLIES`] bytes before the server stops reading from it.
 //! * **protocol version** — the `v` field every request and response carries; a server
 //!   answers an unknown version with `unsupported_version` and the version it speaks.
 #![deny(missing_docs)]
@@ -16,6 +18,11 @@ use crate::status::ServiceStatus;
 pub const PROTOCOL_VERSION: u32 = 1;
 /// Largest request frame the server accepts (bytes, newline excluded).
 pub const MAX_REQUEST: usize = 64 * 1024;
+/// Replies queued for one client beyond which the server stops reading (and parsing) that
+/// client's requests until it reads its replies; one that does not for the client deadline is
+/// disconnected. Keeps a client that pipelines requests and never reads from growing the
+/// supervisor.
+pub const MAX_QUEUED_REPLIES: usize = 1024 * 1024;
 /// Largest response frame the client accepts.
 pub const MAX_RESPONSE: usize = 16 * 1024 * 1024;
 

@@ -9,7 +9,8 @@
 //! Invariants:
 //! * Nothing blocks: every fd is non-blocking; pipes are read at most [`READ_CHUNK`] per wake so
 //!   one chatty service cannot starve the others; a client gets at most [`MAX_REQUEST`] bytes
-//!   buffered and a deadline. Mirrored output goes through a bounded buffer written only when
+//!   of requests and [`MAX_QUEUED_REPLIES`] of unread replies buffered (over that, it is not
+//!   read from until it reads), and a deadline. Mirrored output goes through a bounded buffer written only when
 //!   `poll` says the output is writable ([`crate::mirror`]): a reader that stops reading costs
 //!   lines, never supervision.
 //! * Every child is reaped with `waitpid(-1, WNOHANG)` until none is left; pids that belong to
@@ -47,14 +48,17 @@ use crate::error::Error;
 use crate::logs::{Chunk, LineBuffer, LogFile, Rotation, timestamp};
 use crate::machine::{Action, Event, Machine, Op, Outcome, RequestId, Timing};
 use crate::mirror::{Mirror, MirrorOut};
-use crate::protocol::{Command as Cmd, Frame, MAX_REQUEST, Response, parse_request, take_frame};
+use crate::protocol::{
+    Command as Cmd, Frame, MAX_QUEUED_REPLIES, MAX_REQUEST, Response, parse_request, take_frame,
+};
 use crate::spec::{Desired, LogTarget, RunAs, ServiceSpec};
 
 /// Bytes read from one pipe or client per wake-up.
 pub const READ_CHUNK: usize = 64 * 1024;
 /// Lock file name inside the runtime directory.
 pub const LOCK_NAME: &str = "supervisor.lock";
-/// Longest the supervisor waits, on its way out, for a slow reader of its mirrored output.
+/// Longest the supervisor waits, on its way out, for a slow reader of its mirrored output (and,
+/// separately, for control clients to take their last replies).
 pub const FINAL_FLUSH: Duration = Duration::from_millis(500);
 /// How long after the loop starts [`Hooks::settled`] is called.
 pub const SETTLE_AFTER: Duration = Duration::from_secs(1);
@@ -157,6 +161,28 @@ struct Conn {
     pending: Option<RequestId>,
     closing: bool,
     eof: bool,
+}
+
+impl Conn {
+    /// Whether to read more from this client. Not while a request waits for its reply (replies
+    /// go out in order), nor while its replies pile up unread or a complete request is still
+    /// buffered: what a client can make us hold stays bounded by [`MAX_QUEUED_REPLIES`] plus
+    /// one read.
+    fn wants_input(&self) -> bool {
+        self.pending.is_none()
+            && !self.closing
+            && !self.eof
+            && self.wbuf.len() < MAX_QUEUED_REPLIES
+            && !self.rbuf.contains(&b'\n')
+    }
+
+    /// Whether a buffered request can be processed now (the loop then does not sleep).
+    fn can_process(&self) -> bool {
+        self.pending.is_none()
+            && !self.closing
+            && self.wbuf.len() < MAX_QUEUED_REPLIES
+            && (self.rbuf.contains(&b'\n') || (self.eof && !self.rbuf.is_empty()))
+    }
 }
 
 struct Pipe {
@@ -386,7 +412,10 @@ impl Supervisor {
             deadline = Some(deadline.map_or(t, |d| d.min(t)));
         }
         for c in &self.conns {
-            if c.pending.is_none() {
+            if c.can_process() {
+                // Replies made room for requests already buffered: no event will say so.
+                deadline = Some(now);
+            } else if c.pending.is_none() {
                 deadline = Some(deadline.map_or(c.deadline, |d| d.min(c.deadline)));
             }
         }
@@ -411,7 +440,7 @@ impl Supervisor {
         let conn_base = fds.len();
         for c in &self.conns {
             let mut f = PollFlags::empty();
-            if c.pending.is_none() && !c.closing && !c.eof {
+            if c.wants_input() {
                 f |= PollFlags::POLLIN;
             }
             if !c.wbuf.is_empty() {
@@ -831,7 +860,7 @@ impl Supervisor {
             let Some(c) = self.conns.get_mut(k) else {
                 continue;
             };
-            if c.pending.is_some() || c.closing || c.eof {
+            if !c.wants_input() {
                 continue;
             }
             let mut buf = [0u8; 16 * 1024];
@@ -866,6 +895,9 @@ impl Supervisor {
                     }
                     Ok(n) => {
                         c.wbuf.drain(..n);
+                        // Reading its replies is progress: only a client that neither sends
+                        // nor reads for the deadline is idle.
+                        c.deadline = now + self.opts.client_deadline;
                     }
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -894,7 +926,7 @@ impl Supervisor {
     ) {
         loop {
             let c = &mut self.conns[k];
-            if c.pending.is_some() || c.closing {
+            if c.pending.is_some() || c.closing || c.wbuf.len() >= MAX_QUEUED_REPLIES {
                 return;
             }
             let line = match take_frame(&mut c.rbuf, MAX_REQUEST) {
@@ -982,11 +1014,15 @@ impl Supervisor {
         }
     }
 
+    /// Last replies on the way out, within [`FINAL_FLUSH`] for all clients together: a
+    /// client that does not read must not hold up the exit.
     fn flush_clients(&mut self) {
+        let deadline = Instant::now() + FINAL_FLUSH;
         for c in &mut self.conns {
-            if !c.wbuf.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !c.wbuf.is_empty() && !left.is_zero() {
                 let _ = c.stream.set_nonblocking(false);
-                let _ = c.stream.set_write_timeout(Some(Duration::from_millis(200)));
+                let _ = c.stream.set_write_timeout(Some(left));
                 let _ = c.stream.write_all(&c.wbuf);
             }
         }
