@@ -78,6 +78,9 @@ cleanup() {
         kill -TERM "$dockerd_pid" 2>/dev/null || true
         for _ in $(seq 1 100); do kill -0 "$dockerd_pid" 2>/dev/null || break; sleep 0.1; done
         kill -KILL "$dockerd_pid" 2>/dev/null || true
+        # dockerd leaves its default network namespace mounted in its exec root.
+        for m in "$ROOT"/exec/netns/*; do [[ -e $m ]] && umount "$m" 2>/dev/null; done
+        true
     fi
     exit "$rc"
 }
