@@ -5,6 +5,7 @@
 //! * [`config`] — the `services:` section of `config.yaml` into specs.
 //! * [`machine`] — the pure state machine: `handle(event, now) -> Vec<Action>`.
 //! * [`supervisor`] — the one event loop that executes it ([`Supervisor::run`]).
+//! * [`groups`] — process groups of services, and left-overs of a killed supervisor.
 //! * [`logs`] — line capture, timestamps, rotation.
 //! * [`mirror`] — service output on the supervisor's stdout, never blocking the loop.
 //! * [`protocol`] / [`client`] — the control socket and its blocking client.
@@ -22,6 +23,7 @@
 pub mod client;
 pub mod config;
 mod error;
+pub mod groups;
 pub mod logs;
 pub mod machine;
 pub mod mirror;

@@ -11,6 +11,11 @@
 //!   says so.
 //! * **settle time** — how long a process must survive in `starting` to count as `up` when it
 //!   never sends `READY=1`.
+//! * **lingering group** — the process group of a service's previous run, SIGKILLed when its
+//!   main process exited (or found left over at start-up) and not yet empty. The service is
+//!   not started again until the loop reports [`Event::GroupGone`], or
+//!   [`Timing::group_exit_wait`] has passed: a helper still holding the service's port would
+//!   make the new run fail.
 //!
 //! Exit classes (the restart-policy table):
 //!
@@ -54,6 +59,8 @@ pub struct Timing {
     pub reset_after: Duration,
     /// Failure streak length reported as a crash loop.
     pub crash_loop_after: u32,
+    /// Longest a start waits for the lingering group of the previous run to be gone.
+    pub group_exit_wait: Duration,
 }
 
 impl Default for Timing {
@@ -64,6 +71,7 @@ impl Default for Timing {
             backoff_cap: Duration::from_secs(30),
             reset_after: Duration::from_secs(60),
             crash_loop_after: 5,
+            group_exit_wait: Duration::from_secs(1),
         }
     }
 }
@@ -278,6 +286,19 @@ pub enum Event {
     },
     /// Time passed; fire due deadlines.
     Tick,
+    /// The process group with this id has no member left (a lingering group is gone).
+    GroupGone {
+        /// The group id.
+        pgid: i32,
+    },
+    /// At start-up, before [`Event::Boot`]: a group a previous supervisor recorded for this
+    /// service was still running and has been killed; it lingers until gone.
+    Leftover {
+        /// Service name.
+        service: String,
+        /// The group id.
+        pgid: i32,
+    },
     /// An operator request.
     Control {
         /// Reply token.
@@ -362,6 +383,14 @@ struct Service {
     last_exit: Option<ExitStatus>,
     started: bool,
     seq: u64,
+    lingering: Option<Lingering>,
+}
+
+/// A killed process group that still has members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Lingering {
+    pgid: i32,
+    since: Instant,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -427,6 +456,7 @@ impl Machine {
             last_exit: None,
             started: false,
             seq: 0,
+            lingering: None,
         }
     }
 
@@ -478,7 +508,13 @@ impl Machine {
             .iter()
             .filter_map(|s| match s.state {
                 ServiceState::Starting { since, .. } => Some(since + self.timing.settle),
-                ServiceState::Backoff { until, .. } if !self.is_shutting_down() => Some(until),
+                ServiceState::Backoff { until, .. } if !self.is_shutting_down() => {
+                    Some(match s.lingering {
+                        // Sooner if the loop reports the group gone.
+                        Some(l) => until.max(l.since + self.timing.group_exit_wait),
+                        None => until,
+                    })
+                }
                 ServiceState::Stopping { kill_at, .. } => kill_at,
                 _ => None,
             })
@@ -529,7 +565,7 @@ impl Machine {
                 for i in 0..self.services.len() {
                     let down = matches!(self.services[i].state, ServiceState::Down { .. });
                     if down && self.services[i].spec.autostart {
-                        self.spawn(i, &mut out);
+                        self.spawn(i, now, &mut out);
                     }
                 }
             }
@@ -572,6 +608,20 @@ impl Machine {
                 }
             }
             Event::Tick => self.tick(now, &mut out),
+            Event::GroupGone { pgid } => {
+                for s in &mut self.services {
+                    if s.lingering.is_some_and(|l| l.pgid == pgid) {
+                        s.lingering = None;
+                    }
+                }
+                // A start that waited for it is due now.
+                self.tick(now, &mut out);
+            }
+            Event::Leftover { service, pgid } => {
+                if let Some(i) = self.find(&service) {
+                    self.services[i].lingering = Some(Lingering { pgid, since: now });
+                }
+            }
             Event::Control { id, op } => self.control(id, op, now, &mut out),
             Event::Terminate => {
                 if self.is_shutting_down() {
@@ -594,12 +644,43 @@ impl Machine {
         out
     }
 
-    fn spawn(&mut self, i: usize, out: &mut Vec<Action>) {
-        if !self.is_shutting_down() {
-            out.push(Action::Spawn {
-                service: self.services[i].spec.name.clone(),
+    /// Starts service `i` — unless its previous run's group still lingers: then it waits in
+    /// `backoff` (the tick starts it once the group is gone, or after
+    /// [`Timing::group_exit_wait`] regardless, saying so).
+    fn spawn(&mut self, i: usize, now: Instant, out: &mut Vec<Action>) {
+        if self.is_shutting_down() {
+            return;
+        }
+        let wait = self.timing.group_exit_wait;
+        let s = &mut self.services[i];
+        if let Some(l) = s.lingering {
+            if now < l.since + wait {
+                if !matches!(s.state, ServiceState::Backoff { .. }) {
+                    s.state = ServiceState::Backoff {
+                        since: now,
+                        until: now,
+                        reason: format!(
+                            "waiting for the processes left in its process group {} to exit",
+                            l.pgid
+                        ),
+                    };
+                }
+                return;
+            }
+            s.lingering = None;
+            out.push(Action::Note {
+                service: s.spec.name.clone(),
+                text: format!(
+                    "processes of its previous run (process group {}) are still there {:.1}s \
+                     after SIGKILL; starting anyway",
+                    l.pgid,
+                    wait.as_secs_f64()
+                ),
             });
         }
+        out.push(Action::Spawn {
+            service: s.spec.name.clone(),
+        });
     }
 
     fn tick(&mut self, now: Instant, out: &mut Vec<Action>) {
@@ -617,9 +698,7 @@ impl Machine {
                     };
                 }
                 ServiceState::Backoff { until, .. } if now >= until && !shutting => {
-                    out.push(Action::Spawn {
-                        service: s.spec.name.clone(),
-                    });
+                    self.spawn(i, now, out);
                 }
                 ServiceState::Stopping {
                     pid,
@@ -704,14 +783,19 @@ impl Machine {
             return; // an orphan or an escaped descendant: reaped, nothing to do
         };
         self.services[i].last_exit = Some(status);
+        // The main process is gone, however it ended: whatever it started in its group (a
+        // helper holding its port, its output pipes) goes too, before any new run starts.
+        out.push(Action::Kill {
+            pgid: pid,
+            signal: Signal::SIGKILL,
+        });
+        self.services[i].lingering = Some(Lingering {
+            pgid: pid,
+            since: now,
+        });
         let state = self.services[i].state.clone();
         match state {
             ServiceState::Stopping { then, .. } => {
-                // The leader is gone; make sure nothing of its group lingers.
-                out.push(Action::Kill {
-                    pgid: pid,
-                    signal: Signal::SIGKILL,
-                });
                 let s = &mut self.services[i];
                 match then {
                     AfterStop::Down => {
@@ -732,7 +816,7 @@ impl Machine {
                             since: now,
                             reason: "restarting".into(),
                         };
-                        self.spawn(i, out);
+                        self.spawn(i, now, out);
                     }
                     AfterStop::Forget(ids) => {
                         let name = self.services.remove(i).spec.name;
@@ -796,7 +880,7 @@ impl Machine {
                     until: now,
                     reason: "asked for a restart (exit 75)".into(),
                 };
-                self.spawn(i, out);
+                self.spawn(i, now, out);
             }
             (ExitStatus::Code(0), RestartPolicy::OnFailure | RestartPolicy::Never) => {
                 s.state = park("exited cleanly (code 0)".into());
@@ -901,7 +985,7 @@ impl Machine {
                     }
                     _ => {
                         self.services[i].streak = 0;
-                        self.spawn(i, out);
+                        self.spawn(i, now, out);
                     }
                 }
             }
@@ -938,7 +1022,7 @@ impl Machine {
                     }
                     _ => {
                         self.services[i].streak = 0;
-                        self.spawn(i, out);
+                        self.spawn(i, now, out);
                     }
                 }
             }
@@ -956,7 +1040,7 @@ impl Machine {
                 let start_now = spec.enabled && spec.autostart;
                 self.services.push(Self::fresh(spec, now));
                 if start_now {
-                    self.spawn(self.services.len() - 1, out);
+                    self.spawn(self.services.len() - 1, now, out);
                 }
             }
             Op::Unregister(name) => {
@@ -1070,8 +1154,12 @@ mod tests {
         );
     }
 
+    /// The process `pid` exits and its group is gone at once (the loop reports that after the
+    /// SIGKILL the exit causes).
     fn exit(m: &mut Machine, pid: i32, status: ExitStatus, t: Instant) -> Vec<Action> {
-        m.handle(Event::Exited { pid, status }, t)
+        let mut a = m.handle(Event::Exited { pid, status }, t);
+        a.extend(m.handle(Event::GroupGone { pgid: pid }, t));
+        a
     }
 
     #[test]
@@ -1201,6 +1289,112 @@ mod tests {
         assert_eq!(
             m.next_deadline().unwrap() - late,
             Timing::default().backoff_first
+        );
+    }
+
+    #[test]
+    fn an_exit_kills_the_group_and_the_restart_waits_for_it() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);
+        boot(&mut m, t0, "a", 7);
+        let t1 = t0 + Duration::from_secs(2);
+        m.handle(Event::Tick, t1);
+        // Up, then crashes: replaced at once — but not before its group is gone.
+        let a = m.handle(
+            Event::Exited {
+                pid: 7,
+                status: ExitStatus::Code(1),
+            },
+            t1,
+        );
+        assert_eq!(
+            a.first(),
+            Some(&Action::Kill {
+                pgid: 7,
+                signal: Signal::SIGKILL
+            })
+        );
+        assert!(m.handle(Event::Tick, t1).is_empty(), "waits for group 7");
+        assert!(
+            m.handle(Event::GroupGone { pgid: 99 }, t1).is_empty(),
+            "another group"
+        );
+        assert_eq!(
+            m.handle(Event::GroupGone { pgid: 7 }, t1),
+            vec![Action::Spawn {
+                service: "a".into()
+            }]
+        );
+        m.handle(
+            Event::Spawned {
+                service: "a".into(),
+                pid: 8,
+            },
+            t1,
+        );
+        // An operator stop kills the group too, and a start right after waits for it, in
+        // `backoff`, saying why.
+        m.handle(
+            Event::Control {
+                id: 1,
+                op: Op::Stop("a".into()),
+            },
+            t1,
+        );
+        let a = m.handle(
+            Event::Exited {
+                pid: 8,
+                status: ExitStatus::Signal(15),
+            },
+            t1,
+        );
+        assert!(a.contains(&Action::Kill {
+            pgid: 8,
+            signal: Signal::SIGKILL
+        }));
+        let a = m.handle(
+            Event::Control {
+                id: 2,
+                op: Op::Start("a".into()),
+            },
+            t1,
+        );
+        assert!(!a.contains(&Action::Spawn {
+            service: "a".into()
+        }));
+        let st = m.status_of("a", t1).unwrap();
+        assert_eq!(st.state, StateName::Backoff);
+        assert!(st.reason.contains("process group 8"), "{}", st.reason);
+        // A group that never empties holds the start back only for `group_exit_wait`.
+        let wait = Timing::default().group_exit_wait;
+        assert_eq!(m.next_deadline(), Some(t1 + wait));
+        assert!(m.handle(Event::Tick, t1 + wait - ms(1)).is_empty());
+        let a = m.handle(Event::Tick, t1 + wait);
+        assert!(a.contains(&Action::Spawn {
+            service: "a".into()
+        }));
+        assert!(
+            a.iter().any(
+                |x| matches!(x, Action::Note { text, .. } if text.contains("starting anyway"))
+            )
+        );
+    }
+
+    #[test]
+    fn a_leftover_group_holds_back_the_first_start() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);
+        m.handle(
+            Event::Leftover {
+                service: "a".into(),
+                pgid: 4000,
+            },
+            t0,
+        );
+        assert!(m.handle(Event::Boot, t0).is_empty());
+        assert_eq!(
+            m.handle(Event::GroupGone { pgid: 4000 }, t0 + ms(5)),
+            vec![Action::Spawn {
+                service: "a".into()
+            }]
         );
     }
 

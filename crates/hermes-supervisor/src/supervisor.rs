@@ -17,6 +17,9 @@
 //!   no service (escaped descendants re-parented to us as PID 1 or sub-reaper) are reaped and
 //!   ignored.
 //! * Each service runs in its own process group (pgid = pid); stop and kill go to the group.
+//!   When the main process exits the group is SIGKILLed, and the group is recorded in the
+//!   runtime directory until it is empty, so a supervisor that was SIGKILLed has its
+//!   left-overs stopped by the next one ([`crate::groups`]).
 //!
 //! Readiness: one datagram socket per service at `<runtime dir>/notify/<service>.sock`, passed
 //! as `NOTIFY_SOCKET`. The socket identifies the service, so no credential lookup can race a
@@ -45,6 +48,7 @@ use nix::unistd::{Gid, Pid, Uid};
 
 use crate::client::SOCKET_NAME;
 use crate::error::Error;
+use crate::groups::Groups;
 use crate::logs::{Chunk, LineBuffer, LogFile, Rotation, timestamp};
 use crate::machine::{Action, Event, Machine, Op, Outcome, RequestId, Timing};
 use crate::mirror::{Mirror, MirrorOut};
@@ -210,6 +214,7 @@ pub struct Supervisor {
     logs: HashMap<PathBuf, LogFile>,
     allowed: Vec<u32>,
     next_id: RequestId,
+    groups: Groups,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -287,6 +292,8 @@ impl Supervisor {
         let notify_dir = dir.join("notify");
         fs::create_dir_all(&notify_dir).map_err(|e| Error::io("create", &notify_dir, e))?;
         let _ = fs::set_permissions(&notify_dir, fs::Permissions::from_mode(0o755));
+        let groups = Groups::open(dir, opts.timing.group_exit_wait)
+            .map_err(|e| Error::io("create", dir.join(crate::groups::RECORD_DIR), e))?;
 
         let mut allowed = vec![0, Uid::effective().as_raw()];
         allowed.extend(&opts.allowed_uids);
@@ -303,6 +310,7 @@ impl Supervisor {
             logs: HashMap::new(),
             allowed,
             next_id: 1,
+            groups,
         })
     }
 
@@ -363,6 +371,7 @@ impl Supervisor {
         }
         // From here on, nothing may bail: every failure becomes a state or a dropped line.
         let mut outcome = None;
+        self.stop_leftovers(out);
         let boot = self.machine.handle(Event::Boot, Instant::now());
         self.execute(boot, hooks, out, &mut outcome);
         let mut settle_at = Some(Instant::now() + SETTLE_AFTER);
@@ -386,16 +395,24 @@ impl Supervisor {
             for i in ready.pipes.into_iter().rev() {
                 self.read_pipe(i, out);
             }
-            events.push(Event::Tick);
             for ev in events {
                 let acts = self.machine.handle(ev, now);
                 self.execute(acts, hooks, out, &mut outcome);
             }
+            // After the exits (and the SIGKILLs they caused): which groups are empty now.
+            for pgid in self.groups.gone(now) {
+                let acts = self.machine.handle(Event::GroupGone { pgid }, now);
+                self.execute(acts, hooks, out, &mut outcome);
+            }
+            let acts = self.machine.handle(Event::Tick, now);
+            self.execute(acts, hooks, out, &mut outcome);
             self.service_clients(&ready.conns, now, hooks, out, &mut outcome);
             out.flush(Instant::now(), ready.mirror);
         }
         self.drain_pipes(out);
         self.flush_clients();
+        // Records of groups already empty go now; the others are checked by the next start.
+        self.groups.gone(Instant::now());
         // Bounded: a reader that is not reading must not hold up the exit.
         out.finish(Instant::now() + FINAL_FLUSH);
         let _ = fs::remove_file(&self.socket);
@@ -408,7 +425,10 @@ impl Supervisor {
     fn wait(&mut self, sfd: &SignalFd, settle_at: Option<Instant>, out: &MirrorOut<'_>) -> Ready {
         let now = Instant::now();
         let mut deadline = self.machine.next_deadline();
-        if let Some(t) = settle_at {
+        for t in [settle_at, self.groups.recheck_at(now)]
+            .into_iter()
+            .flatten()
+        {
             deadline = Some(deadline.map_or(t, |d| d.min(t)));
         }
         for c in &self.conns {
@@ -502,23 +522,21 @@ impl Supervisor {
         }
         // SIGCHLD coalesces, and a spawn failure can leave zombies: always reap fully.
         let _ = reap;
+        let now = Instant::now();
         loop {
-            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(pid, code)) => {
-                    events.push(Event::Exited {
-                        pid: pid.as_raw(),
-                        status: crate::ExitStatus::Code(code),
-                    });
-                }
+            let (pid, status) = match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) => (pid, crate::ExitStatus::Code(code)),
                 Ok(WaitStatus::Signaled(pid, sig, _)) => {
-                    events.push(Event::Exited {
-                        pid: pid.as_raw(),
-                        status: crate::ExitStatus::Signal(sig as i32),
-                    });
+                    (pid, crate::ExitStatus::Signal(sig as i32))
                 }
                 Ok(WaitStatus::StillAlive) | Err(_) => break,
-                Ok(_) => {}
-            }
+                Ok(_) => continue,
+            };
+            self.groups.reaped(pid.as_raw(), now);
+            events.push(Event::Exited {
+                pid: pid.as_raw(),
+                status,
+            });
         }
     }
 
@@ -572,6 +590,30 @@ impl Supervisor {
                 }
                 Action::Finished(o) => *outcome = Some(o),
             }
+        }
+    }
+
+    /// Before the first start: kills what a previous, killed supervisor on this runtime
+    /// directory left running, and has each such service wait for its old group to be gone.
+    fn stop_leftovers(&mut self, out: &mut MirrorOut<'_>) {
+        let now = Instant::now();
+        for left in self.groups.stop_leftovers(now) {
+            let dir = self
+                .machine
+                .spec(&left.service)
+                .and_then(|s| self.log_dir_for(s));
+            let msg = format!(
+                "[hermes] killed {} process(es) in process group {} left behind by a previous \
+                 supervisor",
+                left.processes, left.pgid
+            );
+            self.emit(&left.service, dir.as_deref(), msg.as_bytes(), out);
+            let ev = Event::Leftover {
+                service: left.service,
+                pgid: left.pgid,
+            };
+            // Only sets the service's lingering group: no action comes of it.
+            let _ = self.machine.handle(ev, now);
         }
     }
 
@@ -676,6 +718,13 @@ impl Supervisor {
         }
         // `child` is dropped without waiting: the loop reaps every pid with waitpid(-1).
         drop(child);
+        if let Err(e) = self.groups.record(name, pid) {
+            let msg = format!(
+                "[hermes] cannot record process group {pid} in the runtime directory ({e}); \
+                 if this supervisor is killed, the next one will not find it"
+            );
+            self.emit(name, log.as_deref(), msg.as_bytes(), out);
+        }
         Event::Spawned {
             service: name.to_string(),
             pid,
