@@ -22,12 +22,16 @@
 //! | exit            | always            | on-failure        | never     |
 //! |-----------------|-------------------|-------------------|-----------|
 //! | 78              | failed            | failed            | failed    |
-//! | 75              | restart now       | restart now       | restart now |
+//! | 75              | restart now*      | restart now*      | restart now* |
 //! | 0               | restart (backoff) | down              | down      |
 //! | other / signal  | restart (backoff) | restart (backoff) | failed    |
 //!
 //! "backoff" waits `backoff_first * 2^(streak-1)` capped at `backoff_cap`, except that a
 //! service that had reached `up` (ready, or alive for the settle time) is replaced at once.
+//!
+//! \* A restart request (75) is honoured at once when it starts a streak; repeated ones within
+//! the streak (no [`Timing::reset_after`] of uptime in between) count in it and back off like
+//! failures, so a service that always exits 75 is a crash loop, not a hot loop.
 
 use std::time::{Duration, Instant};
 
@@ -875,12 +879,10 @@ impl Machine {
                 });
             }
             (ExitStatus::Code(EXIT_TEMPFAIL), _) => {
-                s.state = ServiceState::Backoff {
-                    since: now,
-                    until: now,
-                    reason: "asked for a restart (exit 75)".into(),
-                };
-                self.spawn(i, now, out);
+                // Whatever the policy: restarting is what was asked for.
+                let first = s.streak == 0;
+                let why = "asked for a restart (exit 75)".to_string();
+                self.schedule_restart(i, why, was_up || first, now, out);
             }
             (ExitStatus::Code(0), RestartPolicy::OnFailure | RestartPolicy::Never) => {
                 s.state = park("exited cleanly (code 0)".into());
@@ -902,7 +904,7 @@ impl Machine {
         }
     }
 
-    /// Schedules a backoff restart and words the reason (crash loop included).
+    /// A failure: `failed` under `restart: never`, else a backoff restart.
     ///
     /// A service that had reached `up` is replaced at once (runit-fast; the settle time already
     /// bounds that loop to one spawn per settle period); one that fails before reaching `up`
@@ -915,7 +917,6 @@ impl Machine {
         now: Instant,
         out: &mut Vec<Action>,
     ) {
-        let timing = self.timing;
         let s = &mut self.services[i];
         if s.spec.restart == RestartPolicy::Never {
             s.state = ServiceState::Failed {
@@ -924,20 +925,35 @@ impl Machine {
             };
             return;
         }
+        self.schedule_restart(i, why, was_up, now, out);
+    }
+
+    /// Counts the exit in the streak, schedules the restart (at once when `immediate`, else
+    /// after `backoff(streak)`) and words the reason, crash loop included.
+    fn schedule_restart(
+        &mut self,
+        i: usize,
+        why: String,
+        immediate: bool,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) {
+        let timing = self.timing;
+        let s = &mut self.services[i];
         s.streak = s.streak.saturating_add(1);
-        let delay = if was_up {
+        let delay = if immediate {
             Duration::ZERO
         } else {
             timing.backoff(s.streak)
         };
         let reason = if s.streak >= timing.crash_loop_after {
             format!(
-                "crash loop: {} failures in a row, last {why}; retrying in {}",
+                "crash loop: {} failures in a row, last {why}; {}",
                 s.streak,
-                human_delay(delay)
+                retrying(delay)
             )
         } else {
-            format!("{why}; retrying in {}", human_delay(delay))
+            format!("{why}; {}", retrying(delay))
         };
         out.push(Action::Note {
             service: s.spec.name.clone(),
@@ -1109,14 +1125,14 @@ impl Machine {
     }
 }
 
-/// `now`, `50ms`, `1.6s`.
-fn human_delay(d: Duration) -> String {
+/// `retrying now`, `retrying in 50ms`, `retrying in 1.6s`.
+fn retrying(d: Duration) -> String {
     if d.is_zero() {
-        "now".into()
+        "retrying now".into()
     } else if d < Duration::from_secs(1) {
-        format!("{}ms", d.as_millis())
+        format!("retrying in {}ms", d.as_millis())
     } else {
-        format!("{:.1}s", d.as_secs_f64())
+        format!("retrying in {:.1}s", d.as_secs_f64())
     }
 }
 
@@ -1268,6 +1284,78 @@ mod tests {
         // Dies again before settling: now it waits.
         exit(&mut m, 2, ExitStatus::Code(1), t1);
         assert_eq!(m.next_deadline(), Some(t1 + Timing::default().backoff(2)));
+    }
+
+    #[test]
+    fn repeated_restart_requests_back_off_into_a_crash_loop() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Never)]);
+        boot(&mut m, t0, "a", 1);
+        let mut t = t0;
+        let mut delays = Vec::new();
+        for pid in 1..=7 {
+            t += ms(5);
+            exit(&mut m, pid, ExitStatus::Code(EXIT_TEMPFAIL), t);
+            let due = m.next_deadline().expect("a restart is due");
+            delays.push(due - t);
+            t = due;
+            let a = m.handle(Event::Tick, t);
+            assert!(
+                a.contains(&Action::Spawn {
+                    service: "a".into()
+                }),
+                "{a:?}"
+            );
+            m.handle(
+                Event::Spawned {
+                    service: "a".into(),
+                    pid: pid + 1,
+                },
+                t,
+            );
+        }
+        // The first request at once, the next ones backing off like failures.
+        assert_eq!(delays[0], Duration::ZERO);
+        assert_eq!(delays[1], Timing::default().backoff(2));
+        assert!(
+            delays.windows(2).skip(1).all(|w| w[1] == w[0] * 2),
+            "{delays:?}"
+        );
+        exit(&mut m, 8, ExitStatus::Code(EXIT_TEMPFAIL), t);
+        let st = m.status_of("a", t).unwrap();
+        assert_eq!(
+            st.state,
+            StateName::Backoff,
+            "restart: never still restarts on 75"
+        );
+        assert!(
+            st.reason.starts_with(
+                "crash loop: 8 failures in a row, last asked for a restart (exit 75); retrying in "
+            ),
+            "{}",
+            st.reason
+        );
+        // A request after a long healthy run starts a new streak: honoured at once.
+        let late = t + Duration::from_secs(120);
+        m.handle(Event::Tick, late);
+        m.handle(
+            Event::Spawned {
+                service: "a".into(),
+                pid: 9,
+            },
+            late,
+        );
+        let later = late + Duration::from_secs(61);
+        let a = exit(&mut m, 9, ExitStatus::Code(EXIT_TEMPFAIL), later);
+        assert!(
+            a.contains(&Action::Spawn {
+                service: "a".into()
+            }),
+            "{a:?}"
+        );
+        assert_eq!(
+            m.status_of("a", later).unwrap().reason,
+            "asked for a restart (exit 75); retrying now"
+        );
     }
 
     #[test]

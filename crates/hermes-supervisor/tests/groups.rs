@@ -5,6 +5,7 @@
 mod common;
 
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 use common::{Harness, alive, fd_count};
@@ -127,5 +128,3 @@ fn a_stale_record_never_kills_a_recycled_pid() {
     bystander.kill().unwrap();
     bystander.wait().unwrap();
 }
-
-use std::os::unix::process::CommandExt;

@@ -60,7 +60,8 @@ services:
     let s = h.wait_state("killed", StateName::Failed);
     assert_eq!(s.last_exit, Some(ExitStatus::Signal(9)));
 
-    // 75: four immediate restarts, then it stays. The fifth process has written its line
+    // 75: four restarts (the first at once, the next ones backing off like failures), then it
+    // stays. The fifth process has written its line
     // once the count reaches 5 (its pid alone appears before it runs).
     let runs = || h.read("tempfail.count").lines().count();
     h.wait_for("tempfail to settle", || {
