@@ -187,7 +187,10 @@ impl ServiceState {
             ServiceState::Starting { pid, .. }
             | ServiceState::Up { pid, .. }
             | ServiceState::Stopping { pid, .. } => Some(pid),
-            _ => None,
+            ServiceState::Disabled { .. }
+            | ServiceState::Down { .. }
+            | ServiceState::Backoff { .. }
+            | ServiceState::Failed { .. } => None,
         }
     }
 
@@ -209,7 +212,10 @@ impl ServiceState {
             ServiceState::Up { spawned, .. } | ServiceState::Stopping { spawned, .. } => {
                 Some(spawned)
             }
-            _ => None,
+            ServiceState::Disabled { .. }
+            | ServiceState::Down { .. }
+            | ServiceState::Backoff { .. }
+            | ServiceState::Failed { .. } => None,
         }
     }
 }
@@ -520,7 +526,12 @@ impl Machine {
                     })
                 }
                 ServiceState::Stopping { kill_at, .. } => kill_at,
-                _ => None,
+                // Shutting down: nothing is started again.
+                ServiceState::Backoff { .. } => None,
+                ServiceState::Disabled { .. }
+                | ServiceState::Down { .. }
+                | ServiceState::Up { .. }
+                | ServiceState::Failed { .. } => None,
             })
             .min()
     }
@@ -725,7 +736,14 @@ impl Machine {
                         ),
                     });
                 }
-                _ => {}
+                // Not due yet (the guards above), or nothing is ever due in these states.
+                ServiceState::Starting { .. }
+                | ServiceState::Backoff { .. }
+                | ServiceState::Stopping { .. }
+                | ServiceState::Disabled { .. }
+                | ServiceState::Down { .. }
+                | ServiceState::Up { .. }
+                | ServiceState::Failed { .. } => {}
             }
         }
     }
@@ -752,7 +770,11 @@ impl Machine {
                     (_, new) => new,
                 };
             }
-            _ => {}
+            // No process to stop.
+            ServiceState::Disabled { .. }
+            | ServiceState::Down { .. }
+            | ServiceState::Backoff { .. }
+            | ServiceState::Failed { .. } => {}
         }
     }
 
@@ -840,7 +862,11 @@ impl Machine {
                 let uptime = now.saturating_duration_since(spawned);
                 self.classify(i, status, uptime, true, now, out);
             }
-            _ => {}
+            // Unreachable: these states have no process, so `find_pid` never picks them.
+            ServiceState::Disabled { .. }
+            | ServiceState::Down { .. }
+            | ServiceState::Backoff { .. }
+            | ServiceState::Failed { .. } => {}
         }
         if self.main.as_deref() == Some(self.services[i].spec.name.as_str()) {
             self.begin_shutdown(Outcome::MainExited(status), now, out);
@@ -893,7 +919,8 @@ impl Machine {
                     reason: format!("exited with {status} (restart: never)"),
                 };
             }
-            _ => {
+            (ExitStatus::Code(_) | ExitStatus::Signal(_), RestartPolicy::Always)
+            | (ExitStatus::Code(_) | ExitStatus::Signal(_), RestartPolicy::OnFailure) => {
                 let why = if status == ExitStatus::Code(0) {
                     "exited cleanly".to_string()
                 } else {
@@ -999,7 +1026,11 @@ impl Machine {
                     ServiceState::Stopping { .. } => {
                         self.stop_process(i, AfterStop::Restart, now, out)
                     }
-                    _ => {
+                    // An operator's start also starts a service disabled in configuration.
+                    ServiceState::Disabled { .. }
+                    | ServiceState::Down { .. }
+                    | ServiceState::Backoff { .. }
+                    | ServiceState::Failed { .. } => {
                         self.services[i].streak = 0;
                         self.spawn(i, now, out);
                     }
@@ -1021,7 +1052,10 @@ impl Machine {
                     | ServiceState::Stopping { .. } => {
                         self.stop_process(i, AfterStop::Down, now, out);
                     }
-                    _ => {}
+                    // Already not running, and not restarted by anything.
+                    ServiceState::Disabled { .. }
+                    | ServiceState::Down { .. }
+                    | ServiceState::Failed { .. } => {}
                 }
             }
             Op::Restart(name) => {
@@ -1036,7 +1070,10 @@ impl Machine {
                     | ServiceState::Stopping { .. } => {
                         self.stop_process(i, AfterStop::Restart, now, out);
                     }
-                    _ => {
+                    ServiceState::Disabled { .. }
+                    | ServiceState::Down { .. }
+                    | ServiceState::Backoff { .. }
+                    | ServiceState::Failed { .. } => {
                         self.services[i].streak = 0;
                         self.spawn(i, now, out);
                     }
@@ -1110,7 +1147,10 @@ impl Machine {
                         *then = AfterStop::Shutdown;
                     }
                 }
-                _ => {}
+                // Nothing running, nothing to start.
+                ServiceState::Disabled { .. }
+                | ServiceState::Down { .. }
+                | ServiceState::Failed { .. } => {}
             }
         }
     }

@@ -215,6 +215,7 @@ pub struct Supervisor {
     allowed: Vec<u32>,
     next_id: RequestId,
     groups: Groups,
+    poll_failures: PollFailures,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -311,6 +312,7 @@ impl Supervisor {
             allowed,
             next_id: 1,
             groups,
+            poll_failures: PollFailures::default(),
         })
     }
 
@@ -378,6 +380,17 @@ impl Supervisor {
         while outcome.is_none() {
             let ready = self.wait(&sfd, settle_at, out);
             let now = Instant::now();
+            if let Some((e, pause)) = ready.poll_failed {
+                let text = format!(
+                    "poll failed: {e}; checking every descriptor every {}ms or so until it works \
+                     again",
+                    pause.as_millis()
+                );
+                out.line("hermes", text.as_bytes(), now);
+            }
+            if ready.poll_recovered {
+                out.line("hermes", b"poll works again", now);
+            }
             if settle_at.is_some_and(|t| now >= t) {
                 settle_at = None;
                 hooks.settled();
@@ -439,14 +452,7 @@ impl Supervisor {
                 deadline = Some(deadline.map_or(c.deadline, |d| d.min(c.deadline)));
             }
         }
-        let timeout = match deadline {
-            None => PollTimeout::NONE,
-            Some(d) => {
-                // Round up so we never wake a hair early and spin.
-                let ms = d.saturating_duration_since(now).as_micros().div_ceil(1000);
-                PollTimeout::try_from(ms.min(i32::MAX as u128) as u64).unwrap_or(PollTimeout::MAX)
-            }
-        };
+        let timeout = poll_timeout(deadline.map(|d| d.saturating_duration_since(now)));
         let notify_names: Vec<String> = self.notify.keys().cloned().collect();
         let mut fds =
             Vec::with_capacity(2 + notify_names.len() + self.conns.len() + self.pipes.len());
@@ -479,8 +485,34 @@ impl Supervisor {
         });
         let mut r = Ready::default();
         match poll(&mut fds, timeout) {
-            Ok(0) | Err(_) => return r, // timeout or EINTR: the tick handles deadlines
-            Ok(_) => {}
+            Ok(n) => {
+                r.poll_recovered = self.poll_failures.succeeded();
+                if n == 0 {
+                    return r; // timeout: the tick handles deadlines
+                }
+            }
+            Err(Errno::EINTR) => return r,
+            Err(e) => {
+                let (pause, first) = self.poll_failures.failed();
+                drop(fds);
+                // Pause on the signalfd alone (one descriptor: that poll still works when the
+                // big one fails for having too many), so signals and exits are still handled
+                // at once; never past the next deadline.
+                let pause = deadline.map_or(pause, |d| pause.min(d.saturating_duration_since(now)));
+                let mut one = [PollFd::new(sfd.as_fd(), PollFlags::POLLIN)];
+                if poll(&mut one, poll_timeout(Some(pause))).is_err() {
+                    std::thread::sleep(pause);
+                }
+                // Then every descriptor counts as ready: all are non-blocking, so one that is
+                // not costs an EAGAIN.
+                r.signals = true;
+                r.listener = true;
+                r.notify = notify_names;
+                r.conns = (0..self.conns.len()).collect();
+                r.pipes = (0..self.pipes.len()).collect();
+                r.poll_failed = first.then_some((e, pause));
+                return r;
+            }
         }
         let hit = |f: &PollFd| f.revents().is_some_and(|e| !e.is_empty());
         r.signals = hit(&fds[0]);
@@ -1087,6 +1119,54 @@ struct Ready {
     conns: Vec<usize>,
     pipes: Vec<usize>,
     mirror: bool,
+    /// `poll` just started failing with this error; the loop now pauses this long per turn.
+    poll_failed: Option<(Errno, Duration)>,
+    /// `poll` works again after failing.
+    poll_recovered: bool,
+}
+
+/// `poll`'s timeout for a wait of `d` (`None`: no deadline), rounded up so the loop never
+/// wakes a hair early and spins.
+fn poll_timeout(d: Option<Duration>) -> PollTimeout {
+    match d {
+        None => PollTimeout::NONE,
+        Some(d) => {
+            let ms = d.as_micros().div_ceil(1000);
+            PollTimeout::try_from(ms.min(i32::MAX as u128) as u64).unwrap_or(PollTimeout::MAX)
+        }
+    }
+}
+
+/// How the loop reacts when `poll` fails with anything but `EINTR` (`EINVAL` when it watches
+/// more descriptors than `RLIMIT_NOFILE` allows, `ENOMEM`): such an error comes back at once,
+/// so retrying at once would spin a core and never read a signal.
+///
+/// The loop degrades instead of ending: each turn it pauses (10 ms, doubling to 1 s while the
+/// error persists) waiting on the signalfd alone, then treats every descriptor as ready. It
+/// does not end with an error because in PID 1 that would take the container down with every
+/// service in it; a supervisor that supervises slowly beats none.
+#[derive(Debug, Default)]
+struct PollFailures {
+    streak: u32,
+}
+
+impl PollFailures {
+    const FIRST_PAUSE: Duration = Duration::from_millis(10);
+    const MAX_PAUSE: Duration = Duration::from_secs(1);
+
+    /// One more failure: how long to pause, and whether it is the first of a streak.
+    fn failed(&mut self) -> (Duration, bool) {
+        self.streak = self.streak.saturating_add(1);
+        let pause = Self::FIRST_PAUSE
+            .saturating_mul(1u32 << self.streak.saturating_sub(1).min(16))
+            .min(Self::MAX_PAUSE);
+        (pause, self.streak == 1)
+    }
+
+    /// `poll` worked: whether it had been failing.
+    fn succeeded(&mut self) -> bool {
+        std::mem::take(&mut self.streak) > 0
+    }
 }
 
 /// The identity a service registered over the control socket may run as.
@@ -1273,6 +1353,49 @@ mod confine_tests {
         assert_eq!(
             confine_run_as(None, None, None),
             Some(ra(65534, 65534, &[65534]))
+        );
+    }
+}
+
+#[cfg(test)]
+mod poll_tests {
+    use super::*;
+
+    #[test]
+    fn a_persistent_poll_error_backs_off_and_a_success_resets_it() {
+        let mut f = PollFailures::default();
+        let pauses: Vec<(Duration, bool)> = (0..10).map(|_| f.failed()).collect();
+        assert_eq!(
+            pauses[0],
+            (Duration::from_millis(10), true),
+            "first: short, reported"
+        );
+        assert_eq!(
+            pauses[1],
+            (Duration::from_millis(20), false),
+            "reported once"
+        );
+        assert!(pauses.windows(2).all(|w| w[1].0 >= w[0].0), "{pauses:?}");
+        assert_eq!(pauses[9].0, Duration::from_secs(1), "capped");
+        // Ten failures in a row cost seconds, not a spinning core.
+        let total: Duration = pauses.iter().map(|p| p.0).sum();
+        assert!(total >= Duration::from_secs(3), "{total:?}");
+        assert!(f.succeeded(), "recovery is reported");
+        assert!(!f.succeeded(), "once");
+        assert_eq!(
+            f.failed(),
+            (Duration::from_millis(10), true),
+            "a new streak"
+        );
+    }
+
+    #[test]
+    fn poll_timeouts_round_up() {
+        assert_eq!(poll_timeout(None), PollTimeout::NONE);
+        assert_eq!(poll_timeout(Some(Duration::ZERO)), PollTimeout::ZERO);
+        assert_eq!(
+            poll_timeout(Some(Duration::from_micros(1))),
+            PollTimeout::from(1u16)
         );
     }
 }
