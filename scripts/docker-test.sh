@@ -26,8 +26,6 @@ repo=$(pwd)
 declare -A PENDING_CODE=(
     [cap-drop]="PID 1 to warn once and keep booting when the control socket's chown (or any privilege step) fails under --cap-drop CHOWN / ALL, instead of exiting 1 before the main program"
     [exec-failure]="hermes init to run a CMD whose first word contains a / as is (not route it to hermes), and to print one line naming the program and the reason when exec fails, exiting 127 (not found, bad interpreter) or 126 (not executable)"
-    [init-nested]="hermes init, when CMD is \`init ...\` or \`hermes init ...\`, to run that command's CMD as the main program instead of booting a second supervisor as the service user"
-    [gateway-run-cmd]="\`hermes gateway run\` as the main program, handing over to PID 1's supervisor, not to repeat the gateway's lines that PID 1 already mirrors to docker logs"
 )
 
 STRICT=0

@@ -12,7 +12,7 @@
 //! | nothing | `hermes` |
 //! | first word starts with `-` (`--help`, `--tui`) | `hermes <CMD>` |
 //! | first word is a `hermes` subcommand (`login`, `mcp`, `dump`) | `hermes <CMD>`, even when a program of that name is on `PATH` |
-//! | first word is a program on `PATH`, or a path to an executable (`bash`, `sleep`, `sh -c 'exit 42'`) | the CMD as is |
+//! | first word is a program on `PATH`, or a path (it contains `/`: `./run.sh`, `/bin/sleep`) | the CMD as is (a path that cannot be executed fails with one line and 126/127, as in a shell) |
 //! | anything else | `hermes <CMD>` (which prints usage) |
 //!
 //! The subcommand list is passed in by the binary, which reads it from its own command tree,
@@ -54,7 +54,7 @@ pub fn route(cmd: &[String], subcommands: &[String], on_path: &dyn Fn(&str) -> b
     if first.starts_with('-') || subcommands.iter().any(|s| s == first) {
         return Route::Hermes(cmd.to_vec());
     }
-    if !first.is_empty() && on_path(first) {
+    if first.contains('/') || (!first.is_empty() && on_path(first)) {
         return Route::Program(cmd.to_vec());
     }
     Route::Hermes(cmd.to_vec())
@@ -81,6 +81,46 @@ pub fn program_exists(word: &str, path: Option<&OsStr>) -> bool {
 
 fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// A CMD that is itself `init` — `init ...`, `hermes init ...`, `/path/to/hermes init ...` or
+/// `tini ...` — asks for what this process already is. Returns the CMD after that word, its
+/// tini-style flags (`-e`/`-p` take a value) and a `--`; `None` for any other CMD.
+pub fn unwrap_nested_init(cmd: &[String]) -> Option<Vec<String>> {
+    let name = |w: &str| {
+        Path::new(w)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+    };
+    let rest = match cmd {
+        [first, rest @ ..] if first == "init" || name(first).as_deref() == Some("tini") => rest,
+        [first, second, rest @ ..]
+            if name(first).as_deref() == Some("hermes") && second == "init" =>
+        {
+            rest
+        }
+        _ => return None,
+    };
+    let mut words = rest.iter();
+    let mut out = Vec::new();
+    while let Some(w) = words.next() {
+        match w.as_str() {
+            "--" => {
+                out.extend(words.cloned());
+                break;
+            }
+            "-e" | "-p" => {
+                words.next();
+            }
+            flag if flag.starts_with('-') => {}
+            _ => {
+                out.push(w.clone());
+                out.extend(words.cloned());
+                break;
+            }
+        }
+    }
+    Some(out)
 }
 
 /// The first word of the CMD as the boot stages see it: a leading `hermes` (or a path ending
@@ -131,11 +171,40 @@ mod tests {
                 program(&["sh", "-c", "exit 42"]),
             ),
             (s(&["chat", "-q", "hi"]), hermes(&["chat", "-q", "hi"])),
+            // A path runs as is, even one that cannot run: its failure is the answer.
+            (s(&["./run.sh", "x"]), program(&["./run.sh", "x"])),
+            (s(&["/no/such/tool"]), program(&["/no/such/tool"])),
             (s(&["no-such-thing"]), hermes(&["no-such-thing"])),
             (s(&[""]), hermes(&[""])),
         ];
         for (cmd, want) in cases {
             assert_eq!(route(&cmd, &subcommands(), &on_path), want, "{cmd:?}");
+        }
+    }
+
+    #[test]
+    fn a_nested_init_is_unwrapped_to_its_command() {
+        let cases: Vec<(Vec<String>, Option<Vec<String>>)> = vec![
+            (
+                s(&["init", "--", "sh", "-c", "x"]),
+                Some(s(&["sh", "-c", "x"])),
+            ),
+            (
+                s(&["init", "-s", "-e", "143", "sleep", "1"]),
+                Some(s(&["sleep", "1"])),
+            ),
+            (
+                s(&["hermes", "init", "-p", "SIGKILL", "--", "dump"]),
+                Some(s(&["dump"])),
+            ),
+            (s(&["/usr/bin/tini", "--", "true"]), Some(s(&["true"]))),
+            (s(&["init"]), Some(vec![])),
+            (s(&["hermes", "dump"]), None),
+            (s(&["sh", "init"]), None),
+            (s(&[]), None),
+        ];
+        for (cmd, want) in cases {
+            assert_eq!(unwrap_nested_init(&cmd), want, "{cmd:?}");
         }
     }
 

@@ -72,6 +72,26 @@ pub fn run(settings: &Settings, log: &mut dyn Write, mirror: &mut dyn Write) -> 
         }
     }
 
+    // `docker run IMAGE init -- CMD` asks for what this process already is: no second
+    // supervisor inside the first, just CMD.
+    let unwrapped;
+    let settings = match crate::route::unwrap_nested_init(&settings.cmd) {
+        Some(cmd) => {
+            say(
+                log,
+                format!(
+                    "`init` in the command: this container's init is already running; running `{}`",
+                    cmd.join(" ")
+                ),
+            );
+            unwrapped = Settings {
+                cmd,
+                ..settings.clone()
+            };
+            &unwrapped
+        }
+        None => settings,
+    };
     let booted = run_stages(settings, log)?;
     let mut specs = stage_gateways(settings, &booted, log);
     if settings

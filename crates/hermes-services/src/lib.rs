@@ -48,6 +48,7 @@ pub use logs::{Follower, log_file, open_service_log, service_log_dir, tail};
 pub use reconcile::{GatewayAction, reconcile};
 pub use runtime::{
     choose_runtime_dir, connect, find_runtime_dir, runtime_dirs, runtime_dirs_with_marker,
+    supervisor_pid,
 };
 
 /// Writes one plain line (best effort: a closed log never stops the caller).

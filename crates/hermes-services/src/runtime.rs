@@ -90,6 +90,14 @@ pub fn connect(
     })
 }
 
+/// The pid of the supervisor of `root`, as its lock file records it (`None` when there is
+/// none or it cannot be read). Used to tell whether we are the supervisor's own child — PID
+/// 1's main program — whose console already shows every service's output.
+pub fn supervisor_pid(root: &Path, var: impl Fn(&str) -> Option<String>) -> Option<i32> {
+    let lock = find_runtime_dir(root, var).join(hermes_supervisor::supervisor::LOCK_NAME);
+    std::fs::read_to_string(lock).ok()?.trim().parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -154,6 +154,19 @@ fn hand_over(home: &Home, client: &mut hermes_supervisor::Client) -> CommandResu
     let name = service_name(home.profile().name());
     ensure_registered(home, client, true)?;
     client.start(&name)?;
+    // As PID 1's main program (`docker run IMAGE gateway run`) our console is the
+    // supervisor's, which already shows the gateway's lines: following the log too would
+    // print each twice. Stay in the foreground until signalled, as the container's program.
+    if hermes_services::supervisor_pid(home.root(), Context::var)
+        == Some(nix::unistd::getppid().as_raw())
+    {
+        output::stderr(&format!(
+            "hermes: `{name}` runs under the supervisor, whose output shows its log\n"
+        ));
+        loop {
+            nix::unistd::pause();
+        }
+    }
     output::stderr(&format!(
         "hermes: `{name}` runs under the supervisor; following its log (Ctrl-C stops following)\n"
     ));

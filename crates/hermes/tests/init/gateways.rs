@@ -118,3 +118,43 @@ fn gateways_are_reconciled_controlled_and_stopped_with_the_main_program() {
         "{boot}"
     );
 }
+
+/// `gateway run` as the container's CMD: the main program hands the gateway to the
+/// supervisor, whose console already shows the gateway's lines, so it does not follow the log
+/// as well — each line appears once in `docker logs`.
+#[test]
+fn gateway_run_as_the_main_program_shows_each_line_once() {
+    let sb = Sandbox::new();
+    let home = sb.home();
+    fs::create_dir_all(&home).unwrap();
+    fs::write(home.join("SOUL.md"), "soul").unwrap();
+    fs::write(
+        home.join("config.yaml"),
+        "gateway:\n  command: \"echo gw-line-once; exec sleep 60\"\n",
+    )
+    .unwrap();
+    let out_path = sb.path().join("console");
+    let err_path = sb.path().join("console-err");
+    let mut child = sb
+        .init(&["gateway", "run"])
+        .stdout(fs::File::create(&out_path).unwrap())
+        .stderr(fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for("the hand-over and the gateway's line", || {
+        fs::read_to_string(&err_path).is_ok_and(|t| t.contains("whose output shows its log"))
+            && fs::read_to_string(&out_path).is_ok_and(|t| t.contains("gw-line-once"))
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < TIMEOUT, "init did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let console = fs::read_to_string(&out_path).unwrap();
+    assert_eq!(console.matches("gw-line-once").count(), 1, "{console}");
+}

@@ -132,3 +132,40 @@ fn a_dashboard_container_skips_gateway_reconciliation() {
         "{log}"
     );
 }
+
+/// `docker run IMAGE init -- CMD` (or `hermes init ...`, `tini ...`) asks for what PID 1
+/// already is: CMD runs as the main program, with no second supervisor inside the first.
+#[test]
+fn a_nested_init_runs_its_command_without_a_second_supervisor() {
+    let sb = Sandbox::new();
+    for cmd in [
+        &["init", "--", "sh", "-c", "echo nested-ran; exit 4"][..],
+        &[
+            "hermes",
+            "init",
+            "-s",
+            "sh",
+            "-c",
+            "echo nested-ran; exit 4",
+        ][..],
+    ] {
+        let out = run(&mut sb.init(cmd));
+        assert_eq!(out.status.code(), Some(4), "{cmd:?}: {}", render(&out));
+        assert_eq!(
+            stdout(&out).matches("nested-ran").count(),
+            1,
+            "{}",
+            render(&out)
+        );
+        let err = stderr(&out);
+        assert!(
+            err.contains("this container's init is already running"),
+            "{err}"
+        );
+        assert_eq!(
+            err.matches("reconcile: profile=default").count(),
+            1,
+            "{err}"
+        );
+    }
+}
