@@ -344,15 +344,17 @@ impl<'a> MirrorOut<'a> {
 
     /// Bounded last flush when the loop ends: waits at most until `deadline` for the reader.
     pub(crate) fn finish(&mut self, deadline: Instant) {
+        // One more try even if the output failed less than a second ago.
+        self.retry_at = None;
+        let mut woken = false;
         loop {
             let now = Instant::now();
-            self.retry_at = None;
-            self.flush(now, false);
+            self.flush(now, woken);
             if self.buf.is_empty() && self.dropped == 0 {
                 return;
             }
             let Some(fd) = self.poll_fd() else {
-                return;
+                return; // failed, or a writer: nothing to wait for
             };
             let left = deadline.saturating_duration_since(now);
             let ms = u16::try_from(left.as_millis()).unwrap_or(u16::MAX);
@@ -361,8 +363,9 @@ impl<'a> MirrorOut<'a> {
             }
             let mut pfd = [PollFd::new(fd, PollFlags::POLLOUT)];
             match poll(&mut pfd, PollTimeout::from(ms)) {
-                Ok(0) => return,
-                Ok(_) | Err(Errno::EINTR) => {}
+                Ok(0) => return, // the reader did not come back in time
+                Ok(_) => woken = true,
+                Err(Errno::EINTR) => {}
                 Err(_) => return,
             }
         }

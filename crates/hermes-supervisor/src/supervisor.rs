@@ -10,9 +10,10 @@
 //! * Nothing blocks: every fd is non-blocking; pipes are read at most [`READ_CHUNK`] per wake so
 //!   one chatty service cannot starve the others; a client gets at most [`MAX_REQUEST`] bytes
 //!   of requests and [`MAX_QUEUED_REPLIES`] of unread replies buffered (over that, it is not
-//!   read from until it reads), and a deadline. Mirrored output goes through a bounded buffer written only when
-//!   `poll` says the output is writable ([`crate::mirror`]): a reader that stops reading costs
-//!   lines, never supervision.
+//!   read from until it reads), and a deadline. Mirrored output goes through a bounded buffer
+//!   written only when `poll` says the output is writable ([`crate::mirror`]): a reader that
+//!   stops reading costs lines, never supervision. A failing `poll` slows the loop down
+//!   (`PollFailures`), never spins it.
 //! * Every child is reaped with `waitpid(-1, WNOHANG)` until none is left; pids that belong to
 //!   no service (escaped descendants re-parented to us as PID 1 or sub-reaper) are reaped and
 //!   ignored.
