@@ -6,7 +6,6 @@ mod common;
 
 use std::fs;
 use std::os::unix::process::CommandExt;
-use std::time::Duration;
 
 use common::{Harness, alive, fd_count};
 use hermes_supervisor::StateName;
@@ -60,7 +59,7 @@ services:
 "#,
         &["--settle-ms", "100"],
     );
-    h.wait_state("server", StateName::Up);
+    let leader = h.wait_state("server", StateName::Up).pid.expect("a pid");
     h.wait_for("the helper", || !pids(&h.read("helpers")).is_empty());
     let helper = pids(&h.read("helpers"))[0];
 
@@ -69,7 +68,9 @@ services:
     let mut old = h.child.take().unwrap();
     old.kill().unwrap();
     old.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    h.wait_for("the leader to get its parent-death signal", || {
+        !alive(leader)
+    });
     assert!(
         alive(helper),
         "precondition: the helper outlives a killed supervisor"
