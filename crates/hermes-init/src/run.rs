@@ -43,12 +43,17 @@ pub const DASHBOARD_VAR: &str = "HERMES_DASHBOARD";
 
 /// Runs `hermes init` to completion and returns the exit code for the container.
 ///
-/// `log` receives `[init]` boot lines; `mirror` receives service output as `[service] line`.
+/// `log` receives `[init]` boot lines; `mirror` receives service output as `[service] line`
+/// (pass `Mirror::stdout()`: the supervisor then never blocks on a reader that stalls).
 ///
 /// # Errors
 /// Only before the main program starts: the signal mask, the user guard, a missing service user
 /// inside the image, or a supervisor that cannot start (see [`Error`]).
-pub fn run(settings: &Settings, log: &mut dyn Write, mirror: &mut dyn Write) -> Result<u8, Error> {
+pub fn run<'o>(
+    settings: &Settings,
+    log: &mut dyn Write,
+    mirror: impl Into<hermes_supervisor::Mirror<'o>>,
+) -> Result<u8, Error> {
     block_signals()?;
     let pid1 = nix::unistd::getpid().as_raw() == 1;
     if !pid1 {

@@ -65,6 +65,12 @@ pub fn run(args: InitArgs, p_flag: Option<String>) -> CommandResult {
         parent_death_signal,
     };
     let settings = Settings::from_process(cmd, subcommands, exe, flags);
-    let code = hermes_init::run(&settings, &mut std::io::stderr(), &mut std::io::stdout())?;
+    // Service output is mirrored to stdout without ever blocking: a stalled `docker logs`
+    // driver or a paused terminal must not freeze PID 1.
+    let code = hermes_init::run(
+        &settings,
+        &mut std::io::stderr(),
+        hermes_supervisor::Mirror::stdout(),
+    )?;
     Ok(ExitStatus::External(code))
 }

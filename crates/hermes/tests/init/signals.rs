@@ -233,3 +233,54 @@ fn the_main_program_starts_with_no_blocked_signal() {
         assert_eq!(ign & (1 << (sig - 1)), 0, "signal {sig} ignored: {text}");
     }
 }
+
+/// PID 1's stdout is a pipe nobody reads (a stalled log driver) while a gateway floods it:
+/// supervision goes on — the main program's status requests are answered — and init exits
+/// when the main program does.
+#[test]
+fn an_unread_stdout_never_stalls_pid1() {
+    let sb = Sandbox::new();
+    let home = sb.home();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("SOUL.md"), "soul").unwrap();
+    std::fs::write(
+        home.join("config.yaml"),
+        "gateway:\n  command: \"exec yes flood-line\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.join("gateway_state.json"),
+        r#"{"gateway_state":"running"}"#,
+    )
+    .unwrap();
+    let script = format!(
+        "for i in $(seq 20); do '{}' service status >/dev/null 2>&1 || exit 9; done; \
+         echo answered > status-ok",
+        hermes()
+    );
+    let mut child = sb
+        .init(&["sh", "-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The pipe is held open and never read.
+    let _unread = child.stdout.take();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("init stalled on its unread stdout");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("status-ok")).unwrap_or_default(),
+        "answered\n"
+    );
+}
