@@ -24,8 +24,6 @@ repo=$(pwd)
 
 # Scenario name -> the code change it waits for. Remove an entry once that change has landed.
 declare -A PENDING_CODE=(
-    [cap-drop]="PID 1 to warn once and keep booting when the control socket's chown (or any privilege step) fails under --cap-drop CHOWN / ALL, instead of exiting 1 before the main program"
-    [exec-failure]="hermes init to run a CMD whose first word contains a / as is (not route it to hermes), and to print one line naming the program and the reason when exec fails, exiting 127 (not found, bad interpreter) or 126 (not executable)"
 )
 
 STRICT=0

@@ -135,6 +135,15 @@ pub fn run_stages(settings: &Settings, out: &mut dyn Write) -> Result<Booted, Er
         }
     };
 
+    let caps = hermes_privilege::Capabilities::current();
+    if mode == InitMode::Root && identity.is_some() && !caps.can_switch_user() {
+        // Root without CAP_SETUID/CAP_SETGID (`--cap-drop ALL`) cannot become the service
+        // user, and without CAP_DAC_OVERRIDE it cannot write the service user's volume
+        // either: nothing would work, so say what does.
+        return Err(Error::CannotSwitchUser {
+            user: SERVICE_USER.to_owned(),
+        });
+    }
     if mode == InitMode::Root {
         if let Err(e) = fs::create_dir_all(&settings.home) {
             say(
@@ -158,7 +167,15 @@ pub fn run_stages(settings: &Settings, out: &mut dyn Write) -> Result<Booted, Er
     if mode == InitMode::Root
         && let Some(id) = &identity
     {
-        stage_repair(settings, id, out);
+        if caps.can_chown() {
+            stage_repair(settings, id, out);
+        } else {
+            say(
+                out,
+                "warning: no CAP_CHOWN (`--cap-drop CHOWN`?): ownership repair skipped; files \
+                 on the volume keep their owners",
+            );
+        }
     }
     // When already the service user there is nothing to drop to: run children as we are.
     let identity = if mode == InitMode::ServiceUser {

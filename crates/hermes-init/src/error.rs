@@ -31,6 +31,14 @@ pub enum Error {
         /// The errno.
         source: nix::Error,
     },
+    /// Root lacks the capabilities to become the service user (`--cap-drop ALL`).
+    #[error(
+        "running as root without CAP_SETUID and CAP_SETGID: cannot switch to the service user `{user}`"
+    )]
+    CannotSwitchUser {
+        /// The service user.
+        user: String,
+    },
     /// The data volume cannot be written by the service user: nothing could be saved.
     #[error("the data volume `{}` is not writable by uid {uid}: {source}", path.display())]
     VolumeNotWritable {
@@ -63,6 +71,11 @@ impl Error {
                  thread exists; check the container's seccomp profile"
                     .to_owned(),
             ),
+            Error::CannotSwitchUser { user } => Some(format!(
+                "start the container as the service user itself (`--user 10000:10000`), which \
+                 needs no capability at all, or keep CAP_SETUID and CAP_SETGID so root can drop \
+                 to `{user}`"
+            )),
             Error::VolumeNotWritable { uid, .. } => Some(format!(
                 "mount the volume read-write and give it to uid {uid} (or set `HERMES_UID` / \
                  `HERMES_GID` to the ids that own it)"
@@ -105,6 +118,9 @@ mod tests {
             Error::Signals {
                 what: "the signal mask",
                 source: nix::Error::EPERM,
+            },
+            Error::CannotSwitchUser {
+                user: "hermes".into(),
             },
             Error::VolumeNotWritable {
                 path: "/opt/data".into(),

@@ -152,6 +152,9 @@ pub fn run<'o>(
         });
     }
     let supervisor = Supervisor::new(opts, specs)?;
+    for note in supervisor.notes() {
+        say(log, format!("warning: {note}"));
+    }
     let mut hooks_log = crate::boot::InitLog::new(log);
     let mut hooks = InitHooks {
         state: DesiredStateHooks {

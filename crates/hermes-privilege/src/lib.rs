@@ -10,6 +10,7 @@
 //!   child before `exec` ([`DropPlan`], [`configure_command`]).
 //! * [`remap`](mod@remap): `HERMES_UID`/`HERMES_GID` (or `PUID`/`PGID`) rewrite the service user's
 //!   entries atomically ([`IdRequest`], [`remap()`]).
+//! * [`caps`]: which capabilities this process has ([`Capabilities`]).
 //! * [`devices`]: gids of a mounted Docker socket and `/dev/dri` nodes to add to a drop
 //!   ([`device_gids`]).
 //! * [`ownership`]: targeted, symlink-proof ownership repair of the data volume
@@ -25,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod account;
+pub mod caps;
 pub mod devices;
 pub mod drop;
 mod env;
@@ -34,6 +36,7 @@ pub mod remap;
 pub mod safe_fs;
 pub mod shim;
 
+pub use caps::Capabilities;
 pub use account::{Identity, SystemFiles, group_gid};
 pub use devices::{DOCKER_SOCKETS, DRI_DIR, default_device_paths, device_gids};
 pub use drop::{DropPlan, configure_command, drop_to};

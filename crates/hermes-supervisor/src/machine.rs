@@ -47,8 +47,12 @@ pub type RequestId = u64;
 pub const EXIT_CONFIG: i32 = 78;
 /// Exit code meaning "restart me now" (sysexits `EX_TEMPFAIL`).
 pub const EXIT_TEMPFAIL: i32 = 75;
-/// Exit status reported for a main service that could not be spawned at all.
+/// Exit status reported for a main service that could not be spawned: not found (as a
+/// shell's "command not found", also a missing `#!` interpreter).
 pub const EXIT_SPAWN_FAILED: i32 = 127;
+/// Exit status reported for a main service that was found but cannot be executed (no
+/// permission, not an executable format), as a shell reports it.
+pub const EXIT_NOT_EXECUTABLE: i32 = 126;
 
 /// The timing knobs of supervision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,6 +285,8 @@ pub enum Event {
         service: String,
         /// The error, in words.
         reason: String,
+        /// The shell's code for it: [`EXIT_SPAWN_FAILED`] or [`EXIT_NOT_EXECUTABLE`].
+        code: i32,
     },
     /// A child was reaped. Unknown pids (orphans) are ignored.
     Exited {
@@ -596,14 +602,25 @@ impl Machine {
                     s.state = ServiceState::Starting { pid, since: now };
                 }
             }
-            Event::SpawnFailed { service, reason } => {
+            Event::SpawnFailed {
+                service,
+                reason,
+                code,
+            } => {
                 if let Some(i) = self.find(&service) {
                     let why = format!("cannot start: {reason}");
-                    self.failure(i, why, false, now, &mut out);
                     // The main program never started: nothing will ever end the loop
-                    // otherwise. 127 is the shell's "command not found or not executable".
+                    // otherwise. Said in one line, with the shell's code (127 not found, 126
+                    // not executable), as a shell would.
                     if self.main.as_deref() == Some(service.as_str()) {
-                        let status = ExitStatus::Code(EXIT_SPAWN_FAILED);
+                        out.push(Action::Note {
+                            service: service.clone(),
+                            text: why.clone(),
+                        });
+                    }
+                    self.failure(i, why, false, now, &mut out);
+                    if self.main.as_deref() == Some(service.as_str()) {
+                        let status = ExitStatus::Code(code);
                         self.begin_shutdown(Outcome::MainExited(status), now, &mut out);
                     }
                 }
@@ -1750,10 +1767,16 @@ mod tests {
             Event::SpawnFailed {
                 service: "main".into(),
                 reason: "no such file".into(),
+                code: EXIT_NOT_EXECUTABLE,
             },
             t0,
         );
         assert!(m.is_shutting_down(), "{a:?}");
+        assert!(
+            a.iter().any(|x| matches!(x, Action::Note { service, text }
+                if service == "main" && text.contains("no such file"))),
+            "the failure is said: {a:?}"
+        );
         assert!(
             !a.iter()
                 .any(|x| matches!(x, Action::Spawn { service } if service == "main"))
@@ -1922,6 +1945,7 @@ mod tests {
             Event::SpawnFailed {
                 service: "a".into(),
                 reason: "no such file".into(),
+                code: EXIT_SPAWN_FAILED,
             },
             t0,
         );

@@ -217,6 +217,8 @@ pub struct Supervisor {
     next_id: RequestId,
     groups: Groups,
     poll_failures: PollFailures,
+    /// What set-up had to do differently (see [`Supervisor::notes`]).
+    notes: Vec<String>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -284,9 +286,19 @@ impl Supervisor {
         let listener = UnixListener::bind(&socket).map_err(|e| Error::io("bind", &socket, e))?;
         fs::set_permissions(&socket, fs::Permissions::from_mode(0o660))
             .map_err(|e| Error::io("chmod", &socket, e))?;
-        if let Some(gid) = opts.socket_gid {
-            nix::unistd::chown(&socket, None, Some(Gid::from_raw(gid)))
-                .map_err(|e| Error::io("chown", &socket, e.into()))?;
+        let mut notes = Vec::new();
+        if let Some(gid) = opts.socket_gid
+            && let Err(e) = nix::unistd::chown(&socket, None, Some(Gid::from_raw(gid)))
+        {
+            // No CAP_CHOWN (`--cap-drop CHOWN`): the group cannot be given, so the file mode
+            // opens the socket to everyone and the peer-credential check on accept remains
+            // the gate (only root, our uid and the allowed uids get past it).
+            fs::set_permissions(&socket, fs::Permissions::from_mode(0o666))
+                .map_err(|e| Error::io("chmod", &socket, e))?;
+            notes.push(format!(
+                "cannot give the control socket to group {gid} ({e}); it is mode 0666 and \
+                 only root and the allowed users may use it"
+            ));
         }
         listener
             .set_nonblocking(true)
@@ -312,9 +324,16 @@ impl Supervisor {
             logs: HashMap::new(),
             allowed,
             next_id: 1,
+            notes,
             groups,
             poll_failures: PollFailures::default(),
         })
+    }
+
+    /// Warnings from set-up, for the caller to show: what could not be done as usual and
+    /// what was done instead (a control socket whose group could not be set).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// The control socket path.
@@ -663,6 +682,7 @@ impl Supervisor {
         let failed = |reason: String| Event::SpawnFailed {
             service: name.to_string(),
             reason,
+            code: crate::machine::EXIT_SPAWN_FAILED,
         };
         let Some(spec) = self.machine.spec(name).cloned() else {
             return failed("unknown service".into());
@@ -732,7 +752,21 @@ impl Supervisor {
         }
         let mut child = match cmd.spawn() {
             Ok(c) => c,
-            Err(e) => return failed(format!("`{prog}`: {e}")),
+            Err(e) => {
+                // As a shell: found but not runnable is 126, not found (the program or its
+                // `#!` interpreter) is 127.
+                let code = match e.raw_os_error() {
+                    Some(libc::EACCES | libc::ENOEXEC | libc::EPERM | libc::EISDIR) => {
+                        crate::machine::EXIT_NOT_EXECUTABLE
+                    }
+                    _ => crate::machine::EXIT_SPAWN_FAILED,
+                };
+                return Event::SpawnFailed {
+                    service: name.to_string(),
+                    reason: format!("`{prog}`: {e}"),
+                    code,
+                };
+            }
         };
         let pid = child.id() as i32;
         let log = self.log_dir_for(&spec);

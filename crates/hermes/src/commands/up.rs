@@ -46,6 +46,9 @@ pub fn run(ctx: &Context) -> CommandResult {
     let options = Options::new(runtime_dir, root.join("logs"));
     // Taking the lock comes first: a second `hermes up` says who runs, nothing else.
     let supervisor = Supervisor::new(options, specs)?;
+    for note in supervisor.notes() {
+        output::stderr(&format!("warning: {note}\n"));
+    }
     for error in &errors {
         let hint = error
             .hint()

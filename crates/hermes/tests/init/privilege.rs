@@ -427,3 +427,51 @@ fn a_read_only_volume_stops_the_boot_with_one_clear_line() {
     );
     assert!(err.contains("hint: mount the volume read-write"), "{err}");
 }
+
+/// `--cap-drop CHOWN`: no ownership repair and no group on the control socket, said once
+/// each; the boot goes on and the main program runs. `--cap-drop ALL`: root cannot become the
+/// service user, so the boot stops with one line naming `--user`.
+#[test]
+fn dropped_capabilities_degrade_or_stop_with_one_clear_line() {
+    if skip_unless_root("mount namespaces and capability sets need root") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let etc = sb.etc_copy(true);
+    // A volume that is already the service user's, as a named volume of the image is:
+    // without CAP_CHOWN nothing could make it so.
+    fs::create_dir_all(sb.home()).unwrap();
+    std::os::unix::fs::chown(sb.home(), Some(10000), Some(10000)).unwrap();
+    let h = hermes();
+    let with_bounding = |set: &str| {
+        run(&mut sb.in_mount_ns(
+            &etc,
+            true,
+            &[
+                "setpriv",
+                "--bounding-set",
+                set,
+                h,
+                "init",
+                "--",
+                "sh",
+                "-c",
+                "echo main-ran",
+            ],
+        ))
+    };
+    let out = with_bounding("-chown");
+    assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+    assert!(stdout(&out).contains("main-ran"), "{}", render(&out));
+    let err = stderr(&out);
+    assert!(err.contains("no CAP_CHOWN"), "{err}");
+    assert!(err.contains("mode 0666"), "{err}");
+    assert!(err.matches("warning").count() <= 3, "{err}");
+
+    let out = with_bounding("-all");
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    assert!(!stdout(&out).contains("main-ran"), "{}", render(&out));
+    let err = stderr(&out);
+    assert!(err.contains("without CAP_SETUID and CAP_SETGID"), "{err}");
+    assert!(err.contains("--user 10000:10000"), "{err}");
+}

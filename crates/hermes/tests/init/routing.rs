@@ -169,3 +169,31 @@ fn a_nested_init_runs_its_command_without_a_second_supervisor() {
         );
     }
 }
+
+/// A main program that cannot be executed is said in one line naming it, and the exit code is
+/// a shell's: 127 when it (or its `#!` interpreter) is not found, 126 when it cannot run.
+#[test]
+fn a_main_program_that_cannot_run_says_why_with_a_shells_code() {
+    let sb = Sandbox::new();
+    let noexec = sb.path().join("noexec");
+    fs::write(&noexec, "#!/bin/sh\necho never\n").unwrap();
+    fs::set_permissions(&noexec, fs::Permissions::from_mode(0o644)).unwrap();
+    let badinterp = sb.path().join("badinterp");
+    fs::write(&badinterp, "#!/nonexistent/interpreter\necho never\n").unwrap();
+    fs::set_permissions(&badinterp, fs::Permissions::from_mode(0o755)).unwrap();
+    for (program, code) in [
+        ("/nonexistent/program".to_string(), 127),
+        (badinterp.display().to_string(), 127),
+        (noexec.display().to_string(), 126),
+    ] {
+        let out = run(&mut sb.init(&[&program]));
+        assert_eq!(out.status.code(), Some(code), "{program}: {}", render(&out));
+        let said = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(
+            said.contains(&format!("cannot start: `{program}`")),
+            "{program}: {}",
+            render(&out)
+        );
+        assert!(!said.contains("never"), "{}", render(&out));
+    }
+}
