@@ -110,11 +110,15 @@ impl Client {
         if r.ok {
             return Ok(r);
         }
-        let (code, message) = r.error.map_or_else(
-            || ("unknown".into(), "request refused".into()),
-            |e| (e.code, e.message),
-        );
-        Err(Error::Refused { code, message })
+        match r.error {
+            Some(e) => Err(Error::Refused {
+                code: e.code,
+                message: e.message,
+            }),
+            None => Err(Error::Protocol {
+                reason: "the supervisor refused the request without saying why".into(),
+            }),
+        }
     }
 
     /// Status of all services (`None`) or one.

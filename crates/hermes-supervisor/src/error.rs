@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+use crate::protocol::ErrorCode;
+
 /// Everything that can go wrong in `hermes-supervisor` that the caller must hear about.
 ///
 /// Failures of one service (cannot spawn, crash, bad exit) are *not* errors: they are states
@@ -68,8 +70,8 @@ pub enum Error {
     /// The supervisor answered with an error.
     #[error("{message}")]
     Refused {
-        /// Machine-readable code from the response (`unknown_service`, `forbidden`, ...).
-        code: String,
+        /// Why, as the protocol says it.
+        code: ErrorCode,
         /// The supervisor's message.
         message: String,
     },
@@ -88,12 +90,14 @@ impl Error {
             Error::PermissionDenied { .. } => {
                 Some("run as root or as the service user; the socket is mode 0660".to_string())
             }
-            Error::Refused { code, .. } if code == "unknown_service" => {
-                Some("list services with `hermes service status`".to_string())
-            }
-            Error::Refused { code, .. } if code == "forbidden" => {
-                Some("only root and the service user may use the control socket".to_string())
-            }
+            Error::Refused {
+                code: ErrorCode::UnknownService,
+                ..
+            } => Some("list services with `hermes service status`".to_string()),
+            Error::Refused {
+                code: ErrorCode::Forbidden,
+                ..
+            } => Some("only root and the service user may use the control socket".to_string()),
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
                 Some(
                     "give the directory to this user with mode 0755 (or remove it), or set \
@@ -152,7 +156,7 @@ mod tests {
                 reason: "timed out".into(),
             },
             Error::Refused {
-                code: "unknown_service".into(),
+                code: ErrorCode::UnknownService,
                 message: "unknown service `x`".into(),
             },
         ];

@@ -38,6 +38,7 @@ pub use error::Error;
 pub use logs::Rotation;
 pub use machine::{Machine, Outcome, ServiceState, Timing};
 pub use mirror::Mirror;
+pub use protocol::ErrorCode;
 pub use spec::{Desired, LogTarget, RestartPolicy, RunAs, ServiceSpec};
 pub use status::{ExitStatus, ServiceStatus, StateName, render_status_table};
 pub use supervisor::{Hooks, LOOP_SIGNALS, NoHooks, Options, Supervisor, confine_run_as};

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+use crate::protocol::ErrorCode;
 use crate::spec::{Desired, RestartPolicy, ServiceSpec};
 use crate::status::{ExitStatus, ServiceStatus, StateName};
 
@@ -258,11 +259,11 @@ pub enum OpError {
 
 impl OpError {
     /// Machine-readable code for the protocol.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            OpError::UnknownService(_) => "unknown_service",
-            OpError::AlreadyRegistered(_) => "already_registered",
-            OpError::ShuttingDown => "shutting_down",
+            OpError::UnknownService(_) => ErrorCode::UnknownService,
+            OpError::AlreadyRegistered(_) => ErrorCode::AlreadyRegistered,
+            OpError::ShuttingDown => ErrorCode::ShuttingDown,
         }
     }
 }

@@ -7,6 +7,9 @@
 //!   about [`MAX_QUEUED_REPLIES`] bytes before the server stops reading from it.
 //! * **protocol version** — the `v` field every request and response carries; a server
 //!   answers an unknown version with `unsupported_version` and the version it speaks.
+//! * **error code** — the machine-readable reason of a refusal ([`ErrorCode`]); the server,
+//!   the client's [`crate::Error::Refused`] and every caller that tells refusals apart use
+//!   this one enum, so a code is never compared as a string.
 #![deny(missing_docs)]
 
 use serde::{Deserialize, Serialize};
@@ -85,12 +88,100 @@ pub enum Command {
     Shutdown,
 }
 
+/// Why the server refused a request: the `code` of an [`ErrorBody`], on the wire as a
+/// snake_case string (`"unknown_service"`).
+///
+/// A client reads a code it does not know (from a newer server) as [`ErrorCode::Other`],
+/// keeping the string, so an additive change to the protocol never breaks an older client.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The peer's uid may not use the control socket, or a `register` chose a log directory
+    /// this client may not choose. The connection is closed after a refused peer.
+    Forbidden,
+    /// Too many connections at once; the connection is closed.
+    Busy,
+    /// A request line over [`MAX_REQUEST`] bytes; the connection is closed.
+    TooLarge,
+    /// Not JSON, no `v`, an unknown `op`, a missing field, a bad spec, or EOF mid-request.
+    InvalidRequest,
+    /// `v` is not [`PROTOCOL_VERSION`].
+    UnsupportedVersion,
+    /// No service by that name.
+    UnknownService,
+    /// `register` with a name that exists with a different spec.
+    AlreadyRegistered,
+    /// `start`, `restart` or `register` while the supervisor shuts down.
+    ShuttingDown,
+    /// The server could not encode its own response (a bug).
+    Internal,
+    /// A code this version does not know, as received.
+    Other(String),
+}
+
+impl ErrorCode {
+    /// Every code this version sends, in the order of `docs/control-protocol.md`.
+    pub const KNOWN: [ErrorCode; 9] = [
+        ErrorCode::Forbidden,
+        ErrorCode::Busy,
+        ErrorCode::TooLarge,
+        ErrorCode::InvalidRequest,
+        ErrorCode::UnsupportedVersion,
+        ErrorCode::UnknownService,
+        ErrorCode::AlreadyRegistered,
+        ErrorCode::ShuttingDown,
+        ErrorCode::Internal,
+    ];
+
+    /// The wire form.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::Busy => "busy",
+            ErrorCode::TooLarge => "too_large",
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::UnsupportedVersion => "unsupported_version",
+            ErrorCode::UnknownService => "unknown_service",
+            ErrorCode::AlreadyRegistered => "already_registered",
+            ErrorCode::ShuttingDown => "shutting_down",
+            ErrorCode::Internal => "internal",
+            ErrorCode::Other(code) => code,
+        }
+    }
+
+    /// The code for a wire string; unknown strings become [`ErrorCode::Other`].
+    pub fn parse(code: &str) -> Self {
+        Self::KNOWN
+            .into_iter()
+            .find(|known| known.as_str() == code)
+            .unwrap_or_else(|| ErrorCode::Other(code.to_owned()))
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorCode {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let code = String::deserialize(deserializer)?;
+        Ok(ErrorCode::parse(&code))
+    }
+}
+
 /// An error in a response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorBody {
-    /// Stable machine-readable code: `forbidden`, `invalid_request`, `too_large`,
-    /// `unsupported_version`, `unknown_service`, `already_registered`, `shutting_down`, `busy`.
-    pub code: String,
+    /// Why the request was refused.
+    pub code: ErrorCode,
     /// Human message (lowercase, no trailing period).
     pub message: String,
 }
@@ -130,13 +221,13 @@ impl Response {
     }
 
     /// A failure.
-    pub fn error(code: &str, message: impl Into<String>) -> Self {
+    pub fn error(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             v: PROTOCOL_VERSION,
             ok: false,
             services: None,
             error: Some(ErrorBody {
-                code: code.into(),
+                code,
                 message: message.into(),
             }),
         }
@@ -181,12 +272,12 @@ pub fn take_frame(buf: &mut Vec<u8>, max: usize) -> Frame {
 /// Parses a request frame, checking the version. The error is the response to send.
 pub fn parse_request(line: &[u8]) -> Result<Request, Response> {
     let value: serde_json::Value = serde_json::from_slice(line)
-        .map_err(|e| Response::error("invalid_request", format!("not JSON: {e}")))?;
+        .map_err(|e| Response::error(ErrorCode::InvalidRequest, format!("not JSON: {e}")))?;
     match value.get("v").and_then(serde_json::Value::as_u64) {
         Some(v) if v == u64::from(PROTOCOL_VERSION) => {}
         Some(v) => {
             return Err(Response::error(
-                "unsupported_version",
+                ErrorCode::UnsupportedVersion,
                 format!(
                     "protocol version {v} is not supported (this supervisor speaks {PROTOCOL_VERSION})"
                 ),
@@ -194,13 +285,13 @@ pub fn parse_request(line: &[u8]) -> Result<Request, Response> {
         }
         None => {
             return Err(Response::error(
-                "invalid_request",
+                ErrorCode::InvalidRequest,
                 "missing protocol version `v`",
             ));
         }
     }
     serde_json::from_value(value)
-        .map_err(|e| Response::error("invalid_request", format!("bad request: {e}")))
+        .map_err(|e| Response::error(ErrorCode::InvalidRequest, format!("bad request: {e}")))
 }
 
 #[cfg(test)]
@@ -232,11 +323,57 @@ mod tests {
     #[test]
     fn bad_requests_get_typed_answers() {
         let code = |l: &[u8]| parse_request(l).unwrap_err().error.unwrap().code;
-        assert_eq!(code(b"garbage"), "invalid_request");
-        assert_eq!(code(br#"{"op":"status"}"#), "invalid_request");
-        assert_eq!(code(br#"{"v":2,"op":"status"}"#), "unsupported_version");
-        assert_eq!(code(br#"{"v":1,"op":"explode"}"#), "invalid_request");
-        assert_eq!(code(br#"{"v":1,"op":"stop"}"#), "invalid_request");
+        assert_eq!(code(b"garbage"), ErrorCode::InvalidRequest);
+        assert_eq!(code(br#"{"op":"status"}"#), ErrorCode::InvalidRequest);
+        assert_eq!(
+            code(br#"{"v":2,"op":"status"}"#),
+            ErrorCode::UnsupportedVersion
+        );
+        assert_eq!(
+            code(br#"{"v":1,"op":"explode"}"#),
+            ErrorCode::InvalidRequest
+        );
+        assert_eq!(code(br#"{"v":1,"op":"stop"}"#), ErrorCode::InvalidRequest);
+    }
+
+    #[test]
+    fn error_codes_keep_their_wire_form() {
+        let wire: Vec<String> = ErrorCode::KNOWN
+            .iter()
+            .map(|c| serde_json::to_string(c).unwrap())
+            .collect();
+        assert_eq!(
+            wire,
+            [
+                "\"forbidden\"",
+                "\"busy\"",
+                "\"too_large\"",
+                "\"invalid_request\"",
+                "\"unsupported_version\"",
+                "\"unknown_service\"",
+                "\"already_registered\"",
+                "\"shutting_down\"",
+                "\"internal\"",
+            ]
+        );
+        for code in ErrorCode::KNOWN {
+            let json = serde_json::to_string(&code).unwrap();
+            assert_eq!(serde_json::from_str::<ErrorCode>(&json).unwrap(), code);
+        }
+        // A newer server's code survives the round trip.
+        let body: ErrorBody =
+            serde_json::from_str(r#"{"code":"rate_limited","message":"slow down"}"#).unwrap();
+        assert_eq!(body.code, ErrorCode::Other("rate_limited".into()));
+        assert_eq!(
+            serde_json::to_string(&body).unwrap(),
+            r#"{"code":"rate_limited","message":"slow down"}"#
+        );
+        // The fallback frame is still valid JSON with a known code.
+        let r = Response::error(ErrorCode::Internal, "x");
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"v":1,"ok":false,"error":{"code":"internal","message":"x"}}"#
+        );
     }
 
     #[test]

@@ -54,7 +54,8 @@ use crate::logs::{Chunk, LineBuffer, LogFile, Rotation, timestamp};
 use crate::machine::{Action, Event, Machine, Op, Outcome, RequestId, Timing};
 use crate::mirror::{Mirror, MirrorOut};
 use crate::protocol::{
-    Command as Cmd, Frame, MAX_QUEUED_REPLIES, MAX_REQUEST, Response, parse_request, take_frame,
+    Command as Cmd, ErrorCode, Frame, MAX_QUEUED_REPLIES, MAX_REQUEST, Response, parse_request,
+    take_frame,
 };
 use crate::spec::{Desired, LogTarget, RunAs, ServiceSpec};
 
@@ -947,14 +948,15 @@ impl Supervisor {
             };
             if self.conns.len() >= self.opts.max_clients {
                 let _ = conn.stream.write(
-                    &Response::error("busy", "too many control clients; try again").to_frame(),
+                    &Response::error(ErrorCode::Busy, "too many control clients; try again")
+                        .to_frame(),
                 );
                 continue;
             }
             if !uid.is_some_and(|u| self.allowed.contains(&u)) {
                 let who = uid.map_or("unknown".into(), |u| u.to_string());
                 conn.wbuf = Response::error(
-                    "forbidden",
+                    ErrorCode::Forbidden,
                     format!("uid {who} may not use the control socket"),
                 )
                 .to_frame();
@@ -1052,7 +1054,7 @@ impl Supervisor {
                         c.rbuf.clear();
                         c.wbuf.extend(
                             Response::error(
-                                "invalid_request",
+                                ErrorCode::InvalidRequest,
                                 "connection closed in the middle of a request",
                             )
                             .to_frame(),
@@ -1064,7 +1066,7 @@ impl Supervisor {
                     c.rbuf = Vec::new();
                     c.wbuf.extend(
                         Response::error(
-                            "too_large",
+                            ErrorCode::TooLarge,
                             format!("request larger than {MAX_REQUEST} bytes"),
                         )
                         .to_frame(),
@@ -1087,9 +1089,10 @@ impl Supervisor {
                         None => Response::services(self.machine.status(now)),
                         Some(s) => match self.machine.status_of(&s, now) {
                             Some(row) => Response::services(vec![row]),
-                            None => {
-                                Response::error("unknown_service", format!("unknown service `{s}`"))
-                            }
+                            None => Response::error(
+                                ErrorCode::UnknownService,
+                                format!("unknown service `{s}`"),
+                            ),
                         },
                     };
                     self.conns[k].wbuf.extend(resp.to_frame());
@@ -1104,7 +1107,7 @@ impl Supervisor {
                     if let Err(why) = spec.validate() {
                         self.conns[k]
                             .wbuf
-                            .extend(Response::error("invalid_request", why).to_frame());
+                            .extend(Response::error(ErrorCode::InvalidRequest, why).to_frame());
                         continue;
                     }
                     let peer = self.conns[k].peer;
@@ -1113,7 +1116,7 @@ impl Supervisor {
                         Err(why) => {
                             self.conns[k]
                                 .wbuf
-                                .extend(Response::error("forbidden", why).to_frame());
+                                .extend(Response::error(ErrorCode::Forbidden, why).to_frame());
                             continue;
                         }
                     }

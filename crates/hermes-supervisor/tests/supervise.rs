@@ -21,7 +21,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{Harness, is_root, stamps, supervise_bin};
-use hermes_supervisor::{Error, ExitStatus, Options, ServiceSpec, StateName, Supervisor};
+use hermes_supervisor::{
+    Error, ErrorCode, ExitStatus, Options, ServiceSpec, StateName, Supervisor,
+};
 
 #[test]
 fn restart_policy_every_exit_class() {
@@ -305,7 +307,7 @@ services:
     c.unregister("looper").unwrap();
     let n = h.read("starts").lines().count();
     match h.status("looper") {
-        Err(Error::Refused { code, .. }) => assert_eq!(code, "unknown_service"),
+        Err(Error::Refused { code, .. }) => assert_eq!(code, ErrorCode::UnknownService),
         other => panic!("expected unknown_service, got {other:?}"),
     }
     std::thread::sleep(Duration::from_millis(1500));
@@ -326,7 +328,7 @@ services:
     h.client().register(spec).unwrap(); // same spec again: fine
     let other = ServiceSpec::shell("looper", "exec sleep 61");
     match h.client().register(other) {
-        Err(Error::Refused { code, .. }) => assert_eq!(code, "already_registered"),
+        Err(Error::Refused { code, .. }) => assert_eq!(code, ErrorCode::AlreadyRegistered),
         r => panic!("{r:?}"),
     }
 }
