@@ -24,6 +24,7 @@ repo=$(pwd)
 
 # Scenario name -> the code change it waits for. Remove an entry once that change has landed.
 declare -A PENDING_CODE=(
+    [original-volume]="the gateway_state.json writer (hermes-home gateway_state::record_process, MODE 0644) to keep an existing file's mode, as the original does: it turns the original's 0600 record into 0644"
 )
 
 STRICT=0
@@ -190,6 +191,19 @@ else
 fi
 for name in "${!PENDING_CODE[@]}"; do
     [[ -f tests/docker/$name.sh ]] || die "PENDING_CODE names \`$name\`, which is no scenario in tests/docker/"
+done
+
+# The original-volume scenario needs the original Python implementation (hermes-agent from
+# PyPI) in a venv cached in $CACHE; made here so its one-time download is not the scenario's time.
+for name in "${scenarios[@]}"; do
+    [[ $name == original-volume ]] || continue
+    t=$(now)
+    if HDT_ORIGINAL_HERMES=$(HERMES_DOCKER_CACHE=$CACHE bash tests/docker/original/venv.sh); then
+        export HDT_ORIGINAL_HERMES
+        log "the original hermes-agent for original-volume: $HDT_ORIGINAL_HERMES (ready in $(since "$t") s)"
+    else
+        log "the original hermes-agent could not be installed; original-volume will fail"
+    fi
 done
 
 passed=0 failed=0 skipped=0
