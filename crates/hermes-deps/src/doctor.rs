@@ -89,7 +89,11 @@ pub fn installer_rows(options: &InstallOptions) -> Vec<DoctorRow> {
                 ));
                 info = Some(i);
             }
-            Err(e) => rows.push(DoctorRow::new("python", Status::Fail, format!("{e}"))),
+            Err(e) => rows.push(DoctorRow::new(
+                "python",
+                Status::Fail,
+                hermes_errors::one_line(&e),
+            )),
         },
         None if managed => match options.env.which("python3") {
             Some(base) => rows.push(DoctorRow::new(
@@ -126,7 +130,11 @@ pub fn installer_rows(options: &InstallOptions) -> Vec<DoctorRow> {
             Err(e) => DoctorRow::new(
                 "target writable",
                 Status::Fail,
-                format!("{e}; {}", e.hint().unwrap_or_default()),
+                format!(
+                    "{}; {}",
+                    hermes_errors::one_line(&e),
+                    e.hint().unwrap_or_default()
+                ),
             ),
         }),
         Route::Venv { managed: false, .. } => {

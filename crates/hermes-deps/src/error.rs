@@ -1,9 +1,11 @@
 //! The crate's typed error and its hints.
 //!
-//! Every variant carries its context in fields (path, program, feature) and
+//! Every variant carries its context in fields (path, program, feature); the
+//! message says what failed, its source (an OS error) says why, and
 //! [`Error::hint`] gives the "what to do" line. Inside [`crate::install_specs`]
 //! errors never escape: they become the `reason`/`hint` of an
-//! [`crate::InstallOutcome`], so callers see a sentence, never a raw OS error.
+//! [`crate::InstallOutcome`], the reason in one line with its cause
+//! ([`hermes_errors::one_line`]), so callers see a sentence, never a raw OS error.
 
 use std::path::PathBuf;
 
@@ -18,7 +20,7 @@ pub enum Error {
         searched: String,
     },
     /// A program could not be started.
-    #[error("could not start `{program}`: {}", describe_io(source))]
+    #[error("could not start `{program}`")]
     Spawn {
         /// The program.
         program: String,
@@ -51,10 +53,7 @@ pub enum Error {
         detail: String,
     },
     /// The durable install target could not be prepared.
-    #[error(
-        "lazy install target `{path}` is not writable: {}",
-        describe_io(source)
-    )]
+    #[error("lazy install target `{path}` is not writable")]
     TargetNotWritable {
         /// The target directory.
         path: PathBuf,
@@ -63,20 +62,14 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A temporary file (the constraints file) could not be written.
-    #[error(
-        "could not write a temporary constraints file: {}",
-        describe_io(source)
-    )]
+    #[error("could not write a temporary constraints file")]
     TempFile {
         /// The OS error.
         #[source]
         source: std::io::Error,
     },
     /// The private working directory for the installer could not be created.
-    #[error(
-        "could not create a private working directory for the installer: {}",
-        describe_io(source)
-    )]
+    #[error("could not create a private working directory for the installer")]
     WorkDir {
         /// The OS error.
         #[source]
@@ -105,21 +98,6 @@ pub enum Error {
         /// What is wrong.
         detail: String,
     },
-}
-
-/// An OS error as a lowercase phrase without the `(os error N)` suffix, so
-/// messages read as sentences (`read-only file system`, `permission denied`).
-pub fn describe_io(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    let text = match text.find(" (os error ") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    };
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => text,
-    }
 }
 
 impl Error {
@@ -166,73 +144,87 @@ impl Error {
     }
 }
 
+#[cfg(any(test, feature = "examples"))]
+hermes_errors::every_variant!(Error {
+    Error::PythonNotFound { .. } => Error::PythonNotFound {
+        searched: "`python3`, `python`".into(),
+    },
+    Error::Spawn { .. } => Error::Spawn {
+        program: "uv".into(),
+        source: std::io::Error::from_raw_os_error(13),
+    },
+    Error::Timeout { .. } => Error::Timeout {
+        program: "uv".into(),
+        seconds: 600,
+    },
+    Error::PythonQuery { .. } => Error::PythonQuery {
+        python: "/opt/hermes/.venv/bin/python".into(),
+        detail: "exited with code 1".into(),
+    },
+    Error::VenvCreate { .. } => Error::VenvCreate {
+        path: "/opt/data/.venv".into(),
+        detail: "ensurepip is not available".into(),
+    },
+    Error::TargetNotWritable { .. } => Error::TargetNotWritable {
+        path: "/opt/data/lazy-packages".into(),
+        source: std::io::Error::from_raw_os_error(30),
+    },
+    Error::TempFile { .. } => Error::TempFile {
+        source: std::io::Error::from_raw_os_error(28),
+    },
+    Error::WorkDir { .. } => Error::WorkDir {
+        source: std::io::Error::from_raw_os_error(13),
+    },
+    Error::NoSpecs => Error::NoSpecs,
+    Error::PipUnavailable { .. } => Error::PipUnavailable {
+        python: "/opt/hermes/.venv/bin/python".into(),
+        detail: "No module named ensurepip".into(),
+    },
+    Error::UnknownFeature { .. } => Error::UnknownFeature {
+        name: "memory.nope".into(),
+    },
+    Error::Registry { .. } => Error::Registry {
+        detail: "feature `memory.honcho` has no packages".into(),
+    },
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn every_variant() -> Vec<Error> {
-        let io = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
-        vec![
-            Error::PythonNotFound {
-                searched: "`python3`".into(),
-            },
-            Error::Spawn {
-                program: "uv".into(),
-                source: io(),
-            },
-            Error::Timeout {
-                program: "uv".into(),
-                seconds: 3,
-            },
-            Error::PythonQuery {
-                python: "/p".into(),
-                detail: "bad".into(),
-            },
-            Error::VenvCreate {
-                path: "/v".into(),
-                detail: "no".into(),
-            },
-            Error::TargetNotWritable {
-                path: "/t".into(),
-                source: io(),
-            },
-            Error::PipUnavailable {
-                python: "/p".into(),
-                detail: "x".into(),
-            },
-            Error::WorkDir { source: io() },
-            Error::NoSpecs,
-            Error::UnknownFeature { name: "x.y".into() },
-            Error::Registry { detail: "x".into() },
-        ]
-    }
-
     #[test]
-    fn os_errors_read_as_phrases() {
+    fn os_errors_read_as_phrases_in_one_line() {
         let e = Error::TargetNotWritable {
             path: "/t".into(),
             source: std::io::Error::from_raw_os_error(30),
         };
+        assert_eq!(e.to_string(), "lazy install target `/t` is not writable");
         assert_eq!(
-            e.to_string(),
+            hermes_errors::one_line(&e),
             "lazy install target `/t` is not writable: read-only file system"
         );
         let e = Error::Spawn {
             program: "uv".into(),
             source: std::io::Error::from_raw_os_error(13),
         };
-        assert_eq!(e.to_string(), "could not start `uv`: permission denied");
+        assert_eq!(
+            hermes_errors::one_line(&e),
+            "could not start `uv`: permission denied"
+        );
     }
 
     #[test]
     fn messages_follow_the_conventions() {
-        for e in every_variant() {
+        for (name, e) in Error::every_variant() {
             let m = e.to_string();
-            assert!(!m.contains("os error"), "{m}");
-            assert!(m.starts_with(|c: char| c.is_lowercase() || c == '`'), "{m}");
-            assert!(!m.ends_with('.'), "{m}");
+            assert!(!m.contains("os error"), "{name}: {m}");
+            assert!(
+                m.starts_with(|c: char| c.is_lowercase() || c == '`'),
+                "{name}: {m}"
+            );
+            assert!(!m.ends_with('.'), "{name}: {m}");
             if let Some(h) = e.hint() {
-                assert!(!h.ends_with('.'), "{h}");
+                assert!(!h.ends_with('.'), "{name}: {h}");
             }
         }
     }

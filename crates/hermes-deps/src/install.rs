@@ -229,7 +229,7 @@ impl InstallOutcome {
         Self {
             ok: false,
             blocked: true,
-            reason: err.to_string(),
+            reason: hermes_errors::one_line(err),
             hint: err.hint(),
             ..Self::default()
         }
@@ -238,7 +238,7 @@ impl InstallOutcome {
     fn failed(err: &Error, command: String) -> Self {
         Self {
             ok: false,
-            reason: err.to_string(),
+            reason: hermes_errors::one_line(err),
             hint: err.hint(),
             command,
             ..Self::default()
@@ -359,7 +359,7 @@ pub fn install_specs(specs: &[impl AsRef<str>], options: &InstallOptions) -> Ins
             Some(Ok(missing)) => outcome.still_missing = missing,
             Some(Err(e)) => {
                 outcome.still_missing = specs.clone();
-                outcome.recheck_error = Some(e.to_string());
+                outcome.recheck_error = Some(hermes_errors::one_line(&e));
             }
             None => outcome.still_missing = specs.clone(),
         }
@@ -610,7 +610,7 @@ fn ensure_pip(
     match run_captured(&mut boot, Duration::from_secs(120)) {
         Ok(o) if o.success => Ok(()),
         Ok(o) => Err(pip_missing(tail(o.stderr.trim(), 400).to_string())),
-        Err(e) => Err(pip_missing(e.to_string())),
+        Err(e) => Err(pip_missing(hermes_errors::one_line(&e))),
     }
 }
 

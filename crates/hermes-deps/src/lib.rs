@@ -27,7 +27,7 @@ pub mod version;
 
 pub use doctor::{DoctorRow, Status, installer_rows};
 pub use env::Environment;
-pub use error::{Error, describe_io};
+pub use error::Error;
 pub use features::{
     EnsureOutcome, Feature, FeatureRegistry, FeatureStatus, ensure_feature, feature_status,
     render_status,

@@ -75,14 +75,14 @@ where
 {
     recorder.record(Phase::Starting, None);
     if let Err(e) = settings.validate() {
-        recorder.record(Phase::StartupFailed, Some(&e.to_string()));
+        recorder.record(Phase::StartupFailed, Some(&hermes_errors::one_line(&e)));
         return Ok(ExitReason::ConfigError(e));
     }
     let started = start(&settings, recorder).await;
     let (listener, state, lock) = match started {
         Ok(parts) => parts,
         Err(e) => {
-            recorder.record(Phase::StartupFailed, Some(&e.to_string()));
+            recorder.record(Phase::StartupFailed, Some(&hermes_errors::one_line(&e)));
             return Err(e);
         }
     };
@@ -136,7 +136,7 @@ where
                 addr: settings.bind_addr(),
                 source,
             };
-            recorder.record(Phase::Stopped, Some(&e.to_string()));
+            recorder.record(Phase::Stopped, Some(&hermes_errors::one_line(&e)));
             Err(e)
         }
     }

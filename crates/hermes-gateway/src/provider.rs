@@ -62,7 +62,7 @@ impl std::fmt::Debug for ChatStream {
     }
 }
 
-fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     // reqwest is built without a bundled crypto provider (its default, aws-lc, needs cmake);
     // ring is installed as the process default once, unless the program chose one already.
     static ONCE: Once = Once::new();

@@ -204,3 +204,81 @@ impl Error {
         }
     }
 }
+
+#[cfg(any(test, feature = "examples"))]
+hermes_errors::every_variant!(Error {
+    Error::Io { .. } => Error::Io {
+        action: "read",
+        path: "/opt/data/.env".into(),
+        source: io::Error::from_raw_os_error(13),
+    },
+    Error::NoHome => Error::NoHome,
+    Error::InvalidProfileName { .. } => Error::InvalidProfileName {
+        name: "Work".into(),
+        reason: "it must start with a lowercase letter or a digit",
+    },
+    Error::ReservedProfileName { .. } => Error::ReservedProfileName {
+        name: "default".into(),
+    },
+    Error::ProfileNotFound { .. } => Error::ProfileNotFound {
+        name: "work".into(),
+        path: "/opt/data/profiles/work".into(),
+    },
+    Error::ProfileExists { .. } => Error::ProfileExists {
+        name: "work".into(),
+        path: "/opt/data/profiles/work".into(),
+    },
+    Error::DefaultProfileUndeletable => Error::DefaultProfileUndeletable,
+    Error::ConfigParse { .. } => Error::ConfigParse {
+        path: "/opt/data/config.yaml".into(),
+        line: 3,
+        column: 7,
+        message: "mapping values are not allowed in this context".into(),
+    },
+    Error::ConfigNotMapping { .. } => Error::ConfigNotMapping {
+        path: "/opt/data/config.yaml".into(),
+    },
+    Error::NotUtf8 { .. } => Error::NotUtf8 {
+        path: "/opt/data/.env".into(),
+        line: 2,
+        offset: 17,
+    },
+    Error::EnvKeyInvalid { .. } => Error::EnvKeyInvalid {
+        key: "1PASSWORD".into(),
+    },
+    Error::EnvKeyDenied { .. } => Error::EnvKeyDenied {
+        key: "LD_PRELOAD".into(),
+    },
+    Error::AuthUnreadable { .. } => Error::AuthUnreadable {
+        path: "/opt/data/auth.json".into(),
+        owner: "root (uid 0)".into(),
+        mode: 0o600,
+        current: "hermes (uid 10000)".into(),
+        current_name: "hermes".into(),
+    },
+    Error::LockTimeout { .. } => Error::LockTimeout {
+        path: "/opt/data/.env.lock".into(),
+        waited: std::time::Duration::from_secs(10),
+    },
+    Error::LockNotAFile { .. } => Error::LockNotAFile {
+        path: "/opt/data/.env.lock".into(),
+    },
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_follows_the_conventions() {
+        for (name, e) in Error::every_variant() {
+            let m = e.to_string();
+            assert!(
+                m.starts_with(|c: char| c.is_lowercase() || c == '`'),
+                "{name}: {m}"
+            );
+            assert!(!m.ends_with('.'), "{name}: {m}");
+            assert!(e.hint().is_some_and(|h| !h.is_empty()), "{name}");
+        }
+    }
+}

@@ -24,7 +24,7 @@ pub enum Error {
         source: hermes_privilege::Error,
     },
     /// Signal handling could not be set up (the signal mask).
-    #[error("cannot set up {what}: {source}")]
+    #[error("cannot set up {what}")]
     Signals {
         /// The facility.
         what: &'static str,
@@ -40,7 +40,7 @@ pub enum Error {
         user: String,
     },
     /// The data volume cannot be written by the service user: nothing could be saved.
-    #[error("the data volume `{}` is not writable by uid {uid}: {source}", path.display())]
+    #[error("the data volume `{}` is not writable by uid {uid}", path.display())]
     VolumeNotWritable {
         /// `HERMES_HOME`.
         path: PathBuf,
@@ -94,62 +94,63 @@ impl Error {
     }
 }
 
+#[cfg(any(test, feature = "examples"))]
+hermes_errors::every_variant!(Error {
+    Error::Privilege(_) => Error::Privilege(hermes_privilege::Error::ForeignUser {
+        uid: 1000,
+        gid: 1000,
+        user: "hermes".into(),
+        service_uid: Some(10000),
+    }),
+    Error::NoServiceUser { .. } => Error::NoServiceUser {
+        user: "hermes".into(),
+        passwd: "/etc/passwd".into(),
+        source: hermes_privilege::Error::UnknownUser {
+            name: "hermes".into(),
+            path: "/etc/passwd".into(),
+        },
+    },
+    Error::Signals { .. } => Error::Signals {
+        what: "the signal mask",
+        source: nix::Error::EPERM,
+    },
+    Error::CannotSwitchUser { .. } => Error::CannotSwitchUser {
+        user: "hermes".into(),
+    },
+    Error::VolumeNotWritable { .. } => Error::VolumeNotWritable {
+        path: "/opt/data".into(),
+        uid: 10000,
+        source: std::io::Error::from_raw_os_error(30),
+    },
+    Error::Services(_) => Error::Services(hermes_services::Error::NoRuntimeDir {
+        tried: vec![("/run/hermes".into(), "read-only file system".into())],
+    }),
+    Error::Supervisor(_) => Error::Supervisor(hermes_supervisor::Error::AlreadyRunning {
+        pid: 7,
+        runtime_dir: "/run/hermes".into(),
+    }),
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn every_variant() -> Vec<Error> {
-        let unknown = || hermes_privilege::Error::UnknownUser {
-            name: "hermes".into(),
-            path: "/etc/passwd".into(),
-        };
-        vec![
-            Error::Privilege(hermes_privilege::Error::ForeignUser {
-                uid: 1000,
-                gid: 1000,
-                user: "1000".into(),
-                service_uid: Some(10000),
-            }),
-            Error::NoServiceUser {
-                user: "hermes".into(),
-                passwd: "/etc/passwd".into(),
-                source: unknown(),
-            },
-            Error::Signals {
-                what: "the signal mask",
-                source: nix::Error::EPERM,
-            },
-            Error::CannotSwitchUser {
-                user: "hermes".into(),
-            },
-            Error::VolumeNotWritable {
-                path: "/opt/data".into(),
-                uid: 10000,
-                source: std::io::Error::from_raw_os_error(30),
-            },
-            Error::Services(hermes_services::Error::NoRuntimeDir {
-                tried: vec![("/run/hermes".into(), "read-only file system".into())],
-            }),
-            Error::Supervisor(hermes_supervisor::Error::AlreadyRunning {
-                pid: 7,
-                runtime_dir: "/run/hermes".into(),
-            }),
-        ]
-    }
-
     #[test]
     fn every_variant_has_a_clean_message_and_a_hint() {
-        for e in every_variant() {
+        for (name, e) in Error::every_variant() {
             let m = e.to_string();
-            assert!(!m.is_empty() && !m.ends_with('.'), "{m}");
-            assert!(m.chars().next().is_some_and(|c| !c.is_uppercase()), "{m}");
-            assert!(e.hint().is_some_and(|h| !h.is_empty()), "{m}");
+            assert!(!m.is_empty() && !m.ends_with('.'), "{name}: {m}");
+            assert!(
+                m.chars().next().is_some_and(|c| !c.is_uppercase()),
+                "{name}: {m}"
+            );
+            assert!(e.hint().is_some_and(|h| !h.is_empty()), "{name}: {m}");
         }
     }
 
     #[test]
     fn foreign_user_hint_names_the_remedy_and_exits_1() {
-        let e = &every_variant()[0];
+        let e = &Error::every_variant()[0].1;
         assert!(e.hint().unwrap().contains("HERMES_UID=1000"));
         assert_eq!(e.exit_code(), 1);
     }

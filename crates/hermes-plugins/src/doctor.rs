@@ -14,7 +14,7 @@ pub fn doctor_rows(
 ) -> Vec<DoctorRow> {
     let mut rows = installer_rows(options);
     rows.push(match memory_status(discovery, raw_active, options) {
-        Err(e) => DoctorRow::new("memory provider", Status::Fail, e.to_string()),
+        Err(e) => DoctorRow::new("memory provider", Status::Fail, hermes_errors::one_line(&e)),
         Ok(s) => match (s.active, s.provider) {
             (None, _) => DoctorRow::new("memory provider", Status::Ok, "built-in only"),
             (Some(a), None) => DoctorRow::new(
@@ -54,7 +54,7 @@ pub fn doctor_rows(
         rows.push(DoctorRow::new(
             "plugin manifest",
             Status::Warn,
-            problem.to_string(),
+            hermes_errors::one_line(problem),
         ));
     }
     rows

@@ -1,4 +1,5 @@
-//! The crate's typed error and its hints.
+//! The crate's typed error and its hints: the message says what failed, the source
+//! (when there is one) why, and [`Error::hint`] what to do.
 
 use std::path::PathBuf;
 
@@ -7,10 +8,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// A manifest could not be read.
-    #[error(
-        "could not read plugin manifest `{path}`: {}",
-        hermes_deps::describe_io(source)
-    )]
+    #[error("could not read plugin manifest `{path}`")]
     ReadManifest {
         /// The manifest file.
         path: PathBuf,
@@ -72,37 +70,43 @@ impl Error {
     }
 }
 
+#[cfg(any(test, feature = "examples"))]
+hermes_errors::every_variant!(Error {
+    Error::ReadManifest { .. } => Error::ReadManifest {
+        path: "/opt/data/plugins/honcho/plugin.yaml".into(),
+        source: std::io::Error::from_raw_os_error(13),
+    },
+    Error::InvalidManifest { .. } => Error::InvalidManifest {
+        path: "/opt/data/plugins/honcho/plugin.yaml".into(),
+        detail: "`kind` is missing; `version` must be 1".into(),
+    },
+    Error::UnknownProvider { .. } => Error::UnknownProvider {
+        name: "honchoo".into(),
+    },
+    Error::NotAMemoryProvider { .. } => Error::NotAMemoryProvider {
+        name: "search".into(),
+        kind: "tool".into(),
+    },
+    Error::InvalidValue { .. } => Error::InvalidValue {
+        key: "workspace".into(),
+        detail: "it must not be empty".into(),
+    },
+    Error::Deps(_) => Error::Deps(hermes_deps::Error::UnknownFeature {
+        name: "memory.honchoo".into(),
+    }),
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn messages_follow_the_conventions() {
-        let all = [
-            Error::ReadManifest {
-                path: "/p".into(),
-                source: std::io::ErrorKind::NotFound.into(),
-            },
-            Error::InvalidManifest {
-                path: "/p".into(),
-                detail: "x".into(),
-            },
-            Error::UnknownProvider { name: "x".into() },
-            Error::NotAMemoryProvider {
-                name: "x".into(),
-                kind: "tool".into(),
-            },
-            Error::InvalidValue {
-                key: "k".into(),
-                detail: "d".into(),
-            },
-            Error::Deps(hermes_deps::Error::UnknownFeature { name: "a.b".into() }),
-        ];
-        for e in all {
+        for (name, e) in Error::every_variant() {
             let m = e.to_string();
-            assert!(m.starts_with(|c: char| c.is_lowercase()), "{m}");
-            assert!(!m.ends_with('.'), "{m}");
-            assert!(e.hint().is_some());
+            assert!(m.starts_with(|c: char| c.is_lowercase()), "{name}: {m}");
+            assert!(!m.ends_with('.'), "{name}: {m}");
+            assert!(e.hint().is_some(), "{name}");
         }
     }
 }

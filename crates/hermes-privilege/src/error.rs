@@ -216,72 +216,77 @@ impl Error {
     }
 }
 
+#[cfg(any(test, feature = "examples"))]
+hermes_errors::every_variant!(Error {
+    Error::Read { .. } => Error::Read {
+        path: "/etc/passwd".into(),
+        source: io::Error::from_raw_os_error(libc::EACCES),
+    },
+    Error::Write { .. } => Error::Write {
+        path: "/etc/passwd".into(),
+        source: io::Error::from_raw_os_error(libc::EBUSY),
+    },
+    Error::UnknownUser { .. } => Error::UnknownUser {
+        name: "hermes".into(),
+        path: "/etc/passwd".into(),
+    },
+    Error::UnknownGroup { .. } => Error::UnknownGroup {
+        name: "hermes".into(),
+        path: "/etc/group".into(),
+    },
+    Error::MalformedEntry { .. } => Error::MalformedEntry {
+        path: "/etc/passwd".into(),
+        line: 3,
+        name: "hermes".into(),
+        reason: "uid is not a number",
+    },
+    Error::ThreadsRunning { .. } => Error::ThreadsRunning { threads: 4 },
+    Error::Drop { .. } => Error::Drop {
+        user: "hermes".into(),
+        step: DropStep::SetUid,
+        source: io::Error::from_raw_os_error(libc::EPERM),
+    },
+    Error::DropNotVerified { .. } => Error::DropNotVerified {
+        user: "hermes".into(),
+    },
+    Error::ShimDrop { .. } => Error::ShimDrop {
+        user: "hermes".into(),
+        source: Box::new(Error::UnknownUser {
+            name: "hermes".into(),
+            path: "/etc/passwd".into(),
+        }),
+    },
+    Error::ForeignUser { .. } => Error::ForeignUser {
+        uid: 1000,
+        gid: 1000,
+        user: "hermes".into(),
+        service_uid: Some(10000),
+    },
+    Error::RepairRoot { .. } => Error::RepairRoot {
+        path: "/opt/data".into(),
+        source: io::Error::from_raw_os_error(libc::ENOENT),
+    },
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every variant, so a new one without a hint or with a bad message fails here.
-    fn every_variant() -> Vec<Error> {
-        let path = PathBuf::from("/etc/passwd");
-        let io = || io::Error::from_raw_os_error(libc::EPERM);
-        vec![
-            Error::Read {
-                path: path.clone(),
-                source: io(),
-            },
-            Error::Write {
-                path: path.clone(),
-                source: io(),
-            },
-            Error::UnknownUser {
-                name: "hermes".into(),
-                path: path.clone(),
-            },
-            Error::UnknownGroup {
-                name: "hermes".into(),
-                path: path.clone(),
-            },
-            Error::MalformedEntry {
-                path: path.clone(),
-                line: 3,
-                name: "hermes".into(),
-                reason: "uid is not a number",
-            },
-            Error::ThreadsRunning { threads: 4 },
-            Error::Drop {
-                user: "hermes".into(),
-                step: DropStep::SetUid,
-                source: io(),
-            },
-            Error::DropNotVerified {
-                user: "hermes".into(),
-            },
-            Error::ShimDrop {
-                user: "hermes".into(),
-                source: Box::new(Error::UnknownUser {
-                    name: "hermes".into(),
-                    path: path.clone(),
-                }),
-            },
-            Error::ForeignUser {
-                uid: 1000,
-                gid: 1000,
-                user: "hermes".into(),
-                service_uid: None,
-            },
-            Error::RepairRoot { path, source: io() },
-        ]
-    }
-
     #[test]
     fn messages_follow_the_house_style_and_every_variant_has_a_hint() {
-        for err in every_variant() {
+        for (name, err) in Error::every_variant() {
             let msg = err.to_string();
             let first = msg.chars().next().unwrap();
-            assert!(!first.is_uppercase(), "message starts uppercase: {msg}");
-            assert!(!msg.ends_with('.'), "message ends with a period: {msg}");
+            assert!(
+                !first.is_uppercase(),
+                "{name}: message starts uppercase: {msg}"
+            );
+            assert!(
+                !msg.ends_with('.'),
+                "{name}: message ends with a period: {msg}"
+            );
             let hint = err.hint().unwrap_or_default();
-            assert!(!hint.is_empty(), "no hint for {msg}");
+            assert!(!hint.is_empty(), "{name}: no hint for {msg}");
         }
     }
 

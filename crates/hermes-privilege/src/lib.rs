@@ -36,8 +36,8 @@ pub mod remap;
 pub mod safe_fs;
 pub mod shim;
 
-pub use caps::Capabilities;
 pub use account::{Identity, SystemFiles, group_gid};
+pub use caps::Capabilities;
 pub use devices::{DOCKER_SOCKETS, DRI_DIR, default_device_paths, device_gids};
 pub use drop::{DropPlan, configure_command, drop_to};
 pub use env::Env;

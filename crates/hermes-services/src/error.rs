@@ -95,44 +95,54 @@ fn describe_tried(tried: &[(PathBuf, String)]) -> String {
         .join("; ")
 }
 
+#[cfg(any(test, feature = "examples"))]
+hermes_errors::every_variant!(Error {
+    Error::NotRunning { .. } => Error::NotRunning {
+        root: "/opt/data".into(),
+        socket: "/run/hermes/supervisor.sock".into(),
+    },
+    Error::NoRuntimeDir { .. } => Error::NoRuntimeDir {
+        tried: vec![
+            ("/run/hermes".into(), "read-only file system".into()),
+            (
+                "/tmp/hermes".into(),
+                "`/tmp/hermes` belongs to uid 1000 (mode 755); it must belong to uid 10000 and \
+                 be writable by nobody else"
+                    .into(),
+            ),
+        ],
+    },
+    Error::Supervisor(_) => Error::Supervisor(hermes_supervisor::Error::PermissionDenied {
+        socket: "/run/hermes/supervisor.sock".into(),
+    }),
+    Error::InvalidServiceName { .. } => Error::InvalidServiceName {
+        name: "../etc".into(),
+    },
+    Error::NoLog { .. } => Error::NoLog {
+        service: "gateway-work".into(),
+        path: "/opt/data/logs/gateways/work/current".into(),
+        source: std::io::Error::from_raw_os_error(2),
+    },
+    Error::LogRead { .. } => Error::LogRead {
+        path: "/opt/data/logs/gateways/work/current".into(),
+        source: std::io::Error::from_raw_os_error(13),
+    },
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn every_variant() -> Vec<Error> {
-        vec![
-            Error::NotRunning {
-                root: "/opt/data".into(),
-                socket: "/run/hermes/supervisor.sock".into(),
-            },
-            Error::NoRuntimeDir {
-                tried: vec![("/run/hermes".into(), "read-only file system".into())],
-            },
-            Error::Supervisor(hermes_supervisor::Error::PermissionDenied {
-                socket: "/run/hermes/supervisor.sock".into(),
-            }),
-            Error::InvalidServiceName {
-                name: "../etc".into(),
-            },
-            Error::NoLog {
-                service: "ticker".into(),
-                path: "/opt/data/logs/ticker/current".into(),
-                source: std::io::Error::from_raw_os_error(2),
-            },
-            Error::LogRead {
-                path: "/opt/data/logs/ticker/current".into(),
-                source: std::io::Error::from_raw_os_error(13),
-            },
-        ]
-    }
-
     #[test]
     fn every_variant_has_a_clean_message_and_a_hint() {
-        for e in every_variant() {
+        for (name, e) in Error::every_variant() {
             let m = e.to_string();
-            assert!(!m.is_empty() && !m.ends_with('.'), "{m}");
-            assert!(m.chars().next().is_some_and(|c| !c.is_uppercase()), "{m}");
-            assert!(e.hint().is_some_and(|h| !h.is_empty()), "{m}");
+            assert!(!m.is_empty() && !m.ends_with('.'), "{name}: {m}");
+            assert!(
+                m.chars().next().is_some_and(|c| !c.is_uppercase()),
+                "{name}: {m}"
+            );
+            assert!(e.hint().is_some_and(|h| !h.is_empty()), "{name}: {m}");
         }
     }
 }

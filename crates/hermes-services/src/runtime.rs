@@ -63,7 +63,7 @@ pub fn choose_runtime_dir(candidates: &[PathBuf]) -> Result<PathBuf, Error> {
     for dir in candidates {
         match hermes_privilege::SafeDir::create_private(dir, 0o755) {
             Ok(_) => return Ok(dir.clone()),
-            Err(e) => tried.push((dir.clone(), e.to_string())),
+            Err(e) => tried.push((dir.clone(), hermes_errors::describe_io(&e))),
         }
     }
     Err(Error::NoRuntimeDir { tried })

@@ -1,7 +1,8 @@
 //! The crate's one error type, [`Error`], and its hints.
 //!
 //! Every variant carries its context (path, service, key) as fields. The message says what
-//! failed; [`Error::hint`] says what to do about it. Callers render both.
+//! failed; its source, when it has one, says why (rendered once, as `Caused by:`);
+//! [`Error::hint`] says what to do about it. Callers render all three.
 
 use std::path::PathBuf;
 
@@ -24,7 +25,7 @@ pub enum Error {
         runtime_dir: PathBuf,
     },
     /// A filesystem or socket operation on a known path failed.
-    #[error("cannot {action} `{}`: {source}", path.display())]
+    #[error("cannot {action} `{}`", path.display())]
     Io {
         /// What we tried to do ("create", "bind", "lock", ...).
         action: &'static str,
@@ -34,7 +35,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A system call the event loop depends on failed (signalfd, poll, ...).
-    #[error("cannot set up {what}: {source}")]
+    #[error("cannot set up {what}")]
     Sys {
         /// The facility that failed.
         what: &'static str,
@@ -42,11 +43,11 @@ pub enum Error {
         source: nix::Error,
     },
     /// A spec handed to [`crate::Supervisor::new`] is unusable.
-    #[error("invalid service `{service}`: {reason}")]
+    #[error("invalid service definition: {reason}")]
     InvalidSpec {
         /// The service name as given.
         service: String,
-        /// What is wrong.
+        /// What is wrong (it names the service).
         reason: String,
     },
     /// No supervisor listens on the control socket.
@@ -106,6 +107,11 @@ impl Error {
                 )
             }
             Error::Io { .. } => Some("check that the directory exists and is writable".to_string()),
+            Error::Sys { .. } => Some(
+                "the supervisor needs `signalfd`, `poll` and `waitpid`: check the open-files \
+                 limit (`ulimit -n`) and the container's seccomp profile"
+                    .to_string(),
+            ),
             Error::InvalidSpec { .. } => {
                 Some("service names use letters, digits and `-_.@`; commands are non-empty".into())
             }
@@ -126,46 +132,69 @@ impl Error {
     }
 }
 
+#[cfg(any(test, feature = "examples"))]
+hermes_errors::every_variant!(Error {
+    Error::AlreadyRunning { .. } => Error::AlreadyRunning {
+        pid: 42,
+        runtime_dir: "/run/hermes".into(),
+    },
+    Error::Io { .. } => Error::io(
+        "bind",
+        "/run/hermes/supervisor.sock",
+        std::io::Error::from_raw_os_error(13),
+    ),
+    Error::Sys { .. } => Error::Sys {
+        what: "the signalfd",
+        source: nix::Error::EMFILE,
+    },
+    Error::InvalidSpec { .. } => Error::InvalidSpec {
+        service: "a/b".into(),
+        reason: "bad service name `a/b` (letters, digits, `-_.@`, at most 64, not starting with `.`)"
+            .into(),
+    },
+    Error::NotRunning { .. } => Error::NotRunning {
+        socket: "/run/hermes/supervisor.sock".into(),
+    },
+    Error::PermissionDenied { .. } => Error::PermissionDenied {
+        socket: "/run/hermes/supervisor.sock".into(),
+    },
+    Error::Protocol { .. } => Error::Protocol {
+        reason: "timed out waiting for the supervisor".into(),
+    },
+    Error::Refused { .. } => Error::Refused {
+        code: ErrorCode::UnknownService,
+        message: "unknown service `gateway-wrok`".into(),
+    },
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn messages_are_lowercase_without_period_and_hints_exist() {
-        let all = [
-            Error::InvalidSpec {
-                service: "a/b".into(),
-                reason: "bad service name".into(),
-            },
-            Error::AlreadyRunning {
-                pid: 42,
-                runtime_dir: "/run/hermes".into(),
-            },
-            Error::io("bind", "/x", std::io::Error::other("boom")),
-            Error::Sys {
-                what: "signalfd",
-                source: nix::Error::EINVAL,
-            },
-            Error::NotRunning {
-                socket: "/s".into(),
-            },
-            Error::PermissionDenied {
-                socket: "/s".into(),
-            },
-            Error::Protocol {
-                reason: "timed out".into(),
-            },
-            Error::Refused {
-                code: ErrorCode::UnknownService,
-                message: "unknown service `x`".into(),
-            },
-        ];
-        for e in &all {
+    fn messages_are_lowercase_without_period() {
+        for (name, e) in Error::every_variant() {
             let m = e.to_string();
-            assert!(m.chars().next().is_some_and(|c| c.is_lowercase()), "{m}");
-            assert!(!m.ends_with('.'), "{m}");
+            assert!(
+                m.chars().next().is_some_and(|c| c.is_lowercase()),
+                "{name}: {m}"
+            );
+            assert!(!m.ends_with('.'), "{name}: {m}");
         }
-        assert!(all[1].hint().unwrap_or_default().contains("kill 42"));
-        assert!(all[4].hint().is_some());
+    }
+
+    #[test]
+    fn hints_name_the_remedy() {
+        let all = Error::every_variant();
+        let hint = |name: &str| {
+            all.iter()
+                .find(|(n, _)| n.contains(name))
+                .and_then(|(_, e)| e.hint())
+                .unwrap_or_default()
+        };
+        assert!(hint("AlreadyRunning").contains("kill 42"));
+        assert!(hint("NotRunning").contains("hermes up"));
+        assert!(hint("Refused").contains("hermes service status"));
+        assert!(hint("Io").contains("HERMES_RUNTIME_DIR"));
     }
 }

@@ -1,7 +1,9 @@
 //! How a command ends: the exit-status policy and the `error:` / `hint:` rendering.
 //!
 //! Library crates return typed errors with a `hint()`; each gets a `From` impl here, so the
-//! rendering lives in exactly one place:
+//! rendering lives in exactly one place. A library's message says what failed and never
+//! repeats its source; the source is the `Caused by:` line (the convention is
+//! `hermes-errors`'s doc):
 //!
 //! ```text
 //! error: <what failed>
@@ -58,26 +60,24 @@ impl Failure {
         }
     }
 
-    fn from_error(error: &dyn std::error::Error, hint: Option<String>) -> Self {
-        let message = error.to_string();
-        let mut causes: Vec<String> = Vec::new();
-        let mut source = error.source();
-        while let Some(cause) = source {
-            // Many messages already end with their source (`cannot open `x`: denied`): a
-            // cause the line above already says is not said again.
-            let text = cause.to_string();
-            let above = causes.last().unwrap_or(&message);
-            if !above.contains(&text) {
-                causes.push(text);
-            }
-            source = cause.source();
-        }
+    /// The message of `error`, its causes (each once: see [`hermes_errors::causes`]) and the
+    /// hint.
+    fn from_error(error: &(dyn std::error::Error + 'static), hint: Option<String>) -> Self {
         Failure {
-            message,
-            causes,
+            message: error.to_string(),
+            causes: hermes_errors::causes(error),
             hint,
             code: 1,
         }
+    }
+
+    /// The message and its causes in one line, for a record that has one line for it.
+    pub fn one_line(&self) -> String {
+        std::iter::once(&self.message)
+            .chain(&self.causes)
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(": ")
     }
 
     /// The text written to stderr.
@@ -167,5 +167,106 @@ mod tests {
             text.starts_with("error: could not read `/x/.env`\n  Caused by: denied\n\nhint: "),
             "{text}"
         );
+    }
+
+    /// Every variant of a library's error as `hermes` prints it, each under its pattern and
+    /// exit code.
+    fn render_all(crate_name: &str, all: Vec<(&'static str, Failure)>) -> String {
+        let mut out = String::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for (pattern, failure) in all {
+            assert!(seen.insert(pattern), "{pattern} is listed twice");
+            assert!(
+                failure
+                    .causes
+                    .iter()
+                    .all(|c| !failure.message.contains(c.as_str())),
+                "{crate_name} {pattern}: the message repeats its cause: {}",
+                failure.render()
+            );
+            let _ = write!(
+                out,
+                "── {crate_name}::{pattern} (exit {}) ──\n{}\n",
+                failure.code,
+                failure.render()
+            );
+        }
+        out
+    }
+
+    fn failures<E>(all: Vec<(&'static str, E)>) -> Vec<(&'static str, Failure)>
+    where
+        Failure: From<E>,
+    {
+        all.into_iter()
+            .map(|(pattern, e)| (pattern, Failure::from(e)))
+            .collect()
+    }
+
+    // One snapshot per library: every variant of its `Error`, as users see it. Each list is
+    // `Error::every_variant()` (`hermes_errors::every_variant!`), which does not compile
+    // while a variant is missing, so a new variant changes its snapshot and this test fails
+    // until the new rendering is reviewed and accepted.
+
+    #[test]
+    fn every_home_error() {
+        let all = failures(hermes_home::Error::every_variant());
+        insta::assert_snapshot!(render_all("hermes_home", all));
+    }
+
+    #[test]
+    fn every_privilege_error() {
+        // The binary meets these through `hermes_init::Error::Privilege`, which renders them
+        // as they are (its hint, its exit code).
+        let all = hermes_privilege::Error::every_variant()
+            .into_iter()
+            .map(|(pattern, e)| (pattern, Failure::from(hermes_init::Error::Privilege(e))))
+            .collect();
+        insta::assert_snapshot!(render_all("hermes_privilege", all));
+    }
+
+    #[test]
+    fn every_supervisor_error() {
+        let all = failures(hermes_supervisor::Error::every_variant());
+        insta::assert_snapshot!(render_all("hermes_supervisor", all));
+    }
+
+    #[test]
+    fn every_services_error() {
+        let all = failures(hermes_services::Error::every_variant());
+        insta::assert_snapshot!(render_all("hermes_services", all));
+    }
+
+    #[test]
+    fn every_init_error() {
+        let all = failures(hermes_init::Error::every_variant());
+        insta::assert_snapshot!(render_all("hermes_init", all));
+    }
+
+    #[test]
+    fn every_gateway_error() {
+        // With the exit code `hermes gateway run` gives each (78: configuration).
+        let all = hermes_gateway::Error::every_variant()
+            .into_iter()
+            .map(|(pattern, e)| {
+                let code = e.exit_code();
+                let mut failure = Failure::from(e);
+                failure.code = code;
+                (pattern, failure)
+            })
+            .collect();
+        insta::assert_snapshot!(render_all("hermes_gateway", all));
+    }
+
+    #[test]
+    fn every_deps_error() {
+        let all = failures(hermes_deps::Error::every_variant());
+        insta::assert_snapshot!(render_all("hermes_deps", all));
+    }
+
+    #[test]
+    fn every_plugins_error() {
+        let all = failures(hermes_plugins::Error::every_variant());
+        insta::assert_snapshot!(render_all("hermes_plugins", all));
     }
 }

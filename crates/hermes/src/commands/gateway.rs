@@ -82,7 +82,7 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
         Err(mut failure) => {
             // A profile whose settings cannot be resolved is a configuration error: exit 78 so
             // a supervisor parks it instead of restarting it in a loop.
-            recorder.record(Phase::StartupFailed, Some(&failure.message));
+            recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
             failure.code = hermes_gateway::error::EXIT_CONFIG;
             return Err(failure);
         }

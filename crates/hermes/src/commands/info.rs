@@ -103,7 +103,7 @@ fn supervisor_view(home: &hermes_home::Home) -> SupervisorView {
         },
         Err(hermes_services::Error::NotRunning { .. }) => SupervisorView::NotRunning,
         Err(e) => SupervisorView::Unreachable {
-            reason: e.to_string(),
+            reason: hermes_errors::one_line(&e),
         },
     }
 }

@@ -134,6 +134,7 @@ pub fn run_plugins(ctx: &Context, command: PluginsCommand) -> CommandResult {
     let options = install_options(&home)?;
     let disc = discovery(&home);
     for problem in &disc.problems {
+        let problem = hermes_errors::one_line(problem);
         output::stderr(&format!("warning: {problem}\n"));
     }
     match command {

@@ -85,7 +85,8 @@ fn create(
              container) starts\n",
         ),
         Err(e) => output::stderr(&format!(
-            "warning: could not reach the supervisor to register the gateway: {e}\n"
+            "warning: could not reach the supervisor to register the gateway: {}\n",
+            hermes_errors::one_line(&e)
         )),
     }
     if with_alias {
@@ -197,7 +198,7 @@ fn info(root: &std::path::Path, entry: &profile::ProfileEntry, active: &ProfileR
                 hermes_home::dotenv::DotEnv::load(&entry.dir.join(".env")).unwrap_or_default();
             (config.model(&dotenv.over(&Context::var)).default, None)
         }
-        Err(e) => (None, Some(e.to_string())),
+        Err(e) => (None, Some(hermes_errors::one_line(&e))),
     };
     let gateway = home.and_then(|h| gateway_state::recorded_state(&h.gateway_state_path()));
     let alias = match &entry.profile {
