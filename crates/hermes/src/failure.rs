@@ -47,6 +47,9 @@ pub struct Failure {
     pub hint: Option<String>,
     /// The exit code (1 unless a command needs another).
     pub code: u8,
+    /// The kind of the `io::Error` this failure is, when it is one (writing stdout fails as
+    /// one: `main` takes a broken pipe for a reader that has had enough).
+    pub io_kind: Option<std::io::ErrorKind>,
 }
 
 impl Failure {
@@ -57,6 +60,7 @@ impl Failure {
             causes: Vec::new(),
             hint,
             code: 1,
+            io_kind: None,
         }
     }
 
@@ -68,6 +72,7 @@ impl Failure {
             causes: hermes_errors::causes(error),
             hint,
             code: 1,
+            io_kind: None,
         }
     }
 
@@ -125,7 +130,9 @@ impl From<hermes_init::Error> for Failure {
 
 impl From<std::io::Error> for Failure {
     fn from(error: std::io::Error) -> Self {
-        Failure::from_error(&error, None)
+        let mut failure = Failure::from_error(&error, None);
+        failure.io_kind = Some(error.kind());
+        failure
     }
 }
 
@@ -167,6 +174,18 @@ mod tests {
             text.starts_with("error: could not read `/x/.env`\n  Caused by: denied\n\nhint: "),
             "{text}"
         );
+    }
+
+    #[test]
+    fn an_io_failure_keeps_its_kind() {
+        let pipe = Failure::from(std::io::Error::from_raw_os_error(32));
+        assert_eq!(pipe.io_kind, Some(std::io::ErrorKind::BrokenPipe));
+        // A library error that mentions a pipe is not a closed stdout.
+        let other = Failure::from(hermes_supervisor::Error::Protocol {
+            reason: "cannot send to `/run/hermes/supervisor.sock`: Broken pipe (os error 32)"
+                .into(),
+        });
+        assert_eq!(other.io_kind, None);
     }
 
     /// Every variant of a library's error as `hermes` prints it, each under its pattern and

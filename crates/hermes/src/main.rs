@@ -57,8 +57,11 @@ fn arguments() -> Vec<std::ffi::OsString> {
     args
 }
 
+/// A closed stdout (`hermes dump | head -1`): the reader has had enough, which is not an error
+/// (as ripgrep). Only a failure that *is* an `io::Error` counts, never a library error whose
+/// text mentions a pipe (a control connection the supervisor closed).
 fn is_broken_pipe(failure: &failure::Failure) -> bool {
-    failure.message.contains("Broken pipe")
+    failure.io_kind == Some(std::io::ErrorKind::BrokenPipe)
 }
 
 fn run(cli: Cli) -> CommandResult {

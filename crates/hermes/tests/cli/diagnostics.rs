@@ -136,3 +136,25 @@ fn doctor_fails_on_an_env_that_does_not_decode_and_a_corrupt_auth_json() {
         "doctor only looks"
     );
 }
+
+/// A reader that has had enough (`hermes version | head -0`) is not an error: the write to a
+/// closed stdout fails with EPIPE, and `hermes` exits 0 without a word.
+#[test]
+fn a_closed_stdout_is_a_quiet_success() {
+    let t = TestContext::new();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = t
+        .cmd(&["version", "--json"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
