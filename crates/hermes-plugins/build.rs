@@ -6,13 +6,13 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-fn main() {
-    let dir =
-        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo")).join("bundled");
+fn main() -> Result<(), String> {
+    let var = |name: &str| std::env::var(name).map_err(|e| format!("`{name}`: {e}"));
+    let dir = PathBuf::from(var("CARGO_MANIFEST_DIR")?).join("bundled");
     // A directory is scanned whole: a new, removed or edited manifest reruns this script.
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut folders: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot list `{}`: {e}", dir.display()))
+        .map_err(|e| format!("cannot list `{}`: {e}", dir.display()))?
         .filter_map(Result::ok)
         .filter(|e| e.path().join("plugin.yaml").is_file())
         .map(|e| {
@@ -29,11 +29,13 @@ fn main() {
          pub const BUNDLED: &[(&str, &str)] = &[\n",
     );
     for (name, path) in &folders {
-        let path = path.to_str().expect("a UTF-8 path to the crate");
-        writeln!(out, "    ({name:?}, include_str!({path:?})),").expect("writing to a String");
+        let path = path
+            .to_str()
+            .ok_or_else(|| format!("`{}` is not UTF-8", path.display()))?;
+        // Writing to a `String` cannot fail.
+        let _ = writeln!(out, "    ({name:?}, include_str!({path:?})),");
     }
     out.push_str("];\n");
-    let target = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo")).join("bundled.rs");
-    std::fs::write(&target, out)
-        .unwrap_or_else(|e| panic!("cannot write `{}`: {e}", target.display()));
+    let target = PathBuf::from(var("OUT_DIR")?).join("bundled.rs");
+    std::fs::write(&target, out).map_err(|e| format!("cannot write `{}`: {e}", target.display()))
 }

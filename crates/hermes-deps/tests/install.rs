@@ -8,6 +8,11 @@
 //! a stale ABI stamp wipes the target; uv (skipped when absent).
 
 #![allow(clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
 
 mod common;
 

@@ -24,6 +24,12 @@
 //!   that answers from somewhere else (or with an error in a 200) is never timed as a success.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark run by hand on the test support code: a set-up that fails ends it \
+              with the panic's message, as a test would"
+)]
 
 #[path = "../tests/support/mod.rs"]
 mod support;

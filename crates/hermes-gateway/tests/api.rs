@@ -5,6 +5,12 @@
 //! exhausted), timeouts, client disconnect mid-stream, 50 concurrent streams, session
 //! continuation, SOUL.md first, upstream auth failure mapping, and `chat_once`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 mod support;
 
 use std::sync::atomic::Ordering;

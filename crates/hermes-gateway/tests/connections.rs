@@ -8,6 +8,12 @@
 //! clear 503 and `/health` answers fast (503, then 200 once there is room); shutdown closes
 //! idle connections without waiting for the drain period.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 mod support;
 
 use std::sync::Arc;

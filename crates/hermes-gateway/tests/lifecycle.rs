@@ -6,6 +6,12 @@
 //! `child_*` functions below do nothing unless the environment variable naming their role is
 //! set, in which case they become that helper process.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 mod support;
 
 use std::os::unix::net::UnixDatagram;

@@ -4,6 +4,12 @@
 //!
 //! This file is its own test process, so setting the umask here affects no other test binary.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 

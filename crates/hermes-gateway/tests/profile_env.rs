@@ -4,6 +4,12 @@
 //! off a key exported in the shell for all three, and `${VAR}` in `config.yaml` expands the
 //! same way for all three.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 use std::fs;
 use std::path::Path;
 

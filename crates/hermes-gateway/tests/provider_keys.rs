@@ -6,6 +6,12 @@
 //! reaches a loopback `base_url` (HTTP gateway and `chat_once`); the key configured for the
 //! endpoint (`model.api_key`) is sent; a 401 from the endpoint names the withheld variable.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 mod support;
 
 use std::collections::BTreeMap;

@@ -4,6 +4,11 @@
 //! process, and the plan says what to write without writing it.
 
 #![allow(clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
 
 #[path = "../../hermes-deps/tests/common/wheel.rs"]
 mod wheel;

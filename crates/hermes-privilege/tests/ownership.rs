@@ -2,6 +2,12 @@
 //! symlink ever followed (checked with `lstat` on the link targets). Re-owning to another
 //! uid needs root; the tests that do print a skip reason otherwise.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::Path;
 

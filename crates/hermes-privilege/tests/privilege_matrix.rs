@@ -6,6 +6,12 @@
 //! locks (the allocator, the environment) would make the children flaky. The cases run one
 //! after another inside it. Needs root (CI is root); prints a skip reason otherwise.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::Path;

@@ -2,6 +2,12 @@
 //! service user's fields, invalid ones are ignored with a warning and leave the files
 //! byte-identical, and an unchanged request writes nothing at all.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 

@@ -2,6 +2,12 @@
 //! reads the answers must not grow the supervisor, must not keep others from being served,
 //! and is disconnected once it has made no progress for the client deadline.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 mod common;
 
 use std::io::{Read, Write};

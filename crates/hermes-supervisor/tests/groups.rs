@@ -2,6 +2,12 @@
 //! it crashes (they would hold its port, and its output pipes), and not when the supervisor
 //! itself is SIGKILLed (the next supervisor on the same runtime directory stops them).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 mod common;
 
 use std::fs;

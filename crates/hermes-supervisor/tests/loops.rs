@@ -1,6 +1,12 @@
 //! Loops that must not run hot: a service that always asks for a restart (exit 75), and the
 //! event loop itself when `poll` keeps failing.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 mod common;
 
 use std::time::{Duration, Instant};

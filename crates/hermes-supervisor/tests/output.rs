@@ -3,6 +3,12 @@
 //! Supervision must go on — status answers, crashed services come back, SIGTERM is obeyed —
 //! and the lines that did not fit are counted and reported once the reader is back.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 mod common;
 
 use std::fs::File;

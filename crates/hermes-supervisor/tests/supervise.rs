@@ -11,6 +11,12 @@
 //!   garbage / oversized / idle clients while a crashed service is still restarted on time
 //! * lifecycle — single instance, SIGTERM stops everything
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 mod common;
 
 use std::fs;

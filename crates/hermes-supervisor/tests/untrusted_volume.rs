@@ -9,6 +9,11 @@
 //! * parent-death signal — a service run as another user dies with a killed supervisor
 
 #![allow(clippy::print_stderr)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
 
 mod common;
 

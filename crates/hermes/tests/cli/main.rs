@@ -11,6 +11,12 @@
 //!
 //! Shared helpers live in `util`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 mod diagnostics;
 mod formats;
 mod gateway;

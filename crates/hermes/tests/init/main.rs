@@ -11,6 +11,12 @@
 //!
 //! Tests that need root print `skipping: <reason>` otherwise. Shared helpers live in `util`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 mod gateways;
 mod pid1;
 mod privilege;
