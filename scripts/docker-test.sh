@@ -24,7 +24,6 @@ repo=$(pwd)
 
 # Scenario name -> the code change it waits for. Remove an entry once that change has landed.
 declare -A PENDING_CODE=(
-    [original-volume]="the gateway_state.json writer (hermes-home gateway_state::record_process, MODE 0644) to keep an existing file's mode, as the original does: it turns the original's 0600 record into 0644"
 )
 
 STRICT=0

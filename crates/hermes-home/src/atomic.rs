@@ -16,15 +16,23 @@ use crate::Error;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Replaces `path` with `contents` atomically, creating the file with `mode` (e.g. `0o600`).
+/// Replaces `path` with `contents` atomically. A new file gets `mode` (e.g. `0o600`); a file
+/// that exists keeps the mode it has (an operator's, or the original implementation's, choice
+/// — often stricter than ours).
 ///
-/// The mode is applied to the new file whatever the process umask is, so `.env` and
-/// `auth.json` are `0600` even when written by a process with a permissive umask.
+/// The mode is applied whatever the process umask is, so `.env` and `auth.json` are `0600`
+/// even when written by a process with a permissive umask.
 pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<(), Error> {
     write_atomic_io(path, contents, mode).map_err(|source| Error::io("write", path, source))
 }
 
 fn write_atomic_io(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+    let mode = match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => {
+            std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777
+        }
+        _ => mode,
+    };
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -71,13 +79,26 @@ mod tests {
     fn replaces_contents_and_sets_mode() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("secret");
-        fs::write(&path, "old").unwrap();
         write_atomic(&path, b"new", 0o600).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "new");
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
+        assert_eq!(mode, 0o600, "a new file gets the mode");
         let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
+    }
+
+    #[test]
+    fn an_existing_file_keeps_its_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        for existing in [0o600, 0o640, 0o644] {
+            let path = dir.path().join(format!("f{existing:o}"));
+            fs::write(&path, "old").unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(existing)).unwrap();
+            write_atomic(&path, b"new", 0o644).unwrap();
+            let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, existing);
+            assert_eq!(fs::read_to_string(&path).unwrap(), "new");
+        }
     }
 
     #[test]

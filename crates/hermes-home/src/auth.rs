@@ -335,7 +335,7 @@ mod tests {
     }
 
     #[test]
-    fn save_keeps_unknown_keys_and_is_0600() {
+    fn save_keeps_unknown_keys_and_the_files_mode() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("auth.json");
@@ -354,8 +354,20 @@ mod tests {
         assert_eq!(saved["extra"], 5);
         assert_eq!(saved["version"], 1);
         assert_eq!(saved["active_provider"], "nous");
+        // An existing file keeps its mode (doctor warns about a readable one); a new one is
+        // created owner-only.
         assert_eq!(
             fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
+        let fresh = dir.path().join("fresh-auth.json");
+        AuthStore::edit(&fresh, |store| {
+            store.set_active_provider(Some("nous"));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            fs::metadata(&fresh).unwrap().permissions().mode() & 0o777,
             0o600
         );
     }

@@ -4,7 +4,8 @@
 //! * **data volume** — `HERMES_HOME` in the container (`/opt/data`), often a bind mount of the
 //!   operator's own directory, so nothing on it is re-owned unless it is named here.
 //! * **owned file** — a top-level file Hermes keeps on the volume ([`OWNED_FILES`]); some have
-//!   an exact mode that is restored every boot (`.env` 0600, `config.yaml` 0640, the modes
+//!   a most permissive mode restored every boot (`.env` at most 0600, `config.yaml` at most
+//!   0640; a stricter file keeps its mode; the modes
 //!   their writers use), the rest only need to be readable and writable by their owner.
 //! * **owned subtree** — a directory, relative to the volume root, whose every entry is the
 //!   service user's ([`OWNED_SUBTREES`]).
@@ -18,7 +19,8 @@
 pub struct OwnedFile {
     /// File name directly under the volume root.
     pub name: &'static str,
-    /// Exact permission bits restored every boot, or `None` for "owner can read and write".
+    /// The most permission bits kept every boot (owner read/write always), or `None` for
+    /// "owner can read and write".
     pub mode: Option<u32>,
 }
 

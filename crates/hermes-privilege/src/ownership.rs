@@ -6,7 +6,8 @@
 //!
 //! * the *volume root* itself, non-recursively ([`RepairPlan::chown_root`]);
 //! * *top-level files* on an allowlist ([`FileRule`]): each is re-owned and made `u+rw`, or
-//!   given an exact mode (`.env` 0600, `config.yaml` 0640) every boot. A file not on the list
+//!   tightened to at most a mode (`.env` 0600, `config.yaml` 0640; stricter modes are kept)
+//!   every boot. A file not on the list
 //!   (a host secret someone dropped there) is left alone;
 //! * *subtrees* (`profiles`, `logs`, ...): every entry under them is re-owned.
 //!
@@ -60,7 +61,8 @@ const MAX_WARNINGS: usize = 32;
 pub struct FileRule {
     /// File name directly under the volume root.
     pub name: String,
-    /// Exact permission bits to set every time, or `None` for "owner can read and write"
+    /// The most permission bits the file may keep (owner read/write always), or `None` for
+    /// "owner can read and write"
     /// (`u+rw`, other bits kept).
     pub mode: Option<u32>,
 }
@@ -310,7 +312,12 @@ fn repair_file(
     }
     ids.chown_fd(&fd, &st, &path, report);
     let current = st.st_mode & 0o7777;
-    let wanted = rule.mode.unwrap_or(current | 0o600) & 0o7777;
+    // The owner may always read and write; a rule's mode is the most it may have beyond that,
+    // so a file the user made stricter (the original writes `config.yaml` 0600) stays so.
+    let wanted = match rule.mode {
+        Some(most) => (current & most) | 0o600,
+        None => current | 0o600,
+    } & 0o7777;
     if wanted != current {
         match fchmod(&fd, Mode::from_bits_truncate(wanted)) {
             Ok(()) => report.modes_set += 1,

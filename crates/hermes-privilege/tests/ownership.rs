@@ -372,3 +372,27 @@ fn repair_skips_files_with_more_than_one_hard_link() {
         (UID, GID)
     );
 }
+
+/// A rule's mode is the most a file may have: a stricter file (the original implementation
+/// writes `config.yaml` 0600) stays as strict, a looser one is tightened.
+#[test]
+fn repair_tightens_modes_and_never_loosens_them() {
+    if hermes_test_support::skip_unless_root("re-owning files to another uid needs root") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("config.yaml"), "model: x\n", 0o600);
+    write(&dir.path().join("loose.yaml"), "x\n", 0o666);
+    let plan = RepairPlan {
+        root: dir.path().to_owned(),
+        chown_root: false,
+        files: vec![
+            FileRule::with_mode("config.yaml", 0o640),
+            FileRule::with_mode("loose.yaml", 0o640),
+        ],
+        subtrees: vec![],
+    };
+    repair_ownership(&plan, UID, GID).unwrap();
+    assert_eq!(mode(&dir.path().join("config.yaml")), 0o600);
+    assert_eq!(mode(&dir.path().join("loose.yaml")), 0o640);
+}
