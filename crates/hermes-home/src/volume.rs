@@ -4,9 +4,9 @@
 //! * **data volume** — `HERMES_HOME` in the container (`/opt/data`), often a bind mount of the
 //!   operator's own directory, so nothing on it is re-owned unless it is named here.
 //! * **owned file** — a top-level file Hermes keeps on the volume ([`OWNED_FILES`]); some have
-//!   a most permissive mode restored every boot (`.env` at most 0600, `config.yaml` at most
-//!   0640; a stricter file keeps its mode; the modes
-//!   their writers use), the rest only need to be readable and writable by their owner.
+//!   a most permissive mode, the one their writers use, restored every boot (`.env` at most
+//!   0600, `config.yaml` at most 0640; a stricter file keeps its mode); the rest only need to
+//!   be readable and writable by their owner.
 //! * **owned subtree** — a directory, relative to the volume root, whose every entry is the
 //!   service user's ([`OWNED_SUBTREES`]).
 //!
