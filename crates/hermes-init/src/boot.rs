@@ -160,6 +160,14 @@ pub fn run_stages(settings: &Settings, out: &mut dyn Write) -> Result<Booted, Er
         let gids = device_gids(&settings.device_paths);
         if !gids.is_empty() {
             say(out, format!("joining device groups {gids:?}"));
+            // Also in the group file, so `docker exec -u hermes` sessions have them as the
+            // services do (only root may write it; a read-only image says so once).
+            if mode == InitMode::Root {
+                match hermes_privilege::record_device_groups(&settings.accounts, &id.name, &gids) {
+                    Ok(changes) => changes.into_iter().for_each(|c| say(out, c)),
+                    Err(e) => say(out, format!("warning: device groups not recorded: {e}")),
+                }
+            }
         }
         id.add_groups(gids);
     }

@@ -103,3 +103,99 @@ mod tests {
         assert_eq!(none.len(), 2);
     }
 }
+
+/// Records `user`'s membership of the device groups `gids` in the group file, so a session
+/// started outside PID 1 (`docker exec -u hermes c sh`) gets them too — the drop already adds
+/// them for services. A group that exists with that gid gains `user` as a member; a gid no
+/// group has gets a new `host-gid-<gid>` group. Returns what changed, in words; the file is
+/// rewritten (atomically, keeping its mode and owner) only when something changed.
+///
+/// # Errors
+/// [`crate::Error::Read`] / [`crate::Error::Write`] for the group file.
+pub fn record_device_groups(
+    files: &crate::SystemFiles,
+    user: &str,
+    gids: &[u32],
+) -> Result<Vec<String>, crate::Error> {
+    let bytes = crate::account::read(&files.group)?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let mut changes = Vec::new();
+    for &gid in gids.iter().filter(|&&g| g != 0) {
+        let found = lines.iter_mut().find(|line| {
+            line.split(':')
+                .nth(2)
+                .and_then(|g| g.trim().parse::<u32>().ok())
+                == Some(gid)
+        });
+        match found {
+            Some(line) => {
+                let mut fields: Vec<String> = line.split(':').map(str::to_owned).collect();
+                while fields.len() < 4 {
+                    fields.push(String::new());
+                }
+                let is_member = fields[3].split(',').any(|m| m.trim() == user);
+                if !is_member {
+                    if !fields[3].is_empty() {
+                        fields[3].push(',');
+                    }
+                    fields[3].push_str(user);
+                    changes.push(format!(
+                        "added `{user}` to group `{}` (gid {gid})",
+                        fields[0]
+                    ));
+                    *line = fields.join(":");
+                }
+            }
+            None => {
+                lines.push(format!("host-gid-{gid}:x:{gid}:{user}"));
+                changes.push(format!(
+                    "created group `host-gid-{gid}` (gid {gid}) for `{user}`"
+                ));
+            }
+        }
+    }
+    if !changes.is_empty() {
+        let mut out = lines.join("\n");
+        out.push('\n');
+        crate::remap::write_atomic(&files.group, out.as_bytes())?;
+    }
+    Ok(changes)
+}
+
+#[cfg(test)]
+mod record_tests {
+    use super::*;
+
+    #[test]
+    fn device_groups_are_recorded_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = crate::SystemFiles {
+            passwd: dir.path().join("passwd"),
+            group: dir.path().join("group"),
+        };
+        std::fs::write(&files.passwd, "hermes:x:10000:10000::/opt/data:/bin/sh\n").unwrap();
+        std::fs::write(
+            &files.group,
+            "root:x:0:\ndocker:x:999:\nvideo:x:44:alice\nhermes:x:10000:\n",
+        )
+        .unwrap();
+        let changes = record_device_groups(&files, "hermes", &[999, 44, 123, 0]).unwrap();
+        assert_eq!(changes.len(), 3, "{changes:?}");
+        let text = std::fs::read_to_string(&files.group).unwrap();
+        assert!(text.contains("docker:x:999:hermes\n"), "{text}");
+        assert!(text.contains("video:x:44:alice,hermes\n"), "{text}");
+        assert!(text.contains("host-gid-123:x:123:hermes\n"), "{text}");
+        assert!(
+            text.starts_with("root:x:0:\n"),
+            "gid 0 is never joined: {text}"
+        );
+        // Again: nothing to do, nothing written.
+        assert!(
+            record_device_groups(&files, "hermes", &[999, 44, 123])
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(std::fs::read_to_string(&files.group).unwrap(), text);
+    }
+}

@@ -38,7 +38,9 @@ pub mod shim;
 
 pub use account::{Identity, SystemFiles, group_gid};
 pub use caps::Capabilities;
-pub use devices::{DOCKER_SOCKETS, DRI_DIR, default_device_paths, device_gids};
+pub use devices::{
+    DOCKER_SOCKETS, DRI_DIR, default_device_paths, device_gids, record_device_groups,
+};
 pub use drop::{DropPlan, configure_command, drop_to};
 pub use env::Env;
 pub use error::{DropStep, Error};

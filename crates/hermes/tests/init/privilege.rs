@@ -475,3 +475,47 @@ fn dropped_capabilities_degrade_or_stop_with_one_clear_line() {
     assert!(err.contains("without CAP_SETUID and CAP_SETGID"), "{err}");
     assert!(err.contains("--user 10000:10000"), "{err}");
 }
+
+/// A mounted Docker socket's group is joined by the drop and recorded in the image's group
+/// file, so a `docker exec -u hermes` session has it too.
+#[test]
+fn device_groups_are_joined_and_recorded_in_the_group_file() {
+    if skip_unless_root("mount namespaces need root") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let etc = sb.etc_copy(true);
+    // A private /run holding a "Docker socket" owned by group 64000.
+    let plant = "mount -t tmpfs tmpfs /run && python3 -c \"import socket; \
+                 socket.socket(socket.AF_UNIX).bind('/run/docker.sock')\" && \
+                 chgrp 64000 /run/docker.sock && exec \"$@\"";
+    let out = run(&mut sb.in_mount_ns(
+        &etc,
+        true,
+        &[
+            "sh",
+            "-c",
+            plant,
+            "sh",
+            hermes(),
+            "init",
+            "--",
+            "sh",
+            "-c",
+            WHO,
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+    assert!(who(&out).contains(" 64000 "), "{}", render(&out));
+    let group = fs::read_to_string(etc.join("group")).unwrap();
+    assert!(group.contains("host-gid-64000:x:64000:hermes\n"), "{group}");
+    // A second boot finds it recorded and changes nothing.
+    let out = run(&mut sb.in_mount_ns(
+        &etc,
+        true,
+        &["sh", "-c", plant, "sh", hermes(), "init", "--", "true"],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+    assert!(!stderr(&out).contains("created group"), "{}", render(&out));
+    assert_eq!(fs::read_to_string(etc.join("group")).unwrap(), group);
+}
