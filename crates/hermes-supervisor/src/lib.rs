@@ -4,7 +4,8 @@
 //! * [`spec`] — what a service is ([`ServiceSpec`]).
 //! * [`config`] — the `services:` section of `config.yaml` into specs.
 //! * [`machine`] — the pure state machine: `handle(event, now) -> Vec<Action>`.
-//! * [`supervisor`] — the one event loop that executes it ([`Supervisor::run`]).
+//! * [`supervisor`] — the one event loop that executes it ([`Supervisor::run`]), and beside it
+//!   spawning services, capturing their output and the control server.
 //! * [`groups`] — process groups of services, and left-overs of a killed supervisor.
 //! * [`logs`] — line capture, timestamps, rotation.
 //! * [`mirror`] — service output on the supervisor's stdout, never blocking the loop.

@@ -6,14 +6,24 @@
 //! socket and every child pipe, with the timeout set to the next deadline. Each wake-up:
 //! collect events, `machine.handle(event, now)`, execute the actions.
 //!
+//! This file is the loop itself: set-up ([`Supervisor::new`]: lock, socket, notify and group
+//! directories), [`Supervisor::run`], the wait, signals and reaping, and executing actions.
+//! The jobs the loop hands out live beside it, each an `impl Supervisor` block:
+//! * `spawn` — starting a service (everything prepared before `fork`, only async-signal-safe
+//!   calls after) and its readiness socket;
+//! * `capture` — service output: pipes into lines, log files and the mirror;
+//! * `control` — the control server: accepting clients, frames, replies, client limits, and
+//!   what a non-root client may register ([`confine_run_as`], [`confine_log`]).
+//!
 //! Invariants:
 //! * Nothing blocks: every fd is non-blocking; pipes are read at most [`READ_CHUNK`] per wake so
-//!   one chatty service cannot starve the others; a client gets at most [`MAX_REQUEST`] bytes
-//!   of requests and [`MAX_QUEUED_REPLIES`] of unread replies buffered (over that, it is not
-//!   read from until it reads), and a deadline. Mirrored output goes through a bounded buffer
-//!   written only when `poll` says the output is writable ([`crate::mirror`]): a reader that
-//!   stops reading costs lines, never supervision. A failing `poll` slows the loop down
-//!   (`PollFailures`), never spins it.
+//!   one chatty service cannot starve the others; a client gets at most
+//!   [`MAX_REQUEST`](crate::protocol::MAX_REQUEST) bytes of requests and
+//!   [`MAX_QUEUED_REPLIES`](crate::protocol::MAX_QUEUED_REPLIES) of unread replies buffered
+//!   (over that, it is not read from until it reads), and a deadline. Mirrored output goes
+//!   through a bounded buffer written only when `poll` says the output is writable
+//!   ([`crate::mirror`]): a reader that stops reading costs lines, never supervision. A failing
+//!   `poll` slows the loop down (`PollFailures`), never spins it.
 //! * Every child is reaped with `waitpid(-1, WNOHANG)` until none is left; pids that belong to
 //!   no service (escaped descendants re-parented to us as PID 1 or sub-reaper) are reaped and
 //!   ignored.
@@ -21,43 +31,39 @@
 //!   When the main process exits the group is SIGKILLed, and the group is recorded in the
 //!   runtime directory until it is empty, so a supervisor that was SIGKILLed has its
 //!   left-overs stopped by the next one ([`crate::groups`]).
-//!
-//! Readiness: one datagram socket per service at `<runtime dir>/notify/<service>.sock`, passed
-//! as `NOTIFY_SOCKET`. The socket identifies the service, so no credential lookup can race a
-//! short-lived sender (such as `systemd-notify`).
+
+mod capture;
+mod control;
+mod spawn;
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{ErrorKind, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
-use std::os::unix::process::CommandExt;
-use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use hermes_privilege::{DropPlan, Owner, SafeDir};
+use hermes_privilege::SafeDir;
 use nix::errno::Errno;
-use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, killpg};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
-use nix::sys::socket::{getsockopt, sockopt};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Gid, Pid, Uid};
 
+use self::capture::Pipe;
+use self::control::Conn;
+pub use self::control::{confine_log, confine_run_as};
+use self::spawn::Notify;
 use crate::client::SOCKET_NAME;
 use crate::error::Error;
 use crate::groups::Groups;
-use crate::logs::{Chunk, LineBuffer, LogFile, Rotation, timestamp};
-use crate::machine::{Action, Event, Machine, Op, Outcome, RequestId, Timing};
+use crate::logs::{LogFile, Rotation};
+use crate::machine::{Action, Event, Machine, Outcome, RequestId, Timing};
 use crate::mirror::{Mirror, MirrorOut};
-use crate::protocol::{
-    Command as Cmd, ErrorCode, Frame, MAX_QUEUED_REPLIES, MAX_REQUEST, Response, parse_request,
-    take_frame,
-};
-use crate::spec::{Desired, LogTarget, RunAs, ServiceSpec};
+use crate::spec::{Desired, RunAs, ServiceSpec};
 
 /// Bytes read from one pipe or client per wake-up.
 pub const READ_CHUNK: usize = 64 * 1024;
@@ -125,7 +131,7 @@ pub struct Options {
     pub main: Option<String>,
     /// Give the main service's process group the foreground of the controlling terminal on
     /// stdin (`tcsetpgrp`), so Ctrl-C and job control reach it directly. Only meaningful
-    /// when stdin is a terminal and the main service uses [`LogTarget::Inherit`].
+    /// when stdin is a terminal and the main service uses [`LogTarget::Inherit`](crate::spec::LogTarget::Inherit).
     pub foreground_tty: bool,
     /// Most simultaneous control clients; more are answered `busy` and closed.
     pub max_clients: usize,
@@ -155,52 +161,6 @@ impl Options {
             client_deadline: Duration::from_secs(5),
         }
     }
-}
-
-struct Conn {
-    stream: UnixStream,
-    /// The peer's uid and gid (SO_PEERCRED), when the kernel told us.
-    peer: Option<(u32, u32)>,
-    rbuf: Vec<u8>,
-    wbuf: Vec<u8>,
-    deadline: Instant,
-    pending: Option<RequestId>,
-    closing: bool,
-    eof: bool,
-}
-
-impl Conn {
-    /// Whether to read more from this client. Not while a request waits for its reply (replies
-    /// go out in order), nor while its replies pile up unread or a complete request is still
-    /// buffered: what a client can make us hold stays bounded by [`MAX_QUEUED_REPLIES`] plus
-    /// one read.
-    fn wants_input(&self) -> bool {
-        self.pending.is_none()
-            && !self.closing
-            && !self.eof
-            && self.wbuf.len() < MAX_QUEUED_REPLIES
-            && !self.rbuf.contains(&b'\n')
-    }
-
-    /// Whether a buffered request can be processed now (the loop then does not sleep).
-    fn can_process(&self) -> bool {
-        self.pending.is_none()
-            && !self.closing
-            && self.wbuf.len() < MAX_QUEUED_REPLIES
-            && (self.rbuf.contains(&b'\n') || (self.eof && !self.rbuf.is_empty()))
-    }
-}
-
-struct Pipe {
-    fd: File,
-    service: String,
-    log: Option<PathBuf>,
-    lines: LineBuffer,
-}
-
-struct Notify {
-    sock: UnixDatagram,
-    path: PathBuf,
 }
 
 /// A supervisor that holds its lock and socket; call [`Supervisor::run`].
@@ -610,17 +570,7 @@ impl Supervisor {
                 Action::Kill { pgid, signal } => {
                     let _ = kill_group(pgid, signal);
                 }
-                Action::Reply { id, result } => {
-                    let resp = match result {
-                        Ok(()) => Response::ok(),
-                        Err(e) => Response::error(e.code(), e.to_string()),
-                    };
-                    if let Some(c) = self.conns.iter_mut().find(|c| c.pending == Some(id)) {
-                        c.pending = None;
-                        c.wbuf.extend(resp.to_frame());
-                        c.deadline = Instant::now() + self.opts.client_deadline;
-                    }
-                }
+                Action::Reply { id, result } => self.reply(id, result),
                 Action::DesiredChanged { spec, desired } => {
                     hooks.desired_state_changed(&spec, desired)
                 }
@@ -668,484 +618,6 @@ impl Supervisor {
             // Only sets the service's lingering group: no action comes of it.
             let _ = self.machine.handle(ev, now);
         }
-    }
-
-    fn log_dir_for(&self, spec: &ServiceSpec) -> Option<PathBuf> {
-        match &spec.log {
-            LogTarget::Default => Some(self.opts.log_dir.join(&spec.name)),
-            LogTarget::Dir(d) => Some(d.clone()),
-            LogTarget::MirrorOnly | LogTarget::Inherit => None,
-        }
-    }
-
-    /// Spawns a service; the returned event says how it went.
-    fn spawn(&mut self, name: &str, out: &mut MirrorOut<'_>) -> Event {
-        let failed = |reason: String| Event::SpawnFailed {
-            service: name.to_string(),
-            reason,
-            code: crate::machine::EXIT_SPAWN_FAILED,
-        };
-        let Some(spec) = self.machine.spec(name).cloned() else {
-            return failed("unknown service".into());
-        };
-        let Some((prog, args)) = spec.argv.split_first() else {
-            return failed("empty command".into());
-        };
-        let mut cmd = Command::new(prog);
-        cmd.args(args).envs(&spec.env).process_group(0);
-        if let Some(cwd) = &spec.cwd {
-            cmd.current_dir(cwd);
-        }
-        // The main program (PID 1's CMD) gets the container environment unchanged: it has
-        // no readiness protocol to speak, and an extra `NOTIFY_SOCKET` would leak into it.
-        let is_main = self.opts.main.as_deref() == Some(name);
-        let notify = (!is_main).then(|| self.notify_socket(&spec));
-        match notify {
-            Some(Ok(p)) => {
-                cmd.env("NOTIFY_SOCKET", p);
-            }
-            Some(Err(e)) => {
-                let dir = self.log_dir_for(&spec);
-                let msg = format!("[hermes] readiness socket unavailable: {e}");
-                self.emit(name, dir.as_deref(), msg.as_bytes(), out);
-            }
-            None => {}
-        }
-        #[allow(unsafe_code)]
-        // SAFETY: runs between fork and exec and only calls sigprocmask on a stack value.
-        unsafe {
-            cmd.pre_exec(reset_signal_mask);
-        }
-        let capture = spec.log != LogTarget::Inherit;
-        if capture {
-            cmd.stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-        }
-        // Else (`LogTarget::Inherit`, PID 1's main program) all three are inherited: the TTY.
-        if self.opts.foreground_tty && !capture && self.opts.main.as_deref() == Some(name) {
-            #[allow(unsafe_code)]
-            // SAFETY: runs between fork and exec (after `setpgid`), and only makes raw
-            // syscalls (sigprocmask, getpid, tcsetpgrp) on stack data; no allocation, no
-            // locks.
-            unsafe {
-                cmd.pre_exec(take_foreground);
-            }
-        }
-        if let Some(ra) = spec.run_as.clone().filter(|_| Uid::effective().is_root()) {
-            let plan = DropPlan::from_ids(ra.uid, ra.gid, ra.groups);
-            #[allow(unsafe_code)]
-            // SAFETY: runs between fork and exec; `DropPlan::apply` only makes
-            // async-signal-safe syscalls on data prepared before the fork, without allocating.
-            unsafe {
-                cmd.pre_exec(move || plan.apply());
-            }
-        }
-        // Last, after the drop: the kernel clears the parent-death signal when the uid or gid
-        // changes, so set before the drop it would be lost for every service run as another
-        // user. If the supervisor itself is then killed outright (SIGKILL, OOM), its services
-        // get SIGTERM instead of living on as orphans that hold ports and locks.
-        let supervisor = nix::unistd::getpid();
-        #[allow(unsafe_code)]
-        // SAFETY: runs between fork and exec; prctl and getppid are async-signal-safe.
-        unsafe {
-            cmd.pre_exec(move || parent_death_signal(supervisor));
-        }
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => {
-                // As a shell: found but not runnable is 126, not found (the program or its
-                // `#!` interpreter) is 127.
-                let code = match e.raw_os_error() {
-                    Some(libc::EACCES | libc::ENOEXEC | libc::EPERM | libc::EISDIR) => {
-                        crate::machine::EXIT_NOT_EXECUTABLE
-                    }
-                    _ => crate::machine::EXIT_SPAWN_FAILED,
-                };
-                return Event::SpawnFailed {
-                    service: name.to_string(),
-                    reason: format!("`{prog}`: {e}"),
-                    code,
-                };
-            }
-        };
-        let pid = child.id() as i32;
-        let log = self.log_dir_for(&spec);
-        let streams: [Option<OwnedFd>; 2] = [
-            child.stdout.take().map(Into::into),
-            child.stderr.take().map(Into::into),
-        ];
-        for fd in streams.into_iter().flatten() {
-            let _ = fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK));
-            self.pipes.push(Pipe {
-                fd: File::from(fd),
-                service: name.to_string(),
-                log: log.clone(),
-                lines: LineBuffer::new(self.opts.max_line),
-            });
-        }
-        // `child` is dropped without waiting: the loop reaps every pid with waitpid(-1).
-        drop(child);
-        if let Err(e) = self.groups.record(name, pid) {
-            let msg = format!(
-                "[hermes] cannot record process group {pid} in the runtime directory ({e}); \
-                 if this supervisor is killed, the next one will not find it"
-            );
-            self.emit(name, log.as_deref(), msg.as_bytes(), out);
-        }
-        Event::Spawned {
-            service: name.to_string(),
-            pid,
-        }
-    }
-
-    fn notify_socket(&mut self, spec: &ServiceSpec) -> std::io::Result<PathBuf> {
-        if let Some(n) = self.notify.get(&spec.name) {
-            return Ok(n.path.clone());
-        }
-        let path = self
-            .opts
-            .runtime_dir
-            .join("notify")
-            .join(format!("{}.sock", spec.name));
-        let _ = fs::remove_file(&path);
-        let sock = UnixDatagram::bind(&path)?;
-        sock.set_nonblocking(true)?;
-        // The service (possibly another user) must be able to send; the socket name is the
-        // only authority it carries, and all it can do is mark its own service ready.
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o666))?;
-        self.notify.insert(
-            spec.name.clone(),
-            Notify {
-                sock,
-                path: path.clone(),
-            },
-        );
-        Ok(path)
-    }
-
-    fn read_notify(&mut self, name: &str, events: &mut Vec<Event>) {
-        let Some(n) = self.notify.get(name) else {
-            return;
-        };
-        let mut buf = [0u8; 4096];
-        let mut ready = false;
-        // Bounded: a flood of datagrams cannot keep us here.
-        for _ in 0..64 {
-            match n.sock.recv(&mut buf) {
-                Ok(len) => {
-                    ready |= buf[..len].split(|&b| b == b'\n').any(|l| l == b"READY=1");
-                }
-                Err(_) => break,
-            }
-        }
-        if ready && let Some(pid) = self.machine.state(name).and_then(|s| s.pid()) {
-            events.push(Event::Ready { pid });
-        }
-    }
-
-    fn read_pipe(&mut self, i: usize, out: &mut MirrorOut<'_>) {
-        let mut buf = vec![0u8; READ_CHUNK];
-        let (chunks, eof) = {
-            let p = &mut self.pipes[i];
-            match p.fd.read(&mut buf) {
-                Ok(0) => (p.lines.finish(), true),
-                Ok(n) => (p.lines.push(&buf[..n]), false),
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
-                    (Vec::new(), false)
-                }
-                Err(_) => (p.lines.finish(), true),
-            }
-        };
-        let (service, log) = (self.pipes[i].service.clone(), self.pipes[i].log.clone());
-        for c in chunks {
-            match c {
-                Chunk::Line(l) => self.emit(&service, log.as_deref(), &l, out),
-                Chunk::Truncated(mut l) => {
-                    l.extend_from_slice(b" [truncated]");
-                    self.emit(&service, log.as_deref(), &l, out);
-                }
-                Chunk::Dropped(n) => {
-                    let msg = format!("[hermes] dropped {n} bytes of an over-long line");
-                    self.emit(&service, log.as_deref(), msg.as_bytes(), out);
-                }
-            }
-        }
-        if eof {
-            self.pipes.swap_remove(i);
-        }
-    }
-
-    fn drain_pipes(&mut self, out: &mut MirrorOut<'_>) {
-        // Bounded final drain: whatever is already in the pipes, at most a few chunks each.
-        for _ in 0..16 {
-            if self.pipes.is_empty() {
-                break;
-            }
-            for i in (0..self.pipes.len()).rev() {
-                self.read_pipe(i, out);
-            }
-        }
-    }
-
-    /// Who owns what a service's log creates: the user the service runs as, when a root
-    /// supervisor runs it as someone else (a log the service user cannot rotate or read back
-    /// through `hermes service logs` is no use, and root-owned files on the volume are what
-    /// the boot would otherwise have to repair).
-    fn log_owner(&self, service: &str) -> Option<Owner> {
-        if !Uid::effective().is_root() {
-            return None;
-        }
-        let ra = self.machine.spec(service)?.run_as.as_ref()?;
-        Some(Owner {
-            uid: ra.uid,
-            gid: ra.gid,
-        })
-    }
-
-    /// Writes a line to the service's log file and mirrors it as `[service] line`.
-    fn emit(&mut self, service: &str, log: Option<&Path>, line: &[u8], out: &mut MirrorOut<'_>) {
-        if let Some(dir) = log {
-            let rotation = self.opts.rotation;
-            let owner = self.log_owner(service);
-            let file = self
-                .logs
-                .entry(dir.to_path_buf())
-                .or_insert_with(|| LogFile::new(dir, rotation).owned_by(owner));
-            let mut rec = Vec::with_capacity(line.len() + 32);
-            rec.extend_from_slice(timestamp().as_bytes());
-            rec.push(b' ');
-            rec.extend_from_slice(line);
-            rec.push(b'\n');
-            file.write_line(&rec);
-        }
-        out.line(service, line, Instant::now());
-    }
-
-    fn accept(&mut self, now: Instant) {
-        // Bounded so a connect storm cannot hold the loop.
-        for _ in 0..64 {
-            let stream = match self.listener.accept() {
-                Ok((s, _)) => s,
-                Err(_) => return,
-            };
-            if stream.set_nonblocking(true).is_err() {
-                continue;
-            }
-            let peer = getsockopt(&stream, sockopt::PeerCredentials)
-                .map(|c| (c.uid(), c.gid()))
-                .ok();
-            let uid = peer.map(|(uid, _)| uid);
-            let mut conn = Conn {
-                stream,
-                peer,
-                rbuf: Vec::new(),
-                wbuf: Vec::new(),
-                deadline: now + self.opts.client_deadline,
-                pending: None,
-                closing: false,
-                eof: false,
-            };
-            if self.conns.len() >= self.opts.max_clients {
-                let _ = conn.stream.write(
-                    &Response::error(ErrorCode::Busy, "too many control clients; try again")
-                        .to_frame(),
-                );
-                continue;
-            }
-            if !uid.is_some_and(|u| self.allowed.contains(&u)) {
-                let who = uid.map_or("unknown".into(), |u| u.to_string());
-                conn.wbuf = Response::error(
-                    ErrorCode::Forbidden,
-                    format!("uid {who} may not use the control socket"),
-                )
-                .to_frame();
-                conn.closing = true;
-            }
-            self.conns.push(conn);
-        }
-    }
-
-    fn service_clients(
-        &mut self,
-        ready: &[usize],
-        now: Instant,
-        hooks: &mut dyn Hooks,
-        out: &mut MirrorOut<'_>,
-        outcome: &mut Option<Outcome>,
-    ) {
-        for &k in ready {
-            let Some(c) = self.conns.get_mut(k) else {
-                continue;
-            };
-            if !c.wants_input() {
-                continue;
-            }
-            let mut buf = [0u8; 16 * 1024];
-            let mut budget = MAX_REQUEST + 1;
-            while budget > 0 {
-                match c.stream.read(&mut buf) {
-                    Ok(0) => {
-                        c.eof = true;
-                        break;
-                    }
-                    Ok(n) => {
-                        c.rbuf.extend_from_slice(&buf[..n]);
-                        budget = budget.saturating_sub(n);
-                    }
-                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
-        }
-        for k in 0..self.conns.len() {
-            self.process_frames(k, now, hooks, out, outcome);
-        }
-        // Write what is queued; drop finished, idle, broken connections.
-        let mut keep = Vec::with_capacity(self.conns.len());
-        for mut c in std::mem::take(&mut self.conns) {
-            let mut broken = false;
-            while !c.wbuf.is_empty() {
-                match c.stream.write(&c.wbuf) {
-                    Ok(0) => {
-                        broken = true;
-                        break;
-                    }
-                    Ok(n) => {
-                        c.wbuf.drain(..n);
-                        // Reading its replies is progress: only a client that neither sends
-                        // nor reads for the deadline is idle.
-                        c.deadline = now + self.opts.client_deadline;
-                    }
-                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(_) => {
-                        broken = true;
-                        break;
-                    }
-                }
-            }
-            let done = (c.closing || c.eof) && c.wbuf.is_empty() && c.pending.is_none();
-            let expired = c.pending.is_none() && now >= c.deadline;
-            if !(broken || done || expired) {
-                keep.push(c);
-            }
-        }
-        self.conns = keep;
-    }
-
-    fn process_frames(
-        &mut self,
-        k: usize,
-        now: Instant,
-        hooks: &mut dyn Hooks,
-        out: &mut MirrorOut<'_>,
-        outcome: &mut Option<Outcome>,
-    ) {
-        loop {
-            let c = &mut self.conns[k];
-            if c.pending.is_some() || c.closing || c.wbuf.len() >= MAX_QUEUED_REPLIES {
-                return;
-            }
-            let line = match take_frame(&mut c.rbuf, MAX_REQUEST) {
-                Frame::Complete(l) => l,
-                Frame::Incomplete => {
-                    if c.eof && !c.rbuf.is_empty() {
-                        c.rbuf.clear();
-                        c.wbuf.extend(
-                            Response::error(
-                                ErrorCode::InvalidRequest,
-                                "connection closed in the middle of a request",
-                            )
-                            .to_frame(),
-                        );
-                    }
-                    return;
-                }
-                Frame::TooLarge => {
-                    c.rbuf = Vec::new();
-                    c.wbuf.extend(
-                        Response::error(
-                            ErrorCode::TooLarge,
-                            format!("request larger than {MAX_REQUEST} bytes"),
-                        )
-                        .to_frame(),
-                    );
-                    c.closing = true;
-                    return;
-                }
-            };
-            c.deadline = now + self.opts.client_deadline;
-            let req = match parse_request(&line) {
-                Ok(r) => r,
-                Err(resp) => {
-                    c.wbuf.extend(resp.to_frame());
-                    continue;
-                }
-            };
-            let op = match req.command {
-                Cmd::Status { service } => {
-                    let resp = match service {
-                        None => Response::services(self.machine.status(now)),
-                        Some(s) => match self.machine.status_of(&s, now) {
-                            Some(row) => Response::services(vec![row]),
-                            None => Response::error(
-                                ErrorCode::UnknownService,
-                                format!("unknown service `{s}`"),
-                            ),
-                        },
-                    };
-                    self.conns[k].wbuf.extend(resp.to_frame());
-                    continue;
-                }
-                Cmd::Start { service } => Op::Start(service),
-                Cmd::Stop { service } => Op::Stop(service),
-                Cmd::Restart { service } => Op::Restart(service),
-                Cmd::Unregister { service } => Op::Unregister(service),
-                Cmd::Shutdown => Op::Shutdown,
-                Cmd::Register { mut spec } => {
-                    if let Err(why) = spec.validate() {
-                        self.conns[k]
-                            .wbuf
-                            .extend(Response::error(ErrorCode::InvalidRequest, why).to_frame());
-                        continue;
-                    }
-                    let peer = self.conns[k].peer;
-                    match confine_log(spec.log.clone(), peer, &self.opts.log_dir) {
-                        Ok(log) => spec.log = log,
-                        Err(why) => {
-                            self.conns[k]
-                                .wbuf
-                                .extend(Response::error(ErrorCode::Forbidden, why).to_frame());
-                            continue;
-                        }
-                    }
-                    spec.run_as =
-                        confine_run_as(spec.run_as.take(), peer, self.opts.default_run_as.as_ref());
-                    Op::Register(*spec)
-                }
-            };
-            let id = self.next_id;
-            self.next_id += 1;
-            self.conns[k].pending = Some(id);
-            let acts = self.machine.handle(Event::Control { id, op }, now);
-            self.execute(acts, hooks, out, outcome);
-        }
-    }
-
-    /// Last replies on the way out, within [`FINAL_FLUSH`] for all clients together: a
-    /// client that does not read must not hold up the exit.
-    fn flush_clients(&mut self) {
-        let deadline = Instant::now() + FINAL_FLUSH;
-        for c in &mut self.conns {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if !c.wbuf.is_empty() && !left.is_zero() {
-                let _ = c.stream.set_nonblocking(false);
-                let _ = c.stream.set_write_timeout(Some(left));
-                let _ = c.stream.write_all(&c.wbuf);
-            }
-        }
-        self.conns.clear();
     }
 }
 
@@ -1207,116 +679,6 @@ impl PollFailures {
     }
 }
 
-/// The identity a service registered over the control socket may run as.
-///
-/// A supervisor running as root applies `run_as` before `exec`, so a non-root client must
-/// never be able to register a service that runs with more privilege than itself: whatever it
-/// asked for, its service runs as its own uid and gid — with the configured service identity's
-/// supplementary groups when the client *is* that user. Root may ask for anything.
-pub fn confine_run_as(
-    requested: Option<RunAs>,
-    peer: Option<(u32, u32)>,
-    default: Option<&RunAs>,
-) -> Option<RunAs> {
-    match peer {
-        Some((0, _)) => requested,
-        Some((uid, gid)) => Some(match default {
-            Some(service_user) if service_user.uid == uid => service_user.clone(),
-            _ => RunAs {
-                uid,
-                gid,
-                groups: vec![gid],
-            },
-        }),
-        // Unknown peer: such a connection is refused before it can send anything; stay safe.
-        None => Some(RunAs {
-            uid: 65534,
-            gid: 65534,
-            groups: vec![65534],
-        }),
-    }
-}
-
-/// Where a service registered over the control socket may keep its log.
-///
-/// The supervisor writes the log itself, so a root supervisor would write wherever the request
-/// says. A client that is neither root nor the supervisor's own user may therefore only name a
-/// directory below the supervisor's log directory (`$HERMES_HOME/logs`, which the service user
-/// owns anyway), without `..`, and may not take over the supervisor's terminal
-/// ([`LogTarget::Inherit`] becomes the default log). Everything else is refused with a reason.
-pub fn confine_log(
-    requested: LogTarget,
-    peer: Option<(u32, u32)>,
-    log_root: &Path,
-) -> Result<LogTarget, String> {
-    let trusted = peer.is_some_and(|(uid, _)| uid == 0 || uid == Uid::effective().as_raw());
-    if trusted {
-        return Ok(requested);
-    }
-    match requested {
-        LogTarget::Dir(dir) => {
-            let below = dir.strip_prefix(log_root).is_ok_and(|rel| {
-                rel.components().next().is_some()
-                    && rel.components().all(|c| matches!(c, Component::Normal(_)))
-            });
-            if below {
-                Ok(LogTarget::Dir(dir))
-            } else {
-                Err(format!(
-                    "log directory `{}` is not below `{}`: a client that is not root may only \
-                     keep logs there",
-                    dir.display(),
-                    log_root.display()
-                ))
-            }
-        }
-        LogTarget::Inherit => Ok(LogTarget::Default),
-        other => Ok(other),
-    }
-}
-
-/// In the child before `exec`, after any privilege drop: asks for SIGTERM when the supervisor
-/// dies, then checks that it has not died already (in which case the request came too late
-/// and the child must not start at all).
-fn parent_death_signal(supervisor: Pid) -> std::io::Result<()> {
-    nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
-    if nix::unistd::getppid() != supervisor {
-        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-    }
-    Ok(())
-}
-
-/// In the child before `exec`: unblocks every signal.
-///
-/// The loop blocks the signals it reads from its `signalfd`, and a signal mask survives
-/// `fork` and `exec`. std's spawn does not reset it, so without this every service would
-/// start with `SIGTERM`, `SIGINT`, `SIGHUP`... blocked: `kill -TERM` of a service would do
-/// nothing until its grace ran out and `SIGKILL` came.
-fn reset_signal_mask() -> std::io::Result<()> {
-    nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
-    Ok(())
-}
-
-/// In the child before `exec`: makes our new process group the terminal's foreground group.
-///
-/// A background process calling `tcsetpgrp` gets `SIGTTOU` unless it blocks it, so it is
-/// blocked around the call. Doing it in the child (not the parent after spawn) means the
-/// program never runs a single instruction in the background, so it cannot be stopped by
-/// `SIGTTIN` on its first read. Not a terminal (`ENOTTY`) is fine: nothing to take.
-fn take_foreground() -> std::io::Result<()> {
-    let mut ttou = SigSet::empty();
-    ttou.add(Signal::SIGTTOU);
-    let mut old = SigSet::empty();
-    nix::sys::signal::sigprocmask(SigmaskHow::SIG_BLOCK, Some(&ttou), Some(&mut old))?;
-    #[allow(unsafe_code)]
-    // SAFETY: fd 0 stays open for the duration of the borrow (nothing closes it before exec);
-    // `std::io::stdin()` is avoided because its first use allocates.
-    let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(libc::STDIN_FILENO) };
-    let _ = nix::unistd::tcsetpgrp(stdin, nix::unistd::getpid());
-    nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&old), None)?;
-    Ok(())
-}
-
 /// Signals a process group. Refuses pgids 0 and 1, which would hit ourselves or everyone.
 fn kill_group(pgid: i32, signal: Signal) -> nix::Result<()> {
     if pgid <= 1 {
@@ -1326,77 +688,7 @@ fn kill_group(pgid: i32, signal: Signal) -> nix::Result<()> {
 }
 
 #[cfg(test)]
-mod confine_tests {
-    use super::*;
-
-    fn ra(uid: u32, gid: u32, groups: &[u32]) -> RunAs {
-        RunAs {
-            uid,
-            gid,
-            groups: groups.to_vec(),
-        }
-    }
-
-    #[test]
-    fn a_non_root_client_logs_only_below_the_log_root() {
-        let root = Path::new("/opt/data/logs");
-        let client = Some((10000, 10000));
-        let dir = |p: &str| LogTarget::Dir(PathBuf::from(p));
-        assert_eq!(
-            confine_log(dir("/opt/data/logs/gateways/work"), client, root),
-            Ok(dir("/opt/data/logs/gateways/work"))
-        );
-        for outside in [
-            "/etc",
-            "/opt/data/logs/../../../root",
-            "/opt/data/logsx",
-            "/opt/data/logs",
-            "relative/logs",
-        ] {
-            assert!(
-                confine_log(dir(outside), client, root).is_err(),
-                "{outside} was accepted"
-            );
-        }
-        assert_eq!(
-            confine_log(LogTarget::Inherit, client, root),
-            Ok(LogTarget::Default)
-        );
-        assert_eq!(
-            confine_log(dir("/etc"), Some((0, 0)), root),
-            Ok(dir("/etc"))
-        );
-        assert!(confine_log(dir("/etc"), None, root).is_err());
-    }
-
-    #[test]
-    fn a_non_root_client_cannot_register_a_more_privileged_service() {
-        let service_user = ra(10000, 10000, &[10000, 44]);
-        // Asked for root, or for nothing (which would mean "as the supervisor": root).
-        for asked in [Some(ra(0, 0, &[0])), None, Some(ra(10000, 0, &[0]))] {
-            assert_eq!(
-                confine_run_as(asked, Some((10000, 10000)), Some(&service_user)),
-                Some(service_user.clone())
-            );
-            assert_eq!(
-                confine_run_as(None, Some((1234, 1234)), Some(&service_user)),
-                Some(ra(1234, 1234, &[1234]))
-            );
-        }
-        assert_eq!(
-            confine_run_as(Some(ra(0, 0, &[0])), Some((0, 0)), None),
-            Some(ra(0, 0, &[0])),
-            "root may"
-        );
-        assert_eq!(
-            confine_run_as(None, None, None),
-            Some(ra(65534, 65534, &[65534]))
-        );
-    }
-}
-
-#[cfg(test)]
-mod poll_tests {
+mod tests {
     use super::*;
 
     #[test]
