@@ -77,7 +77,7 @@ services:
             && h.status("tempfail")
                 .is_ok_and(|s| s.restarts == 4 && s.pid.is_some())
     });
-    std::thread::sleep(Duration::from_millis(200));
+    h.let_the_loop_run("crash", 2);
     assert_eq!(runs(), 5, "no sixth start");
     let s = h.status("tempfail").unwrap();
     assert_eq!(s.last_exit, Some(ExitStatus::Code(75)));
@@ -92,7 +92,7 @@ services:
     );
 
     // Failed services stay failed (no silent restarts).
-    std::thread::sleep(Duration::from_millis(300));
+    h.let_the_loop_run("crash", 1);
     assert_eq!(h.status("cfg").unwrap().restarts, 0);
 }
 
@@ -305,6 +305,8 @@ services:
   looper:
     command: "echo x >> $DIR/starts; sleep 0.2; exit 1"
     stop_grace: 2s
+  clock:
+    command: "exit 1"
 "#,
         &["--backoff-ms", "20"],
     );
@@ -316,7 +318,8 @@ services:
         Err(Error::Refused { code, .. }) => assert_eq!(code, ErrorCode::UnknownService),
         other => panic!("expected unknown_service, got {other:?}"),
     }
-    std::thread::sleep(Duration::from_millis(1500));
+    // Longer than looper's backoff and run time, measured in restarts of another service.
+    h.let_the_loop_run("clock", 4);
     assert_eq!(
         h.read("starts").lines().count(),
         n,

@@ -163,6 +163,17 @@ impl Harness {
         last.expect("status")
     }
 
+    /// Waits until `service` (one that keeps crashing) has been restarted `more` more times:
+    /// a clock that only runs while the supervisor's loop does, so "nothing happened to X
+    /// meanwhile" is checked against real supervision work, not a sleep.
+    pub fn let_the_loop_run(&self, service: &str, more: u32) {
+        let start = self.status(service).expect("clock service").restarts;
+        self.wait_for(&format!("`{service}` to restart {more} more times"), || {
+            self.status(service)
+                .is_ok_and(|s| s.restarts >= start + more)
+        });
+    }
+
     pub fn read(&self, name: &str) -> String {
         fs::read_to_string(self.path(name)).unwrap_or_default()
     }

@@ -176,6 +176,9 @@ fn health_follows_the_supervisor() {
     assert_eq!(no_supervisor.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&no_supervisor.stderr).contains("no supervisor is running"));
 
+    // The default profile's gateway runs too: on a port of its own, never one a parallel
+    // test holds (it would crash-loop and make this supervisor unhealthy for a wrong reason).
+    t.free_ports(&[]);
     // `flaky` runs while `ok` exists and crashes at once without it.
     fs::write(t.root().join("ok"), "").unwrap();
     fs::write(
@@ -190,6 +193,10 @@ fn health_follows_the_supervisor() {
     let _up = t.start_up();
     wait_until("both up", Duration::from_secs(20), || {
         state_of(&t, "steady") == "up" && state_of(&t, "flaky") == "up"
+    });
+    // Healthy once every service has started (the gateway may still be `starting`).
+    wait_until("healthy", Duration::from_secs(20), || {
+        t.run(&["health"]).status.code() == Some(0)
     });
     let healthy = t.run(&["health"]);
     assert_eq!(
