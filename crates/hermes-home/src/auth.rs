@@ -290,21 +290,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("auth.json");
         let n = 20;
-        let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
-        let writers: Vec<_> = (0..n)
-            .map(|i| {
-                let (path, barrier) = (path.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    AuthStore::edit(&path, |store| {
-                        store.set_provider(&format!("p{i}"), json!({"n": i}));
-                        Ok(())
-                    })
-                })
+        let shared = path.clone();
+        for result in crate::test_support::race(n, move |i| {
+            AuthStore::edit(&shared, |store| {
+                store.set_provider(&format!("p{i}"), json!({"n": i}));
+                Ok(())
             })
-            .collect();
-        for writer in writers {
-            writer.join().unwrap().unwrap();
+        }) {
+            result.unwrap();
         }
         let store = AuthStore::load(&path).unwrap().store;
         let lost: Vec<usize> = (0..n)

@@ -367,21 +367,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.yaml");
         let n = 20;
-        let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
-        let writers: Vec<_> = (0..n)
-            .map(|i| {
-                let (path, barrier) = (path.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    Config::edit(&path, |cfg| {
-                        cfg.set(&format!("section_{i}.key"), Value::from(i));
-                        Ok(())
-                    })
-                })
+        let shared = path.clone();
+        for result in crate::test_support::race(n, move |i| {
+            Config::edit(&shared, |cfg| {
+                cfg.set(&format!("section_{i}.key"), Value::from(i));
+                Ok(())
             })
-            .collect();
-        for writer in writers {
-            writer.join().unwrap().unwrap();
+        }) {
+            result.unwrap();
         }
         let cfg = Config::load(&path).unwrap();
         let lost: Vec<usize> = (0..n)

@@ -447,18 +447,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".env");
         let n = 20;
-        let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
-        let writers: Vec<_> = (0..n)
-            .map(|i| {
-                let (path, barrier) = (path.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    set_var(&path, &format!("KEY_{i}"), &format!("value-{i}"))
-                })
-            })
-            .collect();
-        for writer in writers {
-            writer.join().unwrap().unwrap();
+        let shared = path.clone();
+        for result in crate::test_support::race(n, move |i| {
+            set_var(&shared, &format!("KEY_{i}"), &format!("value-{i}"))
+        }) {
+            result.unwrap();
         }
         let env = DotEnv::load(&path).unwrap();
         let lost: Vec<usize> = (0..n)

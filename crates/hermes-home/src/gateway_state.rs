@@ -322,20 +322,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("gateway_state.json");
         let n = 20;
-        let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
-        let writers: Vec<_> = (0..n)
-            .map(|i| {
-                let (path, barrier) = (path.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    let mut updates = Map::new();
-                    updates.insert(format!("field_{i}"), json!(i));
-                    merge(&path, updates)
-                })
-            })
-            .collect();
-        for writer in writers {
-            assert_eq!(writer.join().unwrap().unwrap(), None, "nothing was corrupt");
+        let shared = path.clone();
+        for result in crate::test_support::race(n, move |i| {
+            let mut updates = Map::new();
+            updates.insert(format!("field_{i}"), json!(i));
+            merge(&shared, updates)
+        }) {
+            assert_eq!(result.unwrap(), None, "nothing was corrupt");
         }
         let state = read(&path).unwrap();
         let fields = state.state().expect("a valid record").fields();

@@ -37,3 +37,29 @@ pub mod volume;
 pub use error::Error;
 pub use layout::Home;
 pub use names::{DEFAULT_PROFILE, ProfileName, ProfileRef};
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    /// Runs `write(0..n)` on `n` threads released at the same moment (the way concurrent
+    /// `hermes` processes collide) and returns their results in order.
+    pub(crate) fn race<T: Send + 'static>(
+        n: usize,
+        write: impl Fn(usize) -> T + Send + Sync + 'static,
+    ) -> Vec<T> {
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+        let write = std::sync::Arc::new(write);
+        let writers: Vec<_> = (0..n)
+            .map(|i| {
+                let (barrier, write) = (barrier.clone(), write.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    write(i)
+                })
+            })
+            .collect();
+        writers
+            .into_iter()
+            .map(|w| w.join().expect("writer thread"))
+            .collect()
+    }
+}
