@@ -165,7 +165,13 @@ pub fn run_stages(settings: &Settings, out: &mut dyn Write) -> Result<Booted, Er
             if mode == InitMode::Root {
                 match hermes_privilege::record_device_groups(&settings.accounts, &id.name, &gids) {
                     Ok(changes) => changes.into_iter().for_each(|c| say(out, c)),
-                    Err(e) => say(out, format!("warning: device groups not recorded: {e}")),
+                    Err(e) => say(
+                        out,
+                        format!(
+                            "warning: device groups not recorded: {}",
+                            hermes_errors::one_line(&e)
+                        ),
+                    ),
                 }
             }
         }
@@ -255,14 +261,23 @@ fn stage_remap(
                 Err(e) => {
                     say(
                         out,
-                        format!("warning: cannot read `{SERVICE_USER}` after the remap: {e}"),
+                        format!(
+                            "warning: cannot read `{SERVICE_USER}` after the remap: {}",
+                            hermes_errors::one_line(&e)
+                        ),
                     );
                     identity
                 }
             }
         }
         Err(e) => {
-            say(out, format!("warning: cannot remap `{SERVICE_USER}`: {e}"));
+            say(
+                out,
+                format!(
+                    "warning: cannot remap `{SERVICE_USER}`: {}",
+                    hermes_errors::one_line(&e)
+                ),
+            );
             if let Some(h) = e.hint() {
                 say(out, format!("hint: {h}"));
             }
@@ -316,7 +331,13 @@ fn stage_repair(settings: &Settings, id: &Identity, out: &mut dyn Write) {
                 );
             }
         }
-        Err(e) => say(out, format!("warning: ownership repair skipped: {e}")),
+        Err(e) => say(
+            out,
+            format!(
+                "warning: ownership repair skipped: {}",
+                hermes_errors::one_line(&e)
+            ),
+        ),
     }
 }
 
@@ -329,7 +350,7 @@ fn stage_seed(settings: &Settings, out: &mut dyn Write) {
                 say(out, format!("seeded `{}`", p.display()));
             }
         }
-        Err(e) => say(out, format!("warning: {e}")),
+        Err(e) => say(out, format!("warning: {}", hermes_errors::one_line(&e))),
     }
     for dir in EXTRA_DIRS {
         let p = home.join(dir);
@@ -379,7 +400,7 @@ fn seed_once(
     match seed() {
         Ok(Seeded::Created) => say(out, format!("seeded `{}`", path.display())),
         Ok(Seeded::Kept) => {}
-        Err(e) => say(out, format!("warning: {e}")),
+        Err(e) => say(out, format!("warning: {}", hermes_errors::one_line(&e))),
     }
 }
 
@@ -414,13 +435,19 @@ fn seed_api_key(env_path: &Path, out: &mut dyn Write) {
         }
     });
     match (edited, no_random) {
-        (_, Some(e)) => say(out, format!("warning: cannot read `/dev/urandom`: {e}")),
+        (_, Some(e)) => say(
+            out,
+            format!(
+                "warning: cannot read `/dev/urandom`: {}",
+                hermes_errors::one_line(&e)
+            ),
+        ),
         (Ok(true), None) => say(
             out,
             format!("generated {API_SERVER_KEY} for the loopback API server"),
         ),
         (Ok(false), None) => {}
-        (Err(e), None) => say(out, format!("warning: {e}")),
+        (Err(e), None) => say(out, format!("warning: {}", hermes_errors::one_line(&e))),
     }
 }
 

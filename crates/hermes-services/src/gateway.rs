@@ -165,7 +165,13 @@ fn gateway_argv(profile: &str, dir: &Path, hermes_exe: &Path, out: &mut dyn Writ
     let config = match Config::load(&dir.join("config.yaml")) {
         Ok(c) => c,
         Err(e) => {
-            say(out, format!("warning: profile `{profile}`: {e}"));
+            say(
+                out,
+                format!(
+                    "warning: profile `{profile}`: {}",
+                    hermes_errors::one_line(&e)
+                ),
+            );
             return default;
         }
     };

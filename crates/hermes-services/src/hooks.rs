@@ -40,7 +40,10 @@ impl DesiredStateHooks<'_> {
             Ok(ProfileRef::Default) => self.home.clone(),
             Ok(ProfileRef::Named(name)) => hermes_home::profile::profile_dir(&self.home, &name),
             Err(e) => {
-                say(self.log, format!("warning: {e}"));
+                say(
+                    self.log,
+                    format!("warning: {}", hermes_errors::one_line(&e)),
+                );
                 return;
             }
         };
@@ -51,7 +54,10 @@ impl DesiredStateHooks<'_> {
         if let Err(e) = gateway_state::set_desired(&gateway_state::path(&dir), value) {
             say(
                 self.log,
-                format!("warning: cannot record desired state: {e}"),
+                format!(
+                    "warning: cannot record desired state: {}",
+                    hermes_errors::one_line(&e)
+                ),
             );
         }
     }

@@ -92,7 +92,13 @@ pub fn reconcile(
                 None
             }
             Err(e) => {
-                say(out, format!("warning: profile `{profile}`: {e}"));
+                say(
+                    out,
+                    format!(
+                        "warning: profile `{profile}`: {}",
+                        hermes_errors::one_line(&e)
+                    ),
+                );
                 None
             }
         };
