@@ -11,10 +11,17 @@
 //! signals; [`run`] does the rest:
 //!
 //! ```text
-//! record(starting) -> validate -> lock gateway.lock -> open state.db -> bind
+//! validate -> lock gateway.lock -> record(starting) -> open state.db -> bind
 //!   -> READY=1 (sd_notify) -> record(running) -> serve ... shutdown -> drain
-//!   -> record(stopped, reason)            [any startup failure: record(startup_failed, reason)]
+//!   -> release the lock -> record(stopped, reason)
+//!                                   [a startup failure: record(startup_failed, reason)]
 //! ```
+//!
+//! `starting` is recorded only once the lock is held, as the original does: a start refused
+//! because another gateway holds the profile (`AlreadyRunning`, a `--replace` that timed
+//! out) records nothing, so the live gateway's record is never overwritten. A configuration
+//! error (found before the lock is taken, so that nothing is created) is recorded only when
+//! no gateway holds the lock.
 //!
 //! Modules: [`settings`] (resolution, default ports), [`server`] (routes, auth, errors),
 //! [`connections`] (accept loop, connection cap, header and idle timeouts),
@@ -73,16 +80,29 @@ where
     F::IntoFuture: Send,
     F::Output: Into<ShutdownRequest>,
 {
-    recorder.record(Phase::Starting, None);
     if let Err(e) = settings.validate() {
-        recorder.record(Phase::StartupFailed, Some(&hermes_errors::one_line(&e)));
+        record_unlocked_failure(&settings, recorder, &e);
         return Ok(ExitReason::ConfigError(e));
     }
-    let started = start(&settings, recorder).await;
-    let (listener, state, lock) = match started {
+    let lock = match take_lock(&settings).await {
+        Ok(lock) => lock,
+        Err(e) => {
+            // Refused because another gateway holds the profile: its record stays as it is.
+            if !matches!(
+                e,
+                Error::AlreadyRunning { .. } | Error::TakeoverTimedOut { .. }
+            ) {
+                record_unlocked_failure(&settings, recorder, &e);
+            }
+            return Err(e);
+        }
+    };
+    recorder.record(Phase::Starting, None);
+    let (listener, state) = match open(&settings, recorder).await {
         Ok(parts) => parts,
         Err(e) => {
             recorder.record(Phase::StartupFailed, Some(&hermes_errors::one_line(&e)));
+            drop(lock);
             return Err(e);
         }
     };
@@ -142,23 +162,36 @@ where
     }
 }
 
-/// Lock, store, bind: everything that must succeed before the gateway reports `running`.
-async fn start(
-    settings: &GatewaySettings,
-    recorder: &dyn StateRecorder,
-) -> Result<(tokio::net::TcpListener, AppState, GatewayLock), Error> {
+/// Records `starting` then `startup_failed` for a failure met without the lock, unless a
+/// gateway holds the profile's lock: the record is then that gateway's, not ours to change.
+fn record_unlocked_failure(settings: &GatewaySettings, recorder: &dyn StateRecorder, e: &Error) {
+    if lock::is_held(&settings.lock_path) {
+        tracing::debug!("another gateway holds the lock: its state record is left as it is");
+        return;
+    }
+    recorder.record(Phase::Starting, None);
+    recorder.record(Phase::StartupFailed, Some(&hermes_errors::one_line(e)));
+}
+
+/// Takes `gateway.lock` (waiting for a replaced gateway with `--replace`).
+async fn take_lock(settings: &GatewaySettings) -> Result<GatewayLock, Error> {
     let record = LockRecord::for_this_process(settings.argv.clone(), &settings.home);
     let (path, profile) = (settings.lock_path.clone(), settings.profile.clone());
     let replace = settings.replace.then_some(settings.replace_timeout);
     // Waiting for a replaced gateway blocks (flock polling): keep it off the async workers.
-    let lock = tokio::task::spawn_blocking(move || {
-        GatewayLock::acquire(&path, &profile, &record, replace)
-    })
-    .await
-    .map_err(|e| Error::Task {
-        reason: e.to_string(),
-    })??;
+    tokio::task::spawn_blocking(move || GatewayLock::acquire(&path, &profile, &record, replace))
+        .await
+        .map_err(|e| Error::Task {
+            reason: e.to_string(),
+        })?
+}
 
+/// Store, bind: what must succeed, once the lock is held, before the gateway reports
+/// `running`.
+async fn open(
+    settings: &GatewaySettings,
+    recorder: &dyn StateRecorder,
+) -> Result<(tokio::net::TcpListener, AppState), Error> {
     let state = AppState::new(settings)?;
     let addr = settings.bind_addr();
     let listener = tokio::net::TcpListener::bind(&addr)
@@ -180,5 +213,5 @@ async fn start(
     if let Ok(local) = listener.local_addr() {
         recorder.listening(local);
     }
-    Ok((listener, state, lock))
+    Ok((listener, state))
 }

@@ -157,6 +157,15 @@ fn read_record(file: &mut File) -> Option<LockRecord> {
     })
 }
 
+/// True when some process (this one included, through another descriptor) holds the lock at
+/// `path`. A missing or unopenable file counts as not held; the file is never created.
+pub fn is_held(path: &Path) -> bool {
+    match File::open(path) {
+        Ok(file) => matches!(file.try_lock(), Err(TryLockError::WouldBlock)),
+        Err(_) => false,
+    }
+}
+
 /// `Ok(true)` when we now hold the lock, `Ok(false)` when someone else does.
 fn try_lock(file: &File) -> std::io::Result<bool> {
     match file.try_lock() {

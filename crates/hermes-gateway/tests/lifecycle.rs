@@ -160,8 +160,21 @@ async fn second_instance_is_refused_while_the_lock_is_held() {
         other => panic!("unexpected {other:?}"),
     }
     assert_eq!(err.exit_code(), 1);
-    assert_eq!(rec.phases(), vec![Phase::Starting, Phase::StartupFailed]);
-    assert!(rec.last_reason().unwrap().contains("already running"));
+    assert!(err.to_string().contains("already running"), "{err}");
+    assert_eq!(
+        rec.phases(),
+        vec![],
+        "a refused start records nothing: the record is the running gateway's"
+    );
+
+    // Nor does a configuration error while the profile's gateway runs.
+    let mut bad = settings(home.path(), "work", None);
+    bad.host = "0.0.0.0".into();
+    bad.api_key = None;
+    let rec = MemoryRecorder::default();
+    let reason = hermes_gateway::run(bad, &rec, async {}).await.unwrap();
+    assert_eq!(reason.exit_code(), 78);
+    assert_eq!(rec.phases(), vec![]);
 
     // The first one is unaffected.
     let h = client().get(first.url("/health")).send().await.unwrap();

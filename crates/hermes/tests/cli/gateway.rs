@@ -83,6 +83,8 @@ fn a_second_gateway_for_the_same_profile_is_refused() {
     t.ok(&["profile", "list"]);
     let port = free_port();
     let _first = start_foreground(&t, port);
+    let first = state(&t, "");
+    assert_eq!(first["gateway_state"], "running", "{first}");
     let second = t.run(&["gateway", "run", "--no-supervise"]);
     assert_eq!(second.status.code(), Some(1), "{}", render(&second));
     let text = render(&second);
@@ -90,6 +92,9 @@ fn a_second_gateway_for_the_same_profile_is_refused() {
         text.contains("already") && text.contains("--replace"),
         "{text}"
     );
+    // The refused start left the running gateway's record alone (no `starting`, no
+    // `startup_failed`, not its pid).
+    assert_eq!(state(&t, ""), first);
 }
 
 #[test]
