@@ -122,6 +122,7 @@ pub fn home_checks(
         match Config::load(&home.config_path()) {
             Ok(config) => {
                 checks.push(Check::ok("`config.yaml` parses"));
+                checks.extend(config.duplicate_keys().iter().map(duplicate_key_check));
                 let dotenv = DotEnv::load(&home.env_path()).unwrap_or_default();
                 let lookup = dotenv.over(var);
                 if let Some(model) = config.model(&lookup).default {
@@ -151,6 +152,30 @@ pub fn home_checks(
         ),
     });
     checks
+}
+
+/// ⚠ for a key written twice in one mapping of `config.yaml`: the last value is used (as the
+/// original's PyYAML loader does), the earlier ones are silently ignored.
+fn duplicate_key_check(dup: &hermes_home::config::DuplicateKey) -> Check {
+    let key = &dup.key;
+    let leaf = key.rsplit('.').next().unwrap_or(key);
+    let fix = format!("keep one `{leaf}:` in that mapping and delete the others");
+    match dup.lines.last() {
+        Some(last) if dup.lines.len() > 1 => {
+            let lines: Vec<String> = dup.lines.iter().map(usize::to_string).collect();
+            Check::warn(
+                format!(
+                    "`config.yaml`: `{key}` is set more than once (lines {}); the last one (line {last}) is used",
+                    lines.join(", ")
+                ),
+                fix,
+            )
+        }
+        _ => Check::warn(
+            format!("`config.yaml`: `{key}` is set more than once; the last value is used"),
+            fix,
+        ),
+    }
 }
 
 fn check_home_writable(dir: &Path) -> Check {
@@ -400,6 +425,27 @@ mod tests {
         let warns: Vec<_> = checks.iter().filter(|c| c.status == Status::Warn).collect();
         assert_eq!(warns.len(), 1, "{warns:#?}");
         assert!(warns[0].message.contains("no model"));
+    }
+
+    #[test]
+    fn duplicate_config_keys_warn_with_their_lines() {
+        let (dir, home) = fresh_home();
+        fs::write(
+            dir.path().join("config.yaml"),
+            "model: a\nmemory:\n  provider: honcho\nmodel: b\n",
+        )
+        .unwrap();
+        let checks = home_checks(&home, &BuildIdentity::resolve("", None), &|_| None);
+        assert!(!has_failures(&checks), "{checks:#?}");
+        let dup = find(&checks, "`model` is set more than once");
+        assert_eq!(dup.status, Status::Warn);
+        assert!(dup.message.contains("lines 1, 4"), "{dup:?}");
+        assert!(dup.message.contains("line 4) is used"), "{dup:?}");
+        assert_eq!(
+            dup.fix.as_deref(),
+            Some("keep one `model:` in that mapping and delete the others")
+        );
+        assert!(find(&checks, "model configured").message.contains("`b`"));
     }
 
     #[test]

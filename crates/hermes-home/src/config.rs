@@ -6,6 +6,10 @@
 //! or `${env:VAR}`; the typed view expands them (an unset variable is kept verbatim), the
 //! stored document never does, so a write can never bake a secret into the file.
 //!
+//! Parsing follows the original's loader (PyYAML's `safe_load`): a key written twice in one
+//! mapping keeps its last value and is listed by [`Config::duplicate_keys`] (for `doctor`),
+//! and merge keys (`<<: *anchor`) are resolved.
+//!
 //! A file that fails to parse is reported with its line and column and is never rewritten.
 //! A missing file reads as an empty mapping (every default applies). The only way to write is
 //! [`Config::edit`], which holds `config.yaml.lock` from the read to the write, so concurrent
@@ -44,6 +48,17 @@ pub struct Config {
     path: PathBuf,
     doc: Value,
     exists: bool,
+    duplicates: Vec<DuplicateKey>,
+}
+
+/// A key written more than once in one mapping of `config.yaml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateKey {
+    /// Dotted path of the key (`model`, `model.default`; a sequence item is `[index]`).
+    pub key: String,
+    /// 1-based lines where the key is written, when it is in block style (`key: value` on its
+    /// own line); empty when it could not be located (flow style `{a: 1, a: 2}`).
+    pub lines: Vec<usize>,
 }
 
 /// The `model` section, with `${VAR}` references expanded and empty strings treated as unset.
@@ -66,6 +81,7 @@ impl Config {
             path: path.to_path_buf(),
             doc: Value::Mapping(Mapping::new()),
             exists: false,
+            duplicates: Vec::new(),
         }
     }
 
@@ -79,6 +95,7 @@ impl Config {
                     path: path.to_path_buf(),
                     doc: Value::Mapping(Mapping::new()),
                     exists: false,
+                    duplicates: Vec::new(),
                 });
             }
             Err(e) => return Err(Error::io("read", path, e)),
@@ -87,30 +104,36 @@ impl Config {
         Self::parse(path, text)
     }
 
-    /// Parses config text that came from `path`.
+    /// Parses config text that came from `path`, as the original's loader (PyYAML's
+    /// `safe_load`) reads it: a key written twice in one mapping keeps its **last** value (the
+    /// duplicates are listed by [`Config::duplicate_keys`]), and merge keys (`<<: *anchor`,
+    /// `<<: [*a, *b]`) are resolved — keys written in the mapping win over merged ones, and an
+    /// earlier merged mapping wins over a later one.
     pub fn parse(path: &Path, text: &str) -> Result<Self, Error> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let doc: Value = match yaml_serde::from_str(text) {
-            Ok(doc) => doc,
-            Err(e) => {
-                let (line, column) = e
-                    .location()
-                    .map(|l| (l.line(), l.column()))
-                    .unwrap_or((0, 0));
-                let message = e.to_string();
-                // The parser appends " at line X column Y"; we report those separately.
-                let message = match message.find(" at line ") {
-                    Some(at) => message[..at].to_string(),
-                    None => message,
-                };
-                return Err(Error::ConfigParse {
-                    path: path.to_path_buf(),
-                    line,
-                    column,
-                    message,
-                });
+        let parse_error = |e: yaml_serde::Error| {
+            let (line, column) = e
+                .location()
+                .map(|l| (l.line(), l.column()))
+                .unwrap_or((0, 0));
+            let message = e.to_string();
+            // The parser appends " at line X column Y"; we report those separately.
+            let message = match message.find(" at line ") {
+                Some(at) => message[..at].to_string(),
+                None => message,
+            };
+            Error::ConfigParse {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message,
             }
         };
+        let Lenient {
+            value: mut doc,
+            duplicates,
+        } = yaml_serde::from_str(text).map_err(parse_error)?;
+        doc.apply_merge().map_err(parse_error)?;
         let doc = match doc {
             Value::Null => Value::Mapping(Mapping::new()),
             Value::Mapping(_) => doc,
@@ -120,11 +143,25 @@ impl Config {
                 });
             }
         };
+        let duplicates = duplicates
+            .into_iter()
+            .map(|keys| DuplicateKey {
+                lines: key_lines(text, &keys),
+                key: keys.join("."),
+            })
+            .collect();
         Ok(Config {
             path: path.to_path_buf(),
             doc,
             exists: true,
+            duplicates,
         })
+    }
+
+    /// Keys written more than once in the same mapping, in document order (the last value of
+    /// each is the one in effect). `hermes doctor` warns about them.
+    pub fn duplicate_keys(&self) -> &[DuplicateKey] {
+        &self.duplicates
     }
 
     /// Whether the file existed when loaded.
@@ -254,6 +291,161 @@ impl Config {
     }
 }
 
+/// A YAML document read the way PyYAML's `safe_load` reads it: a key repeated in a mapping
+/// keeps its last value (yaml_serde's own `Value` rejects the document instead), and each
+/// repetition is recorded as the path of keys that leads to it.
+struct Lenient {
+    value: Value,
+    duplicates: Vec<Vec<String>>,
+}
+
+impl<'de> serde::Deserialize<'de> for Lenient {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(LenientVisitor)
+    }
+}
+
+impl Lenient {
+    fn plain(value: impl Into<Value>) -> Self {
+        Lenient {
+            value: value.into(),
+            duplicates: Vec::new(),
+        }
+    }
+}
+
+/// How a key reads in a dotted path: its text for a scalar, `?` for anything else.
+fn key_name(key: &Value) -> String {
+    match key {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "null".into(),
+        _ => "?".into(),
+    }
+}
+
+struct LenientVisitor;
+
+impl<'de> serde::de::Visitor<'de> for LenientVisitor {
+    type Value = Lenient;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Lenient, E> {
+        Ok(Lenient::plain(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Lenient, E> {
+        Ok(Lenient::plain(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Lenient, E> {
+        Ok(Lenient::plain(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Lenient, E> {
+        Ok(Lenient::plain(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Lenient, E> {
+        Ok(Lenient::plain(v))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Lenient, E> {
+        Ok(Lenient::plain(v))
+    }
+    fn visit_unit<E>(self) -> Result<Lenient, E> {
+        Ok(Lenient::plain(Value::Null))
+    }
+    fn visit_none<E>(self) -> Result<Lenient, E> {
+        Ok(Lenient::plain(Value::Null))
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Lenient, D::Error> {
+        serde::Deserialize::deserialize(d)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Lenient, A::Error> {
+        let mut items = Vec::new();
+        let mut duplicates = Vec::new();
+        while let Some(item) = seq.next_element::<Lenient>()? {
+            let index = format!("[{}]", items.len());
+            duplicates.extend(item.duplicates.into_iter().map(|mut keys| {
+                keys.insert(0, index.clone());
+                keys
+            }));
+            items.push(item.value);
+        }
+        Ok(Lenient {
+            value: Value::Sequence(items),
+            duplicates,
+        })
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Lenient, A::Error> {
+        let mut mapping = Mapping::new();
+        let mut duplicates = Vec::new();
+        while let Some((key, value)) = map.next_entry::<Lenient, Lenient>()? {
+            let name = key_name(&key.value);
+            duplicates.extend(key.duplicates);
+            duplicates.extend(value.duplicates.into_iter().map(|mut keys| {
+                keys.insert(0, name.clone());
+                keys
+            }));
+            // `insert` replaces the value and keeps the key's first position, as a Python
+            // dict does.
+            if mapping.insert(key.value, value.value).is_some()
+                && !duplicates
+                    .iter()
+                    .any(|keys| keys.len() == 1 && keys[0] == name)
+            {
+                duplicates.push(vec![name]);
+            }
+        }
+        Ok(Lenient {
+            value: Value::Mapping(mapping),
+            duplicates,
+        })
+    }
+    fn visit_enum<A: serde::de::EnumAccess<'de>>(self, data: A) -> Result<Lenient, A::Error> {
+        use serde::de::VariantAccess;
+        let (tag, contents) = data.variant::<String>()?;
+        let inner: Lenient = contents.newtype_variant()?;
+        Ok(Lenient {
+            value: Value::Tagged(Box::new(yaml_serde::value::TaggedValue {
+                tag: yaml_serde::value::Tag::new(tag),
+                value: inner.value,
+            })),
+            duplicates: inner.duplicates,
+        })
+    }
+}
+
+/// The 1-based lines where the key at `keys` is written in block style (`key:` starting a
+/// line, nested by indentation). Only used to point at duplicates; the document itself is
+/// always read by the YAML parser.
+fn key_lines(text: &str, keys: &[String]) -> Vec<usize> {
+    let mut lines = Vec::new();
+    // (indentation, key) of the block mappings the current line is inside.
+    let mut open: Vec<(usize, String)> = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let body = line.trim_start_matches(' ');
+        if body.is_empty() || body.starts_with('#') || body.starts_with('-') {
+            continue;
+        }
+        let indent = line.len() - body.len();
+        let Some((key, _)) = body.split_once(':') else {
+            continue;
+        };
+        let key = key.trim().trim_matches(|c| c == '"' || c == '\'');
+        while open.last().is_some_and(|(i, _)| *i >= indent) {
+            open.pop();
+        }
+        if open.len() + 1 == keys.len()
+            && key == keys[keys.len() - 1]
+            && open.iter().zip(keys).all(|((_, k), want)| k == want)
+        {
+            lines.push(number + 1);
+        }
+        open.push((indent, key.to_string()));
+    }
+    lines
+}
+
 /// Expands `${VAR}` and `${env:VAR}`; unset variables and bare `$VAR` are left as written.
 pub fn expand_vars(raw: &str, var: &dyn Fn(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(raw.len());
@@ -332,6 +524,60 @@ mod tests {
             Config::parse(Path::new("c"), "- a\n- b\n"),
             Err(Error::ConfigNotMapping { .. })
         ));
+    }
+
+    #[test]
+    fn duplicate_keys_keep_the_last_value_like_pyyaml() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        let text = "model: a\nmemory:\n  provider: honcho\n  provider: mem0\nmodel: b\n";
+        fs::write(&path, text).unwrap();
+        let cfg = Config::load(&path).unwrap();
+        // PyYAML's safe_load gives {'model': 'b', 'memory': {'provider': 'mem0'}}.
+        assert_eq!(cfg.model(&env).default.as_deref(), Some("b"));
+        assert_eq!(cfg.memory_provider().as_deref(), Some("mem0"));
+        assert_eq!(
+            cfg.duplicate_keys(),
+            &[
+                DuplicateKey {
+                    key: "memory.provider".into(),
+                    lines: vec![3, 4],
+                },
+                DuplicateKey {
+                    key: "model".into(),
+                    lines: vec![1, 5],
+                },
+            ]
+        );
+        let clean = Config::parse(Path::new("c"), "model: a\n").unwrap();
+        assert!(clean.duplicate_keys().is_empty());
+        // A key written three times is reported once; flow style has no line to point at.
+        let flow = Config::parse(Path::new("c"), "m: {a: 1, a: 2, a: 3}\n").unwrap();
+        assert_eq!(flow.raw("m.a").and_then(Value::as_u64), Some(3));
+        assert_eq!(
+            flow.duplicate_keys(),
+            &[DuplicateKey {
+                key: "m.a".into(),
+                lines: vec![],
+            }]
+        );
+    }
+
+    #[test]
+    fn merge_keys_are_resolved_like_pyyaml() {
+        let text = "base: &base\n  default: gpt-4o\n  provider: openai\n  base_url: https://x/v1\nmodel:\n  <<: *base\n  provider: custom\nother:\n  <<: [{a: 1}, {a: 2, b: 2}]\n";
+        let cfg = Config::parse(Path::new("c"), text).unwrap();
+        let model = cfg.model(&env);
+        // PyYAML: {'default': 'gpt-4o', 'provider': 'custom', 'base_url': 'https://x/v1'}.
+        assert_eq!(model.default.as_deref(), Some("gpt-4o"));
+        assert_eq!(model.provider.as_deref(), Some("custom"));
+        assert_eq!(model.base_url.as_deref(), Some("https://x/v1"));
+        assert!(cfg.raw("model.<<").is_none());
+        assert_eq!(cfg.raw("other.a").and_then(Value::as_u64), Some(1));
+        assert_eq!(cfg.raw("other.b").and_then(Value::as_u64), Some(2));
+        assert!(cfg.duplicate_keys().is_empty());
+        let err = Config::parse(Path::new("c"), "m:\n  <<: 3\n").unwrap_err();
+        assert!(matches!(err, Error::ConfigParse { .. }), "{err:?}");
     }
 
     #[test]
