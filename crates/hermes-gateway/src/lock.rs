@@ -7,6 +7,13 @@
 //! * *record* — the JSON the holder writes into the lock file once it holds the lock:
 //!   `{pid, kind: "hermes-gateway", argv, start_time, hermes_home}` (the original's format;
 //!   `start_time` is `/proc/<pid>/stat` field 22, in clock ticks).
+//! * *PID file* — `gateway.pid` next to the lock, the file the original's tools read first
+//!   (`gateway/status.py`: `get_running_pid`, behind `hermes gateway status|stop`). Written
+//!   once the lock is held, in the original's exact format ([`pid_file_text`]), replacing a
+//!   stale one; removed when the lock is released, if it still names this process (as the
+//!   original's `remove_pid_file` does, so a `--replace` successor's file is never removed).
+//!   A failure to write it is logged, not fatal: the original's readers fall back to the lock
+//!   record.
 //! * *takeover* (`--replace`) — SIGTERM the holder named by the record, wait for the lock up to
 //!   a timeout, then SIGKILL and wait a little more. The holder's `start_time` must match the
 //!   record before any signal is sent, so a recycled pid is never signalled.
@@ -24,6 +31,9 @@ use crate::error::Error;
 
 /// The `kind` written into every gateway lock record.
 pub const LOCK_KIND: &str = "hermes-gateway";
+
+/// The original's PID file, in the lock's directory.
+pub const PID_FILE: &str = "gateway.pid";
 
 /// How long to wait for the lock after SIGKILL before giving up.
 const AFTER_KILL: Duration = Duration::from_secs(5);
@@ -65,12 +75,22 @@ impl LockRecord {
     }
 }
 
-/// A held gateway lock. Dropping it releases the lock (the file stays, as in the original).
+/// A held gateway lock. Dropping it removes `gateway.pid` (when it still names this
+/// process), then releases the lock (the lock file stays, as in the original).
 #[derive(Debug)]
 pub struct GatewayLock {
     /// The open lock file; the flock lives as long as this descriptor.
     _file: File,
     path: PathBuf,
+    pid_path: PathBuf,
+    pid: i32,
+}
+
+impl Drop for GatewayLock {
+    fn drop(&mut self) {
+        // Runs before the fields drop: the lock is still held while the PID file goes.
+        remove_pid_file(&self.pid_path, self.pid);
+    }
 }
 
 impl GatewayLock {
@@ -126,10 +146,130 @@ impl GatewayLock {
         file.seek(SeekFrom::Start(0)).map_err(io_err)?;
         file.write_all(&json).map_err(io_err)?;
         file.sync_all().map_err(io_err)?;
+        let pid_path = path.with_file_name(PID_FILE);
+        if let Err(e) = write_pid_file(&pid_path, record) {
+            tracing::warn!(
+                error = %e,
+                path = %pid_path.display(),
+                "could not write the PID file; the original's tools will read the lock record instead"
+            );
+        }
         Ok(GatewayLock {
             _file: file,
             path: path.to_path_buf(),
+            pid_path,
+            pid: record.pid,
         })
+    }
+}
+
+/// The `gateway.pid` text for `record`, byte for byte what the original writes:
+/// `json.dumps({"pid", "kind", "argv", "start_time"})` with Python's default separators
+/// (`", "`, `": "`), non-ASCII (and DEL) escaped as `\uXXXX` (UTF-16, lowercase hex), no
+/// trailing newline (`gateway/status.py`: `write_pid_file`, `_build_pid_record`).
+pub fn pid_file_text(record: &LockRecord) -> String {
+    #[derive(Serialize)]
+    struct PidRecord<'a> {
+        pid: i32,
+        kind: &'a str,
+        argv: &'a [String],
+        start_time: Option<u64>,
+    }
+    let fields = PidRecord {
+        pid: record.pid,
+        kind: &record.kind,
+        argv: &record.argv,
+        start_time: record.start_time,
+    };
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, PythonJson);
+    // Serializing integers and strings into a Vec cannot fail.
+    if fields.serialize(&mut ser).is_err() {
+        return String::new();
+    }
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Python's `json.dumps` defaults (`ensure_ascii=True`, separators `", "` and `": "`).
+struct PythonJson;
+
+impl serde_json::ser::Formatter for PythonJson {
+    fn begin_array_value<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        writer.write_all(b": ")
+    }
+
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        for c in fragment.chars() {
+            if (' '..='~').contains(&c) {
+                writer.write_all(&[c as u8])?;
+            } else {
+                for unit in c.encode_utf16(&mut [0; 2]) {
+                    write!(writer, "\\u{unit:04x}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `gateway.pid` for `record` (replacing a stale one: the caller holds the lock).
+fn write_pid_file(path: &Path, record: &LockRecord) -> std::io::Result<()> {
+    let tmp = path.with_file_name(format!(".{PID_FILE}.{}.tmp", record.pid));
+    let written =
+        std::fs::write(&tmp, pid_file_text(record)).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Removes `gateway.pid` unless it names another pid (the original's `remove_pid_file`).
+fn remove_pid_file(path: &Path, pid: i32) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return;
+    };
+    let named = match serde_json::from_str::<serde_json::Value>(text.trim()) {
+        Ok(serde_json::Value::Object(record)) => {
+            record.get("pid").and_then(serde_json::Value::as_i64)
+        }
+        Ok(serde_json::Value::Number(n)) => n.as_i64(),
+        _ => None,
+    };
+    if named.is_some_and(|named| named != i64::from(pid)) {
+        return;
+    }
+    if let Err(e) = std::fs::remove_file(path)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(error = %e, path = %path.display(), "could not remove the PID file");
     }
 }
 
@@ -278,6 +418,69 @@ mod tests {
         assert_eq!(read_holder(&path).unwrap(), rec);
         drop(held);
         assert!(GatewayLock::acquire(&path, "p", &rec, None).is_ok());
+    }
+
+    /// The expected text was produced by the original (hermes-agent 0.19.0,
+    /// `gateway/status.py` `write_pid_file`) with this argv, pid and start time.
+    #[test]
+    fn pid_file_text_is_the_originals_json_dumps() {
+        let record = LockRecord {
+            pid: 14223,
+            kind: LOCK_KIND.into(),
+            argv: [
+                "/opt/hermes/.venv/bin/hermes",
+                "-p",
+                "caf\u{e9}",
+                "gateway",
+                "run",
+                "\u{7f}\u{1F600}",
+            ]
+            .map(String::from)
+            .to_vec(),
+            start_time: Some(737789),
+            hermes_home: "/ignored".into(),
+        };
+        assert_eq!(
+            pid_file_text(&record),
+            r#"{"pid": 14223, "kind": "hermes-gateway", "argv": ["/opt/hermes/.venv/bin/hermes", "-p", "caf\u00e9", "gateway", "run", "\u007f\ud83d\ude00"], "start_time": 737789}"#
+        );
+        let unknown = LockRecord {
+            start_time: None,
+            argv: vec!["a\"b\n".into()],
+            ..record
+        };
+        assert_eq!(
+            pid_file_text(&unknown),
+            r#"{"pid": 14223, "kind": "hermes-gateway", "argv": ["a\"b\n"], "start_time": null}"#
+        );
+    }
+
+    #[test]
+    fn the_pid_file_lives_while_the_lock_is_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, pid_path) = (dir.path().join("gateway.lock"), dir.path().join(PID_FILE));
+        std::fs::write(&pid_path, "999999").unwrap();
+        let rec = LockRecord::for_this_process(vec!["hermes".into()], dir.path());
+        let held = GatewayLock::acquire(&path, "p", &rec, None).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&pid_path).unwrap(),
+            pid_file_text(&rec),
+            "a stale PID file is replaced"
+        );
+        let refused = GatewayLock::acquire(&path, "p", &rec, None);
+        assert!(refused.is_err());
+        assert!(
+            pid_path.exists(),
+            "a refused acquire leaves the holder's file"
+        );
+        drop(held);
+        assert!(!pid_path.exists(), "released: removed");
+
+        // A file naming another process (a `--replace` successor's) is left alone.
+        let held = GatewayLock::acquire(&path, "p", &rec, None).unwrap();
+        std::fs::write(&pid_path, r#"{"pid": 1}"#).unwrap();
+        drop(held);
+        assert!(pid_path.exists());
     }
 
     #[test]

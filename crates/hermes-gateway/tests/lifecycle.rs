@@ -175,6 +175,14 @@ async fn second_instance_is_refused_while_the_lock_is_held() {
     let reason = hermes_gateway::run(bad, &rec, async {}).await.unwrap();
     assert_eq!(reason.exit_code(), 78);
     assert_eq!(rec.phases(), vec![]);
+    let pid_file = home.path().join("gateway.pid");
+    let named: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&pid_file).unwrap()).unwrap();
+    assert_eq!(
+        named["pid"],
+        std::process::id(),
+        "gateway.pid is the first one's"
+    );
 
     // The first one is unaffected.
     let h = client().get(first.url("/health")).send().await.unwrap();
@@ -182,6 +190,7 @@ async fn second_instance_is_refused_while_the_lock_is_held() {
     first.stop(ShutdownRequest::Stop).await.unwrap();
     let record = read_holder(&home.path().join("gateway.lock")).unwrap();
     assert_eq!(record.kind, "hermes-gateway");
+    assert!(!pid_file.exists(), "removed with the lock");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

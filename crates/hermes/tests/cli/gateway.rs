@@ -58,6 +58,20 @@ fn foreground_gateway_records_its_life_and_stops_cleanly_on_sigterm() {
     assert_eq!(running["gateway_state"], "running");
     assert_eq!(running["kind"], "hermes-gateway");
     assert_eq!(running["pid"], gateway.0.id());
+    // `gateway.pid`, what the original's `hermes gateway status|stop` read first, in its
+    // format (`gateway/status.py` `write_pid_file`: Python's `json.dumps`, no newline).
+    let pid_file = fs::read_to_string(t.root().join("gateway.pid")).unwrap();
+    assert!(
+        pid_file.starts_with(&format!(
+            "{{\"pid\": {}, \"kind\": \"hermes-gateway\", \"argv\": [",
+            gateway.0.id()
+        )),
+        "{pid_file}"
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&pid_file).unwrap()["start_time"],
+        running["start_time"]
+    );
     assert!(
         running["code_version"].is_string() && running["updated_at"].is_string(),
         "{running}"
@@ -71,6 +85,10 @@ fn foreground_gateway_records_its_life_and_stops_cleanly_on_sigterm() {
     );
 
     assert_eq!(gateway.stop(), Some(0));
+    assert!(
+        !t.root().join("gateway.pid").exists(),
+        "a clean exit removes gateway.pid, as the original's does"
+    );
     let stopped = state(&t, "");
     // Not an operator stop: recorded as `running`, so the next boot brings it back.
     assert_eq!(stopped["gateway_state"], "running", "{stopped}");
