@@ -24,7 +24,7 @@
 //! | `model.provider`               | string        | `auto`      |
 //! | `model.base_url`               | string        | (not set)   |
 //! | `model.api_key`                | string        | (not set)   |
-//! | `memory.provider`              | string        | `built-in`  |
+//! | `memory.provider`              | string        | `""` (built-in) |
 //! | `security.allow_lazy_installs` | bool          | `true`      |
 //! | `gateway.*`                    | map           | `{}`        |
 //! | `services.*`                   | map           | `{}`        |
@@ -41,6 +41,17 @@ use crate::{damage, lock};
 
 /// The mode of `config.yaml` and of its lock file.
 const MODE: u32 = 0o640;
+
+/// The original's current config schema version (`DEFAULT_CONFIG["_config_version"]` in
+/// hermes-agent 0.19.0's `hermes_cli/config.py`). Its `check_config_version` reads the raw
+/// `_config_version` of the file, and a file without one (or with a lower one) is "outdated":
+/// `hermes config check` offers a migration and `hermes setup` / `hermes update` run it. So a
+/// config Hermes creates carries this version (the seed and [`Config::edit`] of a missing
+/// file); an existing file keeps whatever it has — its migrations are the original's to run.
+pub const ORIGINAL_CONFIG_VERSION: u64 = 33;
+
+/// The key holding the original's schema version.
+pub const CONFIG_VERSION_KEY: &str = "_config_version";
 
 /// A loaded `config.yaml`.
 #[derive(Debug, Clone, PartialEq)]
@@ -272,7 +283,8 @@ impl Config {
     /// back (atomically, mode 0640, every other key kept) if `change` changed it, all while
     /// holding `config.yaml.lock`, so a setting another process writes meanwhile is never lost.
     /// A file that does not parse is an error and is not rewritten; when `change` fails
-    /// nothing is written.
+    /// nothing is written. A file this creates also gets `_config_version:`
+    /// [`ORIGINAL_CONFIG_VERSION`], so the original does not take it for a legacy file.
     pub fn edit<T>(
         path: &Path,
         change: impl FnOnce(&mut Config) -> Result<T, Error>,
@@ -282,6 +294,9 @@ impl Config {
             let before = config.doc.clone();
             let out = change(&mut config)?;
             if config.doc != before {
+                if !config.exists && config.raw(CONFIG_VERSION_KEY).is_none() {
+                    config.set(CONFIG_VERSION_KEY, Value::from(ORIGINAL_CONFIG_VERSION));
+                }
                 let text = yaml_serde::to_string(&config.doc)
                     .map_err(|e| Error::io("serialize", path, io::Error::other(e.to_string())))?;
                 write_atomic(path, text.as_bytes(), MODE)?;
@@ -606,6 +621,61 @@ mod tests {
         );
         assert_eq!(again.raw("model.api_key").unwrap().as_str(), Some("${KEY}"));
         assert_eq!(again.memory_provider().as_deref(), Some("mem0"));
+    }
+
+    /// What the original (hermes-agent 0.19.0) accepts in what we write: `_config_version`
+    /// 33 (`DEFAULT_CONFIG`, hermes_cli/config.py; lower or missing = "update available"),
+    /// `memory.provider` empty for built-in (its `hermes memory setup` writes `""` for
+    /// "built-in only", hermes_cli/memory_setup.py; `built-in` would be looked up as a
+    /// plugin), and a `model.provider` its `resolve_provider` (hermes_cli/auth.py) knows:
+    /// `auto`, `custom`, `openrouter` or a `PROVIDER_REGISTRY` name — never `openai`.
+    #[test]
+    fn what_we_write_is_what_the_original_accepts() {
+        let seed = Config::parse(Path::new("seed"), crate::seeds::DEFAULT_CONFIG_YAML).unwrap();
+        assert_eq!(
+            seed.raw(CONFIG_VERSION_KEY).and_then(Value::as_u64),
+            Some(ORIGINAL_CONFIG_VERSION)
+        );
+        assert_eq!(
+            seed.raw("memory.provider").and_then(Value::as_str),
+            Some("")
+        );
+        assert_eq!(seed.memory_provider(), None);
+        let provider = seed.raw("model.provider").and_then(Value::as_str).unwrap();
+        assert!(
+            ["auto", "custom", "openrouter"].contains(&provider),
+            "{provider}"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        // A config we create gets the version ...
+        let created = dir.path().join("created.yaml");
+        Config::edit(&created, |cfg| {
+            cfg.set("memory.provider", Value::from("honcho"));
+            Ok(())
+        })
+        .unwrap();
+        let text = fs::read_to_string(&created).unwrap();
+        assert!(text.contains("_config_version: 33"), "{text}");
+        // ... an existing file keeps its own, or its lack of one (the original migrates it).
+        for (name, before, version) in [
+            ("old.yaml", "_config_version: 20\nmodel: m\n", Some(20)),
+            ("legacy.yaml", "model: m\n", None),
+        ] {
+            let path = dir.path().join(name);
+            fs::write(&path, before).unwrap();
+            Config::edit(&path, |cfg| {
+                cfg.set("memory.provider", Value::from("mem0"));
+                Ok(())
+            })
+            .unwrap();
+            let cfg = Config::load(&path).unwrap();
+            assert_eq!(
+                cfg.raw(CONFIG_VERSION_KEY).and_then(Value::as_u64),
+                version,
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -195,3 +195,49 @@ fn parallel_memory_setups_keep_every_key() {
     );
     assert_eq!(config["memory"]["provider"].as_str(), Some("tinymem"));
 }
+
+/// What `hermes memory setup` leaves in `config.yaml` is what the original (hermes-agent
+/// 0.19.0) accepts without a migration prompt: `_config_version: 33` (its
+/// `DEFAULT_CONFIG`, hermes_cli/config.py: a file without it is "outdated"), and a
+/// `model.provider` its `resolve_provider` knows (`auto`, not `openai`). Built-in memory is
+/// `memory.provider: ""` there, never `built-in`.
+#[test]
+fn memory_setup_writes_a_config_the_original_accepts() {
+    for seed_first in [true, false] {
+        let t = TestContext::new();
+        if seed_first {
+            seeded(&t);
+            let fresh: yaml_serde::Value =
+                yaml_serde::from_str(&fs::read_to_string(t.root().join("config.yaml")).unwrap())
+                    .unwrap();
+            assert_eq!(fresh["memory"]["provider"].as_str(), Some(""));
+        }
+        let plugin = t.root().join("plugins/tinymem");
+        fs::create_dir_all(&plugin).unwrap();
+        fs::write(
+            plugin.join("plugin.yaml"),
+            "name: tinymem\nkind: memory\nsettings:\n  - {key: region}\n",
+        )
+        .unwrap();
+        let out = t.run(&[
+            "memory",
+            "setup",
+            "tinymem",
+            "--set",
+            "region=eu",
+            "--non-interactive",
+        ]);
+        assert!(out.status.success(), "{}", render(&out));
+        let config: yaml_serde::Value =
+            yaml_serde::from_str(&fs::read_to_string(t.root().join("config.yaml")).unwrap())
+                .unwrap();
+        assert_eq!(config["_config_version"].as_u64(), Some(33), "{config:?}");
+        assert_eq!(config["memory"]["provider"].as_str(), Some("tinymem"));
+        assert_eq!(config["memory"]["tinymem"]["region"].as_str(), Some("eu"));
+        let provider = config["model"]["provider"].as_str().unwrap_or("auto");
+        assert_ne!(
+            provider, "openai",
+            "the original refuses `provider: openai`"
+        );
+    }
+}
