@@ -9,8 +9,12 @@
 //!
 //! What a stop records: the supervisor writes an operator's `desired_state: stopped` *before*
 //! it signals the gateway, so a gateway that stops while its desired state is `stopped`
-//! records `stopped`; any other shutdown (the container or `hermes up` going down, Ctrl-C)
-//! records `running`, so the next boot brings it back.
+//! records `stopped`. So does a stop planned by the original's tools (its `hermes gateway
+//! stop` and `hermes update` write `.gateway-planned-stop.json` naming the gateway's pid and
+//! start time before they SIGTERM it; the marker is consumed, as the original's gateway
+//! does: `gateway/run.py` `shutdown_signal_handler`, `_stop_impl`). Any other shutdown (the
+//! container or `hermes up` going down, Ctrl-C) records `running`, so the next boot brings
+//! it back.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -64,6 +68,15 @@ impl StateFileRecorder {
 
     /// The `gateway_state` a stop records (see the module doc).
     fn stopped_state(&self) -> &'static str {
+        // Consumed whatever the desired state says, so a marker never outlives its stop.
+        let planned = gateway_state::consume_planned_stop(
+            &self.profile_dir,
+            std::process::id(),
+            process_start_time(),
+        );
+        if planned {
+            return "stopped";
+        }
         let desired = gateway_state::read(&self.path).ok().and_then(|r| {
             r.state()
                 .and_then(|s| s.desired_state().map(str::to_string))
@@ -163,6 +176,34 @@ mod tests {
         recorder.record(Phase::Stopped, Some("stopped"));
         assert_eq!(read(dir.path())["gateway_state"], "stopped");
         assert_eq!(read(dir.path())["exit_reason"], "stopped");
+    }
+
+    #[test]
+    fn a_stop_planned_by_the_originals_tools_is_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let recorder = StateFileRecorder::new(dir.path(), Vec::new(), None, "0.1.0");
+        let marker = dir.path().join(gateway_state::PLANNED_STOP_FILE);
+        // As `gateway/status.py` `write_planned_stop_marker` writes it (compact JSON).
+        let write = |pid: u32| {
+            let text = serde_json::json!({
+                "target_pid": pid,
+                "target_start_time": process_start_time(),
+                "stopper_pid": 1,
+                "written_at": hermes_home::time::iso_utc_now(),
+            });
+            std::fs::write(&marker, text.to_string()).unwrap();
+        };
+        write(std::process::id() + 1);
+        recorder.record(Phase::Stopped, Some("stopped"));
+        assert_eq!(read(dir.path())["gateway_state"], "running", "not ours");
+        assert!(!marker.exists());
+
+        write(std::process::id());
+        recorder.record(Phase::Stopped, Some("stopped"));
+        assert_eq!(read(dir.path())["gateway_state"], "stopped");
+        assert!(!marker.exists(), "consumed");
+        recorder.record(Phase::Stopped, Some("stopped"));
+        assert_eq!(read(dir.path())["gateway_state"], "running", "once");
     }
 
     #[test]

@@ -21,6 +21,12 @@
 //! first copies it aside to `gateway_state.json.corrupt.<timestamp>`, so nothing is lost, and
 //! does not replace it if the copy fails.
 //!
+//! Beside the record, the original's *planned-stop marker* `.gateway-planned-stop.json`
+//! (`{"target_pid", "target_start_time", "stopper_pid", "written_at"}`, written by its
+//! `hermes gateway stop` and `hermes update` just before they SIGTERM a gateway): a gateway
+//! that finds one naming itself when it stops treats the stop as planned
+//! ([`consume_planned_stop`]).
+//!
 //! The *effective* state decides boot autostart: `desired_state` when present and not null,
 //! else `gateway_state`, with `draining` and `degraded` counting as `running`.
 
@@ -252,10 +258,216 @@ pub fn bootstrap_running(path: &Path) -> Result<Seeded, Error> {
     seed_file(path, &text, MODE)
 }
 
+/// The original's planned-stop marker, in a profile's directory (`gateway/status.py`,
+/// `_PLANNED_STOP_MARKER_FILENAME`).
+pub const PLANNED_STOP_FILE: &str = ".gateway-planned-stop.json";
+
+/// Seconds after its `written_at` when a marker is stale (`_PLANNED_STOP_MARKER_TTL_S`).
+pub const PLANNED_STOP_TTL_SECS: f64 = 60.0;
+
+/// Consumes the planned-stop marker in `profile_dir` and says whether it named the process
+/// `pid` started at `start_time` (clock ticks since boot), by the original's rules
+/// (`gateway/status.py`, `consume_planned_stop_marker_for_self`):
+/// * no file, or not a JSON object: `false`, the file is left;
+/// * no integer `target_pid`, or `written_at` not an ISO time with an offset, or older than
+///   [`PLANNED_STOP_TTL_SECS`]: `false`, the file is removed;
+/// * a `replacer_hermes_home` naming another directory: `false`, the file is left for the
+///   gateway it belongs to;
+/// * otherwise the file is removed, and the answer is whether `target_pid` is `pid` and,
+///   when both are known, `target_start_time` is `start_time` (a reused pid never matches).
+pub fn consume_planned_stop(profile_dir: &Path, pid: u32, start_time: Option<u64>) -> bool {
+    let path = profile_dir.join(PLANNED_STOP_FILE);
+    // Best effort, as in the original: a marker that cannot be removed still expires.
+    let remove = || {
+        let _ = fs::remove_file(&path);
+    };
+    let Ok(bytes) = fs::read(&path) else {
+        return false;
+    };
+    let record = match std::str::from_utf8(&bytes).map(|t| serde_json::from_str(t.trim())) {
+        Ok(Ok(Value::Object(record))) => record,
+        _ => return false,
+    };
+    let target_pid = match record.get("target_pid") {
+        Some(Value::Number(n)) => n.as_i64(),
+        Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    };
+    let Some(target_pid) = target_pid else {
+        remove();
+        return false;
+    };
+    let written_at = record
+        .get("written_at")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if marker_is_stale(written_at) {
+        remove();
+        return false;
+    }
+    match record.get("replacer_hermes_home") {
+        None | Some(Value::Null) => {}
+        Some(home) if home.as_str() == Some(&*profile_dir.to_string_lossy()) => {}
+        Some(_) => return false,
+    }
+    let target_start = record.get("target_start_time").filter(|v| !v.is_null());
+    let matches = target_pid == i64::from(pid)
+        && match (target_start, start_time) {
+            (Some(theirs), Some(ours)) => theirs.as_u64() == Some(ours),
+            _ => true,
+        };
+    remove();
+    matches
+}
+
+/// `written_at` is unparseable, has no offset, or is older than the TTL (`_marker_is_stale`).
+fn marker_is_stale(written_at: &str) -> bool {
+    match parse_iso_with_offset(written_at) {
+        Some(written) => {
+            (time::OffsetDateTime::now_utc() - written).as_seconds_f64() > PLANNED_STOP_TTL_SECS
+        }
+        None => true,
+    }
+}
+
+/// `YYYY-MM-DD[T ]HH:MM:SS[.f…](Z|±HH:MM)`: what Python's `datetime.isoformat()` writes for
+/// an aware time (the original's `written_at`). A time without an offset is `None`: Python
+/// cannot subtract it from an aware one either.
+fn parse_iso_with_offset(text: &str) -> Option<time::OffsetDateTime> {
+    let num = |s: &str| -> Option<i32> {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok())?
+    };
+    let (date, rest) = (text.get(..10)?, text.get(11..)?);
+    if !matches!(text.as_bytes().get(10), Some(b'T' | b't' | b' ')) {
+        return None;
+    }
+    let mut ymd = date.split('-');
+    let (year, month, day) = (num(ymd.next()?)?, num(ymd.next()?)?, num(ymd.next()?)?);
+    let split = rest.find(['Z', 'z', '+', '-'])?;
+    let (clock, offset) = rest.split_at(split);
+    let (hms, fraction) = clock.split_once('.').unwrap_or((clock, ""));
+    let mut parts = hms.split(':');
+    let (h, m, sec) = (
+        num(parts.next()?)?,
+        num(parts.next()?)?,
+        num(parts.next()?)?,
+    );
+    let nanos = if fraction.is_empty() {
+        0
+    } else {
+        let digits: String = fraction
+            .chars()
+            .chain("000000000".chars())
+            .take(9)
+            .collect();
+        u32::try_from(num(&digits)?).ok()?
+    };
+    let offset_secs = match offset {
+        "Z" | "z" => 0,
+        _ => {
+            let sign = if offset.starts_with('-') { -1 } else { 1 };
+            let mut hm = offset.get(1..)?.split(':');
+            let (oh, om) = (num(hm.next()?)?, num(hm.next()?)?);
+            sign * (oh * 3600 + om * 60)
+        }
+    };
+    let date = time::Date::from_calendar_date(
+        year,
+        time::Month::try_from(u8::try_from(month).ok()?).ok()?,
+        u8::try_from(day).ok()?,
+    )
+    .ok()?;
+    let clock = time::Time::from_hms_nano(
+        u8::try_from(h).ok()?,
+        u8::try_from(m).ok()?,
+        u8::try_from(sec).ok()?,
+        nanos,
+    )
+    .ok()?;
+    let offset = time::UtcOffset::from_whole_seconds(offset_secs).ok()?;
+    Some(time::PrimitiveDateTime::new(date, clock).assume_offset(offset))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn marker(dir: &Path, value: &Value) -> PathBuf {
+        let path = dir.join(PLANNED_STOP_FILE);
+        fs::write(&path, value.to_string()).unwrap();
+        path
+    }
+
+    /// `datetime.now(timezone.utc).isoformat()`, shifted by `secs`.
+    fn python_iso(secs: i64) -> String {
+        let t = time::OffsetDateTime::now_utc() + time::Duration::seconds(secs);
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second(),
+            t.microsecond()
+        )
+    }
+
+    #[test]
+    fn a_planned_stop_marker_is_consumed_by_the_process_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = |pid: u32, start: Value| {
+            json!({"target_pid": pid, "target_start_time": start, "stopper_pid": 1,
+                   "written_at": python_iso(-5)})
+        };
+        let path = marker(dir.path(), &fresh(42, json!(7)));
+        assert!(consume_planned_stop(dir.path(), 42, Some(7)));
+        assert!(!path.exists(), "consumed");
+        assert!(!consume_planned_stop(dir.path(), 42, Some(7)), "once");
+
+        marker(dir.path(), &fresh(42, Value::Null));
+        assert!(
+            consume_planned_stop(dir.path(), 42, Some(7)),
+            "start time unknown"
+        );
+
+        for (other, why) in [
+            (fresh(42, json!(8)), "a reused pid"),
+            (fresh(43, json!(7)), "another process"),
+        ] {
+            let path = marker(dir.path(), &other);
+            assert!(!consume_planned_stop(dir.path(), 42, Some(7)), "{why}");
+            assert!(!path.exists(), "{why}: removed, as the original does");
+        }
+        let mut stale = fresh(42, json!(7));
+        stale["written_at"] = json!(python_iso(-61));
+        let path = marker(dir.path(), &stale);
+        assert!(!consume_planned_stop(dir.path(), 42, Some(7)), "stale");
+        assert!(!path.exists());
+        let mut naive = fresh(42, json!(7));
+        naive["written_at"] = json!("2026-01-01T00:00:00");
+        marker(dir.path(), &naive);
+        assert!(!consume_planned_stop(dir.path(), 42, Some(7)), "no offset");
+        let mut zulu = fresh(42, json!(7));
+        zulu["written_at"] = json!(crate::time::iso_utc_now());
+        marker(dir.path(), &zulu);
+        assert!(
+            consume_planned_stop(dir.path(), 42, Some(7)),
+            "Z is accepted"
+        );
+
+        let mut elsewhere = fresh(42, json!(7));
+        elsewhere["replacer_hermes_home"] = json!("/somewhere/else");
+        let path = marker(dir.path(), &elsewhere);
+        assert!(!consume_planned_stop(dir.path(), 42, Some(7)));
+        assert!(path.exists(), "left for the profile it names");
+
+        let path = dir.path().join(PLANNED_STOP_FILE);
+        fs::write(&path, "not json").unwrap();
+        assert!(!consume_planned_stop(dir.path(), 42, Some(7)));
+        assert!(path.exists(), "left, as the original leaves it");
+    }
 
     #[test]
     fn effective_state_rules() {

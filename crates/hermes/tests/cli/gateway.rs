@@ -96,6 +96,29 @@ fn foreground_gateway_records_its_life_and_stops_cleanly_on_sigterm() {
 }
 
 #[test]
+fn a_stop_planned_by_the_originals_tools_records_stopped() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let port = free_port();
+    let mut gateway = start_foreground(&t, port);
+    let running = state(&t, "");
+    // What the original's `hermes gateway stop` writes before its SIGTERM
+    // (`gateway/status.py` `write_planned_stop_marker`).
+    let marker = t.root().join(".gateway-planned-stop.json");
+    let text = serde_json::json!({
+        "target_pid": gateway.0.id(),
+        "target_start_time": running["start_time"],
+        "stopper_pid": std::process::id(),
+        "written_at": hermes_home::time::iso_utc_now(),
+    });
+    fs::write(&marker, text.to_string()).unwrap();
+    assert_eq!(gateway.stop(), Some(0));
+    let stopped = state(&t, "");
+    assert_eq!(stopped["gateway_state"], "stopped", "{stopped}");
+    assert!(!marker.exists(), "the marker is consumed");
+}
+
+#[test]
 fn a_second_gateway_for_the_same_profile_is_refused() {
     let t = TestContext::new();
     t.ok(&["profile", "list"]);
