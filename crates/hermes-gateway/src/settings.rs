@@ -31,6 +31,10 @@
 //!   `Authorization` header, and one warning naming the variable.
 //! * `auto` with a `base_url` takes the key of the known provider serving that URL, if any;
 //!   `auto` with a `base_url` on any other host sends only `model.api_key`.
+//! * `custom` (and the original's aliases for it: `ollama`, `vllm`, `llamacpp`, `llama.cpp`,
+//!   `llama-cpp`) is the OpenAI-compatible endpoint at `model.base_url`, as in the original: it
+//!   gets `model.api_key`, else only the key of a known provider whose own address `base_url`
+//!   is (like `auto`); no `CUSTOM_API_KEY` is read.
 //! * Another provider name's `<NAME>_API_KEY` is that endpoint's own key and is sent to its
 //!   `base_url`.
 //!
@@ -185,6 +189,9 @@ pub fn choose_provider_key<'a>(
     match name {
         None => auto_key(base_url, &from_var, &withhold),
         Some(p) if p.eq_ignore_ascii_case("auto") => auto_key(base_url, &from_var, &withhold),
+        // The original's custom endpoint: `model.api_key` (above), else only the key of a
+        // provider whose own address `base_url` is — never a `CUSTOM_API_KEY`.
+        Some(p) if is_custom(p) => auto_key(base_url, &from_var, &withhold),
         Some(p) => match known_provider(p) {
             Some(known) if known.serves(base_url) => from_var(known.key_var),
             Some(known) => withhold(&known).unwrap_or_default(),
@@ -199,6 +206,26 @@ pub fn choose_provider_key<'a>(
             }
         },
     }
+}
+
+/// `model.provider` values that mean "the OpenAI-compatible endpoint at `model.base_url`": the
+/// original's `custom` and the local-server aliases its `resolve_provider`
+/// (hermes-agent 0.19.0, `hermes_cli/auth.py`) maps to `custom`.
+pub const CUSTOM_PROVIDER_NAMES: [&str; 6] = [
+    "custom",
+    "ollama",
+    "vllm",
+    "llamacpp",
+    "llama.cpp",
+    "llama-cpp",
+];
+
+/// Whether `name` is `custom` or one of its aliases ([`CUSTOM_PROVIDER_NAMES`]).
+pub fn is_custom(name: &str) -> bool {
+    let name = name.trim();
+    CUSTOM_PROVIDER_NAMES
+        .iter()
+        .any(|c| c.eq_ignore_ascii_case(name))
 }
 
 /// `auto`: the key of the known provider serving `base_url`; anywhere else none, and the first
@@ -465,10 +492,15 @@ impl GatewaySettings {
                         return Err(Error::InvalidSetting {
                             key: "model.base_url".into(),
                             value: String::new(),
-                            reason: format!(
-                                "provider `{}` has no known address: set its OpenAI-compatible URL",
-                                model.provider.as_deref().unwrap_or_default()
-                            ),
+                            reason: match model.provider.as_deref() {
+                                Some(p) if is_custom(p) => format!(
+                                    "provider `{p}` is the OpenAI-compatible endpoint at `model.base_url`: set it (e.g. `http://127.0.0.1:11434/v1`)"
+                                ),
+                                p => format!(
+                                    "provider `{}` has no known address: set its OpenAI-compatible URL",
+                                    p.unwrap_or_default()
+                                ),
+                            },
                         });
                     }
                 },
@@ -555,6 +587,8 @@ fn provider_kind<'a>(
     match provider.map(str::trim).filter(|p| !p.is_empty()) {
         None => Ok(auto_provider(get_env)),
         Some(p) if p.eq_ignore_ascii_case("auto") => Ok(auto_provider(get_env)),
+        // Its address is `model.base_url`, which is then required.
+        Some(p) if is_custom(p) => Ok(None),
         Some(p) => match known_provider(p) {
             Some(known) => Ok(Some(known)),
             None if p
@@ -987,7 +1021,12 @@ mod tests {
                 "http://127.0.0.1:9/v1",
                 sent("sk-tg", "TOGETHER_API_KEY"),
             ),
-            ("custom", "http://127.0.0.1:9/v1", (None, None, None)),
+            // `custom`: the endpoint at `base_url`, like `auto` there.
+            (
+                "custom",
+                "http://127.0.0.1:9/v1",
+                withheld("OPENAI_API_KEY"),
+            ),
         ];
         for (provider, url, want) in cases {
             assert_eq!(
@@ -1078,6 +1117,74 @@ mod tests {
         assert_eq!(
             choose(None, "http://127.0.0.1:1/v1", &[]),
             (None, None, None)
+        );
+    }
+
+    /// `provider: custom` is what it is to the original (hermes_cli/runtime_provider.py,
+    /// `_resolve_openrouter_runtime`): the OpenAI-compatible endpoint at `model.base_url`,
+    /// with `model.api_key`, else only a key gated on the endpoint's own host; its local
+    /// aliases (`ollama`, `llama.cpp`, ...) mean the same (hermes_cli/auth.py).
+    #[test]
+    fn custom_is_the_openai_compatible_endpoint_at_base_url() {
+        let env = [("CUSTOM_API_KEY", "sk-custom"), ("OPENAI_API_KEY", "sk-oa")];
+        // No `CUSTOM_API_KEY`: the original has no such variable.
+        assert_eq!(
+            choose(Some("custom"), "https://llm.example/v1", &env),
+            withheld("OPENAI_API_KEY")
+        );
+        assert_eq!(
+            choose(
+                Some("llama.cpp"),
+                "http://127.0.0.1:8080/v1",
+                &[("CUSTOM_API_KEY", "k")]
+            ),
+            (None, None, None)
+        );
+        // At OpenAI's own address, OpenAI's key (the original's host gate does the same).
+        assert_eq!(
+            choose(Some("custom"), "https://api.openai.com/v1", &env),
+            sent("sk-oa", "OPENAI_API_KEY")
+        );
+        for provider in [
+            "custom",
+            "Custom",
+            "ollama",
+            "vllm",
+            "llamacpp",
+            "llama.cpp",
+            "llama-cpp",
+        ] {
+            let s = GatewaySettings::resolve(
+                "p",
+                Path::new("/h"),
+                None,
+                &cfg(&format!(
+                    "model:\n  default: m\n  provider: {provider}\n  base_url: http://127.0.0.1:8080/v1/\n  api_key: sk-mine\n"
+                )),
+                &map(&env),
+            )
+            .unwrap();
+            let p = s.provider.unwrap();
+            assert_eq!(
+                (p.base_url.as_str(), p.api_key.as_deref(), p.withheld_key),
+                ("http://127.0.0.1:8080/v1", Some("sk-mine"), None),
+                "{provider}"
+            );
+        }
+        // Without `base_url` there is no endpoint: a configuration error naming the key.
+        let err = match GatewaySettings::resolve(
+            "p",
+            Path::new("/h"),
+            None,
+            &cfg("model:\n  default: m\n  provider: custom\n"),
+            &map(&env),
+        ) {
+            Err(e) => e,
+            Ok(_) => panic!("custom without base_url resolved"),
+        };
+        assert!(
+            matches!(&err, Error::InvalidSetting { key, .. } if key == "model.base_url"),
+            "{err:?}"
         );
     }
 
