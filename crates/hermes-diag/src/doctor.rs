@@ -125,8 +125,12 @@ pub fn home_checks(
                 checks.extend(config.duplicate_keys().iter().map(duplicate_key_check));
                 let dotenv = DotEnv::load(&home.env_path()).unwrap_or_default();
                 let lookup = dotenv.over(var);
-                if let Some(model) = config.model(&lookup).default {
-                    model_check = Check::ok(format!("model configured: `{model}`"));
+                let model = config.model(&lookup);
+                if let Some(name) = model.default {
+                    model_check = Check::ok(format!("model configured: `{name}`"));
+                }
+                if let Some(provider) = model.provider.as_deref() {
+                    checks.extend(original_provider_check(provider));
                 }
             }
             Err(e) => checks.push(Check::fail(
@@ -176,6 +180,18 @@ fn duplicate_key_check(dup: &hermes_home::config::DuplicateKey) -> Check {
             fix,
         ),
     }
+}
+
+/// ⚠ for a `model.provider` Hermes reads but the original refuses (`openai`: its
+/// `resolve_provider` says "Unknown provider"), so the volume stays usable by both.
+fn original_provider_check(provider: &str) -> Option<Check> {
+    let original = hermes_home::providers::original_name(provider)?;
+    Some(Check::warn(
+        format!(
+            "`config.yaml`: `model.provider: {provider}` is refused by the original hermes-agent, which calls this provider `{original}`"
+        ),
+        format!("write `provider: {original}` in `config.yaml`; Hermes reads both"),
+    ))
 }
 
 fn check_home_writable(dir: &Path) -> Check {
@@ -446,6 +462,26 @@ mod tests {
             Some("keep one `model:` in that mapping and delete the others")
         );
         assert!(find(&checks, "model configured").message.contains("`b`"));
+    }
+
+    #[test]
+    fn a_provider_name_the_original_refuses_warns() {
+        let (dir, home) = fresh_home();
+        let path = dir.path().join("config.yaml");
+        fs::write(&path, "model:\n  default: m\n  provider: openai\n").unwrap();
+        let checks = home_checks(&home, &BuildIdentity::resolve("", None), &|_| None);
+        let row = find(&checks, "`model.provider: openai`");
+        assert_eq!(row.status, Status::Warn);
+        assert_eq!(
+            row.fix.as_deref(),
+            Some("write `provider: openai-api` in `config.yaml`; Hermes reads both")
+        );
+        fs::write(&path, "model:\n  default: m\n  provider: openai-api\n").unwrap();
+        let checks = home_checks(&home, &BuildIdentity::resolve("", None), &|_| None);
+        assert!(
+            !checks.iter().any(|c| c.message.contains("refused")),
+            "{checks:#?}"
+        );
     }
 
     #[test]

@@ -50,3 +50,20 @@ fn a_merge_key_supplies_the_model_section() {
     assert_eq!(p.base_url, "http://127.0.0.1:11434/v1");
     assert_eq!(p.api_key.as_deref(), Some("sk-local"));
 }
+
+/// The original's name for OpenAI's API (`openai-api`; it refuses `openai`) reaches OpenAI
+/// with `OPENAI_API_KEY`, as `openai` does.
+#[test]
+fn the_originals_openai_api_name_is_openai() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path(), "model:\n  default: m\n  provider: openai-api\n");
+    let p = GatewaySettings::from_home(
+        &home,
+        vec![("OPENAI_API_KEY".to_string(), "sk-oa".to_string())],
+    )
+    .unwrap()
+    .provider
+    .unwrap();
+    assert_eq!(p.base_url, "https://api.openai.com/v1");
+    assert_eq!(p.api_key.as_deref(), Some("sk-oa"));
+}

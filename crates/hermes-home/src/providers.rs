@@ -88,12 +88,33 @@ pub const MODEL_PROVIDERS: &[ModelProvider] = &[
     row("zai", "ZAI_API_KEY"),
 ];
 
-/// The provider named `name` (case-insensitive, surrounding blanks ignored).
+/// Names the original (hermes-agent 0.19.0) uses for a row of [`MODEL_PROVIDERS`] under
+/// another name, as `(original's name, row name)`. Its `resolve_provider`
+/// (`hermes_cli/auth.py`) refuses `openai` ("Unknown provider"): OpenAI's API is `openai-api`
+/// in its `PROVIDER_REGISTRY` (key `OPENAI_API_KEY`, `https://api.openai.com/v1`).
+pub const ORIGINAL_NAMES: &[(&str, &str)] = &[("openai-api", "openai")];
+
+/// The provider named `name` (case-insensitive, surrounding blanks ignored), by its row name
+/// or by the original's name for it ([`ORIGINAL_NAMES`]).
 pub fn find(name: &str) -> Option<&'static ModelProvider> {
     let name = name.trim();
+    let name = ORIGINAL_NAMES
+        .iter()
+        .find(|(original, _)| original.eq_ignore_ascii_case(name))
+        .map_or(name, |(_, row)| row);
     MODEL_PROVIDERS
         .iter()
         .find(|p| p.name.eq_ignore_ascii_case(name))
+}
+
+/// The name to write instead of `name` so that the original accepts it (`openai` →
+/// `openai-api`); `None` when the original accepts `name` as it is.
+pub fn original_name(name: &str) -> Option<&'static str> {
+    let name = name.trim();
+    ORIGINAL_NAMES
+        .iter()
+        .find(|(_, row)| row.eq_ignore_ascii_case(name))
+        .map(|(original, _)| *original)
 }
 
 /// [`DEFAULT_PROVIDER`]'s row.
@@ -175,5 +196,14 @@ mod tests {
         assert_eq!(find(" OpenRouter ").unwrap().key_var, "OPENROUTER_API_KEY");
         assert!(find("gemini").unwrap().endpoint.is_none());
         assert!(find("together").is_none());
+    }
+
+    #[test]
+    fn the_originals_name_for_openai_is_accepted_and_suggested() {
+        assert_eq!(find("openai-api").unwrap().name, "openai");
+        assert_eq!(find(" OpenAI-API ").unwrap().key_var, "OPENAI_API_KEY");
+        assert_eq!(original_name("OpenAI"), Some("openai-api"));
+        assert_eq!(original_name("openrouter"), None);
+        assert_eq!(original_name("openai-api"), None);
     }
 }
