@@ -144,7 +144,14 @@ impl Config {
             value: mut doc,
             duplicates,
         } = yaml_serde::from_str(text).map_err(parse_error)?;
-        doc.apply_merge().map_err(parse_error)?;
+        // A merged mapping may itself hold a merge key (`b: &b {<<: *a}` merged into `c`):
+        // one pass brings it up a level, so repeat until none is left (bounded by nesting).
+        for _ in 0..64 {
+            doc.apply_merge().map_err(parse_error)?;
+            if !has_merge_key(&doc) {
+                break;
+            }
+        }
         let doc = match doc {
             Value::Null => Value::Mapping(Mapping::new()),
             Value::Mapping(_) => doc,
@@ -326,6 +333,16 @@ impl Lenient {
             value: value.into(),
             duplicates: Vec::new(),
         }
+    }
+}
+
+/// Whether a `<<` key is left anywhere in `value`.
+fn has_merge_key(value: &Value) -> bool {
+    match value {
+        Value::Mapping(map) => map.contains_key("<<") || map.values().any(has_merge_key),
+        Value::Sequence(items) => items.iter().any(has_merge_key),
+        Value::Tagged(tagged) => has_merge_key(&tagged.value),
+        _ => false,
     }
 }
 
@@ -591,6 +608,16 @@ mod tests {
         assert_eq!(cfg.raw("other.a").and_then(Value::as_u64), Some(1));
         assert_eq!(cfg.raw("other.b").and_then(Value::as_u64), Some(2));
         assert!(cfg.duplicate_keys().is_empty());
+        // A merged mapping that merges another one (PyYAML: c = {z: 3, y: 2, x: 1}).
+        let chain = Config::parse(
+            Path::new("c"),
+            "a: &a {x: 1, y: 0}\nb: &b {<<: *a, y: 2}\nc: {<<: *b, z: 3}\n",
+        )
+        .unwrap();
+        for (key, want) in [("c.x", 1), ("c.y", 2), ("c.z", 3), ("b.x", 1), ("b.y", 2)] {
+            assert_eq!(chain.raw(key).and_then(Value::as_u64), Some(want), "{key}");
+        }
+        assert!(chain.raw("c.<<").is_none());
         let err = Config::parse(Path::new("c"), "m:\n  <<: 3\n").unwrap_err();
         assert!(matches!(err, Error::ConfigParse { .. }), "{err:?}");
     }
