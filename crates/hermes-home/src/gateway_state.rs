@@ -320,6 +320,41 @@ pub fn consume_planned_stop(profile_dir: &Path, pid: u32, start_time: Option<u64
     matches
 }
 
+/// Writes the planned-stop marker into `profile_dir` for the gateway `target_pid` (started
+/// at `target_start_time`), just before it is sent SIGTERM, as the original's `hermes gateway
+/// stop` does (`gateway/status.py` `write_planned_stop_marker`: compact JSON, mode 0600,
+/// `written_at` as Python's `isoformat()` of an aware UTC time). The gateway it names then
+/// records `stopped` rather than `running` ([`consume_planned_stop`]), ours or the original.
+pub fn write_planned_stop(
+    profile_dir: &Path,
+    target_pid: u32,
+    target_start_time: Option<u64>,
+) -> Result<(), Error> {
+    let mut record = Map::new();
+    record.insert("target_pid".into(), Value::from(target_pid));
+    record.insert("target_start_time".into(), Value::from(target_start_time));
+    record.insert("stopper_pid".into(), Value::from(std::process::id()));
+    record.insert("written_at".into(), Value::from(python_utc_now()));
+    let text = serde_json::to_string(&record).unwrap_or_default();
+    write_atomic(&profile_dir.join(PLANNED_STOP_FILE), text.as_bytes(), 0o600)
+}
+
+/// Now as Python's `datetime.now(timezone.utc).isoformat()`:
+/// `2026-05-20T10:11:12.123456+00:00`.
+fn python_utc_now() -> String {
+    let t = time::OffsetDateTime::now_utc();
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.microsecond()
+    )
+}
+
 /// `written_at` is unparseable, has no offset, or is older than the TTL (`_marker_is_stale`).
 fn marker_is_stale(written_at: &str) -> bool {
     match parse_iso_with_offset(written_at) {
@@ -462,6 +497,19 @@ mod tests {
         let path = marker(dir.path(), &elsewhere);
         assert!(!consume_planned_stop(dir.path(), 42, Some(7)));
         assert!(path.exists(), "left for the profile it names");
+
+        write_planned_stop(dir.path(), 42, Some(7)).unwrap();
+        let written: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(
+            written.as_object().unwrap().keys().collect::<Vec<_>>(),
+            [
+                "target_pid",
+                "target_start_time",
+                "stopper_pid",
+                "written_at"
+            ]
+        );
+        assert!(consume_planned_stop(dir.path(), 42, Some(7)), "{written}");
 
         let path = dir.path().join(PLANNED_STOP_FILE);
         fs::write(&path, "not json").unwrap();

@@ -214,12 +214,22 @@ fn lifecycle(ctx: &Context, target: GatewayTarget, action: Lifecycle) -> Command
     } else {
         vec![ctx.home()?]
     };
-    let mut client = service::connect(&root).map_err(|_| {
+    let no_supervisor = || {
         Failure::new(
             format!("no supervisor is running for `{}`", root.display()),
             Some("start one with `hermes up` (on a host) or run Hermes in its container; to run one gateway in the foreground: `hermes gateway run`".into()),
         )
-    })?;
+    };
+    let mut client = match service::connect(&root) {
+        Ok(client) => client,
+        Err(_) if matches!(action, Lifecycle::Stop) => {
+            return match stop_unsupervised(&homes)? {
+                0 => Err(no_supervisor()),
+                _ => Ok(ExitStatus::Success),
+            };
+        }
+        Err(_) => return Err(no_supervisor()),
+    };
     let mut text = String::new();
     for home in &homes {
         let name = service_name(home.profile().name());
@@ -242,6 +252,64 @@ fn lifecycle(ctx: &Context, target: GatewayTarget, action: Lifecycle) -> Command
     }
     output::stdout(&text)?;
     Ok(ExitStatus::Success)
+}
+
+/// How long `gateway stop` waits for an unsupervised gateway: longer than its 30 s drain.
+const UNSUPERVISED_STOP_WAIT: Duration = Duration::from_secs(35);
+
+/// `gateway stop` without a supervisor, as the original's `stop_profile_gateway`: for each
+/// profile whose gateway holds its lock (a foreground `gateway run`), write the planned-stop
+/// marker naming it, so it records `stopped`, then SIGTERM it and wait for the lock. Returns
+/// how many were stopped.
+fn stop_unsupervised(homes: &[Home]) -> Result<usize, Failure> {
+    use hermes_gateway::lock;
+    let mut stopped = 0;
+    for home in homes {
+        let lock_path = home.dir().join("gateway.lock");
+        if !lock::is_held(&lock_path) {
+            continue;
+        }
+        let profile = home.profile().name();
+        let Some(holder) = lock::read_holder(&lock_path).filter(|h| h.pid > 0) else {
+            continue;
+        };
+        // The pid must still be the process that wrote the record (never a reused pid).
+        let start_time = lock::process_start_time(holder.pid);
+        if start_time.is_none() || (holder.start_time.is_some() && holder.start_time != start_time)
+        {
+            continue;
+        }
+        let pid = holder.pid.unsigned_abs();
+        gateway_state::write_planned_stop(home.dir(), pid, start_time)?;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(holder.pid),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .map_err(|e| {
+            Failure::new(
+                format!("cannot signal the `{profile}` gateway (pid {pid}): {e}"),
+                Some("run `hermes gateway stop` as the user running the gateway".into()),
+            )
+        })?;
+        let deadline = std::time::Instant::now() + UNSUPERVISED_STOP_WAIT;
+        while lock::is_held(&lock_path) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if lock::is_held(&lock_path) {
+            return Err(Failure::new(
+                format!(
+                    "the `{profile}` gateway (pid {pid}) is still running {}s after SIGTERM",
+                    UNSUPERVISED_STOP_WAIT.as_secs()
+                ),
+                Some(format!(
+                    "it may still be draining; check again, or end it with `kill -KILL {pid}`"
+                )),
+            ));
+        }
+        output::stdout(&format!("Stopped the `{profile}` gateway (pid {pid})\n"))?;
+        stopped += 1;
+    }
+    Ok(stopped)
 }
 
 fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {

@@ -119,6 +119,30 @@ fn a_stop_planned_by_the_originals_tools_records_stopped() {
 }
 
 #[test]
+fn gateway_stop_without_a_supervisor_stops_the_foreground_gateway_as_planned() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let port = free_port();
+    let mut gateway = start_foreground(&t, port);
+    let pid = gateway.0.id();
+    let out = t.ok(&["gateway", "stop"]);
+    assert!(
+        out.contains("Stopped the `default` gateway") && out.contains(&pid.to_string()),
+        "{out}"
+    );
+    assert_eq!(gateway.stop(), Some(0));
+    let stopped = state(&t, "");
+    assert_eq!(stopped["gateway_state"], "stopped", "{stopped}");
+    assert!(!t.root().join(".gateway-planned-stop.json").exists());
+    assert!(!t.root().join("gateway.pid").exists());
+
+    // Nothing left to stop: the command says how gateways are managed.
+    let again = t.run(&["gateway", "stop"]);
+    assert_eq!(again.status.code(), Some(1), "{}", render(&again));
+    assert!(render(&again).contains("no supervisor is running"));
+}
+
+#[test]
 fn a_second_gateway_for_the_same_profile_is_refused() {
     let t = TestContext::new();
     t.ok(&["profile", "list"]);
