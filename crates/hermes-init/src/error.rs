@@ -135,16 +135,12 @@ hermes_errors::every_variant!(Error {
 mod tests {
     use super::*;
 
+    /// Every failure of this crate says what to do (the message style of all crates is
+    /// checked where they are rendered, in the binary's snapshot tests).
     #[test]
-    fn every_variant_has_a_clean_message_and_a_hint() {
+    fn every_variant_has_a_hint() {
         for (name, e) in Error::every_variant() {
-            let m = e.to_string();
-            assert!(!m.is_empty() && !m.ends_with('.'), "{name}: {m}");
-            assert!(
-                m.chars().next().is_some_and(|c| !c.is_uppercase()),
-                "{name}: {m}"
-            );
-            assert!(e.hint().is_some_and(|h| !h.is_empty()), "{name}: {m}");
+            assert!(e.hint().is_some_and(|h| !h.is_empty()), "{name}: {e}");
         }
     }
 

@@ -195,6 +195,14 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for (pattern, failure) in all {
             assert!(seen.insert(pattern), "{pattern} is listed twice");
+            // The style every library follows (uv's): one sentence, lowercase, no period.
+            let m = &failure.message;
+            assert!(
+                !m.is_empty()
+                    && !m.ends_with('.')
+                    && m.chars().next().is_some_and(|c| !c.is_uppercase()),
+                "{crate_name} {pattern}: message style: {m}"
+            );
             assert!(
                 failure
                     .causes
