@@ -193,17 +193,22 @@ pub fn pid_file_text(record: &LockRecord) -> String {
 /// Python's `json.dumps` defaults (`ensure_ascii=True`, separators `", "` and `": "`).
 struct PythonJson;
 
+/// `", "` before every array item and object key but the first.
+fn python_separator<W: ?Sized + Write>(writer: &mut W, first: bool) -> std::io::Result<()> {
+    if first {
+        Ok(())
+    } else {
+        writer.write_all(b", ")
+    }
+}
+
 impl serde_json::ser::Formatter for PythonJson {
     fn begin_array_value<W: ?Sized + Write>(
         &mut self,
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        python_separator(writer, first)
     }
 
     fn begin_object_key<W: ?Sized + Write>(
@@ -211,11 +216,7 @@ impl serde_json::ser::Formatter for PythonJson {
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        python_separator(writer, first)
     }
 
     fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {

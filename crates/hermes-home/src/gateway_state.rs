@@ -342,7 +342,11 @@ pub fn write_planned_stop(
 /// Now as Python's `datetime.now(timezone.utc).isoformat()`:
 /// `2026-05-20T10:11:12.123456+00:00`.
 fn python_utc_now() -> String {
-    let t = time::OffsetDateTime::now_utc();
+    python_iso(time::OffsetDateTime::now_utc())
+}
+
+/// A UTC time as Python's `datetime.isoformat()` writes it.
+fn python_iso(t: time::OffsetDateTime) -> String {
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00",
         t.year(),
@@ -435,18 +439,8 @@ mod tests {
     }
 
     /// `datetime.now(timezone.utc).isoformat()`, shifted by `secs`.
-    fn python_iso(secs: i64) -> String {
-        let t = time::OffsetDateTime::now_utc() + time::Duration::seconds(secs);
-        format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00",
-            t.year(),
-            u8::from(t.month()),
-            t.day(),
-            t.hour(),
-            t.minute(),
-            t.second(),
-            t.microsecond()
-        )
+    fn iso_in(secs: i64) -> String {
+        python_iso(time::OffsetDateTime::now_utc() + time::Duration::seconds(secs))
     }
 
     #[test]
@@ -454,7 +448,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fresh = |pid: u32, start: Value| {
             json!({"target_pid": pid, "target_start_time": start, "stopper_pid": 1,
-                   "written_at": python_iso(-5)})
+                   "written_at": iso_in(-5)})
         };
         let path = marker(dir.path(), &fresh(42, json!(7)));
         assert!(consume_planned_stop(dir.path(), 42, Some(7)));
@@ -476,7 +470,7 @@ mod tests {
             assert!(!path.exists(), "{why}: removed, as the original does");
         }
         let mut stale = fresh(42, json!(7));
-        stale["written_at"] = json!(python_iso(-61));
+        stale["written_at"] = json!(iso_in(-61));
         let path = marker(dir.path(), &stale);
         assert!(!consume_planned_stop(dir.path(), 42, Some(7)), "stale");
         assert!(!path.exists());

@@ -273,10 +273,11 @@ fn stop_unsupervised(homes: &[Home]) -> Result<usize, Failure> {
         let Some(holder) = lock::read_holder(&lock_path).filter(|h| h.pid > 0) else {
             continue;
         };
-        // The pid must still be the process that wrote the record (never a reused pid).
+        // The pid must still be the process that wrote the record: a record without its
+        // start time, or whose start time differs (a reused pid, a forged record), is never
+        // signalled.
         let start_time = lock::process_start_time(holder.pid);
-        if start_time.is_none() || (holder.start_time.is_some() && holder.start_time != start_time)
-        {
+        if start_time.is_none() || holder.start_time != start_time {
             continue;
         }
         let pid = holder.pid.unsigned_abs();
