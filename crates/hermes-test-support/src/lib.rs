@@ -68,6 +68,61 @@ pub fn skip_unless_on_path(program: &str) -> bool {
     !found
 }
 
+/// The original Python implementation (`hermes-agent` 0.19.0 from PyPI) in a cached venv,
+/// for tests that check a volume both implementations share.
+#[derive(Debug, Clone)]
+pub struct OriginalAgent {
+    /// The venv's interpreter (`import hermes_state`, `import hermes_cli` work with it).
+    pub python: std::path::PathBuf,
+    /// The original's own `hermes` console script (not ours).
+    pub hermes: std::path::PathBuf,
+}
+
+/// The original agent, or `None` after [`skip`]ping with the reason. Opt-in, because its
+/// first use downloads ~100 MB from PyPI: `HERMES_TEST_PYPI=1`, or strict mode (CI).
+///
+/// The venv is made (once, then reused) by `tests/docker/original/venv.sh`, the script the
+/// Docker suite uses, in `HERMES_DOCKER_CACHE` (default `/var/cache/hermes-docker-test`).
+pub fn original_agent() -> Option<OriginalAgent> {
+    static AGENT: std::sync::OnceLock<Result<OriginalAgent, String>> = std::sync::OnceLock::new();
+    if !opt_in(
+        "HERMES_TEST_PYPI",
+        "the original hermes-agent is installed from PyPI",
+    ) {
+        return None;
+    }
+    match AGENT.get_or_init(make_original_agent) {
+        Ok(agent) => Some(agent.clone()),
+        Err(reason) => {
+            skip(reason);
+            None
+        }
+    }
+}
+
+fn make_original_agent() -> Result<OriginalAgent, String> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/docker/original/venv.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run `{}`: {e}", script.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "the original hermes-agent could not be installed by `{}`: {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let hermes = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let python = hermes.with_file_name("python");
+    if !python.is_file() {
+        return Err(format!("no interpreter beside `{}`", hermes.display()));
+    }
+    Ok(OriginalAgent { python, hermes })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
