@@ -86,7 +86,8 @@ pub(crate) async fn chat_completions(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let inner = &state.inner;
-    let provider = inner.provider.clone().ok_or_else(|| {
+    let snapshot = inner.live.current();
+    let provider = snapshot.provider.clone().ok_or_else(|| {
         ApiError::from_error(&Error::NoModel {
             profile: inner.profile.clone(),
             home: inner.home.clone(),
@@ -102,7 +103,7 @@ pub(crate) async fn chat_completions(
         Some(id) => inner.sessions.history_async(id.clone()).await?,
         None => Vec::new(),
     };
-    let assembled = assemble(inner.soul.as_deref(), &history, &messages);
+    let assembled = assemble(snapshot.soul.as_deref(), &history, &messages);
     if assembled
         .upstream
         .iter()

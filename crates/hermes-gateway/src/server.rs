@@ -32,7 +32,7 @@ use tokio::net::TcpListener;
 use crate::api_error::ApiError;
 use crate::completions::chat_completions;
 use crate::error::Error;
-use crate::provider::Provider;
+use crate::live::Live;
 use crate::sessions::SessionStore;
 use crate::settings::{ConnectionLimits, GatewaySettings};
 
@@ -52,12 +52,8 @@ pub(crate) struct Inner {
     pub(crate) profile: String,
     /// Profile home, named in the "no model" message.
     pub(crate) home: std::path::PathBuf,
-    /// `SOUL.md`, the first system message of every chat.
-    pub(crate) soul: Option<String>,
-    /// Client key; `None` means no auth (loopback only, enforced by settings validation).
-    pub(crate) api_key: Option<String>,
-    /// Provider client; `None` when no model is configured.
-    pub(crate) provider: Option<Provider>,
+    /// The soul, client key and provider in use, re-read when their files change.
+    pub(crate) live: Live,
     /// Conversation store.
     pub(crate) sessions: SessionStore,
 }
@@ -70,14 +66,11 @@ impl AppState {
     /// [`Error::SessionStore`] or [`Error::HttpClient`].
     pub fn new(settings: &GatewaySettings) -> Result<AppState, Error> {
         let sessions = SessionStore::open(&settings.state_db)?;
-        let provider = settings.provider.clone().map(Provider::new).transpose()?;
         Ok(AppState {
             inner: Arc::new(Inner {
                 profile: settings.profile.clone(),
                 home: settings.home.clone(),
-                soul: settings.soul.clone(),
-                api_key: settings.api_key.clone().filter(|k| !k.is_empty()),
-                provider,
+                live: Live::new(settings)?,
                 sessions,
             }),
         })
@@ -154,7 +147,8 @@ fn keys_match(given: &str, expected: &str) -> bool {
 }
 
 async fn require_key(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let Some(expected) = state.inner.api_key.as_deref() else {
+    let snapshot = state.inner.live.current();
+    let Some(expected) = snapshot.api_key.as_deref() else {
         return next.run(req).await;
     };
     let given = req
@@ -186,18 +180,22 @@ async fn require_key(State(state): State<AppState>, req: Request, next: Next) ->
 }
 
 async fn health(State(state): State<AppState>) -> Response {
-    axum::Json(json!({
+    let snapshot = state.inner.live.current();
+    let mut body = json!({
         "status": "ok",
         "profile": state.inner.profile,
         "version": env!("CARGO_PKG_VERSION"),
-        "model_configured": state.inner.provider.is_some(),
-    }))
-    .into_response()
+        "model_configured": snapshot.provider.is_some(),
+    });
+    if let Some(error) = state.inner.live.config_error() {
+        body["config_error"] = Value::String(error);
+    }
+    axum::Json(body).into_response()
 }
 
 async fn models(State(state): State<AppState>) -> Response {
-    let data: Vec<Value> = state
-        .inner
+    let snapshot = state.inner.live.current();
+    let data: Vec<Value> = snapshot
         .provider
         .iter()
         .map(|p| {
@@ -215,8 +213,8 @@ async fn models(State(state): State<AppState>) -> Response {
 /// What this API server offers, in the shape Hermes API clients probe for
 /// (`hermes-agent-api-client`'s `probe_capabilities`).
 async fn capabilities(State(state): State<AppState>) -> Response {
-    let model = state
-        .inner
+    let snapshot = state.inner.live.current();
+    let model = snapshot
         .provider
         .as_ref()
         .map(|p| p.settings().model.clone());
@@ -225,7 +223,7 @@ async fn capabilities(State(state): State<AppState>) -> Response {
         "platform": "hermes-agent",
         "profile": state.inner.profile,
         "model": model,
-        "auth": {"type": "bearer", "required": state.inner.api_key.is_some()},
+        "auth": {"type": "bearer", "required": snapshot.api_key.is_some()},
         "features": {
             "chat_completions": true,
             "chat_completions_streaming": true,

@@ -374,6 +374,9 @@ pub struct GatewaySettings {
     pub notify_socket: Option<String>,
     /// Command line written into the lock record.
     pub argv: Vec<String>,
+    /// Where these settings were read from, so a running gateway reads them again when the
+    /// files change ([`crate::live`]); `None` for settings built in code.
+    pub source: Option<crate::live::Reloadable>,
 }
 
 impl GatewaySettings {
@@ -398,6 +401,7 @@ impl GatewaySettings {
             connection_limits: ConnectionLimits::default(),
             notify_socket: None,
             argv: std::env::args().collect(),
+            source: None,
         }
     }
 
@@ -655,6 +659,7 @@ impl std::fmt::Debug for GatewaySettings {
             .field("connection_limits", &self.connection_limits)
             .field("notify_socket", &self.notify_socket)
             .field("argv", &self.argv)
+            .field("reloadable", &self.source.is_some())
             .finish()
     }
 }

@@ -17,6 +17,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use hermes_gateway::live::{Reloadable, SettingsSource};
 use hermes_gateway::{ExitReason, GatewaySettings, Phase, ShutdownRequest, StateRecorder};
 use hermes_home::Home;
 use hermes_home::gateway_state;
@@ -54,13 +55,23 @@ pub fn run(ctx: &Context, command: GatewayCommand) -> CommandResult {
 /// Resolves the gateway settings of a profile: its `.env` over the process environment by
 /// the one rule (`hermes_home::DotEnv::overlay`), `config.yaml` and `SOUL.md`. Variables whose
 /// name or value is not UTF-8 cannot be configuration and are left out (never a panic).
+///
+/// The settings carry their source, so a running gateway reads them again when one of those
+/// files changes (`hermes_gateway::live`).
 pub fn settings(home: &Home) -> Result<GatewaySettings, Failure> {
-    let process_env = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
-    let mut settings = GatewaySettings::from_home(home, process_env)?;
+    let process_env: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let source = SettingsSource::new(home.clone(), process_env);
+    let (fingerprint, loaded) = source.load();
+    let mut settings = loaded?;
     settings.argv = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    settings.source = Some(Reloadable {
+        source,
+        fingerprint,
+    });
     Ok(settings)
 }
 

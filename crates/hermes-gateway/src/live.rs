@@ -1,0 +1,290 @@
+//! Configuration changes applied while the gateway runs, without a restart.
+//!
+//! Words:
+//! * *source* — where a profile's settings come from ([`SettingsSource`]): its home (the files
+//!   `config.yaml`, `.env`, `SOUL.md`, `auth.json`, `memories/*.md`) and the process
+//!   environment the gateway started with.
+//! * *fingerprint* — what `stat` says about each watched file (device, inode, size, mtime and
+//!   ctime in nanoseconds; absent files count too). Any difference means "read again".
+//! * *snapshot* — what a request uses from the settings: the soul, the client key and the
+//!   provider client ([`Snapshot`]). Requests hold an `Arc` to the one current when they
+//!   started, so a reload never changes a request midway.
+//!
+//! Every request (and `/health`) asks [`Live::current`], which compares the fingerprint (a
+//! handful of `stat` calls, microseconds) and, when a file changed, resolves the settings
+//! again with the same code as at start (`GatewaySettings::from_home`). So an edit of the
+//! model, the provider, a key or `SOUL.md` is used by the very next request; no signal and no
+//! watcher thread are needed.
+//!
+//! What a reload cannot change: the address the gateway is bound to and its connection
+//! limits (the socket is open already). A changed `API_SERVER_HOST`/`API_SERVER_PORT` is
+//! logged once with "restart the gateway to apply", and the running address stays. The rules
+//! that protect that address are checked against it, not against the file: a reload that
+//! would leave a non-loopback address without a client key is refused.
+//!
+//! A reload that fails (a YAML error, a bad number, a refused rule) keeps the previous
+//! snapshot in use, logs the reason once per change and shows it in `/health`
+//! (`config_error`), so a typo in `config.yaml` never takes a running gateway down.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use hermes_home::Home;
+
+use crate::error::Error;
+use crate::provider::Provider;
+use crate::settings::GatewaySettings;
+
+/// Where a profile's settings are read from, so they can be read again.
+#[derive(Debug, Clone)]
+pub struct SettingsSource {
+    home: Home,
+    process_env: Vec<(String, String)>,
+}
+
+impl SettingsSource {
+    /// The profile `home`, with the environment the gateway process started with.
+    pub fn new(home: Home, process_env: Vec<(String, String)>) -> SettingsSource {
+        SettingsSource { home, process_env }
+    }
+
+    /// Files whose change means the settings must be read again.
+    fn watched(&self) -> Vec<PathBuf> {
+        let dir = self.home.dir();
+        vec![
+            self.home.config_path(),
+            self.home.env_path(),
+            self.home.soul_path(),
+            self.home.auth_path(),
+            dir.join("memories").join("MEMORY.md"),
+            dir.join("memories").join("USER.md"),
+        ]
+    }
+
+    /// Reads the settings, with the fingerprint taken *before* reading: an edit that lands
+    /// while they are read changes the fingerprint again and is picked up next time.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`GatewaySettings::from_home`].
+    pub fn load(&self) -> (Fingerprint, Result<GatewaySettings, Error>) {
+        let fingerprint = Fingerprint::of(&self.watched());
+        let settings = GatewaySettings::from_home(&self.home, self.process_env.iter().cloned());
+        (fingerprint, settings)
+    }
+}
+
+/// `stat` of every watched file; equal fingerprints mean nothing changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fingerprint(BTreeMap<PathBuf, Option<[i64; 6]>>);
+
+impl Fingerprint {
+    fn of(paths: &[PathBuf]) -> Fingerprint {
+        Fingerprint(
+            paths
+                .iter()
+                .map(|p| {
+                    let stat = std::fs::metadata(p).ok().map(|m| {
+                        [
+                            m.dev() as i64,
+                            m.ino() as i64,
+                            m.size() as i64,
+                            m.mtime().saturating_mul(1_000_000_000) + m.mtime_nsec(),
+                            m.ctime().saturating_mul(1_000_000_000) + m.ctime_nsec(),
+                            i64::from(m.mode()),
+                        ]
+                    });
+                    (p.clone(), stat)
+                })
+                .collect(),
+        )
+    }
+}
+
+/// What a request uses from the settings. Immutable: a reload builds a new one.
+#[derive(Debug)]
+pub(crate) struct Snapshot {
+    /// The system prompt sent first (`SOUL.md`).
+    pub(crate) soul: Option<String>,
+    /// Client key; `None` means no auth (loopback only, enforced by settings validation).
+    pub(crate) api_key: Option<String>,
+    /// Provider client; `None` when no model is configured.
+    pub(crate) provider: Option<Provider>,
+}
+
+impl Snapshot {
+    /// Builds the snapshot of `settings`, reusing `previous`'s provider client (and so its
+    /// open connections) when the provider settings did not change.
+    fn build(settings: &GatewaySettings, previous: Option<&Snapshot>) -> Result<Snapshot, Error> {
+        let reused = previous
+            .and_then(|p| p.provider.as_ref())
+            .filter(|p| Some(p.settings()) == settings.provider.as_ref())
+            .cloned();
+        let provider = match reused {
+            Some(p) => Some(p),
+            None => settings.provider.clone().map(Provider::new).transpose()?,
+        };
+        Ok(Snapshot {
+            soul: settings.soul.clone(),
+            api_key: settings.api_key.clone().filter(|k| !k.is_empty()),
+            provider,
+        })
+    }
+}
+
+/// The settings in use, re-read when their files change.
+#[derive(Debug)]
+pub(crate) struct Live {
+    /// `None`: settings built in code (tests, benches); they never change.
+    source: Option<SettingsSource>,
+    /// The address and limits fixed at start: a reload cannot change them.
+    fixed: GatewaySettings,
+    state: Mutex<LiveState>,
+}
+
+#[derive(Debug)]
+struct LiveState {
+    fingerprint: Fingerprint,
+    snapshot: Arc<Snapshot>,
+    /// Why the last reload was refused (kept until a reload succeeds).
+    error: Option<String>,
+    /// The bind address last reported as needing a restart, so it is said once.
+    restart_noted: Option<(String, u16)>,
+}
+
+impl Live {
+    /// The settings the gateway starts with. `settings.source` (set by the binary) makes them
+    /// reloadable; its `fingerprint` is the one taken when they were read.
+    pub(crate) fn new(settings: &GatewaySettings) -> Result<Live, Error> {
+        let snapshot = Arc::new(Snapshot::build(settings, None)?);
+        let (source, fingerprint) = match &settings.source {
+            Some(s) => (Some(s.source.clone()), s.fingerprint.clone()),
+            None => (None, Fingerprint::default()),
+        };
+        Ok(Live {
+            source,
+            fixed: settings.clone(),
+            state: Mutex::new(LiveState {
+                fingerprint,
+                snapshot,
+                error: None,
+                restart_noted: None,
+            }),
+        })
+    }
+
+    /// The snapshot to use for a request that starts now (re-read first when a watched file
+    /// changed).
+    pub(crate) fn current(&self) -> Arc<Snapshot> {
+        let mut state = self.lock();
+        if let Some(source) = &self.source {
+            let now = Fingerprint::of(&source.watched());
+            if now != state.fingerprint {
+                self.reload(source, &mut state);
+            }
+        }
+        Arc::clone(&state.snapshot)
+    }
+
+    /// Why the last attempt to apply an edit was refused, if the edit is still in place.
+    pub(crate) fn config_error(&self) -> Option<String> {
+        self.lock().error.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LiveState> {
+        // Every critical section leaves the state consistent (fields are replaced whole), so a
+        // poisoned lock is safe to keep using.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn reload(&self, source: &SettingsSource, state: &mut LiveState) {
+        let (fingerprint, loaded) = source.load();
+        // Even a refused edit is not re-read on every request: only a further change is.
+        state.fingerprint = fingerprint;
+        let applied = loaded.and_then(|mut new| {
+            self.note_restart_needed(&new, state);
+            // The running address is what must be protected, whatever the file now says.
+            new.host.clone_from(&self.fixed.host);
+            new.port = self.fixed.port;
+            new.validate()?;
+            let snapshot = Snapshot::build(&new, Some(&state.snapshot))?;
+            Ok((new, snapshot))
+        });
+        match applied {
+            Ok((new, snapshot)) => {
+                let changed = describe_changes(&state.snapshot, &snapshot);
+                tracing::info!(
+                    profile = %new.profile,
+                    "configuration reloaded ({})",
+                    if changed.is_empty() { "no setting a request uses changed".to_string() } else { changed.join(", ") }
+                );
+                state.snapshot = Arc::new(snapshot);
+                state.error = None;
+            }
+            Err(e) => {
+                let reason = hermes_errors::one_line(&e);
+                tracing::warn!(
+                    "configuration not reloaded, the previous one stays in use: {reason}"
+                );
+                state.error = Some(reason);
+            }
+        }
+    }
+
+    fn note_restart_needed(&self, new: &GatewaySettings, state: &mut LiveState) {
+        let wanted = (new.host.clone(), new.port);
+        let running = (self.fixed.host.clone(), self.fixed.port);
+        if wanted != running && state.restart_noted.as_ref() != Some(&wanted) {
+            tracing::warn!(
+                "the address changed to {}:{} (running on {}:{}): restart the gateway to apply it (`hermes gateway restart`)",
+                wanted.0,
+                wanted.1,
+                running.0,
+                running.1
+            );
+            state.restart_noted = Some(wanted);
+        }
+    }
+}
+
+/// What differs between two snapshots, as words for the log (never a secret's value).
+fn describe_changes(old: &Snapshot, new: &Snapshot) -> Vec<String> {
+    let mut out = Vec::new();
+    let model = |s: &Snapshot| s.provider.as_ref().map(|p| p.settings().model.clone());
+    let endpoint = |s: &Snapshot| s.provider.as_ref().map(|p| p.settings().base_url.clone());
+    let provider_key = |s: &Snapshot| s.provider.as_ref().map(|p| p.settings().api_key.clone());
+    if model(old) != model(new) {
+        out.push(format!(
+            "model: {} -> {}",
+            model(old).unwrap_or_else(|| "none".into()),
+            model(new).unwrap_or_else(|| "none".into())
+        ));
+    }
+    if endpoint(old) != endpoint(new) {
+        out.push("provider address".into());
+    }
+    if provider_key(old) != provider_key(new) {
+        out.push("provider key".into());
+    }
+    if old.soul != new.soul {
+        out.push("SOUL.md".into());
+    }
+    if old.api_key != new.api_key {
+        out.push("API_SERVER_KEY".into());
+    }
+    out
+}
+
+/// A [`SettingsSource`] and the fingerprint of the files when the settings were read: what
+/// the binary attaches to [`GatewaySettings::source`] to make them reloadable.
+#[derive(Debug, Clone)]
+pub struct Reloadable {
+    /// Where to read the settings again.
+    pub source: SettingsSource,
+    /// The files as they were when the settings in use were read.
+    pub fingerprint: Fingerprint,
+}

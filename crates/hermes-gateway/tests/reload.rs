@@ -1,0 +1,184 @@
+//! Configuration edits reach a running gateway without a restart (`hermes_gateway::live`):
+//! the model, the provider address and key, `SOUL.md` and the client key are used by the
+//! very next request; a broken edit keeps the previous configuration in use and says why in
+//! `/health`; a changed address is not applied (the socket is open) and the running one
+//! keeps its protection.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
+mod support;
+
+use std::fs;
+use std::path::Path;
+
+use hermes_gateway::ShutdownRequest;
+use hermes_gateway::live::{Reloadable, SettingsSource};
+use hermes_home::Home;
+use serde_json::{Value, json};
+use support::{Running, Upstream, client, start};
+
+const KEY: &str = "reload-test-key-0123456789";
+
+/// A default-profile home with this `.env`, `config.yaml` and `SOUL.md`.
+fn home(dir: &Path, env: &str, config: &str, soul: &str) -> Home {
+    hermes_home::layout::ensure_skeleton(dir, true).unwrap();
+    fs::write(dir.join(".env"), env).unwrap();
+    fs::write(dir.join("config.yaml"), config).unwrap();
+    fs::write(dir.join("SOUL.md"), soul).unwrap();
+    Home::select(dir.to_path_buf(), None).unwrap()
+}
+
+/// Runs the gateway on the profile's files exactly as `hermes gateway run` does: settings read
+/// through a [`SettingsSource`] and attached to them, so they are re-read on change.
+async fn run_from_files(home: &Home) -> Running {
+    let source = SettingsSource::new(home.clone(), Vec::new());
+    let (fingerprint, settings) = source.load();
+    let mut settings = settings.unwrap();
+    settings.source = Some(Reloadable {
+        source,
+        fingerprint,
+    });
+    start(settings).await
+}
+
+fn model_yaml(upstream: &Upstream, model: &str, key: &str) -> String {
+    format!(
+        "model:\n  default: {model}\n  provider: custom\n  base_url: {}\n  api_key: {key}\n",
+        upstream.base_url()
+    )
+}
+
+async fn health(gw: &Running) -> Value {
+    client()
+        .get(gw.url("/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// One chat turn with `key`; returns the status.
+async fn chat(gw: &Running, key: &str, text: &str) -> u16 {
+    client()
+        .post(gw.url("/v1/chat/completions"))
+        .bearer_auth(key)
+        .json(&json!({"messages": [{"role": "user", "content": text}]}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// The request the upstream received last: (model, authorization, first system message).
+fn last_upstream(upstream: &Upstream) -> (String, String, String) {
+    let seen = upstream.seen();
+    let last = seen.last().expect("the upstream received a request");
+    (
+        last.body["model"].as_str().unwrap_or_default().to_string(),
+        last.authorization.clone().unwrap_or_default(),
+        last.body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    )
+}
+
+#[tokio::test]
+async fn edits_apply_to_the_next_request_and_a_broken_edit_keeps_the_last_good_one() {
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = format!("API_SERVER_PORT=0\nAPI_SERVER_KEY={KEY}\n");
+    let home = home(dir.path(), &env, "{}\n", "soul one");
+    let gw = run_from_files(&home).await;
+
+    // No model yet: /health says so, and a chat is refused.
+    assert_eq!(health(&gw).await["model_configured"], false);
+    assert_eq!(chat(&gw, KEY, "hi").await, 503);
+
+    // The model is set: the next request uses it, with its key and the soul.
+    fs::write(
+        dir.path().join("config.yaml"),
+        model_yaml(&upstream, "m-one", "k-one"),
+    )
+    .unwrap();
+    assert_eq!(health(&gw).await["model_configured"], true);
+    assert_eq!(chat(&gw, KEY, "first").await, 200);
+    assert_eq!(
+        last_upstream(&upstream),
+        ("m-one".into(), "Bearer k-one".into(), "soul one".into())
+    );
+
+    // SOUL.md edited: the next request carries the new soul.
+    fs::write(dir.path().join("SOUL.md"), "soul two").unwrap();
+    assert_eq!(chat(&gw, KEY, "second").await, 200);
+    assert_eq!(last_upstream(&upstream).2, "soul two");
+
+    // A broken config.yaml: the previous configuration stays in use, /health says why.
+    fs::write(dir.path().join("config.yaml"), "model: [unclosed\n").unwrap();
+    let h = health(&gw).await;
+    assert_eq!(h["status"], "ok");
+    assert_eq!(h["model_configured"], true);
+    let why = h["config_error"].as_str().expect("config_error in /health");
+    assert!(why.contains("config.yaml"), "{why}");
+    assert_eq!(chat(&gw, KEY, "third").await, 200);
+    assert_eq!(last_upstream(&upstream).0, "m-one");
+
+    // Fixed, with another model and provider key: applied, and the error is gone.
+    fs::write(
+        dir.path().join("config.yaml"),
+        model_yaml(&upstream, "m-two", "k-two"),
+    )
+    .unwrap();
+    assert_eq!(chat(&gw, KEY, "fourth").await, 200);
+    assert_eq!(
+        last_upstream(&upstream),
+        ("m-two".into(), "Bearer k-two".into(), "soul two".into())
+    );
+    assert!(health(&gw).await.get("config_error").is_none());
+
+    // The client key changes in .env: the old one is refused at once, the new one works.
+    let new_key = "reload-test-key-abcdefghij";
+    fs::write(
+        dir.path().join(".env"),
+        format!("API_SERVER_PORT=0\nAPI_SERVER_KEY={new_key}\n"),
+    )
+    .unwrap();
+    assert_eq!(chat(&gw, KEY, "old key").await, 401);
+    assert_eq!(chat(&gw, new_key, "new key").await, 200);
+
+    gw.stop(ShutdownRequest::Stop).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_address_change_is_not_applied_and_a_public_bind_keeps_its_key() {
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    // Bound on every address (port 0), so a client key is required.
+    let env = format!("API_SERVER_HOST=0.0.0.0\nAPI_SERVER_PORT=0\nAPI_SERVER_KEY={KEY}\n");
+    let config = model_yaml(&upstream, "m-one", "k-one");
+    let home = home(dir.path(), &env, &config, "soul");
+    let gw = run_from_files(&home).await;
+    let gw = Running {
+        addr: std::net::SocketAddr::from(([127, 0, 0, 1], gw.addr.port())),
+        ..gw
+    };
+    assert_eq!(chat(&gw, KEY, "hi").await, 200);
+
+    // The file now says loopback without a key: the running (public) address would be left
+    // open, so the edit is refused and the key still required.
+    fs::write(dir.path().join(".env"), "API_SERVER_PORT=0\n").unwrap();
+    let h = health(&gw).await;
+    let why = h["config_error"].as_str().expect("config_error in /health");
+    assert!(why.contains("0.0.0.0"), "{why}");
+    assert_eq!(chat(&gw, "", "no key").await, 401);
+    assert_eq!(chat(&gw, KEY, "key").await, 200);
+
+    gw.stop(ShutdownRequest::Stop).await.unwrap();
+}
