@@ -168,6 +168,55 @@ impl AuthStore {
         );
     }
 
+    /// The pool ids (`credential_pool` keys: `openrouter`, `openai-api`, `custom:<name>`) that
+    /// hold at least one entry, sorted.
+    pub fn pool_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .doc
+            .get("credential_pool")
+            .and_then(Value::as_object)
+            .map(|pools| {
+                pools
+                    .iter()
+                    .filter(|(_, v)| v.as_array().is_some_and(|a| !a.is_empty()))
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        ids.sort();
+        ids
+    }
+
+    /// The entries of one pool, as stored (objects only), sorted by their `priority` (stable,
+    /// so equal priorities keep file order) as the original orders them.
+    pub fn pool(&self, id: &str) -> Vec<&Map<String, Value>> {
+        let mut entries: Vec<&Map<String, Value>> = self
+            .doc
+            .get("credential_pool")
+            .and_then(|p| p.get(id))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_object).collect())
+            .unwrap_or_default();
+        entries.sort_by_key(|e| e.get("priority").and_then(Value::as_i64).unwrap_or(0));
+        entries
+    }
+
+    /// The stored entry `entry_id` of pool `pool_id`, to change in place (every key the caller
+    /// does not touch is kept).
+    pub fn pool_entry_mut(
+        &mut self,
+        pool_id: &str,
+        entry_id: &str,
+    ) -> Option<&mut Map<String, Value>> {
+        self.doc
+            .get_mut("credential_pool")?
+            .get_mut(pool_id)?
+            .as_array_mut()?
+            .iter_mut()
+            .filter_map(Value::as_object_mut)
+            .find(|e| e.get("id").and_then(Value::as_str) == Some(entry_id))
+    }
+
     /// Changes the store at `path`: loads it (by the rules in the module doc), runs `change`
     /// and, if `change` changed the store, writes it (atomic, 0600, `version` and `updated_at`
     /// refreshed), all while holding `auth.lock`. Returns `change`'s value and, when the file
@@ -203,6 +252,22 @@ impl AuthStore {
         let mut text = serde_json::to_string_pretty(&self.doc).unwrap_or_default();
         text.push('\n');
         write_atomic(path, text.as_bytes(), MODE)
+    }
+}
+
+/// A secret as the original shows it (`agent/redact.py`, `mask_secret`): the first 4 and last
+/// 4 characters around `...`, and `***` for a value shorter than 12 characters (whose ends
+/// would give away too much of it); empty stays empty.
+pub fn mask_secret(value: &str) -> String {
+    let chars: Vec<char> = value.chars().collect();
+    match chars.len() {
+        0 => String::new(),
+        n if n < 12 => "***".into(),
+        n => format!(
+            "{}...{}",
+            chars[..4].iter().collect::<String>(),
+            chars[n - 4..].iter().collect::<String>()
+        ),
     }
 }
 
@@ -379,6 +444,45 @@ mod tests {
         assert_eq!(fs::read(corrupt.preserved_at.unwrap()).unwrap(), damaged);
         assert!(loaded.store.providers().is_empty());
         assert_eq!(fs::read(&path).unwrap(), damaged, "original left in place");
+    }
+
+    #[test]
+    fn secrets_are_masked_as_the_original_masks_them() {
+        // The original's own examples (agent/redact.py, mask_secret).
+        assert_eq!(mask_secret("sk-proj-abcdef1234567890"), "sk-p...7890");
+        assert_eq!(mask_secret("short"), "***");
+        assert_eq!(mask_secret(""), "");
+        assert_eq!(mask_secret("12345678901"), "***");
+        assert_eq!(mask_secret("123456789012"), "1234...9012");
+        // Characters, not bytes: a multi-byte key is never cut inside a character.
+        assert_eq!(mask_secret("ééééabcdefghßßßß"), "éééé...ßßßß");
+    }
+
+    #[test]
+    fn pools_are_read_in_priority_order_and_edited_in_place() {
+        let text = r#"{"credential_pool": {
+            "openrouter": [
+                {"id": "b", "priority": 1, "access_token": "k2", "custom": true},
+                {"id": "a", "priority": 0, "access_token": "k1"}
+            ],
+            "empty": [],
+            "broken": 3
+        }}"#;
+        let mut store = AuthStore::parse(text.as_bytes()).unwrap();
+        assert_eq!(store.pool_ids(), ["openrouter"]);
+        let ids: Vec<&str> = store
+            .pool("openrouter")
+            .iter()
+            .map(|e| e["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert!(store.pool("broken").is_empty() && store.pool("none").is_empty());
+        let entry = store.pool_entry_mut("openrouter", "b").unwrap();
+        entry.insert("last_status".into(), json!("exhausted"));
+        let b = store.pool("openrouter")[1];
+        assert_eq!(b["last_status"], "exhausted");
+        assert_eq!(b["custom"], true, "keys we do not know are kept");
+        assert!(store.pool_entry_mut("openrouter", "zz").is_none());
     }
 
     #[test]
