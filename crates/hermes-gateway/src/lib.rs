@@ -29,6 +29,7 @@
 //! [`lock`] (single instance, `--replace`), [`notify`] (sd_notify), [`lifecycle`] (phases,
 //! exit reasons), [`chat`] (`chat_once`), [`error`].
 
+pub mod anthropic;
 pub mod api_error;
 pub mod chat;
 mod completions;
