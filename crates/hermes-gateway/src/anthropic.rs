@@ -1453,6 +1453,15 @@ mod tests {
                 {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "AAAA"}},
             ])
         );
+        // An image alone is a message too (the original replaces it with a placeholder).
+        let out = convert(&request(json!([{"role": "user", "content": [
+            {"type": "text", "text": " "},
+            {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg"}},
+        ]}])));
+        assert_eq!(
+            out["messages"][0]["content"],
+            json!([{"type": "image", "source": {"type": "url", "url": "https://example.com/cat.jpg"}}])
+        );
         for url in ["data:image/png,raw", "ftp://x/y.png", ""] {
             let err = refused(&request(json!([{"role": "user", "content": [
                 {"type": "image_url", "image_url": {"url": url}},
