@@ -123,7 +123,9 @@ pub enum Error {
     },
 
     /// A session id is not acceptable.
-    #[error("invalid session id `{id}`: use 1-128 characters from `A-Z a-z 0-9 . _ : -`")]
+    #[error(
+        "invalid session id `{id}`: use 1-256 characters without control characters, surrounding spaces, `/`, `\\` or `..`"
+    )]
     InvalidSessionId {
         /// The id as received (truncated for display).
         id: String,
@@ -392,7 +394,9 @@ hermes_errors::every_variant!(Error {
         path: "/opt/data/profiles/work/state.db".into(),
         source: std::io::Error::from_raw_os_error(13),
     },
-    Error::InvalidSessionId { .. } => Error::InvalidSessionId { id: "a b".into() },
+    Error::InvalidSessionId { .. } => Error::InvalidSessionId {
+        id: "../etc".into(),
+    },
     Error::NoModel { .. } => Error::NoModel {
         profile: "work".into(),
         home: "/opt/data/profiles/work".into(),
