@@ -40,6 +40,7 @@ pub mod lifecycle;
 pub mod live;
 pub mod lock;
 pub mod notify;
+pub mod prompt;
 pub mod provider;
 pub mod server;
 pub mod sessions;
