@@ -1,12 +1,15 @@
 //! `hermes dump`: a plain-text support summary to paste into a bug report.
 //!
 //! It names the exact build (`[sha8]` or `[(unknown)]`), the platform, the profile and home,
-//! the model, which API keys are set (names only — a value is never printed), the memory
-//! provider, the profiles, the supervisor and gateway status, and the install method. The
+//! the model, which API keys are set (names only — a variable's value is never printed), the
+//! credentials stored in `auth.json` (label, source, status, the key masked as the original
+//! masks it: first 4 and last 4 characters), the memory provider, the profiles, the supervisor and gateway status, and the install method. The
 //! format is pinned by a snapshot test in the binary crate; change it deliberately.
 
 use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
 
+use hermes_home::auth::{AuthStore, CredentialView};
 use hermes_home::config::Config;
 use hermes_home::dotenv::{self, DotEnv};
 use hermes_home::{Home, profile, providers};
@@ -74,6 +77,20 @@ pub struct KeyRow {
     pub label: String,
     /// Whether it is set (in the profile's `.env` or the environment).
     pub set: bool,
+    /// Not set as a variable, but the provider's credential pool in `auth.json` has a key
+    /// (the original's dump says `set (auth pool)`).
+    pub in_pool: bool,
+}
+
+/// One credential pool of `auth.json`: its keys as `hermes auth list` shows them (masked).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PoolView {
+    /// The pool's id (`openrouter`, `openai-api`).
+    pub pool: String,
+    /// It is the file's `active_provider`.
+    pub active: bool,
+    /// Its keys, in priority order.
+    pub credentials: Vec<CredentialView>,
 }
 
 /// Everything `dump` reports.
@@ -97,6 +114,8 @@ pub struct DumpReport {
     pub base_url: String,
     /// API keys, set or not.
     pub api_keys: Vec<KeyRow>,
+    /// The credential pools of `auth.json`.
+    pub credentials: Vec<PoolView>,
     /// Memory provider, `built-in` when none.
     pub memory_provider: String,
     /// All profile names.
@@ -132,11 +151,15 @@ pub fn collect(
         Config::empty(&home.config_path())
     });
     let model = config.model(&lookup);
+    let credentials = pools(home, &lookup, &mut warnings);
     let api_keys = api_keys()
         .map(|(env, label)| KeyRow {
             env: env.to_string(),
             label: label.to_string(),
             set: lookup(env).as_deref().and_then(dotenv::nonblank).is_some(),
+            in_pool: credentials.iter().any(|p| {
+                is_pool_of(&p.pool, label) && p.credentials.iter().any(|c| !c.key.is_empty())
+            }),
         })
         .collect();
     let profiles = match profile::list(home.root()) {
@@ -156,6 +179,7 @@ pub fn collect(
         provider: model.provider.unwrap_or_else(|| "(auto)".into()),
         base_url: model.base_url.unwrap_or_else(|| "(not set)".into()),
         api_keys,
+        credentials,
         memory_provider: config
             .memory_provider()
             .unwrap_or_else(|| "built-in".into()),
@@ -168,6 +192,48 @@ pub fn collect(
             .map_or_else(|| "(unknown)".into(), |d| d.display().to_string()),
         warnings,
     }
+}
+
+/// The credential pools of the profile's `auth.json`, keys masked. An unreadable file is a
+/// warning; a damaged one is copied aside (as every reader of it does) and read as empty.
+fn pools(
+    home: &Home,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Vec<PoolView> {
+    let loaded = match AuthStore::load(&home.auth_path()) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            warnings.push(format!("{e}"));
+            return Vec::new();
+        }
+    };
+    if let Some(c) = &loaded.corrupt {
+        warnings.push(format!(
+            "`{}` could not be parsed ({}); read as empty",
+            c.path.display(),
+            c.reason
+        ));
+    }
+    let store = loaded.store;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    store
+        .pool_ids()
+        .into_iter()
+        .map(|pool| PoolView {
+            active: store.active_provider() == Some(pool.as_str()),
+            credentials: store.credential_views(&pool, lookup, now),
+            pool,
+        })
+        .collect()
+}
+
+/// Whether pool `pool` holds the keys of provider row `label`: the same name, or the
+/// original's name for it (`openai-api` for `openai`).
+fn is_pool_of(pool: &str, label: &str) -> bool {
+    pool == label || providers::original_name(label) == Some(pool)
 }
 
 /// Renders the plain-text report (no colour: it is meant to be pasted).
@@ -196,8 +262,35 @@ pub fn render(report: &DumpReport) -> String {
         out.push_str(&format!(
             "  {:<20}{}\n",
             key.label,
-            if key.set { "set" } else { "not set" }
+            match (key.set, key.in_pool) {
+                (true, _) => "set",
+                (false, true) => "set (auth pool)",
+                (false, false) => "not set",
+            }
         ));
+    }
+    if !report.credentials.is_empty() {
+        out.push_str("\ncredentials:\n");
+        for pool in &report.credentials {
+            let active = if pool.active { " (active)" } else { "" };
+            out.push_str(&format!("  {}{active}\n", pool.pool));
+            for c in &pool.credentials {
+                let key = if c.key.is_empty() {
+                    "(not set)"
+                } else {
+                    &c.key
+                };
+                out.push_str(&format!(
+                    "    #{} {} {} {} {key} {}{}\n",
+                    c.index,
+                    c.label,
+                    c.auth_type,
+                    c.source,
+                    c.status,
+                    if c.current { " ←" } else { "" }
+                ));
+            }
+        }
     }
     out.push('\n');
     match &report.supervisor {
@@ -337,5 +430,36 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("supervisor:       not running"));
+    }
+
+    #[test]
+    fn stored_credentials_are_listed_masked_and_count_as_set() {
+        let dir = tempfile::tempdir().unwrap();
+        hermes_home::layout::ensure_skeleton(dir.path(), true).unwrap();
+        std::fs::write(
+            dir.path().join("auth.json"),
+            r#"{"active_provider": "openrouter", "credential_pool": {"openrouter": [
+                {"id": "a", "label": "work", "source": "manual", "priority": 0,
+                 "auth_type": "api_key", "access_token": "sk-or-v1-secretsecret1234"}]}}"#,
+        )
+        .unwrap();
+        let home = Home::select(dir.path().to_path_buf(), None).unwrap();
+        let report = collect(
+            &home,
+            &|_| None,
+            &BuildIdentity::resolve("", None),
+            &Install::detect(None),
+            SupervisorView::NotRunning,
+        );
+        let text = render(&report);
+        assert!(text.contains("openrouter          set (auth pool)\n"), "{text}");
+        assert!(text.contains("openai              not set\n"), "{text}");
+        assert!(
+            text.contains("credentials:\n  openrouter (active)\n    #1 work api_key manual sk-o...1234 ok ←\n"),
+            "{text}"
+        );
+        assert!(!text.contains("secretsecret"), "{text}");
+        let json = serde_json::to_string(&report).unwrap();
+        assert!(!json.contains("secretsecret"), "{json}");
     }
 }

@@ -105,6 +105,18 @@ impl ApiError {
                 "provider_error",
                 e.to_string(),
             ),
+            // The last endpoint's status and code, with what was tried before it.
+            Error::ProviderFallbacksFailed { source, .. } => {
+                let mut last = ApiError::from_error(source);
+                last.message = with_hint(e);
+                last
+            }
+            Error::UnsupportedRequest { .. } => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                "unsupported_by_provider",
+                e.to_string(),
+            ),
             _ => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "server_error",

@@ -215,6 +215,25 @@ pub enum Error {
         source: reqwest::Error,
     },
 
+    /// The primary provider and every `fallback_providers` entry failed.
+    #[error("every provider failed; tried {tried}")]
+    ProviderFallbacksFailed {
+        /// Each endpoint tried, with why it failed, in order.
+        tried: String,
+        /// The last endpoint's error (what the client's status follows).
+        #[source]
+        source: Box<Error>,
+    },
+
+    /// The client's request cannot be expressed in the provider's API (a 400).
+    #[error("the request cannot be sent to {endpoint}: {reason}")]
+    UnsupportedRequest {
+        /// The endpoint (`anthropic claude-sonnet-4 at https://api.anthropic.com`).
+        endpoint: String,
+        /// What in the request has no counterpart there.
+        reason: String,
+    },
+
     /// A background task died (a bug or a runtime shutting down).
     #[error("internal task failed: {reason}")]
     Task {
@@ -288,6 +307,12 @@ impl Error {
             | Error::ProviderProtocol { .. }
             | Error::ProviderTransport { .. } => {
                 Some("check the provider's status and `model.base_url`".into())
+            }
+            Error::ProviderFallbacksFailed { source, .. } => source.hint().map(|h| {
+                format!("for the last one: {h}; check each of `fallback_providers` in `config.yaml` too")
+            }),
+            Error::UnsupportedRequest { .. } => {
+                Some("change the request, or use a provider that speaks chat completions".into())
             }
             Error::Task { .. } => None,
         }
@@ -431,6 +456,19 @@ hermes_errors::every_variant!(Error {
     Error::ProviderTransport { .. } => Error::ProviderTransport {
         base_url: "http://127.0.0.1:1/v1".into(),
         source: refused_connection(),
+    },
+    Error::ProviderFallbacksFailed { .. } => Error::ProviderFallbacksFailed {
+        tried: "openai gpt-4o at https://api.openai.com/v1: the provider at `https://api.openai.com/v1` answered HTTP 503 after 4 attempts: overloaded; openrouter openai/gpt-4o at https://openrouter.ai/api/v1: the provider at `https://openrouter.ai/api/v1` answered HTTP 503 after 4 attempts: overloaded".into(),
+        source: Box::new(Error::ProviderStatus {
+            base_url: "https://openrouter.ai/api/v1".into(),
+            status: 503,
+            attempts: 4,
+            message: "overloaded".into(),
+        }),
+    },
+    Error::UnsupportedRequest { .. } => Error::UnsupportedRequest {
+        endpoint: "anthropic claude-sonnet-4 at https://api.anthropic.com".into(),
+        reason: "`n` must be 1: Anthropic answers with one choice".into(),
     },
     Error::Task { .. } => Error::Task {
         reason: "task 7 panicked".into(),

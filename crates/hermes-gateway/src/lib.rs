@@ -36,6 +36,7 @@ mod completions;
 pub mod connections;
 pub mod credentials;
 pub mod error;
+pub mod fallback;
 pub mod lifecycle;
 pub mod live;
 pub mod lock;

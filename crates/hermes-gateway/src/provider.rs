@@ -1,10 +1,25 @@
-//! The client for the OpenAI-compatible provider (`POST <base_url>/chat/completions`).
+//! The client for the provider: an endpoint speaking OpenAI chat completions
+//! (`POST <base_url>/chat/completions`) or Anthropic's Messages API (`POST
+//! <base_url>/v1/messages`, translated by [`crate::anthropic`]), then the endpoints of the
+//! `fallback_providers` chain.
 //!
 //! Words:
 //! * *attempt* — one HTTP request upstream. A request is retried (with exponential backoff, or
-//!   the provider's `Retry-After` when shorter than the cap) on 429, on 5xx and on connection
-//!   failures, at most `max_retries` times, and only before any byte of the answer has been
-//!   passed on: once a stream has started, a failure ends it.
+//!   the provider's `Retry-After` when shorter than the cap) on 429, on 5xx (and Anthropic's
+//!   overloaded 529) and on connection failures, at most `max_retries` times, and only before
+//!   any byte of the answer has been passed on: once a stream has started, a failure ends it.
+//! * *pool* — the endpoint's keys ([`crate::credentials`]). A request takes one by the pool's
+//!   strategy; a 401 or 403 (not an Anthropic 403, which is about the account's entitlement,
+//!   not the key), or a 402, cools that key down and the request goes on at once with the
+//!   next available key; a 429 is retried once on the same key, and a second 429 (or a 429 on
+//!   a key that was already cooling down) cools it down and rotates the same way — the
+//!   original's `_recover_with_credential_pool`. Rotations are not retries.
+//! * *chain* — the primary endpoint, then the fallbacks. When an endpoint fails for good (its
+//!   retries and keys used up) with anything but a refusal of the request itself (400, 413,
+//!   422), the next endpoint gets the request; only before a stream has started. Each request
+//!   starts again with the primary (the original makes fallback turn-scoped the same way).
+//!   The log says each switch, and when every endpoint failed the client's error names what
+//!   was tried.
 //! * *stream* — an SSE answer (`stream: true`), read as [`StreamEvent`]s as they arrive.
 //! * *delta* — the text in one stream chunk (`choices[0].delta.content`).
 //!
@@ -13,32 +28,45 @@
 
 use std::pin::Pin;
 use std::sync::{Arc, Once};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use reqwest::StatusCode;
 use serde_json::Value;
 
+use crate::anthropic;
+use crate::credentials::{Failure, KeyPool, Pick};
 use crate::error::Error;
-use crate::settings::ProviderSettings;
+use crate::settings::{ApiKind, ProviderSettings};
 
 /// Longest backoff between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Longest upstream error body we read (and quote).
 const MAX_ERROR_BODY: usize = 2000;
+/// Anthropic's "overloaded" status: retried like a 5xx.
+const OVERLOADED: u16 = 529;
 
-/// A configured provider client. Cheap to clone.
+/// A configured provider client: the primary endpoint and its fallbacks. Cheap to clone
+/// (clones share the pools' state).
 #[derive(Debug, Clone)]
 pub struct Provider {
     client: reqwest::Client,
     settings: Arc<ProviderSettings>,
+    chain: Arc<Vec<Endpoint>>,
+}
+
+/// One endpoint of the chain with its live key pool.
+#[derive(Debug)]
+struct Endpoint {
+    settings: ProviderSettings,
+    pool: KeyPool,
 }
 
 /// One event of a streamed answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamEvent {
-    /// The event's `data:` payload exactly as the provider sent it (a JSON chunk).
+    /// The event's `data:` payload: a `chat.completion.chunk` JSON document (exactly as an
+    /// OpenAI-compatible provider sent it, or translated from Anthropic's events).
     pub data: String,
     /// The text it adds to the answer, if any.
     pub delta: Option<String>,
@@ -48,9 +76,14 @@ pub struct StreamEvent {
 pub struct ChatStream {
     body: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
     decoder: SseDecoder,
+    /// Events' data not yet handed out (raw, as the provider sent them).
     pending: std::collections::VecDeque<String>,
+    /// Chunks translated from an Anthropic stream, not yet handed out.
+    ready: std::collections::VecDeque<String>,
     idle_timeout: Duration,
     base_url: String,
+    /// Set for an Anthropic stream: its events become chunks here.
+    translator: Option<anthropic::StreamTranslator>,
     done: bool,
 }
 
@@ -73,118 +106,247 @@ pub(crate) fn install_crypto_provider() {
     });
 }
 
+/// Says, once per client, what an endpoint's settings leave out: a key withheld from its
+/// address, stored logins it cannot use.
+fn log_endpoint(s: &ProviderSettings) {
+    if let Some(w) = &s.withheld_key {
+        tracing::warn!(
+            variable = %w.var,
+            base_url = %s.base_url,
+            "provider key withheld: {}",
+            w.reason
+        );
+    }
+    for what in &s.unusable {
+        tracing::warn!(endpoint = %s.describe(), "credential not used: {what}");
+    }
+}
+
+/// Whether the next endpoint of the chain may get a request that failed with `e`: anything
+/// but a refusal of the request itself, which another provider would refuse too.
+fn falls_back(e: &Error) -> bool {
+    match e {
+        Error::ProviderStatus { status, .. } => !matches!(status, 400 | 413 | 422),
+        Error::UnsupportedRequest { .. } => false,
+        _ => true,
+    }
+}
+
+/// Where an endpoint sends requests.
+fn endpoint_url(s: &ProviderSettings) -> String {
+    let base = s.base_url.trim_end_matches('/');
+    match s.api {
+        ApiKind::ChatCompletions => format!("{base}/chat/completions"),
+        // The Messages API path carries its own version: a base URL given with `/v1` (as
+        // OpenAI-style URLs are) must not get a second one.
+        ApiKind::AnthropicMessages => {
+            format!("{}/v1/messages", base.trim_end_matches("/v1"))
+        }
+    }
+}
+
 impl Provider {
-    /// Builds the HTTP client for `settings`.
+    /// Builds the HTTP client for `settings` (and its fallbacks).
     ///
     /// # Errors
     ///
     /// [`Error::HttpClient`] when TLS or the client cannot be set up.
     pub fn new(settings: ProviderSettings) -> Result<Provider, Error> {
         install_crypto_provider();
-        if let Some(w) = &settings.withheld_key {
-            tracing::warn!(
-                variable = %w.var,
-                base_url = %settings.base_url,
-                "provider key withheld: {}",
-                w.reason
-            );
-        }
         let client = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
             .pool_idle_timeout(Duration::from_secs(60))
             .build()
             .map_err(|source| Error::HttpClient { source })?;
+        let chain = std::iter::once(&settings)
+            .chain(settings.fallbacks.iter())
+            .map(|s| {
+                log_endpoint(s);
+                let mut s = s.clone();
+                s.fallbacks.clear();
+                Endpoint {
+                    pool: KeyPool::new(s.credentials.clone(), s.strategy, s.pool_store.clone()),
+                    settings: s,
+                }
+            })
+            .collect();
         Ok(Provider {
             client,
             settings: Arc::new(settings),
+            chain: Arc::new(chain),
         })
     }
 
-    /// The settings this client uses.
+    /// The settings this client uses (the primary endpoint's, with its fallbacks).
     pub fn settings(&self) -> &ProviderSettings {
         &self.settings
     }
 
     /// Sends `body` (an OpenAI chat request; `model` and `stream` are overwritten) and returns
-    /// the whole JSON answer.
+    /// the whole JSON answer, from the primary or, when it fails, from a fallback.
     ///
     /// # Errors
     ///
-    /// The provider variants of [`Error`]: auth, unreachable, timeout, status, protocol.
-    pub async fn complete(&self, mut body: Value) -> Result<Value, Error> {
-        self.prepare(&mut body, false);
-        let resp = self.send(&body, false).await?;
-        let bytes = resp.bytes().await.map_err(|e| self.transport_error(e))?;
-        serde_json::from_slice(&bytes).map_err(|e| Error::ProviderProtocol {
-            base_url: self.settings.base_url.clone(),
-            reason: format!("answer is not JSON: {e}"),
-        })
+    /// The provider variants of [`Error`]: auth, unreachable, timeout, status, protocol;
+    /// [`Error::ProviderFallbacksFailed`] when fallbacks were tried too.
+    pub async fn complete(&self, body: Value) -> Result<Value, Error> {
+        let mut tried = Vec::new();
+        for (i, ep) in self.chain.iter().enumerate() {
+            match self.complete_on(ep, body.clone()).await {
+                Ok(answer) => {
+                    announce_success(ep, i);
+                    return Ok(answer);
+                }
+                Err(e) => self.failed(ep, i, e, &mut tried)?,
+            }
+        }
+        Err(no_endpoint(&self.settings))
     }
 
-    /// Sends `body` with `stream: true` and returns the stream once the provider has answered
-    /// with a success status (so every error before the first byte is a plain [`Error`]).
+    /// Sends `body` with `stream: true` and returns the stream once an endpoint has answered
+    /// with a success status (so every error before the first byte is a plain [`Error`], and
+    /// the fallbacks are tried before it).
     ///
     /// # Errors
     ///
     /// As [`Provider::complete`].
-    pub async fn stream(&self, mut body: Value) -> Result<ChatStream, Error> {
-        self.prepare(&mut body, true);
-        let resp = self.send(&body, true).await?;
+    pub async fn stream(&self, body: Value) -> Result<ChatStream, Error> {
+        let mut tried = Vec::new();
+        for (i, ep) in self.chain.iter().enumerate() {
+            match self.stream_on(ep, body.clone()).await {
+                Ok(stream) => {
+                    announce_success(ep, i);
+                    return Ok(stream);
+                }
+                Err(e) => self.failed(ep, i, e, &mut tried)?,
+            }
+        }
+        Err(no_endpoint(&self.settings))
+    }
+
+    /// After endpoint `i` failed with `e`: `Ok` to go on with the next one (logged, and noted
+    /// in `tried`), or the error for the client — `e` itself when no fallback was tried.
+    fn failed(
+        &self,
+        ep: &Endpoint,
+        i: usize,
+        e: Error,
+        tried: &mut Vec<String>,
+    ) -> Result<(), Error> {
+        let what = format!(
+            "{}: {}",
+            ep.settings.describe(),
+            hermes_errors::one_line(&e)
+        );
+        let next = self.chain.get(i + 1).filter(|_| falls_back(&e));
+        match next {
+            Some(next) => {
+                tracing::warn!(
+                    failed = %ep.settings.describe(),
+                    next = %next.settings.describe(),
+                    "provider failed ({}); trying the next of fallback_providers",
+                    hermes_errors::one_line(&e)
+                );
+                tried.push(what);
+                Ok(())
+            }
+            None if tried.is_empty() => Err(e),
+            None => {
+                tried.push(what);
+                tracing::warn!("every provider failed: {}", tried.join("; "));
+                Err(Error::ProviderFallbacksFailed {
+                    tried: tried.join("; "),
+                    source: Box::new(e),
+                })
+            }
+        }
+    }
+
+    async fn complete_on(&self, ep: &Endpoint, mut body: Value) -> Result<Value, Error> {
+        let s = &ep.settings;
+        prepare(s, &mut body, false);
+        let body = upstream_body(s, body)?;
+        let resp = self.send(ep, &body, false).await?;
+        let bytes = resp.bytes().await.map_err(|e| transport_error(s, e))?;
+        let answer: Value =
+            serde_json::from_slice(&bytes).map_err(|e| Error::ProviderProtocol {
+                base_url: s.base_url.clone(),
+                reason: format!("answer is not JSON: {e}"),
+            })?;
+        Ok(match s.api {
+            ApiKind::ChatCompletions => answer,
+            ApiKind::AnthropicMessages => anthropic::to_chat_completion(&answer),
+        })
+    }
+
+    async fn stream_on(&self, ep: &Endpoint, mut body: Value) -> Result<ChatStream, Error> {
+        let s = &ep.settings;
+        prepare(s, &mut body, true);
+        let include_usage = body
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let body = upstream_body(s, body)?;
+        let resp = self.send(ep, &body, true).await?;
         Ok(ChatStream {
             body: Box::pin(resp.bytes_stream()),
             decoder: SseDecoder::default(),
             pending: Default::default(),
-            idle_timeout: self.settings.idle_timeout,
-            base_url: self.settings.base_url.clone(),
+            ready: Default::default(),
+            idle_timeout: s.idle_timeout,
+            base_url: s.base_url.clone(),
+            translator: (s.api == ApiKind::AnthropicMessages)
+                .then(|| anthropic::StreamTranslator::new(&s.model, include_usage)),
             done: false,
         })
     }
 
-    fn prepare(&self, body: &mut Value, stream: bool) {
-        if let Some(obj) = body.as_object_mut() {
-            obj.insert("model".into(), Value::String(self.settings.model.clone()));
-            obj.insert("stream".into(), Value::Bool(stream));
+    /// One request on `pick`'s key (or the endpoint's single key when it has no pool).
+    fn request(
+        &self,
+        s: &ProviderSettings,
+        pick: Option<&Pick>,
+        body: &Value,
+        stream: bool,
+    ) -> reqwest::RequestBuilder {
+        let mut req = self.client.post(endpoint_url(s)).json(body);
+        let key = pick
+            .map(|p| p.key.as_str())
+            .or(s.api_key.as_deref())
+            .filter(|k| !k.is_empty());
+        req = match (s.api, key) {
+            (ApiKind::ChatCompletions, Some(key)) => req.bearer_auth(key),
+            (ApiKind::AnthropicMessages, Some(key)) => req.header("x-api-key", key),
+            (_, None) => req,
+        };
+        if s.api == ApiKind::AnthropicMessages {
+            req = req.header("anthropic-version", anthropic::ANTHROPIC_VERSION);
         }
-    }
-
-    fn transport_error(&self, e: reqwest::Error) -> Error {
-        let base_url = self.settings.base_url.clone();
-        if e.is_timeout() {
-            Error::ProviderTimeout {
-                base_url,
-                after: self.settings.request_timeout,
-            }
-        } else {
-            Error::ProviderTransport {
-                base_url,
-                source: e,
-            }
+        if !stream {
+            // Covers the body too: a non-streaming answer must arrive whole in time.
+            req = req.timeout(s.request_timeout);
         }
+        req
     }
 
-    fn backoff(&self, attempt: u32) -> Duration {
-        let factor = 1u32.checked_shl(attempt).unwrap_or(u32::MAX);
-        self.settings
-            .retry_base_delay
-            .saturating_mul(factor)
-            .min(MAX_BACKOFF)
-    }
-
-    /// The retry loop. Invariant: it returns only a success response or a final error; every
-    /// retry happens before the caller has seen anything.
-    async fn send(&self, body: &Value, stream: bool) -> Result<reqwest::Response, Error> {
-        let s = &self.settings;
-        let url = format!("{}/chat/completions", s.base_url.trim_end_matches('/'));
+    /// The retry loop of one endpoint, with its key rotation. Invariant: it returns only a
+    /// success response or a final error; every retry happens before the caller has seen
+    /// anything.
+    async fn send(
+        &self,
+        ep: &Endpoint,
+        body: &Value,
+        stream: bool,
+    ) -> Result<reqwest::Response, Error> {
+        let s = &ep.settings;
+        let mut pick = ep.pool.select(SystemTime::now());
+        // Keys this request has used and given up on.
+        let mut tried: Vec<usize> = Vec::new();
+        // The key whose first 429 was retried.
+        let mut retried_429: Option<usize> = None;
         let mut attempt: u32 = 0;
         loop {
-            let mut req = self.client.post(&url).json(body);
-            if let Some(key) = s.api_key.as_deref().filter(|k| !k.is_empty()) {
-                req = req.bearer_auth(key);
-            }
-            if !stream {
-                // Covers the body too: a non-streaming answer must arrive whole in time.
-                req = req.timeout(s.request_timeout);
-            }
+            let req = self.request(s, pick.as_ref(), body, stream);
             let result = match tokio::time::timeout(s.request_timeout, req.send()).await {
                 Ok(r) => r,
                 Err(_) => {
@@ -199,33 +361,52 @@ impl Provider {
                 Ok(resp) if resp.status().is_success() => return Ok(resp),
                 Ok(resp) => {
                     let status = resp.status();
-                    let retryable =
-                        status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
-                    if retryable && retries_left {
-                        let delay = retry_after(&resp)
-                            .map_or_else(|| self.backoff(attempt), |d| d.min(MAX_BACKOFF));
+                    let code = status.as_u16();
+                    let delay = retry_after(&resp);
+                    if let Some(current) = pick.clone()
+                        && let Some(rotation) = pool_verdict(s, &current, code, retried_429)
+                    {
+                        match rotation {
+                            Verdict::RetrySame => retried_429 = Some(current.index),
+                            Verdict::Rotate => {
+                                let (message, reason) = error_details(resp).await;
+                                let failure = Failure {
+                                    status: code,
+                                    reason: reason.clone(),
+                                    message: Some(message.clone()),
+                                    reset_at: delay.map(|d| SystemTime::now() + d),
+                                };
+                                let now = SystemTime::now();
+                                ep.pool.mark_exhausted(current.index, &failure, now);
+                                tried.push(current.index);
+                                if let Some(next) = ep.pool.rotate(now, &tried) {
+                                    log_rotation(ep, &current, &next, code);
+                                    pick = Some(next);
+                                    continue;
+                                }
+                                if !(is_retryable(code) && retries_left) {
+                                    return Err(status_error(s, code, attempt, message));
+                                }
+                                let d = delay
+                                    .map_or_else(|| backoff(s, attempt), |d| d.min(MAX_BACKOFF));
+                                tracing::warn!(%status, attempt, delay = ?d, "provider error; retrying");
+                                tokio::time::sleep(d).await;
+                                attempt += 1;
+                                continue;
+                            }
+                        }
+                    }
+                    if is_retryable(code) && retries_left {
+                        let delay =
+                            delay.map_or_else(|| backoff(s, attempt), |d| d.min(MAX_BACKOFF));
                         tracing::warn!(%status, attempt, ?delay, "provider error; retrying");
                         drop(resp);
                         tokio::time::sleep(delay).await;
                         attempt += 1;
                         continue;
                     }
-                    let message = error_message(resp).await;
-                    return Err(if matches!(status.as_u16(), 401 | 403) {
-                        Error::ProviderAuth {
-                            base_url: s.base_url.clone(),
-                            status: status.as_u16(),
-                            message,
-                            withheld_key: s.withheld_key.as_ref().map(|w| w.var.clone()),
-                        }
-                    } else {
-                        Error::ProviderStatus {
-                            base_url: s.base_url.clone(),
-                            status: status.as_u16(),
-                            attempts: attempt + 1,
-                            message,
-                        }
-                    });
+                    let (message, _) = error_details(resp).await;
+                    return Err(status_error(s, code, attempt, message));
                 }
                 Err(e) if e.is_timeout() => {
                     return Err(Error::ProviderTimeout {
@@ -236,7 +417,7 @@ impl Provider {
                 // A refused connection, or a pooled keep-alive connection the provider had
                 // already closed: nothing reached the client yet, so another attempt is safe.
                 Err(e) if (e.is_connect() || e.is_request()) && retries_left => {
-                    let delay = self.backoff(attempt);
+                    let delay = backoff(s, attempt);
                     tracing::warn!(error = %e, attempt, ?delay, "provider request failed; retrying");
                     tokio::time::sleep(delay).await;
                     attempt += 1;
@@ -247,8 +428,128 @@ impl Provider {
                         source: e,
                     });
                 }
-                Err(e) => return Err(self.transport_error(e)),
+                Err(e) => return Err(transport_error(s, e)),
             }
+        }
+    }
+}
+
+/// The wait before retry `attempt + 1`: the base delay doubled per attempt, capped.
+fn backoff(s: &ProviderSettings, attempt: u32) -> Duration {
+    let factor = 1u32.checked_shl(attempt).unwrap_or(u32::MAX);
+    s.retry_base_delay.saturating_mul(factor).min(MAX_BACKOFF)
+}
+
+/// What a pool does about an error status on its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// A first 429 on this key: retry it once (as a normal retry).
+    RetrySame,
+    /// Cool the key down and go on with another.
+    Rotate,
+}
+
+/// The pool's verdict on `code` for the key `pick` (`None`: not the pool's business).
+fn pool_verdict(
+    s: &ProviderSettings,
+    pick: &Pick,
+    code: u16,
+    retried_429: Option<usize>,
+) -> Option<Verdict> {
+    match code {
+        401 | 402 => Some(Verdict::Rotate),
+        // Anthropic's 403 says the account lacks an entitlement: another key of the same
+        // account would not help, and the key is not at fault (the original's rule).
+        403 if s.api == ApiKind::AnthropicMessages => None,
+        403 => Some(Verdict::Rotate),
+        429 if pick.pre_exhausted || retried_429 == Some(pick.index) => Some(Verdict::Rotate),
+        429 => Some(Verdict::RetrySame),
+        _ => None,
+    }
+}
+
+fn log_rotation(ep: &Endpoint, from: &Pick, to: &Pick, code: u16) {
+    let name = |p: &Pick| {
+        ep.pool
+            .key(p.index)
+            .map(|k| k.describe())
+            .unwrap_or_default()
+    };
+    tracing::warn!(
+        endpoint = %ep.settings.describe(),
+        status = code,
+        "credential {} failed; rotating to {}",
+        name(from),
+        name(to)
+    );
+}
+
+fn announce_success(ep: &Endpoint, i: usize) {
+    if i > 0 {
+        tracing::info!(endpoint = %ep.settings.describe(), "answered by fallback #{i}");
+    }
+}
+
+fn no_endpoint(s: &ProviderSettings) -> Error {
+    Error::ProviderProtocol {
+        base_url: s.base_url.clone(),
+        reason: "no endpoint to send the request to".into(),
+    }
+}
+
+fn is_retryable(code: u16) -> bool {
+    code == 429 || code == OVERLOADED || (500..600).contains(&code)
+}
+
+fn status_error(s: &ProviderSettings, code: u16, attempt: u32, message: String) -> Error {
+    if matches!(code, 401 | 403) {
+        Error::ProviderAuth {
+            base_url: s.base_url.clone(),
+            status: code,
+            message,
+            withheld_key: s.withheld_key.as_ref().map(|w| w.var.clone()),
+        }
+    } else {
+        Error::ProviderStatus {
+            base_url: s.base_url.clone(),
+            status: code,
+            attempts: attempt + 1,
+            message,
+        }
+    }
+}
+
+fn prepare(s: &ProviderSettings, body: &mut Value, stream: bool) {
+    if let Some(obj) = body.as_object_mut() {
+        obj.insert("model".into(), Value::String(s.model.clone()));
+        obj.insert("stream".into(), Value::Bool(stream));
+    }
+}
+
+/// The body sent upstream: the client's for chat completions, translated for Anthropic.
+fn upstream_body(s: &ProviderSettings, body: Value) -> Result<Value, Error> {
+    match s.api {
+        ApiKind::ChatCompletions => Ok(body),
+        ApiKind::AnthropicMessages => {
+            anthropic::to_messages_request(&body).map_err(|reason| Error::UnsupportedRequest {
+                endpoint: s.describe(),
+                reason,
+            })
+        }
+    }
+}
+
+fn transport_error(s: &ProviderSettings, e: reqwest::Error) -> Error {
+    let base_url = s.base_url.clone();
+    if e.is_timeout() {
+        Error::ProviderTimeout {
+            base_url,
+            after: s.request_timeout,
+        }
+    } else {
+        Error::ProviderTransport {
+            base_url,
+            source: e,
         }
     }
 }
@@ -263,54 +564,75 @@ fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
 }
 
-/// The provider's error message: `error.message` from an OpenAI-style body, else the body's
-/// text (truncated), else the status's reason.
-async fn error_message(resp: reqwest::Response) -> String {
+/// The provider's error message — `error.message` from an OpenAI- or Anthropic-style body,
+/// else the body's text (truncated), else the status's reason — and its error code or type
+/// (`insufficient_quota`, `rate_limit_error`), if any.
+async fn error_details(resp: reqwest::Response) -> (String, Option<String>) {
     let status = resp.status();
     let text = resp.text().await.unwrap_or_default();
     if let Ok(v) = serde_json::from_str::<Value>(&text) {
-        if let Some(m) = v.pointer("/error/message").and_then(Value::as_str) {
-            return m.to_string();
-        }
-        if let Some(m) = v.get("error").and_then(Value::as_str) {
-            return m.to_string();
+        let reason = ["/error/code", "/error/type"]
+            .iter()
+            .find_map(|p| v.pointer(p).and_then(Value::as_str))
+            .map(str::to_string);
+        if let Some(m) = anthropic::error_message(&v) {
+            return (m, reason);
         }
     }
     let text = text.trim();
-    if text.is_empty() {
+    let message = if text.is_empty() {
         status
             .canonical_reason()
             .unwrap_or("no message")
             .to_string()
     } else {
         text.chars().take(MAX_ERROR_BODY).collect()
-    }
+    };
+    (message, None)
 }
 
 impl ChatStream {
-    /// The next event, `None` once the provider sent `[DONE]` or closed the stream.
+    /// The next event, `None` once the provider sent `[DONE]` (or, for Anthropic,
+    /// `message_stop`) or closed the stream.
     ///
     /// # Errors
     ///
     /// [`Error::ProviderTimeout`] when the provider is silent longer than the idle timeout,
-    /// [`Error::ProviderTransport`] when the connection breaks.
+    /// [`Error::ProviderTransport`] when the connection breaks, [`Error::ProviderProtocol`]
+    /// when an Anthropic stream reports an error.
     pub async fn next_event(&mut self) -> Option<Result<StreamEvent, Error>> {
         loop {
+            if let Some(chunk) = self.ready.pop_front() {
+                return Some(Ok(chunk_event(chunk)));
+            }
             if let Some(data) = self.pending.pop_front() {
-                if data.trim() == "[DONE]" {
+                let Some(t) = &mut self.translator else {
+                    if data.trim() == "[DONE]" {
+                        self.done = true;
+                        self.pending.clear();
+                        return None;
+                    }
+                    return Some(Ok(chunk_event(data)));
+                };
+                let chunks = t.push(&data);
+                if t.failed() {
                     self.done = true;
                     self.pending.clear();
-                    return None;
+                    return Some(Err(stream_error(&self.base_url, &chunks)));
                 }
-                let delta = serde_json::from_str::<Value>(&data).ok().and_then(|v| {
-                    v.pointer("/choices/0/delta/content")
-                        .and_then(Value::as_str)
-                        .map(String::from)
-                });
-                return Some(Ok(StreamEvent { data, delta }));
+                self.ready.extend(chunks);
+                continue;
             }
             if self.done {
-                return None;
+                // What an Anthropic stream's end still owes (idempotent: nothing the second
+                // time).
+                match self.translator.as_mut().map(|t| t.finish()) {
+                    Some(owed) if !owed.is_empty() => {
+                        self.ready.extend(owed);
+                        continue;
+                    }
+                    _ => return None,
+                }
             }
             match tokio::time::timeout(self.idle_timeout, self.body.next()).await {
                 Err(_) => {
@@ -338,8 +660,34 @@ impl ChatStream {
 
     /// True once the provider has sent `[DONE]` (a complete answer).
     pub fn finished(&self) -> bool {
-        self.done && self.pending.is_empty()
+        self.done && self.pending.is_empty() && self.ready.is_empty()
     }
+}
+
+/// The error an Anthropic stream's `error` event becomes (its translation is an OpenAI error
+/// object among `chunks`).
+fn stream_error(base_url: &str, chunks: &[String]) -> Error {
+    let message = chunks
+        .iter()
+        .find_map(|c| {
+            serde_json::from_str::<Value>(c)
+                .ok()
+                .and_then(|v| anthropic::error_message(&v))
+        })
+        .unwrap_or_else(|| "an error event".into());
+    Error::ProviderProtocol {
+        base_url: base_url.to_string(),
+        reason: format!("the stream ended with an error: {message}"),
+    }
+}
+
+fn chunk_event(data: String) -> StreamEvent {
+    let delta = serde_json::from_str::<Value>(&data).ok().and_then(|v| {
+        v.pointer("/choices/0/delta/content")
+            .and_then(Value::as_str)
+            .map(String::from)
+    });
+    StreamEvent { data, delta }
 }
 
 /// Incremental `text/event-stream` decoder: bytes in, complete events' `data` out.
@@ -440,10 +788,9 @@ mod tests {
     fn backoff_doubles_and_caps() {
         let mut s = ProviderSettings::new("http://127.0.0.1:1", "m");
         s.retry_base_delay = Duration::from_millis(100);
-        let p = Provider::new(s).unwrap();
-        assert_eq!(p.backoff(0), Duration::from_millis(100));
-        assert_eq!(p.backoff(3), Duration::from_millis(800));
-        assert_eq!(p.backoff(40), MAX_BACKOFF);
+        assert_eq!(backoff(&s, 0), Duration::from_millis(100));
+        assert_eq!(backoff(&s, 3), Duration::from_millis(800));
+        assert_eq!(backoff(&s, 40), MAX_BACKOFF);
     }
 
     /// A `tracing` subscriber that keeps each event as one line: `LEVEL field=value ...`.

@@ -54,7 +54,12 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use hermes_home::auth::AuthStore;
+use serde_json::{Map, Value};
+
+use crate::credentials::{PoolStore, PooledKey, Strategy};
 use crate::error::Error;
+use crate::fallback::{self, FallbackSpec};
 
 /// Port of the `default` profile's gateway.
 pub const DEFAULT_PORT: u16 = 8642;
@@ -192,7 +197,7 @@ pub fn choose_provider_key<'a>(
         // The original's custom endpoint: `model.api_key` (above), else only the key of a
         // provider whose own address `base_url` is — never a `CUSTOM_API_KEY`.
         Some(p) if is_custom(p) => auto_key(base_url, &from_var, &withhold),
-        Some(p) => match known_provider(p) {
+        Some(p) => match key_owner(p) {
             Some(known) if known.serves(base_url) => from_var(known.key_var),
             Some(known) => withhold(&known).unwrap_or_default(),
             None => {
@@ -235,13 +240,13 @@ fn auto_key(
     from_var: &dyn Fn(&str) -> ProviderKey,
     withhold: &dyn Fn(&KnownProvider) -> Option<ProviderKey>,
 ) -> ProviderKey {
-    if let Some(known) = known_providers().find(|p| p.serves(base_url)) {
+    if let Some(known) = gated_providers().find(|p| p.serves(base_url)) {
         let key = from_var(known.key_var);
         if key.key.is_some() {
             return key;
         }
     }
-    known_providers()
+    gated_providers()
         .filter(|p| !p.serves(base_url))
         .find_map(|p| withhold(&p))
         .unwrap_or_default()
@@ -279,6 +284,34 @@ pub struct ProviderSettings {
     pub max_retries: u32,
     /// Backoff before the first retry; doubled each time, capped at 30 s.
     pub retry_base_delay: Duration,
+    /// The provider's name as configured (`openai`, `openrouter`, `custom`), for log lines
+    /// and errors; empty for an endpoint built in code.
+    pub name: String,
+    /// The API the endpoint speaks.
+    pub api: ApiKind,
+    /// The keys of its credential pool, in priority order (see [`crate::credentials`]). When
+    /// empty, [`ProviderSettings::api_key`] is the one key (or none).
+    pub credentials: Vec<PooledKey>,
+    /// How the pool picks a key (`credential_pool_strategies.<id>`).
+    pub strategy: Strategy,
+    /// Where the pool's key status is written back (`auth.json`), when its keys are stored.
+    pub pool_store: Option<PoolStore>,
+    /// Stored logins this endpoint cannot use (an OAuth login that needs a refresh flow), by
+    /// description; logged once when the client is built.
+    pub unusable: Vec<String>,
+    /// The `fallback_providers` chain, tried in order when this endpoint fails.
+    pub fallbacks: Vec<ProviderSettings>,
+}
+
+/// The API an endpoint speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApiKind {
+    /// OpenAI chat completions: `POST <base_url>/chat/completions`, `Authorization: Bearer`.
+    #[default]
+    ChatCompletions,
+    /// Anthropic's Messages API: `POST <base_url>/v1/messages`, `x-api-key` and
+    /// `anthropic-version`.
+    AnthropicMessages,
 }
 
 impl ProviderSettings {
@@ -295,6 +328,22 @@ impl ProviderSettings {
             idle_timeout: Duration::from_secs(120),
             max_retries: 3,
             retry_base_delay: Duration::from_millis(500),
+            name: String::new(),
+            api: ApiKind::ChatCompletions,
+            credentials: Vec::new(),
+            strategy: Strategy::FillFirst,
+            pool_store: None,
+            unusable: Vec::new(),
+            fallbacks: Vec::new(),
+        }
+    }
+
+    /// How the log and errors name this endpoint: `name model at base_url`.
+    pub fn describe(&self) -> String {
+        if self.name.is_empty() {
+            format!("{} at {}", self.model, self.base_url)
+        } else {
+            format!("{} {} at {}", self.name, self.model, self.base_url)
         }
     }
 }
@@ -406,8 +455,12 @@ impl GatewaySettings {
     }
 
     /// Settings of the profile `home` with `process_env` (the process environment): reads its
-    /// `.env` (merged over `process_env` by [`DotEnv::overlay`]), `config.yaml` and `SOUL.md`,
-    /// then [`GatewaySettings::resolve`]s.
+    /// `.env` (merged over `process_env` by [`DotEnv::overlay`]), `config.yaml`, `SOUL.md` and
+    /// `auth.json`, then [`GatewaySettings::resolve_with_auth`]s. The one entry that reads the
+    /// profile's files, so reading them again picks up every edit.
+    ///
+    /// An `auth.json` that cannot be read or parsed does not stop the gateway: it is logged
+    /// (a damaged one is copied aside first, as the CLI does) and read as empty.
     ///
     /// # Errors
     ///
@@ -420,7 +473,15 @@ impl GatewaySettings {
         let env = DotEnv::load(&home.env_path())?.overlay(process_env);
         let config = Config::load(&home.config_path())?;
         let soul = std::fs::read_to_string(home.soul_path()).ok();
-        GatewaySettings::resolve(home.profile().name(), home.dir(), soul, &config, &env)
+        let auth = load_auth(&home.auth_path());
+        GatewaySettings::resolve_with_auth(
+            home.profile().name(),
+            home.dir(),
+            soul,
+            &config,
+            &env,
+            &auth,
+        )
     }
 
     /// Builds settings from a flattened `config.yaml` view and an env map (see the module doc
@@ -443,6 +504,25 @@ impl GatewaySettings {
         soul: Option<String>,
         config: &Config,
         env: &BTreeMap<String, String>,
+    ) -> Result<GatewaySettings, Error> {
+        let auth = AuthStore::default();
+        GatewaySettings::resolve_with_auth(profile, home, soul, config, env, &auth)
+    }
+
+    /// [`GatewaySettings::resolve`] with the profile's `auth.json` (`<home>/auth.json`): its
+    /// credential pools join each endpoint's keys (module doc, "Credentials"). Pure like
+    /// `resolve`: the store is already loaded.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`GatewaySettings::resolve`].
+    pub fn resolve_with_auth(
+        profile: &str,
+        home: &Path,
+        soul: Option<String>,
+        config: &Config,
+        env: &BTreeMap<String, String>,
+        auth: &AuthStore,
     ) -> Result<GatewaySettings, Error> {
         let get_env = |k: &str| env.get(k).and_then(|v| dotenv::nonblank(v));
         let lookup = |k: &str| env.get(k).cloned();
@@ -484,41 +564,20 @@ impl GatewaySettings {
 
         let model = config.model(&lookup);
         if let Some(name) = model.default {
-            let provider = provider_kind(model.provider.as_deref(), &get_env)?;
-            let base_url = match model.base_url {
-                Some(url) => url,
-                None => match provider {
-                    Some(known) if known.name == "openai" => get_env("OPENAI_BASE_URL")
-                        .unwrap_or(known.base_url)
-                        .to_string(),
-                    Some(known) => known.base_url.to_string(),
-                    None => {
-                        return Err(Error::InvalidSetting {
-                            key: "model.base_url".into(),
-                            value: String::new(),
-                            reason: match model.provider.as_deref() {
-                                Some(p) if is_custom(p) => format!(
-                                    "provider `{p}` is the OpenAI-compatible endpoint at `model.base_url`: set it (e.g. `http://127.0.0.1:11434/v1`)"
-                                ),
-                                p => format!(
-                                    "provider `{}` has no known address: set its OpenAI-compatible URL",
-                                    p.unwrap_or_default()
-                                ),
-                            },
-                        });
-                    }
-                },
+            let resolver = Resolver {
+                get_env: &get_env,
+                config,
+                lookup: &lookup,
+                auth,
+                auth_path: home.join("auth.json"),
             };
-            let base_url = base_url.trim_end_matches('/');
-            let key = choose_provider_key(
-                model.provider.as_deref(),
-                base_url,
-                model.api_key.as_deref(),
-                &get_env,
-            );
-            let mut p = ProviderSettings::new(base_url, name);
-            p.api_key = key.key;
-            p.withheld_key = key.withheld;
+            let primary = FallbackSpec {
+                provider: model.provider.clone().unwrap_or_default(),
+                model: name,
+                base_url: model.base_url.clone(),
+                api_key: model.api_key.clone(),
+            };
+            let mut p = resolver.endpoint(&primary, "model")?;
             if let Some(t) = get_cfg("model.timeout") {
                 let secs: u64 = parse_num("model.timeout", &t)?;
                 if secs == 0 {
@@ -533,6 +592,7 @@ impl GatewaySettings {
             if let Some(r) = get_cfg("agent.api_max_retries") {
                 p.max_retries = parse_num("agent.api_max_retries", &r)?;
             }
+            p.fallbacks = resolver.fallbacks(&p);
             s.provider = Some(p);
         }
         s.validate()?;
@@ -582,6 +642,346 @@ impl GatewaySettings {
     }
 }
 
+/// Reads `auth.json` for the gateway: a file that cannot be read or parsed is logged and read
+/// as empty (a damaged one was copied aside by [`AuthStore::load`]), so credentials on disk
+/// never stop a gateway that could run on its other keys.
+fn load_auth(path: &Path) -> AuthStore {
+    match AuthStore::load(path) {
+        Ok(loaded) => {
+            if let Some(c) = &loaded.corrupt {
+                tracing::warn!(
+                    path = %c.path.display(),
+                    preserved_at = ?c.preserved_at,
+                    "auth.json could not be parsed ({}); reading it as empty",
+                    c.reason
+                );
+            }
+            loaded.store
+        }
+        Err(e) => {
+            tracing::warn!(
+                path = %path.display(),
+                "auth.json cannot be read; its credentials are not used: {}",
+                hermes_errors::one_line(&e)
+            );
+            AuthStore::default()
+        }
+    }
+}
+
+/// Anthropic's Messages API: its key variable is sent only over `https` to `anthropic.com`
+/// (or a subdomain), as the other known providers' keys are.
+pub const ANTHROPIC: KnownProvider = KnownProvider {
+    name: "anthropic",
+    key_var: "ANTHROPIC_API_KEY",
+    base_url: "https://api.anthropic.com",
+    domain: "anthropic.com",
+};
+
+/// Anthropic's variables that hold OAuth tokens (a Claude subscription), which need the
+/// original's OAuth request shape: the gateway does not send them, and says so.
+pub const ANTHROPIC_OAUTH_VARS: [&str; 2] = ["ANTHROPIC_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"];
+
+/// The provider whose key a name stands for: a [`known_provider`], or [`ANTHROPIC`].
+pub fn key_owner(name: &str) -> Option<KnownProvider> {
+    known_provider(name).or_else(|| {
+        name.trim()
+            .eq_ignore_ascii_case(ANTHROPIC.name)
+            .then_some(ANTHROPIC)
+    })
+}
+
+/// Every provider whose key is confined to its own domain: the known providers, then
+/// Anthropic.
+fn gated_providers() -> impl Iterator<Item = KnownProvider> {
+    known_providers().chain(std::iter::once(ANTHROPIC))
+}
+
+/// The API an endpoint speaks: Anthropic's Messages API for `provider: anthropic`, a base URL
+/// on `anthropic.com`, or one ending in `/anthropic` (how Anthropic-compatible proxies expose
+/// it, the original's `_detect_api_mode_for_url`); chat completions otherwise.
+pub fn api_kind(provider: &str, base_url: &str) -> ApiKind {
+    let anthropic = provider.trim().eq_ignore_ascii_case(ANTHROPIC.name)
+        || host_of(base_url)
+            .is_some_and(|h| h == ANTHROPIC.domain || h.ends_with(".anthropic.com"))
+        || base_url.trim_end_matches('/').ends_with("/anthropic");
+    if anthropic {
+        ApiKind::AnthropicMessages
+    } else {
+        ApiKind::ChatCompletions
+    }
+}
+
+/// Whether `provider: anthropic` may use the configured `base_url`: an Anthropic or Claude
+/// host, Azure, or a `/anthropic` proxy; any other URL is a stale one left from another
+/// provider and Anthropic's own address is used (the original's
+/// `_anthropic_base_url_override_ok`).
+fn anthropic_url_ok(base_url: &str) -> bool {
+    let Some(host) = host_of(base_url) else {
+        return false;
+    };
+    host == ANTHROPIC.domain
+        || [".anthropic.com", ".claude.com", ".azure.com"]
+            .iter()
+            .any(|d| host.ends_with(d))
+        || base_url.trim_end_matches('/').ends_with("/anthropic")
+}
+
+fn host_of(url: &str) -> Option<String> {
+    reqwest::Url::parse(url)
+        .ok()?
+        .host_str()
+        .map(str::to_ascii_lowercase)
+}
+
+/// `scheme://host:port` of a URL, to compare where two URLs send a key.
+fn origin_of(url: &str) -> Option<String> {
+    let u = reqwest::Url::parse(url).ok()?;
+    Some(format!(
+        "{}://{}:{}",
+        u.scheme(),
+        u.host_str()?.to_ascii_lowercase(),
+        u.port_or_known_default()?
+    ))
+}
+
+/// Whether a pooled key may go to `dest`: a gated provider's key only to its own domain over
+/// `https` (as its variable); another provider's stored key only to the origin it was stored
+/// for (its entry's `base_url`), or, when it names none, to the address configured for that
+/// provider.
+pub fn pooled_key_may_go(
+    owner: Option<&KnownProvider>,
+    stored_url: Option<&str>,
+    dest: &str,
+) -> bool {
+    if let Some(owner) = owner {
+        return owner.serves(dest);
+    }
+    match stored_url.map(str::trim).filter(|u| !u.is_empty()) {
+        Some(u) => origin_of(u).is_some_and(|o| Some(o) == origin_of(dest)),
+        None => true,
+    }
+}
+
+/// The `credential_pool` ids the original keeps a provider's keys under: the provider's name
+/// and its name in the original (`openai` is `openai-api` there).
+fn pool_ids(name: &str) -> Vec<String> {
+    let name = name.trim().to_ascii_lowercase();
+    let mut ids = vec![name.clone()];
+    if let Some(original) = providers::original_name(&name) {
+        ids.push(original.to_string());
+    }
+    if let Some(p) = providers::find(&name)
+        && p.name != name
+    {
+        ids.push(p.name.to_string());
+    }
+    ids
+}
+
+/// What one resolution of endpoints needs besides an endpoint's own entry.
+struct Resolver<'a, 'e> {
+    get_env: &'a dyn Fn(&str) -> Option<&'e str>,
+    config: &'a Config,
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+    auth: &'a AuthStore,
+    auth_path: PathBuf,
+}
+
+impl Resolver<'_, '_> {
+    /// The endpoint of `spec` (the `model` section, or a fallback entry, named by `origin`
+    /// in errors): its address, API and keys.
+    fn endpoint(&self, spec: &FallbackSpec, origin: &str) -> Result<ProviderSettings, Error> {
+        let configured = Some(spec.provider.as_str()).filter(|p| !p.trim().is_empty());
+        let provider = provider_kind(configured, self.get_env)?;
+        let base_url = match &spec.base_url {
+            Some(url) if provider == Some(ANTHROPIC) && !anthropic_url_ok(url) => {
+                ANTHROPIC.base_url.to_string()
+            }
+            Some(url) => url.clone(),
+            None => match provider {
+                Some(known) if known.name == "openai" => (self.get_env)("OPENAI_BASE_URL")
+                    .unwrap_or(known.base_url)
+                    .to_string(),
+                Some(known) => known.base_url.to_string(),
+                None => {
+                    return Err(Error::InvalidSetting {
+                        key: format!("{origin}.base_url"),
+                        value: String::new(),
+                        reason: match configured {
+                            Some(p) if is_custom(p) => format!(
+                                "provider `{p}` is the OpenAI-compatible endpoint at `{origin}.base_url`: set it (e.g. `http://127.0.0.1:11434/v1`)"
+                            ),
+                            p => format!(
+                                "provider `{}` has no known address: set its OpenAI-compatible URL",
+                                p.unwrap_or_default()
+                            ),
+                        },
+                    });
+                }
+            },
+        };
+        let base_url = base_url.trim_end_matches('/');
+        let key = choose_provider_key(configured, base_url, spec.api_key.as_deref(), self.get_env);
+        let mut p = ProviderSettings::new(base_url, spec.model.clone());
+        p.name = configured.map_or_else(|| "auto".into(), |n| n.trim().to_string());
+        p.api = api_kind(&p.name, base_url);
+        p.api_key = key.key.clone();
+        p.withheld_key = key.withheld.clone();
+        if key.source.as_deref() != Some("model.api_key") {
+            self.add_pool(&mut p, configured, provider, &key);
+        }
+        if provider == Some(ANTHROPIC) {
+            for var in ANTHROPIC_OAUTH_VARS {
+                if (self.get_env)(var).is_some() {
+                    p.unusable.push(format!(
+                        "`{var}` (an Anthropic OAuth token: use an API key, `ANTHROPIC_API_KEY`)"
+                    ));
+                }
+            }
+        }
+        Ok(p)
+    }
+
+    /// Adds the provider's credential pool from `auth.json` to `p`: its API keys allowed to
+    /// go to `p.base_url`, then the provider's variable unless an entry stands for it.
+    fn add_pool(
+        &self,
+        p: &mut ProviderSettings,
+        configured: Option<&str>,
+        provider: Option<KnownProvider>,
+        key: &ProviderKey,
+    ) {
+        // The pool is the provider's whose address this is: `auto` and `custom` use only the
+        // pool of a known provider serving `base_url` (the original keys custom endpoints'
+        // pools by their `custom_providers` name, which the gateway does not read).
+        let is_auto = configured.is_none_or(|c| c.trim().eq_ignore_ascii_case("auto"));
+        let owner = if is_auto || configured.is_some_and(is_custom) {
+            gated_providers().find(|g| g.serves(&p.base_url))
+        } else {
+            provider
+        };
+        let name = match (owner, configured) {
+            (Some(o), _) => o.name.to_string(),
+            (None, Some(c)) if !is_auto && !is_custom(c) => c.trim().to_string(),
+            _ => String::new(),
+        };
+        let mut keys = Vec::new();
+        if !name.is_empty() {
+            for id in pool_ids(&name) {
+                let entries = self.auth.pool(&id);
+                if entries.is_empty() {
+                    continue;
+                }
+                for entry in entries {
+                    match self.pooled_key(&id, entry, owner.as_ref(), &p.base_url) {
+                        Ok(k) => keys.push(k),
+                        Err(Some(why)) => p.unusable.push(why),
+                        Err(None) => {}
+                    }
+                }
+                p.pool_store = Some(PoolStore::new(&self.auth_path, &id));
+                p.strategy = self
+                    .config
+                    .string(&format!("credential_pool_strategies.{id}"), self.lookup)
+                    .and_then(|s| Strategy::parse(&s))
+                    .unwrap_or_default();
+                break;
+            }
+            for id in pool_ids(&name) {
+                if let Some(state) = self.auth.provider(&id)
+                    && state.get("access_token").is_some()
+                {
+                    p.unusable.push(format!(
+                        "the `{id}` login in auth.json (OAuth, which needs a refresh flow the gateway does not run)"
+                    ));
+                }
+            }
+        }
+        if let (Some(k), Some(var)) = (&key.key, &key.source) {
+            let source = format!("env:{var}");
+            if !keys.iter().any(|pk: &PooledKey| pk.source == source) {
+                keys.push(PooledKey::new(var.clone(), source, k.clone()));
+            }
+        }
+        if let Some(first) = keys.first() {
+            p.api_key = Some(first.key.clone());
+            p.withheld_key = None;
+        }
+        p.credentials = keys;
+    }
+
+    /// The key of one stored pool entry, or why it is not used (`Err(None)`: nothing to say,
+    /// e.g. an `env:` entry whose variable is not set here).
+    fn pooled_key(
+        &self,
+        pool: &str,
+        entry: &Map<String, Value>,
+        owner: Option<&KnownProvider>,
+        dest: &str,
+    ) -> Result<PooledKey, Option<String>> {
+        let text = |k: &str| entry.get(k).and_then(Value::as_str).map(str::trim);
+        let label = text("label").or(text("id")).unwrap_or("?");
+        let source = text("source").unwrap_or("manual");
+        let token = match source.strip_prefix("env:") {
+            Some(var) => (self.get_env)(var).map(str::to_string),
+            None => text("access_token").map(str::to_string),
+        }
+        .filter(|t| !t.is_empty())
+        .ok_or(None)?;
+        let oauth_token = pool == ANTHROPIC.name && token.starts_with("sk-ant-oat");
+        let auth_type = text("auth_type").unwrap_or("api_key");
+        if auth_type != "api_key" || oauth_token {
+            return Err(Some(format!(
+                "`{pool}` credential `{label}` ({source}, an OAuth login, which needs a refresh flow the gateway does not run)"
+            )));
+        }
+        if !pooled_key_may_go(owner, text("base_url"), dest) {
+            return Err(Some(format!(
+                "`{pool}` credential `{label}` ({source}): it belongs to {} and is not sent to `{dest}`",
+                owner.map_or_else(
+                    || text("base_url").unwrap_or("?").to_string(),
+                    |o| o.domain.to_string()
+                )
+            )));
+        }
+        Ok(PooledKey::from_entry(entry, token))
+    }
+
+    /// The `fallback_providers` chain for `primary`: each entry resolved like the primary
+    /// (its own keys by the same rules), with the primary's timeouts and retries. An entry
+    /// that cannot be resolved is logged and skipped, as the original skips it.
+    fn fallbacks(&self, primary: &ProviderSettings) -> Vec<ProviderSettings> {
+        fallback::chain(self.config, self.lookup)
+            .iter()
+            .enumerate()
+            .filter_map(|(i, spec)| {
+                let origin = format!("fallback_providers[{i}]");
+                match self.endpoint(spec, &origin) {
+                    Ok(mut f) => {
+                        f.connect_timeout = primary.connect_timeout;
+                        f.request_timeout = primary.request_timeout;
+                        f.idle_timeout = primary.idle_timeout;
+                        f.max_retries = primary.max_retries;
+                        f.retry_base_delay = primary.retry_base_delay;
+                        Some(f)
+                    }
+                    Err(e) => {
+                        tracing::warn!(
+                            "{origin} ({} {}) is skipped: {}",
+                            spec.provider,
+                            spec.model,
+                            hermes_errors::one_line(&e)
+                        );
+                        None
+                    }
+                }
+            })
+            .filter(|f| f.base_url.starts_with("http://") || f.base_url.starts_with("https://"))
+            .collect()
+    }
+}
+
 /// The known provider `model.provider` names: `Some` for a known name and for `auto` (the
 /// first known provider whose key is set, else OpenAI), `None` for another valid name.
 fn provider_kind<'a>(
@@ -593,7 +993,7 @@ fn provider_kind<'a>(
         Some(p) if p.eq_ignore_ascii_case("auto") => Ok(auto_provider(get_env)),
         // Its address is `model.base_url`, which is then required.
         Some(p) if is_custom(p) => Ok(None),
-        Some(p) => match known_provider(p) {
+        Some(p) => match key_owner(p) {
             Some(known) => Ok(Some(known)),
             None if p
                 .chars()
@@ -634,6 +1034,13 @@ impl std::fmt::Debug for ProviderSettings {
             .field("idle_timeout", &self.idle_timeout)
             .field("max_retries", &self.max_retries)
             .field("retry_base_delay", &self.retry_base_delay)
+            .field("name", &self.name)
+            .field("api", &self.api)
+            .field("credentials", &self.credentials)
+            .field("strategy", &self.strategy)
+            .field("pool_store", &self.pool_store)
+            .field("unusable", &self.unusable)
+            .field("fallbacks", &self.fallbacks)
             .finish()
     }
 }

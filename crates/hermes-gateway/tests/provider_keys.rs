@@ -22,7 +22,7 @@ use hermes_home::config::Config;
 use serde_json::json;
 use support::{Upstream, client, echo_of, start};
 
-/// Settings resolved the way `hermes gateway run` does it, on port 0 with key `gw-key`.
+/// Settings resolved the way `hermes gateway run` does it, on port 0 with a client key long enough for any key rule.
 fn resolved(home: &Path, yaml: &str, env: &[(&str, &str)]) -> GatewaySettings {
     let config = Config::parse(Path::new("config.yaml"), yaml).unwrap();
     let mut env: BTreeMap<String, String> = env
@@ -30,7 +30,7 @@ fn resolved(home: &Path, yaml: &str, env: &[(&str, &str)]) -> GatewaySettings {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     env.insert("API_SERVER_PORT".into(), "0".into());
-    env.insert("API_SERVER_KEY".into(), "gw-key".into());
+    env.insert("API_SERVER_KEY".into(), "gw-key-0123456789abcdef".into());
     GatewaySettings::resolve("work", home, None, &config, &env).unwrap()
 }
 
@@ -50,7 +50,7 @@ async fn openai_key_is_not_sent_to_a_local_base_url_through_the_gateway() {
     let gw = start(s).await;
     let r = client()
         .post(gw.url("/v1/chat/completions"))
-        .header("authorization", "Bearer gw-key")
+        .header("authorization", "Bearer gw-key-0123456789abcdef")
         .json(&json!({"messages": [{"role": "user", "content": "hi"}]}))
         .send()
         .await

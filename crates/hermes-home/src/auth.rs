@@ -255,6 +255,124 @@ impl AuthStore {
     }
 }
 
+/// One stored credential as `hermes auth list` and `hermes dump` show it: never the key, only
+/// its masked form.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CredentialView {
+    /// Its position in its pool, from 1, in priority order (the original's `#N`).
+    pub index: usize,
+    /// The entry's `id`.
+    pub id: String,
+    /// The entry's label.
+    pub label: String,
+    /// `api_key` or `oauth`.
+    pub auth_type: String,
+    /// Where the key comes from: `manual`, `env:OPENAI_API_KEY`, ...
+    pub source: String,
+    /// The key masked ([`mask_secret`]); for an `env:` entry, the variable's value if set
+    /// here, else empty.
+    pub key: String,
+    /// `ok`, `exhausted` or `dead` (`ok` when the entry says nothing).
+    pub status: String,
+    /// The stored HTTP status of its last failure.
+    pub last_error_code: Option<u64>,
+    /// Seconds until an exhausted key is tried again (0: it may be tried now).
+    pub retry_in_secs: Option<u64>,
+    /// The entry a request would take now (the first usable one), marked `←` in the list.
+    pub current: bool,
+}
+
+/// Cooldown of a key after a failure, as the original's `_exhausted_ttl`: 5 minutes after a
+/// 401, one hour otherwise.
+fn cooldown_secs(code: Option<u64>) -> f64 {
+    if code == Some(401) { 300.0 } else { 3600.0 }
+}
+
+/// Seconds since the epoch in a stored timestamp (a number, milliseconds above 10^12, or a
+/// number in a string), as the original's `_parse_absolute_timestamp` reads numbers.
+fn stored_secs(v: Option<&Value>) -> Option<f64> {
+    let n = match v? {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => s.trim().parse().ok()?,
+        _ => return None,
+    };
+    (n.is_finite() && n > 0.0).then(|| if n > 1e12 { n / 1000.0 } else { n })
+}
+
+impl AuthStore {
+    /// The credentials of pool `id` as shown to a person. `env` looks up a variable (for
+    /// `env:` entries, whose key the file does not hold); `now` is seconds since the epoch.
+    pub fn credential_views(
+        &self,
+        id: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+        now: f64,
+    ) -> Vec<CredentialView> {
+        let mut views: Vec<CredentialView> = self
+            .pool(id)
+            .iter()
+            .enumerate()
+            .map(|(i, e)| view(i + 1, e, env, now))
+            .collect();
+        let usable = |v: &CredentialView| {
+            !v.key.is_empty()
+                && v.auth_type == "api_key"
+                && match v.status.as_str() {
+                    "dead" => false,
+                    "exhausted" => v.retry_in_secs == Some(0),
+                    _ => true,
+                }
+        };
+        if let Some(v) = views.iter_mut().find(|v| usable(v)) {
+            v.current = true;
+        }
+        views
+    }
+}
+
+fn view(
+    index: usize,
+    e: &Map<String, Value>,
+    env: &dyn Fn(&str) -> Option<String>,
+    now: f64,
+) -> CredentialView {
+    let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let source = Some(text("source"))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "manual".into());
+    let key = match source.strip_prefix("env:") {
+        Some(var) => env(var).unwrap_or_default(),
+        None => text("access_token"),
+    };
+    let status = Some(text("last_status"))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "ok".into());
+    let code = e.get("last_error_code").and_then(Value::as_u64);
+    let retry_in_secs = (status == "exhausted").then(|| {
+        let until = stored_secs(e.get("last_error_reset_at"))
+            .or_else(|| stored_secs(e.get("last_status_at")).map(|at| at + cooldown_secs(code)));
+        // Rounded up, so "0" means the cooldown is over.
+        until.map_or(0, |u| (u - now).max(0.0).ceil() as u64)
+    });
+    CredentialView {
+        index,
+        id: text("id"),
+        label: Some(text("label"))
+            .filter(|l| !l.is_empty())
+            .unwrap_or_else(|| source.clone()),
+        auth_type: Some(text("auth_type"))
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| "api_key".into()),
+        key: mask_secret(&key),
+        source,
+        status,
+        last_error_code: code,
+        retry_in_secs,
+        current: false,
+    }
+}
+
 /// A secret as the original shows it (`agent/redact.py`, `mask_secret`): the first 4 and last
 /// 4 characters around `...`, and `***` for a value shorter than 12 characters (whose ends
 /// would give away too much of it); empty stays empty.
@@ -483,6 +601,58 @@ mod tests {
         assert_eq!(b["last_status"], "exhausted");
         assert_eq!(b["custom"], true, "keys we do not know are kept");
         assert!(store.pool_entry_mut("openrouter", "zz").is_none());
+    }
+
+    #[test]
+    fn credential_views_mask_keys_and_say_which_key_is_next() {
+        let text = r#"{"credential_pool": {"openai-api": [
+            {"id": "e1", "label": "OPENAI_API_KEY", "source": "env:OPENAI_API_KEY", "priority": 0,
+             "auth_type": "api_key", "secret_fingerprint": "sha256:00"},
+            {"id": "m1", "label": "work", "source": "manual", "priority": 1, "auth_type": "api_key",
+             "access_token": "sk-proj-abcdefghijkl7890", "last_status": "exhausted",
+             "last_status_at": 1000.0, "last_error_code": 429},
+            {"id": "m2", "label": "spare", "source": "manual", "priority": 2,
+             "access_token": "sk-spare-0000000000001111"},
+            {"id": "o1", "label": "login", "source": "manual:device_code", "priority": 3,
+             "auth_type": "oauth", "access_token": "tok-zzzzzzzzzzzzzzzz"}
+        ]}}"#;
+        let store = AuthStore::parse(text.as_bytes()).unwrap();
+        let no_env = |_: &str| None;
+        let views = store.credential_views("openai-api", &no_env, 1000.0 + 60.0);
+        let rows: Vec<(&str, &str, &str, Option<u64>, bool)> = views
+            .iter()
+            .map(|v| {
+                (
+                    v.label.as_str(),
+                    v.key.as_str(),
+                    v.status.as_str(),
+                    v.retry_in_secs,
+                    v.current,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("OPENAI_API_KEY", "", "ok", None, false),
+                ("work", "sk-p...7890", "exhausted", Some(3540), false),
+                ("spare", "sk-s...1111", "ok", None, true),
+                ("login", "tok-...zzzz", "ok", None, false),
+            ]
+        );
+        // With the variable set and the cooldown over, the first entry is next again.
+        let env = |k: &str| (k == "OPENAI_API_KEY").then(|| "sk-env-123456789999".to_string());
+        let views = store.credential_views("openai-api", &env, 1000.0 + 3600.0);
+        assert_eq!(
+            (views[0].key.as_str(), views[0].current),
+            ("sk-e...9999", true)
+        );
+        assert_eq!(views[1].retry_in_secs, Some(0));
+        let json = serde_json::to_string(&views).unwrap();
+        assert!(
+            !json.contains("abcdefghijkl") && !json.contains("123456789"),
+            "{json}"
+        );
     }
 
     #[test]

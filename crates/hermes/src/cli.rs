@@ -164,7 +164,7 @@ pub enum ProfileCommand {
 /// `hermes auth ...`
 #[derive(Debug, Subcommand)]
 pub enum AuthCommand {
-    /// List the providers that have stored credentials (names only, never secrets).
+    /// List the stored credentials: each pool's keys (masked) with their status, and the logins.
     List(JsonFlag),
 }
 
