@@ -44,3 +44,21 @@ cargo_target_dir() {
     (cd "$1" && cargo metadata --format-version 1 --no-deps |
         python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 }
+
+# pip_venv DIR REQUIREMENT DIST VERSION ENTRY  — a venv at DIR with REQUIREMENT (e.g.
+# `litellm[proxy]==1.106.12`) installed, reused while distribution DIST is still at VERSION;
+# prints the path of its ENTRY point (a script in the venv's bin/).
+pip_venv() {
+    local venv="$1" requirement="$2" dist="$3" version="$4" entry="$5" installed
+    command -v python3 >/dev/null 2>&1 || die "\`python3\` is required for a Python peer"
+    installed="$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('$dist'))" 2>/dev/null || true)"
+    if [ "$installed" != "$version" ] || [ ! -x "$venv/bin/$entry" ]; then
+        log "creating a venv with $requirement in $venv"
+        rm -rf "$venv"
+        mkdir -p "$(dirname "$venv")"
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet "$requirement"
+    fi
+    [ -x "$venv/bin/$entry" ] || die "the venv has no \`$entry\` entry point: remove \`$venv\` and run again"
+    printf '%s\n' "$venv/bin/$entry"
+}

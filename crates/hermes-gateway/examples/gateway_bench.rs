@@ -175,16 +175,50 @@ struct Seen {
     other: std::sync::Mutex<std::collections::BTreeMap<String, usize>>,
 }
 
+/// How the comparison upstream paces an answer, like a provider generating it: the first
+/// event after `first`, every later one `gap` after the previous. Both zero (the default)
+/// answer at once, as the test upstream does.
+#[derive(Clone, Copy, Default)]
+struct Pace {
+    first: Duration,
+    gap: Duration,
+}
+
+impl Pace {
+    /// Waits before event `index` of a stream.
+    async fn before(self, index: usize) {
+        let wait = if index == 0 { self.first } else { self.gap };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Waits as long as a whole stream of `events` events would take.
+    async fn whole(self, events: usize) {
+        let wait = self.first + self.gap * events.saturating_sub(1) as u32;
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// The comparison upstream's state: what it was sent, and how it paces its answers.
+struct Stub {
+    seen: Seen,
+    pace: Pace,
+}
+
 /// One chat answer of the comparison upstream. The text and its chunking are those of the
 /// test upstream (`echo: <last user text>`, one piece per word); unlike it, the stream ends
 /// with a `finish_reason: "stop"` chunk before `[DONE]`, as real providers do, because the
 /// Python agent treats a stream without one as a dropped connection and retries it.
 async fn compare_chat(
-    axum::extract::State(seen): axum::extract::State<std::sync::Arc<Seen>>,
+    axum::extract::State(stub): axum::extract::State<std::sync::Arc<Stub>>,
     body: bytes::Bytes,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     use std::sync::atomic::Ordering;
+    let seen = &stub.seen;
     seen.chats.fetch_add(1, Ordering::SeqCst);
     seen.bytes.fetch_add(body.len(), Ordering::SeqCst);
     let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
@@ -206,6 +240,11 @@ async fn compare_chat(
     let model = body["model"].clone();
     let usage = json!({"prompt_tokens": 10, "completion_tokens": 8, "total_tokens": 18});
     if body["stream"] != json!(true) {
+        // A plain answer arrives when the whole stream would have ended (its pieces, the
+        // `finish_reason` chunk and `[DONE]`).
+        stub.pace
+            .whole(reply.split_inclusive(' ').count() + 2)
+            .await;
         return axum::Json(json!({
             "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
@@ -233,10 +272,13 @@ async fn compare_chat(
         ));
     }
     events.push("data: [DONE]\n\n".into());
-    let stream = futures_util::stream::iter(
-        events
-            .into_iter()
-            .map(|e| Ok::<_, std::convert::Infallible>(bytes::Bytes::from(e))),
+    let pace = stub.pace;
+    let stream = futures_util::StreamExt::then(
+        futures_util::stream::iter(events.into_iter().enumerate()),
+        move |(i, e)| async move {
+            pace.before(i).await;
+            Ok::<_, std::convert::Infallible>(bytes::Bytes::from(e))
+        },
     );
     axum::response::Response::builder()
         .header("content-type", "text/event-stream")
@@ -245,27 +287,31 @@ async fn compare_chat(
 }
 
 async fn compare_other(
-    axum::extract::State(seen): axum::extract::State<std::sync::Arc<Seen>>,
+    axum::extract::State(stub): axum::extract::State<std::sync::Arc<Stub>>,
     method: axum::http::Method,
     uri: axum::http::Uri,
 ) -> axum::http::StatusCode {
-    if let Ok(mut other) = seen.other.lock() {
+    if let Ok(mut other) = stub.seen.other.lock() {
         *other.entry(format!("{method} {}", uri.path())).or_default() += 1;
     }
     axum::http::StatusCode::NOT_FOUND
 }
 
 /// `--serve-upstream`: the comparison upstream alone, until SIGTERM.
-fn serve_upstream() {
+fn serve_upstream(pace: Pace) {
     use std::sync::atomic::Ordering;
     use tokio::signal::unix::{SignalKind, signal};
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
-        let seen = std::sync::Arc::new(Seen::default());
+        let stub = std::sync::Arc::new(Stub {
+            seen: Seen::default(),
+            pace,
+        });
+        let seen = &stub.seen;
         let app = axum::Router::new()
             .route("/v1/chat/completions", axum::routing::post(compare_chat))
             .fallback(compare_other)
-            .with_state(std::sync::Arc::clone(&seen));
+            .with_state(std::sync::Arc::clone(&stub));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -330,17 +376,118 @@ fn answer_text(body: &str, stream: bool) -> Option<String> {
     done.then_some(text)
 }
 
+/// The question of request `i`: a different one each time, as separate clients would send.
+fn question(i: usize) -> String {
+    format!("benchmark question {i} with some words")
+}
+
+/// One timed chat answer: from sending the request to its last byte, and to its first
+/// body byte (for a stream, its first event).
+struct Timing {
+    total: Duration,
+    first_byte: Duration,
+}
+
+/// Sends question `i` and reads the whole answer. It counts only when its text is exactly
+/// the upstream's echo of the question, so a peer that answers from somewhere else (or
+/// with an error in a 200) is never timed as a success.
+async fn one_chat(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    i: usize,
+    stream: bool,
+) -> Result<Timing, String> {
+    let asked = question(i);
+    let body = json!({"model": "hermes-agent", "stream": stream,
+                      "messages": [{"role": "user", "content": asked}]});
+    let t = Instant::now();
+    let mut r = client
+        .post(url)
+        .header("authorization", format!("Bearer {key}"))
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| format!("request: {e}"))?;
+    let status = r.status();
+    let mut raw = Vec::new();
+    let mut first_byte = None;
+    while let Some(chunk) = r.chunk().await.map_err(|e| format!("body: {e}"))? {
+        first_byte.get_or_insert_with(|| t.elapsed());
+        raw.extend_from_slice(&chunk);
+    }
+    let total = t.elapsed();
+    let text = String::from_utf8_lossy(&raw);
+    let cut = || text.chars().take(300).collect::<String>();
+    if !status.is_success() {
+        return Err(format!("status {status}: {}", cut()));
+    }
+    match answer_text(&text, stream) {
+        Some(a) if a == support::echo_of(&asked) => Ok(Timing {
+            total,
+            first_byte: first_byte.unwrap_or(total),
+        }),
+        _ => Err(format!("not the upstream's echo: {}", cut())),
+    }
+}
+
+/// A duration in milliseconds, to 0.01 ms, for the JSON lines.
+fn json_ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 100_000.0).round() / 100.0
+}
+
+/// The answers of a load run: timings of the good ones, and the count and first of the bad.
+#[derive(Default)]
+struct Outcome {
+    ok: Vec<Timing>,
+    errors: usize,
+    first_error: Option<String>,
+}
+
+impl Outcome {
+    fn add(&mut self, r: Result<Timing, String>) {
+        match r {
+            Ok(t) => self.ok.push(t),
+            Err(e) => {
+                self.errors += 1;
+                self.first_error.get_or_insert(e);
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Outcome) {
+        self.ok.extend(other.ok);
+        self.errors += other.errors;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+    }
+
+    /// Sorted totals and sorted first-byte times of the good answers.
+    fn sorted(&self) -> (Vec<Duration>, Vec<Duration>) {
+        let mut total: Vec<Duration> = self.ok.iter().map(|t| t.total).collect();
+        let mut first: Vec<Duration> = self.ok.iter().map(|t| t.first_byte).collect();
+        total.sort();
+        first.sort();
+        (total, first)
+    }
+}
+
+fn load_client(concurrency: usize, timeout: Duration) -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency * 2)
+        .timeout(timeout)
+        .build()
+        .expect("client")
+}
+
 /// `--load`: a fixed number of requests at a fixed concurrency; prints one JSON line.
 fn fixed_load(url: &str, key: &str, requests: usize, concurrency: usize, stream: bool) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async move {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(concurrency * 2)
-            // The Python gateway runs an agent turn per request; give it room on a busy box.
-            .timeout(Duration::from_secs(120))
-            .build()
-            .expect("client");
+        // The Python gateway runs an agent turn per request; give it room on a busy box.
+        let client = load_client(concurrency, Duration::from_secs(120));
         let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let started = Instant::now();
         let mut tasks = Vec::new();
@@ -352,83 +499,200 @@ fn fixed_load(url: &str, key: &str, requests: usize, concurrency: usize, stream:
                 std::sync::Arc::clone(&next),
             );
             tasks.push(tokio::spawn(async move {
-                let mut out: Vec<Result<Duration, String>> = Vec::new();
+                let mut out = Outcome::default();
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     if i >= requests {
                         break;
                     }
-                    // A different question each time, as separate clients would send.
-                    let body = json!({"model": "hermes-agent", "stream": stream,
-                                      "messages": [{"role": "user",
-                                                    "content": format!("benchmark question {i} with some words")}]});
-                    let t = Instant::now();
-                    let r = c
-                        .post(&url)
-                        .header("authorization", format!("Bearer {key}"))
-                        .json(&body)
-                        .send()
-                        .await;
-                    let result = match r {
-                        Err(e) => Err(format!("request: {e}")),
-                        Ok(r) => {
-                            let status = r.status();
-                            match r.text().await {
-                                Err(e) => Err(format!("body: {e}")),
-                                Ok(text) if !status.is_success() => Err(format!(
-                                    "status {status}: {}",
-                                    text.chars().take(300).collect::<String>()
-                                )),
-                                Ok(text) => match answer_text(&text, stream) {
-                                    Some(a) if a.contains("echo:") => Ok(t.elapsed()),
-                                    _ => Err(format!(
-                                        "not the upstream's echo: {}",
-                                        text.chars().take(300).collect::<String>()
-                                    )),
-                                },
-                            }
-                        }
-                    };
-                    out.push(result);
+                    out.add(one_chat(&c, &url, &key, i, stream).await);
                 }
                 out
             }));
         }
-        let mut ok = Vec::new();
-        let mut errors = 0usize;
-        let mut first_error = None;
+        let mut all = Outcome::default();
         for t in tasks {
-            for r in t.await.expect("worker") {
-                match r {
-                    Ok(d) => ok.push(d),
-                    Err(e) => {
-                        errors += 1;
-                        first_error.get_or_insert(e);
-                    }
-                }
-            }
+            all.merge(t.await.expect("worker"));
         }
         let elapsed = started.elapsed();
-        ok.sort();
+        let (ok, _) = all.sorted();
         let mean = if ok.is_empty() {
             0.0
         } else {
             ok.iter().map(Duration::as_secs_f64).sum::<f64>() / ok.len() as f64
         };
-        let ms = |d: Duration| (d.as_secs_f64() * 100_000.0).round() / 100.0;
         println!(
             "{}",
             json!({
                 "mode": if stream { "stream" } else { "plain" },
                 "requests": requests, "concurrency": concurrency,
-                "ok": ok.len(), "errors": errors, "first_error": first_error,
-                "p50_ms": ms(pct(&ok, 0.50)), "p99_ms": ms(pct(&ok, 0.99)),
+                "ok": ok.len(), "errors": all.errors, "first_error": all.first_error,
+                "p50_ms": json_ms(pct(&ok, 0.50)), "p99_ms": json_ms(pct(&ok, 0.99)),
                 "mean_ms": (mean * 100_000.0).round() / 100.0,
                 "seconds": (elapsed.as_secs_f64() * 1000.0).round() / 1000.0,
                 "rps": (ok.len() as f64 / elapsed.as_secs_f64() * 10.0).round() / 10.0,
             })
         );
     });
+}
+
+/// What `--timed` runs: `concurrency` workers each sending one request after the other.
+struct TimedPlan {
+    url: String,
+    key: String,
+    stream: bool,
+    concurrency: usize,
+    /// Untimed, on the same connections, so the timed run pays no connection set-up.
+    warmup: Duration,
+    /// No request starts after this much time (measured from the end of the warmup).
+    run: Duration,
+    /// Requests still unanswered this long after `run` are abandoned and counted.
+    grace: Duration,
+    /// No more requests than this start (a bound for a peer that takes seconds per answer).
+    max_requests: usize,
+}
+
+/// One phase of `--timed`: every worker sends requests until `stop` or until `max`
+/// requests have started; a request still open at `hard_stop` is abandoned. Returns the
+/// outcome and how many were abandoned.
+async fn timed_phase(
+    plan: &TimedPlan,
+    client: &reqwest::Client,
+    first_index: usize,
+    stop: tokio::time::Instant,
+    hard_stop: tokio::time::Instant,
+    max: usize,
+) -> (Outcome, usize) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = std::sync::Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..plan.concurrency.max(1) {
+        let (c, url, key, next, stream) = (
+            client.clone(),
+            plan.url.clone(),
+            plan.key.clone(),
+            std::sync::Arc::clone(&next),
+            plan.stream,
+        );
+        tasks.push(tokio::spawn(async move {
+            let (mut out, mut abandoned) = (Outcome::default(), 0);
+            while tokio::time::Instant::now() < stop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= max {
+                    break;
+                }
+                let chat = one_chat(&c, &url, &key, first_index + i, stream);
+                match tokio::time::timeout_at(hard_stop, chat).await {
+                    Ok(r) => out.add(r),
+                    Err(_) => {
+                        abandoned += 1;
+                        break;
+                    }
+                }
+            }
+            (out, abandoned)
+        }));
+    }
+    let (mut all, mut abandoned) = (Outcome::default(), 0);
+    for t in tasks {
+        let (out, a) = t.await.expect("worker");
+        all.merge(out);
+        abandoned += a;
+    }
+    (all, abandoned)
+}
+
+/// `--timed`: a fixed concurrency for a fixed time, after an untimed warmup; prints one
+/// JSON line with the latency distribution of the good answers (whole answer and first
+/// byte), how many requests were answered, failed or abandoned, and the first error.
+fn timed_load(plan: &TimedPlan) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async move {
+        // Per request, no more than the whole run may take; the phases bound it anyway.
+        let client = load_client(plan.concurrency, plan.warmup + plan.run + plan.grace * 2);
+        let now = tokio::time::Instant::now();
+        let (warm, warm_abandoned) = timed_phase(
+            plan,
+            &client,
+            0,
+            now + plan.warmup,
+            now + plan.warmup + plan.grace,
+            usize::MAX,
+        )
+        .await;
+        let started = tokio::time::Instant::now();
+        let (all, abandoned) = timed_phase(
+            plan,
+            &client,
+            warm.ok.len() + warm.errors + warm_abandoned,
+            started + plan.run,
+            started + plan.run + plan.grace,
+            plan.max_requests,
+        )
+        .await;
+        let elapsed = started.elapsed();
+        let (total, first) = all.sorted();
+        let dist = |v: &[Duration]| {
+            json!({"p50_ms": json_ms(pct(v, 0.50)), "p90_ms": json_ms(pct(v, 0.90)),
+                   "p99_ms": json_ms(pct(v, 0.99)), "p999_ms": json_ms(pct(v, 0.999)),
+                   "min_ms": json_ms(v.first().copied().unwrap_or_default()),
+                   "max_ms": json_ms(v.last().copied().unwrap_or_default())})
+        };
+        println!(
+            "{}",
+            json!({
+                "mode": if plan.stream { "stream" } else { "plain" },
+                "concurrency": plan.concurrency,
+                "warmup": {"ok": warm.ok.len(), "errors": warm.errors,
+                           "abandoned": warm_abandoned, "first_error": warm.first_error},
+                "ok": total.len(), "errors": all.errors, "abandoned": abandoned,
+                "first_error": all.first_error,
+                "seconds": (elapsed.as_secs_f64() * 1000.0).round() / 1000.0,
+                "rps": (total.len() as f64 / elapsed.as_secs_f64() * 10.0).round() / 10.0,
+                "latency": dist(&total),
+                "first_byte": dist(&first),
+            })
+        );
+    });
+}
+
+/// Parses the arguments of `--timed` (after the flag).
+fn timed_plan(args: &[String]) -> Option<TimedPlan> {
+    let [url, key, mode, concurrency, warmup, run, grace, max] = args else {
+        return None;
+    };
+    let secs = |v: &String| v.parse::<f64>().ok().map(Duration::from_secs_f64);
+    Some(TimedPlan {
+        url: url.clone(),
+        key: key.clone(),
+        stream: match mode.as_str() {
+            "stream" => true,
+            "plain" => false,
+            _ => return None,
+        },
+        concurrency: concurrency.parse().ok()?,
+        warmup: secs(warmup)?,
+        run: secs(run)?,
+        grace: secs(grace)?,
+        max_requests: max.parse().ok()?,
+    })
+}
+
+/// Parses the optional pacing of `--serve-upstream`: none, or `<first_ms> <gap_ms>`.
+fn pace_args(args: &[String]) -> Option<Pace> {
+    let ms = |v: &String| {
+        v.parse::<f64>()
+            .ok()
+            .map(|v| Duration::from_secs_f64(v / 1000.0))
+    };
+    match args {
+        [] => Some(Pace::default()),
+        [first, gap] => Some(Pace {
+            first: ms(first)?,
+            gap: ms(gap)?,
+        }),
+        _ => None,
+    }
 }
 
 fn main() {
@@ -438,7 +702,22 @@ fn main() {
         return;
     }
     if args.get(1).map(String::as_str) == Some("--serve-upstream") {
-        serve_upstream();
+        let Some(pace) = pace_args(&args[2..]) else {
+            eprintln!("usage: gateway_bench --serve-upstream [<first_ms> <gap_ms>]");
+            std::process::exit(2);
+        };
+        serve_upstream(pace);
+        return;
+    }
+    if args.get(1).map(String::as_str) == Some("--timed") {
+        let Some(plan) = timed_plan(&args[2..]) else {
+            eprintln!(
+                "usage: gateway_bench --timed <url> <key> <stream|plain> <concurrency> \
+                 <warmup_s> <run_s> <grace_s> <max_requests>"
+            );
+            std::process::exit(2);
+        };
+        timed_load(&plan);
         return;
     }
     if args.get(1).map(String::as_str) == Some("--load") && args.len() == 7 {
