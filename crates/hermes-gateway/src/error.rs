@@ -458,7 +458,7 @@ hermes_errors::every_variant!(Error {
         source: refused_connection(),
     },
     Error::ProviderFallbacksFailed { .. } => Error::ProviderFallbacksFailed {
-        tried: "openai gpt-4o at https://api.openai.com/v1: the provider at `https://api.openai.com/v1` answered HTTP 503 after 4 attempts: overloaded; openrouter openai/gpt-4o at https://openrouter.ai/api/v1: the provider at `https://openrouter.ai/api/v1` answered HTTP 503 after 4 attempts: overloaded".into(),
+        tried: "openai gpt-4o at https://api.openai.com/v1: the provider at `https://api.openai.com/v1` answered HTTP 503 after 4 attempt(s): overloaded; openrouter openai/gpt-4o at https://openrouter.ai/api/v1: the provider at `https://openrouter.ai/api/v1` answered HTTP 503 after 4 attempt(s): overloaded".into(),
         source: Box::new(Error::ProviderStatus {
             base_url: "https://openrouter.ai/api/v1".into(),
             status: 503,
