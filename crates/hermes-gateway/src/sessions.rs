@@ -212,7 +212,8 @@ impl SessionStore {
     }
 
     /// The session's history as OpenAI chat messages, in the order the original replays it
-    /// (insertion order; messages the original rewound or compacted away are left out).
+    /// (insertion order; messages the original rewound or compacted away are left out, and so
+    /// are stray prompts of its background review, as it leaves them out).
     /// Empty for an unknown session. Blocking.
     ///
     /// # Errors
@@ -223,7 +224,7 @@ impl SessionStore {
         let mut stmt = conn
             .prepare_cached(&self.sql.history)
             .map_err(|e| self.err(e))?;
-        let rows = stmt
+        let found = stmt
             .query_map([session], |r| {
                 Ok(MessageRow {
                     role: r.get(0)?,
@@ -235,8 +236,10 @@ impl SessionStore {
                 })
             })
             .map_err(|e| self.err(e))?;
-        rows.map(|row| row.map(MessageRow::into_message).map_err(|e| self.err(e)))
-            .collect()
+        let messages = found
+            .map(|row| row.map(MessageRow::into_message).map_err(|e| self.err(e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows::without_review_prompts(messages))
     }
 
     /// Appends `messages` to the session (creating it as an API-server session of `profile`),

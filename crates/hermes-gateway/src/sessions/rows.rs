@@ -128,6 +128,43 @@ fn decode_tool_calls(text: &str) -> Option<Value> {
     Some(Value::Array(calls))
 }
 
+/// How the prompts of the original's background skill and memory review begin. Older builds
+/// of the original wrote such a prompt (and the reply to it) into the user's own session;
+/// replayed, it makes the model act as the reviewer instead of answering.
+const REVIEW_PROMPT_PREFIXES: [&str; 2] = [
+    "Review the conversation above and update the skill library",
+    "Review the conversation above and consider saving to memory",
+];
+
+fn is_review_prompt(m: &Value) -> bool {
+    let role = m.get("role").and_then(Value::as_str);
+    let content = m.get("content").and_then(Value::as_str);
+    matches!(role, Some("user" | "system"))
+        && content.is_some_and(|text| {
+            let text = text.trim_start();
+            REVIEW_PROMPT_PREFIXES.iter().any(|p| text.starts_with(p))
+        })
+}
+
+/// The history without stray review prompts and the assistant reply right after each, as the
+/// original leaves them out when it replays a session.
+pub(super) fn without_review_prompts(messages: Vec<Value>) -> Vec<Value> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut skip_reply = false;
+    for m in messages {
+        if is_review_prompt(&m) {
+            skip_reply = true;
+            continue;
+        }
+        let is_reply = m.get("role").and_then(Value::as_str) == Some("assistant");
+        if std::mem::take(&mut skip_reply) && is_reply {
+            continue;
+        }
+        out.push(m);
+    }
+    out
+}
+
 /// A column value as text: the original may have bound a number (its `content` is whatever
 /// Python value it was given), and SQLite keeps it as one.
 pub(super) fn sql_text(value: SqlValue) -> Option<String> {
@@ -346,6 +383,32 @@ mod tests {
         assert_eq!(decode_content(Some(raw.clone())), Value::String(raw));
         assert_eq!(sql_text(SqlValue::Integer(7)).as_deref(), Some("7"));
         assert_eq!(sql_text(SqlValue::Null), None);
+    }
+
+    #[test]
+    fn review_prompts_and_their_replies_are_not_replayed() {
+        let prompt = json!({"role": "user", "content": "  Review the conversation above and consider saving to memory. ..."});
+        let history = vec![
+            json!({"role": "user", "content": "q1"}),
+            json!({"role": "assistant", "content": "a1"}),
+            prompt.clone(),
+            json!({"role": "assistant", "content": "saved"}),
+            json!({"role": "user", "content": "q2"}),
+            // A prompt followed by something other than a reply drops only the prompt.
+            prompt,
+            json!({"role": "user", "content": "q3"}),
+        ];
+        let kept: Vec<String> = without_review_prompts(history)
+            .into_iter()
+            .map(|m| m["content"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(kept, ["q1", "a1", "q2", "q3"]);
+        // The same words from the assistant, or later in a message, are ordinary text.
+        let ordinary = vec![
+            json!({"role": "assistant", "content": "Review the conversation above and update the skill library"}),
+            json!({"role": "user", "content": "please: Review the conversation above and consider saving to memory"}),
+        ];
+        assert_eq!(without_review_prompts(ordinary.clone()), ordinary);
     }
 
     #[test]
