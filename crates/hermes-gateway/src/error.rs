@@ -46,6 +46,13 @@ pub enum Error {
         host: String,
     },
 
+    /// The API server is switched on without a key strong enough to protect it.
+    #[error("the API server needs a strong `API_SERVER_KEY`, also on a loopback address: {problem}")]
+    WeakApiServerKey {
+        /// What is wrong with the key (not set, a placeholder, too short); never the key.
+        problem: String,
+    },
+
     /// Another gateway holds this profile's lock.
     #[error("a gateway for profile `{profile}` is already running{} (lock `{}`)", pid_suffix(*pid), path.display())]
     AlreadyRunning {
@@ -258,6 +265,10 @@ impl Error {
                 "set `API_SERVER_KEY` in the profile's `.env` (e.g. `openssl rand -hex 32`), or bind `API_SERVER_HOST=127.0.0.1`"
                     .into(),
             ),
+            Error::WeakApiServerKey { .. } => Some(
+                "set `API_SERVER_KEY` in the profile's `.env` to a random secret of at least 16 characters (e.g. `openssl rand -hex 32`), or switch the API server off (unset `API_SERVER_ENABLED` and `API_SERVER_KEY`)"
+                    .into(),
+            ),
             Error::AlreadyRunning { .. } => Some(
                 "stop the running gateway first, or pass `--replace` to take over from it".into(),
             ),
@@ -324,6 +335,7 @@ impl Error {
             self,
             Error::InvalidSetting { .. }
                 | Error::UnauthenticatedPublicBind { .. }
+                | Error::WeakApiServerKey { .. }
                 | Error::Home { .. }
         )
     }
@@ -384,6 +396,9 @@ hermes_errors::every_variant!(Error {
     },
     Error::UnauthenticatedPublicBind { .. } => Error::UnauthenticatedPublicBind {
         host: "0.0.0.0".into(),
+    },
+    Error::WeakApiServerKey { .. } => Error::WeakApiServerKey {
+        problem: "`changeme` is a placeholder".into(),
     },
     Error::AlreadyRunning { .. } => Error::AlreadyRunning {
         profile: "work".into(),

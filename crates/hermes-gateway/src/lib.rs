@@ -17,6 +17,10 @@
 //!                                   [a startup failure: record(startup_failed, reason)]
 //! ```
 //!
+//! With the API server off ([`api_server`]: neither `API_SERVER_ENABLED` nor a key), `run`
+//! takes the lock and records `running` with `platforms.api_server` `disabled` and the reason,
+//! opens no port, and waits for the shutdown.
+//!
 //! `starting` is recorded only once the lock is held, as the original does: a start refused
 //! because another gateway holds the profile (`AlreadyRunning`, a `--replace` that timed
 //! out) records nothing, so the live gateway's record is never overwritten. A configuration
@@ -31,6 +35,7 @@
 
 pub mod anthropic;
 pub mod api_error;
+pub mod api_server;
 pub mod chat;
 mod completions;
 pub mod connections;
@@ -61,6 +66,7 @@ pub use settings::{
 };
 pub use state_file::StateFileRecorder;
 
+use crate::api_server::ApiServer;
 use crate::lock::{GatewayLock, LockRecord};
 
 /// Runs the gateway for `settings` until `shutdown` resolves, reporting phases to `recorder`.
@@ -103,6 +109,9 @@ where
         }
     };
     recorder.record(Phase::Starting, None);
+    if let ApiServer::Off { reason } = &settings.api_server {
+        return Ok(serve_nothing(&settings, recorder, lock, reason, shutdown).await);
+    }
     let (listener, state) = match open(&settings, recorder).await {
         Ok(parts) => parts,
         Err(e) => {
@@ -149,10 +158,7 @@ where
 
     match served {
         Ok(()) => {
-            let (reason, exit) = match request {
-                ShutdownRequest::Restart => ("restart requested", ExitReason::RestartRequested),
-                ShutdownRequest::Stop => ("stopped", ExitReason::Stopped),
-            };
+            let (reason, exit) = stopped_by(request);
             recorder.record(Phase::Stopped, Some(reason));
             Ok(exit)
         }
@@ -164,6 +170,45 @@ where
             recorder.record(Phase::Stopped, Some(&hermes_errors::one_line(&e)));
             Err(e)
         }
+    }
+}
+
+/// The API server is off: hold the profile (its lock and its record) without a port, saying
+/// why, until asked to stop — as the original's gateway runs on with no platform enabled.
+async fn serve_nothing<F>(
+    settings: &GatewaySettings,
+    recorder: &dyn StateRecorder,
+    lock: GatewayLock,
+    reason: &str,
+    shutdown: F,
+) -> ExitReason
+where
+    F: IntoFuture,
+    F::Output: Into<ShutdownRequest>,
+{
+    recorder.api_server("disabled", Some(reason));
+    if let Some(socket) = &settings.notify_socket
+        && let Err(e) = notify::notify(socket, "READY=1")
+    {
+        tracing::warn!(error = %e, socket, "could not send READY=1 to the notify socket");
+    }
+    recorder.record(Phase::Running, None);
+    tracing::info!(profile = settings.profile, "{reason}");
+    let request: ShutdownRequest = shutdown.into_future().await.into();
+    if let Some(socket) = &settings.notify_socket {
+        let _ = notify::notify(socket, "STOPPING=1");
+    }
+    drop(lock);
+    let (why, exit) = stopped_by(request);
+    recorder.record(Phase::Stopped, Some(why));
+    exit
+}
+
+/// The recorded reason and the exit of a requested shutdown.
+fn stopped_by(request: ShutdownRequest) -> (&'static str, ExitReason) {
+    match request {
+        ShutdownRequest::Restart => ("restart requested", ExitReason::RestartRequested),
+        ShutdownRequest::Stop => ("stopped", ExitReason::Stopped),
     }
 }
 
@@ -218,5 +263,6 @@ async fn open(
     if let Ok(local) = listener.local_addr() {
         recorder.listening(local);
     }
+    recorder.api_server("connected", None);
     Ok((listener, state))
 }

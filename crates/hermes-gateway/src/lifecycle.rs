@@ -57,6 +57,13 @@ pub trait StateRecorder: Send + Sync {
     fn listening(&self, addr: SocketAddr) {
         let _ = addr;
     }
+
+    /// The API server's state, recorded as the original records each platform's
+    /// (`platforms.api_server` in `gateway_state.json`): `connected` while it serves,
+    /// `disabled` with the reason when it is switched off.
+    fn api_server(&self, state: &str, message: Option<&str>) {
+        let _ = (state, message);
+    }
 }
 
 /// A recorder that drops everything (for `chat_once`-only callers and tests).

@@ -405,6 +405,8 @@ pub struct GatewaySettings {
     pub port: u16,
     /// Key clients must present as `Authorization: Bearer <key>` (`API_SERVER_KEY`).
     pub api_key: Option<String>,
+    /// Whether the API server runs ([`crate::api_server`]: `API_SERVER_ENABLED`, the key).
+    pub api_server: crate::api_server::ApiServer,
     /// The provider; `None` when no model is configured (the gateway still serves `/health`).
     pub provider: Option<ProviderSettings>,
     /// SQLite session store (`<home>/state.db`).
@@ -442,6 +444,7 @@ impl GatewaySettings {
             soul: None,
             host: "127.0.0.1".into(),
             api_key: None,
+            api_server: crate::api_server::ApiServer::On,
             provider: None,
             replace: false,
             // Long enough for the old gateway's own drain, so a takeover cuts no stream.
@@ -548,6 +551,12 @@ impl GatewaySettings {
         s.api_key = get_env("API_SERVER_KEY")
             .map(str::to_string)
             .or_else(|| get_cfg("platforms.api_server.extra.key"));
+        s.api_server = crate::api_server::ApiServer::decide(
+            &|k: &str| get_env(k).map(str::to_string),
+            get_cfg("platforms.api_server.enabled")
+                .or_else(|| get_cfg("gateway.platforms.api_server.enabled")),
+            s.api_key.as_deref(),
+        )?;
         s.notify_socket = get_env("NOTIFY_SOCKET").map(str::to_string);
         if let Some(v) = get_cfg("gateway.max_connections") {
             s.connection_limits.max_connections =
@@ -1057,6 +1066,7 @@ impl std::fmt::Debug for GatewaySettings {
             .field("host", &self.host)
             .field("port", &self.port)
             .field("api_key", &redact(self.api_key.as_ref()))
+            .field("api_server", &self.api_server)
             .field("provider", &self.provider)
             .field("state_db", &self.state_db)
             .field("lock_path", &self.lock_path)
@@ -1192,7 +1202,7 @@ mod tests {
         );
         let env = map(&[
             ("API_SERVER_PORT", "9999"),
-            ("API_SERVER_KEY", "k"),
+            ("API_SERVER_KEY", "k-0123456789abcdef"),
             ("API_SERVER_HOST", "0.0.0.0"),
             ("OPENAI_API_KEY", "sk-1"),
         ]);

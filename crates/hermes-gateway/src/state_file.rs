@@ -106,9 +106,21 @@ impl StateRecorder for StateFileRecorder {
             code_sha: self.code_sha.as_deref(),
             code_version: &self.code_version,
         };
-        if let Err(e) = gateway_state::record_process(&self.path, &record)
-            && let Ok(mut warnings) = self.warnings.lock()
-        {
+        if let Err(e) = gateway_state::record_process(&self.path, &record) {
+            self.warn(&e);
+        }
+    }
+
+    fn api_server(&self, state: &str, message: Option<&str>) {
+        if let Err(e) = gateway_state::record_platform(&self.path, "api_server", state, message) {
+            self.warn(&e);
+        }
+    }
+}
+
+impl StateFileRecorder {
+    fn warn(&self, e: &hermes_home::Error) {
+        if let Ok(mut warnings) = self.warnings.lock() {
             warnings.push(format!("could not record the gateway state: {e}"));
         }
     }

@@ -157,13 +157,55 @@ pub fn recorded_state(path: &Path) -> Option<String> {
 /// A `null` value in `updates` is written as `null` (the original's readers expect that).
 /// Returns where an invalid previous file was preserved, if there was one.
 pub fn merge(path: &Path, updates: Map<String, Value>) -> Result<Option<PathBuf>, Error> {
+    update(path, |fields| fields.extend(updates))
+}
+
+/// Records one platform's state as the original's `write_runtime_status(platform=...)` does:
+/// `platforms.<platform>` gets `state`, `error_message` (`null` when `None`) and an ISO
+/// `updated_at`, keeping the platform's other keys, the other platforms and the rest of the
+/// file. Returns where an invalid previous file was preserved, if there was one.
+pub fn record_platform(
+    path: &Path,
+    platform: &str,
+    state: &str,
+    error_message: Option<&str>,
+) -> Result<Option<PathBuf>, Error> {
+    update(path, |fields| {
+        let platforms = fields
+            .entry("platforms")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !platforms.is_object() {
+            *platforms = Value::Object(Map::new());
+        }
+        if let Value::Object(platforms) = platforms {
+            let entry = platforms
+                .entry(platform)
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !entry.is_object() {
+                *entry = Value::Object(Map::new());
+            }
+            if let Value::Object(entry) = entry {
+                entry.insert("state".into(), Value::from(state));
+                entry.insert("error_message".into(), Value::from(error_message));
+                entry.insert("updated_at".into(), Value::from(crate::time::iso_utc_now()));
+            }
+        }
+    })
+}
+
+/// Read-modify-write of the record at `path` under its lock: `change` edits the fields (an
+/// absent file is an empty record; an invalid one is preserved aside first).
+fn update(
+    path: &Path,
+    change: impl FnOnce(&mut Map<String, Value>),
+) -> Result<Option<PathBuf>, Error> {
     lock::with_locked(&lock::sidecar(path), MODE, || {
         let (mut fields, preserved) = match read(path)? {
             StateRead::Valid(state) => (state.fields, None),
             StateRead::Missing => (Map::new(), None),
             StateRead::Invalid(_) => (Map::new(), Some(damage::preserve(path)?)),
         };
-        fields.extend(updates);
+        change(&mut fields);
         let text = serde_json::to_string(&fields).unwrap_or_default();
         write_atomic(path, text.as_bytes(), MODE)?;
         Ok(preserved)
@@ -430,6 +472,32 @@ fn parse_iso_with_offset(text: &str) -> Option<time::OffsetDateTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_platform_state_is_merged_into_its_entry_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = path(dir.path());
+        std::fs::write(
+            &p,
+            r#"{"gateway_state":"running","platforms":{"telegram":{"state":"connected"},"api_server":{"error_code":"x"}}}"#,
+        )
+        .unwrap();
+        record_platform(&p, "api_server", "disabled", Some("off")).unwrap();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        assert_eq!(v["gateway_state"], "running");
+        assert_eq!(v["platforms"]["telegram"]["state"], "connected");
+        let api = &v["platforms"]["api_server"];
+        assert_eq!(
+            (api["state"].as_str(), api["error_message"].as_str()),
+            (Some("disabled"), Some("off"))
+        );
+        assert_eq!(api["error_code"], "x", "the entry's other keys stay");
+        assert!(api["updated_at"].is_string());
+        record_platform(&p, "api_server", "connected", None).unwrap();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        assert_eq!(v["platforms"]["api_server"]["state"], "connected");
+        assert!(v["platforms"]["api_server"]["error_message"].is_null());
+    }
     use serde_json::json;
 
     fn marker(dir: &Path, value: &Value) -> PathBuf {

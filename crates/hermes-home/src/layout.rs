@@ -204,8 +204,9 @@ pub fn ensure_skeleton(dir: &Path, is_root: bool) -> Result<SkeletonReport, Erro
         fs::create_dir_all(&path).map_err(|e| Error::io("create directory", &path, e))?;
     }
     let mut report = SkeletonReport::default();
+    let env = seeds::new_env_file();
     let files: [(&str, &str, u32); 3] = [
-        (".env", seeds::ENV_HEADER, 0o600),
+        (".env", &env, 0o600),
         ("config.yaml", seeds::DEFAULT_CONFIG_YAML, 0o640),
         ("SOUL.md", seeds::DEFAULT_SOUL_MD, 0o644),
     ];

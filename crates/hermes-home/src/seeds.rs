@@ -4,7 +4,7 @@
 //! `SOUL.md` — customised, empty, or even unreadable — is never touched.
 
 use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
@@ -16,6 +16,24 @@ pub const ENV_HEADER: &str = "\
 # API keys and tokens set here override the shell environment.
 # Behavioral settings belong in config.yaml, not here.
 ";
+
+/// The `.env` of a new home or profile: [`ENV_HEADER`] and a random `API_SERVER_KEY` (64 hex
+/// characters), so its API server is on and protected from the start (the original's rules
+/// switch the API server on by the key and refuse it without a strong one). Without a
+/// random source, the header only: the API server then stays off rather than weak.
+pub fn new_env_file() -> String {
+    match random_hex(32) {
+        Ok(key) => format!("{ENV_HEADER}API_SERVER_KEY={key}\n"),
+        Err(_) => ENV_HEADER.to_string(),
+    }
+}
+
+/// `bytes` random bytes from `/dev/urandom`, as lowercase hex.
+pub fn random_hex(bytes: usize) -> io::Result<String> {
+    let mut buf = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
 
 /// The default `config.yaml`: every key Hermes reads, with its default. Documented in
 /// `docs/configuration.md`.
@@ -74,6 +92,21 @@ mod tests {
             Seeded::Kept
         );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine");
+    }
+
+    #[test]
+    fn a_new_env_file_carries_its_own_strong_key() {
+        let (a, b) = (new_env_file(), new_env_file());
+        assert!(a.starts_with(ENV_HEADER), "{a}");
+        let key = |t: &str| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("API_SERVER_KEY="))
+                .map(String::from)
+        };
+        let ka = key(&a).expect("a key line");
+        assert_eq!(ka.len(), 64);
+        assert!(ka.bytes().all(|c| c.is_ascii_hexdigit()), "{ka}");
+        assert_ne!(Some(ka), key(&b), "every file gets its own key");
     }
 
     #[test]

@@ -15,12 +15,12 @@
 //! Stage 7 (gateways) lives in [`crate::gateways`].
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use hermes_home::dotenv::DotEnv;
 use hermes_home::gateway_state;
-use hermes_home::seeds::{Seeded, seed_file};
+use hermes_home::seeds::{Seeded, random_hex, seed_file};
 use hermes_home::volume;
 use hermes_privilege::{
     FileRule, IdRequest, Identity, InitMode, RemapReport, RepairPlan, SERVICE_USER, device_gids,
@@ -449,13 +449,6 @@ fn seed_api_key(env_path: &Path, out: &mut dyn Write) {
         (Ok(false), None) => {}
         (Err(e), None) => say(out, format!("warning: {}", hermes_errors::one_line(&e))),
     }
-}
-
-/// `bytes` random bytes from `/dev/urandom`, as lowercase hex.
-pub fn random_hex(bytes: usize) -> io::Result<String> {
-    let mut buf = vec![0u8; bytes];
-    fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Stage 6: the install method belongs to the image, never to the volume.

@@ -17,6 +17,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use hermes_gateway::api_server::ApiServer;
 use hermes_gateway::live::{Reloadable, SettingsSource};
 use hermes_gateway::{ExitReason, GatewaySettings, Phase, ShutdownRequest, StateRecorder};
 use hermes_home::Home;
@@ -339,9 +340,17 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
             .as_ref()
             .and_then(|all| all.iter().find(|s| s.name == name));
         let recorded = gateway_state::recorded_state(&home.gateway_state_path());
-        let address = settings(&home)
-            .map(|s| format!("http://{}", s.bind_addr()))
-            .unwrap_or_else(|e| format!("(invalid: {})", e.message));
+        let resolved = settings(&home);
+        let address = match &resolved {
+            Ok(s) if s.api_server.is_on() => format!("http://{}", s.bind_addr()),
+            Ok(_) => "(API server off)".to_string(),
+            Err(e) => format!("(invalid: {})", e.message),
+        };
+        let api_server = match resolved.as_ref().map(|s| &s.api_server) {
+            Ok(ApiServer::On) => json!({"enabled": true}),
+            Ok(ApiServer::Off { reason }) => json!({"enabled": false, "reason": reason}),
+            Err(_) => Value::Null,
+        };
         rows.push(json!({
             "profile": home.profile().name(),
             "service": name,
@@ -350,6 +359,7 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
             "reason": service.map(|s| s.reason.clone()),
             "recorded": recorded,
             "address": address,
+            "api_server": api_server,
         }));
     }
     if json_output {
@@ -484,6 +494,13 @@ impl StateRecorder for CliRecorder {
 
     fn listening(&self, addr: std::net::SocketAddr) {
         output::stderr(&format!("hermes gateway: listening on http://{addr}\n"));
+    }
+
+    fn api_server(&self, state: &str, message: Option<&str>) {
+        self.0.api_server(state, message);
+        for warning in self.0.take_warnings() {
+            output::stderr(&format!("warning: {warning}\n"));
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::util::{Running, TestContext, free_port, render, wait_until};
+use crate::util::{Running, TestContext, api_env, free_port, render, wait_until};
 
 /// `GET path` on 127.0.0.1:port; `None` while nothing listens.
 fn http_get(port: u16, path: &str) -> Option<String> {
@@ -31,7 +31,7 @@ fn state(t: &TestContext, profile_dir: &str) -> serde_json::Value {
 }
 
 fn start_foreground(t: &TestContext, port: u16) -> Running {
-    fs::write(t.root().join(".env"), format!("API_SERVER_PORT={port}\n")).unwrap();
+    fs::write(t.root().join(".env"), api_env(port)).unwrap();
     let child = t
         .cmd(&["gateway", "run", "--no-supervise"])
         .stdout(Stdio::null())
@@ -57,6 +57,10 @@ fn foreground_gateway_records_its_life_and_stops_cleanly_on_sigterm() {
     let running = state(&t, "");
     assert_eq!(running["gateway_state"], "running");
     assert_eq!(running["kind"], "hermes-gateway");
+    assert_eq!(
+        running["platforms"]["api_server"]["state"], "connected",
+        "{running}"
+    );
     assert_eq!(running["pid"], gateway.0.id());
     // `gateway.pid`, what the original's `hermes gateway status|stop` read first, in its
     // format (`gateway/status.py` `write_pid_file`: Python's `json.dumps`, no newline).
@@ -168,13 +172,78 @@ fn public_bind_without_a_key_exits_78() {
     t.ok(&["profile", "list"]);
     fs::write(
         t.root().join(".env"),
-        format!("API_SERVER_HOST=0.0.0.0\nAPI_SERVER_PORT={}\n", free_port()),
+        format!(
+            "API_SERVER_ENABLED=true\nAPI_SERVER_HOST=0.0.0.0\nAPI_SERVER_PORT={}\n",
+            free_port()
+        ),
     )
     .unwrap();
     let out = t.run(&["gateway", "run", "--no-supervise"]);
     assert_eq!(out.status.code(), Some(78), "{}", render(&out));
     assert!(render(&out).contains("API_SERVER_KEY"), "{}", render(&out));
     assert_eq!(state(&t, "")["gateway_state"], "startup_failed");
+}
+
+/// The original's rule: switched on, the API server needs a strong key on loopback too.
+#[test]
+fn a_weak_key_is_refused_even_on_loopback() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    for (env, why) in [
+        ("API_SERVER_ENABLED=yes\n", "not set"),
+        ("API_SERVER_KEY=changeme\n", "placeholder"),
+        ("API_SERVER_KEY=0123456789\n", "10 characters"),
+    ] {
+        fs::write(
+            t.root().join(".env"),
+            format!("{env}API_SERVER_PORT={}\n", free_port()),
+        )
+        .unwrap();
+        let out = t.run(&["gateway", "run", "--no-supervise"]);
+        assert_eq!(out.status.code(), Some(78), "{env}: {}", render(&out));
+        let text = render(&out);
+        assert!(
+            text.contains(why) && text.contains("hint:"),
+            "{env}: {text}"
+        );
+        assert!(!text.contains("changeme") || why == "placeholder", "{text}");
+    }
+}
+
+/// Off (no `API_SERVER_ENABLED`, no key), the gateway opens no port and says so: in its
+/// record, as the original records a platform, and in `gateway status`.
+#[test]
+fn with_the_api_server_off_no_port_is_opened_and_status_says_so() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let port = free_port();
+    fs::write(t.root().join(".env"), format!("API_SERVER_PORT={port}\n")).unwrap();
+    let child = t
+        .cmd(&["gateway", "run", "--no-supervise"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut gateway = Running(child);
+    wait_until("recorded running", Duration::from_secs(30), || {
+        state(&t, "")["gateway_state"] == "running"
+    });
+    let record = state(&t, "");
+    assert_eq!(
+        record["platforms"]["api_server"]["state"], "disabled",
+        "{record}"
+    );
+    let why = record["platforms"]["api_server"]["error_message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(why.contains("API_SERVER_ENABLED"), "{record}");
+    assert!(http_get(port, "/health").is_none(), "no port is opened");
+
+    let status = t.ok(&["gateway", "status", "--json"]);
+    let rows: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(rows[0]["api_server"]["enabled"], false, "{rows}");
+    assert_eq!(rows[0]["address"], "(API server off)", "{rows}");
+    assert_eq!(gateway.stop(), Some(0));
 }
 
 #[test]
@@ -238,11 +307,7 @@ fn gateways_under_hermes_up_follow_the_operator_and_survive_a_restart() {
 
     // A profile created while the supervisor runs is registered at once, down.
     t.ok(&["profile", "create", "late", "--no-alias"]);
-    fs::write(
-        t.root().join("profiles/late/.env"),
-        format!("API_SERVER_PORT={}\n", free_port()),
-    )
-    .unwrap();
+    fs::write(t.root().join("profiles/late/.env"), api_env(free_port())).unwrap();
     assert_eq!(service_state("gateway-late"), "down");
     // Deleting it unregisters its gateway before the files move.
     t.ok(&["profile", "delete", "late", "--yes"]);
@@ -346,7 +411,7 @@ fn gateway_warnings_reach_stderr_without_the_secret() {
     let port = free_port();
     fs::write(
         t.root().join(".env"),
-        format!("API_SERVER_PORT={port}\nOPENAI_API_KEY=sk-must-not-be-printed\n"),
+        format!("{}OPENAI_API_KEY=sk-must-not-be-printed\n", api_env(port)),
     )
     .unwrap();
     let mut gateway = t

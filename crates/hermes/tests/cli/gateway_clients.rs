@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 use crate::util::TestContext;
 
 /// The client key the gateway requires (`API_SERVER_KEY`).
-const KEY: &str = "clients-e2e-key";
+const KEY: &str = "clients-e2e-key-0123456789";
 /// The provider key the gateway must send upstream (`model.api_key`).
 const UPSTREAM_KEY: &str = "upstream-secret";
 /// The model configured in `config.yaml`; clients send other names, which must be replaced.

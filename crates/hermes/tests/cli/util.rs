@@ -174,16 +174,22 @@ impl TestContext {
             .unwrap_or_default()
     }
 
-    /// Gives the default profile and `profiles` each a free `API_SERVER_PORT`.
+    /// Gives the default profile and `profiles` each a free `API_SERVER_PORT` (and the test
+    /// key, which switches their API server on).
     pub fn free_ports(&self, profiles: &[&str]) {
-        std::fs::write(
-            self.root().join(".env"),
-            format!("API_SERVER_PORT={}\n", free_port()),
-        )
-        .unwrap();
+        std::fs::write(self.root().join(".env"), api_env(free_port())).unwrap();
         for p in profiles {
             let env = self.root().join("profiles").join(p).join(".env");
-            std::fs::write(env, format!("API_SERVER_PORT={}\n", free_port())).unwrap();
+            std::fs::write(env, api_env(free_port())).unwrap();
         }
     }
+}
+
+/// The client key the tests' gateways use: strong enough for the API server's rule (16+
+/// characters, not a placeholder).
+pub const TEST_API_KEY: &str = "cli-test-api-server-key-0123456789";
+
+/// A `.env` that switches a profile's API server on at `port` with [`TEST_API_KEY`].
+pub fn api_env(port: u16) -> String {
+    format!("API_SERVER_PORT={port}\nAPI_SERVER_KEY={TEST_API_KEY}\n")
 }
