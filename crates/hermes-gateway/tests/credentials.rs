@@ -704,3 +704,137 @@ async fn anthropic_overloaded_is_retried_and_its_key_stays_on_its_own_domain() {
         p.unusable
     );
 }
+
+/// Runs the original's own CLI (`hermes <args>`) on the home `hermes_home`, with `HOME` a
+/// scratch directory, and returns its stdout.
+fn original(
+    agent: &hermes_test_support::OriginalAgent,
+    hermes_home: &Path,
+    args: &[&str],
+) -> String {
+    let scratch = hermes_home.join(".scratch-home");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let out = std::process::Command::new(&agent.hermes)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &scratch)
+        .env("HERMES_HOME", hermes_home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "original `hermes {}` failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Keys the original's `hermes auth add` stores are the keys our gateway takes, in its order
+/// and by its strategy; the status we write back after a 429 is what the original's own
+/// `hermes auth list` then reads (rate-limited, the next key marked). OpenRouter's keys go
+/// only to openrouter.ai, so a loopback upstream cannot receive them: the selection is shown
+/// through the settings and the pool (the requests themselves are covered above).
+#[tokio::test]
+async fn keys_stored_by_the_originals_cli_are_used_and_our_status_reads_back_in_it() {
+    let Some(agent) = hermes_test_support::original_agent() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let (first, second) = (
+        "sk-or-v1-first-aaaaaaaaaaaa1111",
+        "sk-or-v1-second-bbbbbbbbbbb2222",
+    );
+    for (key, label) in [(first, "work"), (second, "spare")] {
+        original(
+            &agent,
+            home.path(),
+            &[
+                "auth",
+                "add",
+                "openrouter",
+                "--type",
+                "api-key",
+                "--api-key",
+                key,
+                "--label",
+                label,
+            ],
+        );
+    }
+    let yaml = "model: {default: openai/gpt-4o, provider: openrouter}\ncredential_pool_strategies: {openrouter: fill_first}\n";
+    let p = settings(home.path(), yaml, None, &[]);
+    assert_eq!(p.base_url, "https://openrouter.ai/api/v1");
+    let keys: Vec<(&str, &str, &str)> = p
+        .credentials
+        .iter()
+        .map(|c| (c.label.as_str(), c.source.as_str(), c.key.as_str()))
+        .collect();
+    assert_eq!(
+        keys,
+        [("work", "manual", first), ("spare", "manual", second)]
+    );
+    assert_eq!(p.api_key.as_deref(), Some(first));
+
+    // Our masking of what the original stored.
+    let store = AuthStore::load(&home.path().join("auth.json"))
+        .unwrap()
+        .store;
+    let views = store.credential_views("openrouter", &|_| None, 0.0);
+    let shown: Vec<(&str, bool)> = views.iter().map(|v| (v.key.as_str(), v.current)).collect();
+    assert_eq!(shown, [("sk-o...1111", true), ("sk-o...2222", false)]);
+
+    // A 429 on the first key, recorded by our pool, is the original's "rate-limited".
+    let pool = hermes_gateway::credentials::KeyPool::new(
+        p.credentials.clone(),
+        p.strategy,
+        p.pool_store.clone(),
+    );
+    let pick = pool.select(std::time::SystemTime::now()).unwrap();
+    assert_eq!(pick.key, first);
+    let failure = hermes_gateway::credentials::Failure {
+        status: 429,
+        reason: Some("rate_limit_exceeded".into()),
+        message: Some("Rate limit reached".into()),
+        reset_at: None,
+    };
+    pool.mark_exhausted(pick.index, &failure, std::time::SystemTime::now());
+    wait_for_status(
+        home.path(),
+        "openrouter",
+        stored_entry_id(home.path(), "work").as_str(),
+        "exhausted",
+    )
+    .await;
+    let listed = original(&agent, home.path(), &["auth", "list"]);
+    let work = listed.lines().find(|l| l.contains("work")).unwrap();
+    let spare = listed.lines().find(|l| l.contains("spare")).unwrap();
+    assert!(
+        work.contains("rate-limited") && work.contains("(429)"),
+        "{listed}"
+    );
+    assert!(!work.contains('←') && spare.contains('←'), "{listed}");
+    // And a gateway reading the file anew skips it too.
+    let again = settings(home.path(), yaml, None, &[]);
+    let pool = hermes_gateway::credentials::KeyPool::new(again.credentials, again.strategy, None);
+    assert_eq!(
+        pool.select(std::time::SystemTime::now()).unwrap().key,
+        second
+    );
+}
+
+/// The `id` the original gave the entry labelled `label` in the `openrouter` pool.
+fn stored_entry_id(home: &Path, label: &str) -> String {
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join("auth.json")).unwrap()).unwrap();
+    doc["credential_pool"]["openrouter"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["label"] == label)
+        .and_then(|e| e["id"].as_str())
+        .unwrap()
+        .to_string()
+}

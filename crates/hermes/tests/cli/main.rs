@@ -2,6 +2,7 @@
 //!
 //! Table of contents:
 //! * `profiles` — create / clone / list / show / use / delete, names, aliases
+//! * `auth` — `auth list` and `dump` on stored credentials (masked keys)
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
 //! * `diagnostics` — version, dump (snapshot), doctor
 //! * `gateway` — gateway run, exit codes, lock, lifecycle under `hermes up`, chat
@@ -17,6 +18,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+mod auth;
 mod diagnostics;
 mod formats;
 mod gateway;
