@@ -64,13 +64,17 @@ fn move_sessions(conn: &Connection, sql: &Statements) -> rusqlite::Result<usize>
     Ok(old.len())
 }
 
-/// The stored message, or (for a row whose JSON no longer parses) its role and raw text, so
-/// that nothing is lost.
+/// The stored message (with the row's role where the JSON has none), or, for a row whose
+/// JSON no longer parses as a message, its role and raw text, so that nothing is lost.
 fn old_message(role: &str, text: &str) -> Value {
-    serde_json::from_str::<Value>(text)
-        .ok()
-        .filter(Value::is_object)
-        .unwrap_or_else(|| json!({"role": role, "content": text}))
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(mut m)) => {
+            m.entry("role")
+                .or_insert_with(|| Value::String(role.to_string()));
+            Value::Object(m)
+        }
+        _ => json!({"role": role, "content": text}),
+    }
 }
 
 fn move_messages(conn: &Connection, sql: &Statements) -> rusqlite::Result<usize> {
@@ -112,5 +116,9 @@ mod tests {
         );
         let m = json!({"role": "user", "content": "hi"});
         assert_eq!(old_message("user", &m.to_string()), m);
+        assert_eq!(
+            old_message("assistant", r#"{"content": "no role"}"#),
+            json!({"role": "assistant", "content": "no role"})
+        );
     }
 }
