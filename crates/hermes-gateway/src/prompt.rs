@@ -62,7 +62,9 @@
 //! the memory files are read — stores it in `state.db` (`sessions.system_prompt`) and replays it
 //! verbatim on every later turn of that session (rebuilding only when the stored `Model:` or
 //! `Provider:` line no longer matches, see [`stored_prompt_matches`]). Memory written while a
-//! session runs reaches the next new session, not the running one.
+//! session runs reaches the next new session, not the running one. Each request then sends one
+//! system message: that prompt with the request's own system messages appended
+//! ([`with_client_system`]).
 
 mod threats;
 
@@ -73,7 +75,7 @@ use hermes_home::config::Config;
 use time::Date;
 use yaml_serde::Value;
 
-pub use threats::{Scope, scan};
+pub use threats::{Scope, prepare, scan};
 
 /// The identity used when `SOUL.md` gives none (the original's `DEFAULT_AGENT_IDENTITY`).
 pub const DEFAULT_AGENT_IDENTITY: &str = "You are Hermes Agent, an intelligent AI assistant created by Nous Research. You are helpful, knowledgeable, and direct. You assist users with a wide range of tasks including answering questions, writing and editing code, analyzing information, creative work, and executing actions via your tools. You communicate clearly, admit uncertainty when appropriate, and prioritize being genuinely useful over being verbose unless otherwise directed below. Be targeted and efficient in your exploration and investigations.";
@@ -165,6 +167,16 @@ pub fn system_prompt(home: &Path, inputs: &PromptInputs<'_>) -> String {
     parts.extend(memory_blocks(home, config));
     parts.push(timestamp_line(inputs.today, inputs.model, inputs.provider));
     join_parts(parts)
+}
+
+/// The one system message the original sends: the session's prompt, then — after a blank
+/// line — the client's system messages of this request (its API server joins their texts with
+/// `\n`), the whole trimmed. The client's part is never stored with the session.
+pub fn with_client_system(prompt: &str, client_system: Option<&str>) -> String {
+    match client_system.filter(|c| !c.is_empty()) {
+        Some(client) => py_strip(&format!("{prompt}\n\n{client}")).to_string(),
+        None => prompt.to_string(),
+    }
 }
 
 /// Whether a prompt stored for a session may be replayed for a turn with `model` and

@@ -410,3 +410,14 @@ fn thousands_separators() {
     assert_eq!(thousands(1000), "1,000");
     assert_eq!(thousands(-1234567), "-1,234,567");
 }
+
+#[test]
+fn client_system_messages_join_the_same_message() {
+    assert_eq!(with_client_system("Core", None), "Core");
+    assert_eq!(with_client_system("Core", Some("")), "Core");
+    assert_eq!(
+        with_client_system("Core", Some("Be brief.\nUse French.\n")),
+        "Core\n\nBe brief.\nUse French."
+    );
+    assert_eq!(with_client_system("", Some(" x ")), "x");
+}
