@@ -83,6 +83,8 @@ pub struct PooledKey {
     pub dead: bool,
     /// `request_count` as stored (for `least_used`).
     pub request_count: u64,
+    /// When the key stops being usable (a login's short-lived token); `None`: never.
+    pub expires_at: Option<SystemTime>,
 }
 
 impl PooledKey {
@@ -100,6 +102,7 @@ impl PooledKey {
             exhausted_until: None,
             dead: false,
             request_count: 0,
+            expires_at: None,
         }
     }
 
@@ -120,6 +123,7 @@ impl PooledKey {
                 .get("request_count")
                 .and_then(Value::as_u64)
                 .unwrap_or(0),
+            expires_at: None,
             source,
             key,
         }
@@ -243,6 +247,14 @@ struct Slot {
     exhausted_until: Option<SystemTime>,
     dead: bool,
     requests: u64,
+    expires_at: Option<SystemTime>,
+}
+
+impl Slot {
+    /// Never usable again (dead), or not any more (its token expired).
+    fn gone(&self, now: SystemTime) -> bool {
+        self.dead || self.expires_at.is_some_and(|t| t <= now)
+    }
 }
 
 /// A pool in use: the keys and their live state. Shared by the clones of one provider client.
@@ -270,6 +282,7 @@ impl KeyPool {
                 exhausted_until: k.exhausted_until,
                 dead: k.dead,
                 requests: k.request_count,
+                expires_at: k.expires_at,
             })
             .collect();
         let order = (0..keys.len()).collect();
@@ -296,7 +309,8 @@ impl KeyPool {
     }
 
     /// The key for a new request: an available one by the strategy, else the one that
-    /// recovers first (pre-exhausted); `None` only when the pool is empty or every key is dead.
+    /// recovers first (pre-exhausted); `None` only when the pool is empty or every key is dead
+    /// or expired.
     pub fn select(&self, now: SystemTime) -> Option<Pick> {
         if let Some(pick) = self.pick(now, &[]) {
             return Some(pick);
@@ -306,7 +320,7 @@ impl KeyPool {
             .order
             .iter()
             .copied()
-            .filter(|&i| !state.slots[i].dead)
+            .filter(|&i| !state.slots[i].gone(now))
             .min_by_key(|&i| state.slots[i].exhausted_until)?;
         Some(Pick {
             index,
@@ -327,7 +341,7 @@ impl KeyPool {
             let mut available = Vec::new();
             for i in state.order.clone() {
                 let slot = &mut state.slots[i];
-                if slot.dead || excluded.contains(&i) {
+                if slot.gone(now) || excluded.contains(&i) {
                     continue;
                 }
                 match slot.exhausted_until {
@@ -475,6 +489,93 @@ fn cleared_status() -> Map<String, Value> {
         m.insert(k.into(), Value::Null);
     }
     m
+}
+
+/// The scope a Nous Portal token needs for inference.
+pub const NOUS_INVOKE_SCOPE: &str = "inference:invoke";
+
+/// How long before its expiry a login's token is no longer used (the original's
+/// `NOUS_INVOKE_JWT_MIN_TTL_SECONDS`): a request must not start with a token about to lapse.
+pub const TOKEN_EXPIRY_SKEW: Duration = Duration::from_secs(120);
+
+/// Until when an inference token of a login (the Nous Portal's `agent_key`, a JWT) may be
+/// used, by the original's `_nous_invoke_jwt_status` rules: a JWT whose scopes (the stored
+/// `scope`, the claims' `scope` or `scp`) include `inference:invoke`, with an `exp` claim more
+/// than [`TOKEN_EXPIRY_SKEW`] away. `Err` says why not. The gateway cannot refresh it: once
+/// expired, the original (or a new login) must renew it.
+pub fn invoke_token_use_until(
+    token: &str,
+    stored_scope: Option<&Value>,
+    now: SystemTime,
+) -> Result<SystemTime, String> {
+    let claims = jwt_claims(token).ok_or("it is not a JWT")?;
+    let scopes: Vec<String> = [stored_scope, claims.get("scope"), claims.get("scp")]
+        .into_iter()
+        .flatten()
+        .flat_map(scope_values)
+        .collect();
+    if !scopes.iter().any(|s| s == NOUS_INVOKE_SCOPE) {
+        return Err(format!("it lacks the `{NOUS_INVOKE_SCOPE}` scope"));
+    }
+    let exp = claims
+        .get("exp")
+        .and_then(Value::as_f64)
+        .filter(|e| e.is_finite() && *e > 0.0)
+        .ok_or("its expiry is unknown")?;
+    let until = to_time(exp) - TOKEN_EXPIRY_SKEW;
+    if until <= now {
+        return Err("it has expired (the original renews it when it next runs)".into());
+    }
+    Ok(until)
+}
+
+/// The claims of a JWT (`header.payload.signature`, base64url), unverified: the provider
+/// checks the signature; the gateway only reads the expiry and scope.
+fn jwt_claims(token: &str) -> Option<Map<String, Value>> {
+    let mut parts = token.split('.');
+    let (_, payload, _, None) = (parts.next()?, parts.next()?, parts.next()?, parts.next()) else {
+        return None;
+    };
+    match serde_json::from_slice(&base64url(payload)?).ok()? {
+        Value::Object(claims) => Some(claims),
+        _ => None,
+    }
+}
+
+/// Decodes base64url (padding optional); `None` for any other character.
+fn base64url(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.trim_end_matches('=').bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' | b'+' => 62,
+            b'_' | b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(((acc >> bits) & 0xff) as u8);
+        }
+    }
+    Some(out)
+}
+
+/// Scopes in a space- or comma-separated string, or a list of such strings.
+fn scope_values(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => s
+            .replace(',', " ")
+            .split_whitespace()
+            .map(str::to_string)
+            .collect(),
+        Value::Array(items) => items.iter().flat_map(scope_values).collect(),
+        _ => Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -649,6 +750,57 @@ mod tests {
             (&e["last_status"], &e["last_error_code"]),
             (&json!("ok"), &Value::Null)
         );
+    }
+
+    /// A JWT with these claims (unsigned: only its payload is read).
+    pub(crate) fn jwt(claims: &Value) -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let bytes = claims.to_string().into_bytes();
+        let mut text = String::new();
+        for chunk in bytes.chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
+            for i in 0..=chunk.len() {
+                text.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            }
+        }
+        format!("eyJhbGciOiJub25lIn0.{text}.sig")
+    }
+
+    #[test]
+    fn a_login_token_is_used_until_shortly_before_it_expires() {
+        let now = SystemTime::now();
+        let exp = to_secs(now) + 3600.0;
+        let token = jwt(&json!({"scope": "inference:invoke openid", "exp": exp}));
+        let until = invoke_token_use_until(&token, None, now).unwrap();
+        assert!((to_secs(until) - (exp - 120.0)).abs() < 0.01);
+        // The scope may come from the stored state, or as a list.
+        let bare = jwt(&json!({"exp": exp}));
+        assert!(invoke_token_use_until(&bare, Some(&json!("inference:invoke")), now).is_ok());
+        let listed = jwt(&json!({"scp": ["inference:invoke"], "exp": exp}));
+        assert!(invoke_token_use_until(&listed, None, now).is_ok());
+        let why = |t: &str| invoke_token_use_until(t, None, now).unwrap_err();
+        assert!(why(&bare).contains("scope"));
+        assert!(why("not-a-jwt").contains("not a JWT"));
+        assert!(why(&jwt(&json!({"scope": "inference:invoke"}))).contains("expiry"));
+        let soon = jwt(&json!({"scope": "inference:invoke", "exp": to_secs(now) + 60.0}));
+        assert!(why(&soon).contains("expired"));
+        // The pool stops using it once it expires.
+        let mut k = PooledKey::new("nous", "providers.nous", token);
+        k.expires_at = Some(until);
+        let pool = KeyPool::new(vec![k], Strategy::FillFirst, None);
+        assert!(pool.select(now).is_some());
+        assert_eq!(pool.select(until + Duration::from_secs(1)), None);
+    }
+
+    #[test]
+    fn base64url_decodes_with_or_without_padding() {
+        assert_eq!(base64url("aGk").unwrap(), b"hi");
+        assert_eq!(base64url("aGk=").unwrap(), b"hi");
+        assert_eq!(base64url("-_8").unwrap(), [0xfb, 0xff]);
+        assert_eq!(base64url("a b"), None);
     }
 
     #[test]

@@ -50,14 +50,14 @@ use hermes_home::dotenv::{self, DotEnv};
 use hermes_home::providers::{self, ModelProvider};
 use hermes_home::{DEFAULT_PROFILE, Home};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
 use hermes_home::auth::AuthStore;
 use serde_json::{Map, Value};
 
-use crate::credentials::{PoolStore, PooledKey, Strategy};
+use crate::credentials::{PoolStore, PooledKey, Strategy, invoke_token_use_until};
 use crate::error::Error;
 use crate::fallback::{self, FallbackSpec};
 
@@ -687,6 +687,25 @@ pub const ANTHROPIC: KnownProvider = KnownProvider {
     domain: "anthropic.com",
 };
 
+/// The Nous Portal: its logins (`providers.nous`, pool `nous`) carry a short-lived
+/// inference key the gateway can use.
+pub const NOUS: &str = "nous";
+
+/// The Portal's inference address when the login names none (the original's
+/// `DEFAULT_NOUS_INFERENCE_URL`).
+pub const NOUS_INFERENCE_URL: &str = "https://inference-api.nousresearch.com/v1";
+
+/// A Nous login's `inference_base_url`, else the default.
+fn nous_inference_url(state: &Map<String, Value>) -> String {
+    state
+        .get("inference_base_url")
+        .and_then(Value::as_str)
+        .map(|u| u.trim().trim_end_matches('/'))
+        .filter(|u| !u.is_empty())
+        .unwrap_or(NOUS_INFERENCE_URL)
+        .to_string()
+}
+
 /// Anthropic's variables that hold OAuth tokens (a Claude subscription), which need the
 /// original's OAuth request shape: the gateway does not send them, and says so.
 pub const ANTHROPIC_OAUTH_VARS: [&str; 2] = ["ANTHROPIC_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"];
@@ -803,11 +822,13 @@ impl Resolver<'_, '_> {
     fn endpoint(&self, spec: &FallbackSpec, origin: &str) -> Result<ProviderSettings, Error> {
         let configured = Some(spec.provider.as_str()).filter(|p| !p.trim().is_empty());
         let provider = provider_kind(configured, self.get_env)?;
+        let is_nous = configured.is_some_and(|c| c.trim().eq_ignore_ascii_case(NOUS));
         let base_url = match &spec.base_url {
             Some(url) if provider == Some(ANTHROPIC) && !anthropic_url_ok(url) => {
                 ANTHROPIC.base_url.to_string()
             }
             Some(url) => url.clone(),
+            None if is_nous => self.nous_base_url(),
             None => match provider {
                 Some(known) if known.name == "openai" => (self.get_env)("OPENAI_BASE_URL")
                     .unwrap_or(known.base_url)
@@ -897,13 +918,21 @@ impl Resolver<'_, '_> {
                     .unwrap_or_default();
                 break;
             }
+            // A login kept outside the pool (`providers.<id>`): used when the pool has no
+            // key (the original seeds its pool from it), else reported when unusable.
             for id in pool_ids(&name) {
-                if let Some(state) = self.auth.provider(&id)
-                    && state.get("access_token").is_some()
-                {
-                    p.unusable.push(format!(
-                        "the `{id}` login in auth.json (OAuth, which needs a refresh flow the gateway does not run)"
-                    ));
+                let Some(state) = self.auth.provider(&id).and_then(Value::as_object) else {
+                    continue;
+                };
+                if state.get("access_token").is_none() && state.get("agent_key").is_none() {
+                    continue;
+                }
+                match self.login_key(&id, state, &format!("providers.{id}"), &p.base_url) {
+                    Ok(k) if keys.is_empty() => keys.push(k),
+                    Ok(_) => {}
+                    Err(why) => p
+                        .unusable
+                        .push(format!("the `{id}` login in auth.json: {why}")),
                 }
             }
         }
@@ -940,6 +969,16 @@ impl Resolver<'_, '_> {
         .ok_or(None)?;
         let oauth_token = pool == ANTHROPIC.name && token.starts_with("sk-ant-oat");
         let auth_type = text("auth_type").unwrap_or("api_key");
+        if auth_type != "api_key" && pool == NOUS {
+            return self
+                .login_key(pool, entry, source, dest)
+                .map(|k| PooledKey {
+                    id: text("id").map(str::to_string),
+                    label: label.to_string(),
+                    ..k
+                })
+                .map_err(|why| Some(format!("`{pool}` credential `{label}` ({source}): {why}")));
+        }
         if auth_type != "api_key" || oauth_token {
             return Err(Some(format!(
                 "`{pool}` credential `{label}` ({source}, an OAuth login, which needs a refresh flow the gateway does not run)"
@@ -955,6 +994,66 @@ impl Resolver<'_, '_> {
             )));
         }
         Ok(PooledKey::from_entry(entry, token))
+    }
+
+    /// The inference key of a login (`providers.<id>`, or a pool entry seeded from it): the
+    /// Nous Portal's `agent_key` while it is valid (see
+    /// [`crate::credentials::invoke_token_use_until`]), sent only to the login's own
+    /// `inference_base_url`. Any other login needs a refresh flow or request shape the
+    /// gateway does not have: `Err` says so.
+    fn login_key(
+        &self,
+        id: &str,
+        state: &Map<String, Value>,
+        source: &str,
+        dest: &str,
+    ) -> Result<PooledKey, String> {
+        if id != NOUS {
+            return Err(
+                "an OAuth login, which needs a refresh flow the gateway does not run: add an API key (`hermes auth add <provider> --type api-key`)"
+                    .into(),
+            );
+        }
+        let token = state
+            .get("agent_key")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or("it holds no inference key (`agent_key`): run the original once to mint one")?;
+        let until = invoke_token_use_until(token, state.get("scope"), SystemTime::now())
+            .map_err(|why| format!("its inference key is not usable: {why}"))?;
+        let home = nous_inference_url(state);
+        if !pooled_key_may_go(None, Some(&home), dest) {
+            return Err(format!(
+                "its key belongs to `{home}` and is not sent to `{dest}`"
+            ));
+        }
+        let mut key = PooledKey::from_entry(state, token.to_string());
+        key.id = None;
+        key.label = id.to_string();
+        key.source = source.to_string();
+        key.expires_at = Some(until);
+        Ok(key)
+    }
+
+    /// Where `provider: nous` sends requests without `model.base_url`: `NOUS_INFERENCE_BASE_URL`,
+    /// else the login's `inference_base_url` (a pool entry's, then `providers.nous`'s), else
+    /// the Portal's default — the original's order.
+    fn nous_base_url(&self) -> String {
+        if let Some(url) = (self.get_env)("NOUS_INFERENCE_BASE_URL") {
+            return url.trim_end_matches('/').to_string();
+        }
+        let pooled = self
+            .auth
+            .pool(NOUS)
+            .into_iter()
+            .find(|e| e.get("inference_base_url").is_some())
+            .cloned();
+        let login = self.auth.provider(NOUS).and_then(Value::as_object).cloned();
+        pooled.or(login).map_or_else(
+            || NOUS_INFERENCE_URL.to_string(),
+            |s| nous_inference_url(&s),
+        )
     }
 
     /// The `fallback_providers` chain for `primary`: each entry resolved like the primary

@@ -838,3 +838,98 @@ fn stored_entry_id(home: &Path, label: &str) -> String {
         .unwrap()
         .to_string()
 }
+
+/// An unsigned JWT with these claims (the gateway reads only its payload).
+fn jwt(claims: &Value) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bytes = claims.to_string().into_bytes();
+    let mut text = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            text.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    format!("eyJhbGciOiJub25lIn0.{text}.sig")
+}
+
+fn epoch_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// A Nous Portal login as the original stores it (`providers.nous`), its inference key valid
+/// for `ttl` seconds, at `inference_base_url`.
+fn nous_login(inference_base_url: &str, ttl: f64) -> (String, String) {
+    let key = jwt(&json!({"sub": "u1", "scope": "inference:invoke", "exp": epoch_now() + ttl}));
+    let auth = json!({"version": 1, "active_provider": "nous", "providers": {"nous": {
+        "access_token": "opaque-portal-token", "refresh_token": "refresh-me",
+        "scope": "inference:invoke", "agent_key": key,
+        "agent_key_expires_at": "2099-01-01T00:00:00+00:00",
+        "inference_base_url": inference_base_url}}});
+    (key, auth.to_string())
+}
+
+#[tokio::test]
+async fn a_valid_nous_portal_inference_key_is_used_at_its_own_address_only() {
+    let up = Upstream::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let yaml = "model: {default: Hermes-4-405B, provider: nous}\n";
+    let (key, auth) = nous_login(&up.base_url(), 3600.0);
+    let p = settings(home.path(), yaml, Some(&auth), &[]);
+    assert_eq!(p.base_url, up.base_url(), "the login's inference address");
+    assert!(p.unusable.is_empty(), "{:?}", p.unusable);
+    let provider = Provider::new(p).unwrap();
+    provider.complete(ask()).await.unwrap();
+    assert_eq!(up.keys(), [Some(key)]);
+
+    // Expired (or within 2 minutes of it): not sent, and said why.
+    let (_, auth) = nous_login(&up.base_url(), 60.0);
+    let p = settings(home.path(), yaml, Some(&auth), &[]);
+    assert_eq!(p.api_key, None);
+    assert!(
+        p.unusable
+            .iter()
+            .any(|u| u.contains("nous") && u.contains("expired")),
+        "{:?}",
+        p.unusable
+    );
+    Provider::new(p).unwrap().complete(ask()).await.unwrap();
+    assert_eq!(up.keys().last().unwrap(), &None);
+
+    // A key for the Portal's own address never goes to another `base_url`.
+    let (_, auth) = nous_login("https://inference-api.nousresearch.com/v1", 3600.0);
+    let yaml = format!(
+        "model: {{default: Hermes-4-405B, provider: nous, base_url: '{}'}}\n",
+        up.base_url()
+    );
+    let p = settings(home.path(), &yaml, Some(&auth), &[]);
+    assert_eq!(p.api_key, None);
+    assert!(
+        p.unusable.iter().any(|u| u.contains("nousresearch.com")),
+        "{:?}",
+        p.unusable
+    );
+    // Other logins are named as unusable, never sent.
+    let auth = json!({"providers": {"openai-codex": {"tokens": {"access_token": "t"}, "access_token": "t"}}})
+        .to_string();
+    let p = settings(
+        home.path(),
+        "model: {default: gpt-5, provider: openai-codex, base_url: 'https://chatgpt.com/backend-api/codex'}\n",
+        Some(&auth),
+        &[],
+    );
+    assert_eq!(p.api_key, None);
+    assert!(
+        p.unusable
+            .iter()
+            .any(|u| u.contains("openai-codex") && u.contains("OAuth")),
+        "{:?}",
+        p.unusable
+    );
+}
