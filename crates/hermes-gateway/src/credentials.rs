@@ -337,9 +337,10 @@ impl KeyPool {
     fn pick(&self, now: SystemTime, excluded: &[usize]) -> Option<Pick> {
         let mut recovered = Vec::new();
         let pick = {
-            let mut state = self.lock();
-            let mut available = Vec::new();
-            for i in state.order.clone() {
+            let mut guard = self.lock();
+            let state = &mut *guard;
+            let mut available = Vec::with_capacity(state.order.len());
+            for &i in &state.order {
                 let slot = &mut state.slots[i];
                 if slot.gone(now) || excluded.contains(&i) {
                     continue;

@@ -189,10 +189,13 @@ impl Provider {
     ///
     /// The provider variants of [`Error`]: auth, unreachable, timeout, status, protocol;
     /// [`Error::ProviderFallbacksFailed`] when fallbacks were tried too.
-    pub async fn complete(&self, body: Value) -> Result<Value, Error> {
+    pub async fn complete(&self, mut body: Value) -> Result<Value, Error> {
         let mut tried = Vec::new();
         for (i, ep) in self.chain.iter().enumerate() {
-            match self.complete_on(ep, body.clone()).await {
+            match self
+                .complete_on(ep, body_for(&mut body, i, self.chain.len()))
+                .await
+            {
                 Ok(answer) => {
                     announce_success(ep, i);
                     return Ok(answer);
@@ -210,10 +213,13 @@ impl Provider {
     /// # Errors
     ///
     /// As [`Provider::complete`].
-    pub async fn stream(&self, body: Value) -> Result<ChatStream, Error> {
+    pub async fn stream(&self, mut body: Value) -> Result<ChatStream, Error> {
         let mut tried = Vec::new();
         for (i, ep) in self.chain.iter().enumerate() {
-            match self.stream_on(ep, body.clone()).await {
+            match self
+                .stream_on(ep, body_for(&mut body, i, self.chain.len()))
+                .await
+            {
                 Ok(stream) => {
                     announce_success(ep, i);
                     return Ok(stream);
@@ -438,6 +444,16 @@ impl Provider {
 fn backoff(s: &ProviderSettings, attempt: u32) -> Duration {
     let factor = 1u32.checked_shl(attempt).unwrap_or(u32::MAX);
     s.retry_base_delay.saturating_mul(factor).min(MAX_BACKOFF)
+}
+
+/// The request body for endpoint `i` of `n`: a copy while another endpoint may still need
+/// it, the body itself for the last (so a gateway without fallbacks copies nothing).
+fn body_for(body: &mut Value, i: usize, n: usize) -> Value {
+    if i + 1 < n {
+        body.clone()
+    } else {
+        std::mem::take(body)
+    }
 }
 
 /// What a pool does about an error status on its key.
