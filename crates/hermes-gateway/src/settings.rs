@@ -687,6 +687,11 @@ pub const ANTHROPIC: KnownProvider = KnownProvider {
     domain: "anthropic.com",
 };
 
+/// `model.provider` unset or `auto`.
+fn is_auto(configured: Option<&str>) -> bool {
+    configured.is_none_or(|c| c.trim().is_empty() || c.trim().eq_ignore_ascii_case("auto"))
+}
+
 /// The Nous Portal: its logins (`providers.nous`, pool `nous`) carry a short-lived
 /// inference key the gateway can use.
 pub const NOUS: &str = "nous";
@@ -821,7 +826,18 @@ impl Resolver<'_, '_> {
     /// in errors): its address, API and keys.
     fn endpoint(&self, spec: &FallbackSpec, origin: &str) -> Result<ProviderSettings, Error> {
         let configured = Some(spec.provider.as_str()).filter(|p| !p.trim().is_empty());
-        let provider = provider_kind(configured, self.get_env)?;
+        let provider = match provider_kind(configured, self.get_env)? {
+            // `auto` found no key variable: a key stored only in a pool counts too (the
+            // original's `resolve_provider` checks OpenRouter's pool here, issue #42130).
+            Some(k)
+                if is_auto(configured)
+                    && spec.base_url.is_none()
+                    && (self.get_env)(k.key_var).is_none() =>
+            {
+                Some(self.auto_from_pools().unwrap_or(k))
+            }
+            other => other,
+        };
         let is_nous = configured.is_some_and(|c| c.trim().eq_ignore_ascii_case(NOUS));
         let base_url = match &spec.base_url {
             Some(url) if provider == Some(ANTHROPIC) && !anthropic_url_ok(url) => {
@@ -885,7 +901,7 @@ impl Resolver<'_, '_> {
         // The pool is the provider's whose address this is: `auto` and `custom` use only the
         // pool of a known provider serving `base_url` (the original keys custom endpoints'
         // pools by their `custom_providers` name, which the gateway does not read).
-        let is_auto = configured.is_none_or(|c| c.trim().eq_ignore_ascii_case("auto"));
+        let is_auto = is_auto(configured);
         let owner = if is_auto || configured.is_some_and(is_custom) {
             gated_providers().find(|g| g.serves(&p.base_url))
         } else {
@@ -994,6 +1010,21 @@ impl Resolver<'_, '_> {
             )));
         }
         Ok(PooledKey::from_entry(entry, token))
+    }
+
+    /// For `auto` without any key variable: the first known provider whose pool holds an API
+    /// key, OpenRouter first (the only pool the original's `auto` looks at), then `auto`'s
+    /// order.
+    fn auto_from_pools(&self) -> Option<KnownProvider> {
+        let openrouter = known_providers().filter(|k| k.name == "openrouter");
+        openrouter.chain(known_providers()).find(|k| {
+            pool_ids(k.name).iter().any(|id| {
+                self.auth.pool(id).iter().any(|e| {
+                    let text = |f: &str| e.get(f).and_then(Value::as_str).unwrap_or("");
+                    text("auth_type") != "oauth" && !text("access_token").trim().is_empty()
+                })
+            })
+        })
     }
 
     /// The inference key of a login (`providers.<id>`, or a pool entry seeded from it): the

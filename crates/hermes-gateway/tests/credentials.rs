@@ -933,3 +933,48 @@ async fn a_valid_nous_portal_inference_key_is_used_at_its_own_address_only() {
         p.unusable
     );
 }
+
+/// `provider: auto` (the default) with no key variable set: a key added with the original's
+/// `hermes auth add openrouter` is found, as the original's `auto` finds it.
+#[tokio::test]
+async fn auto_finds_a_key_stored_only_in_openrouters_pool() {
+    let home = tempfile::tempdir().unwrap();
+    let auth = pool_json(
+        "openrouter",
+        "https://openrouter.ai/api/v1",
+        &[("a1", "sk-or-only-in-pool")],
+    );
+    for yaml in [
+        "model: {default: openai/gpt-4o}\n",
+        "model: {default: openai/gpt-4o, provider: auto}\n",
+    ] {
+        let p = settings(home.path(), yaml, Some(&auth), &[]);
+        assert_eq!(p.base_url, "https://openrouter.ai/api/v1", "{yaml}");
+        assert_eq!(p.api_key.as_deref(), Some("sk-or-only-in-pool"), "{yaml}");
+        assert_eq!(
+            p.pool_store.map(|s| s.pool_id).as_deref(),
+            Some("openrouter")
+        );
+    }
+    // A key variable still decides first (auto's order), and a base_url keeps its address.
+    let p = settings(
+        home.path(),
+        "model: {default: m}\n",
+        None,
+        &[("OPENAI_API_KEY", "sk-oa")],
+    );
+    assert_eq!(
+        (p.base_url.as_str(), p.api_key.as_deref()),
+        ("https://api.openai.com/v1", Some("sk-oa"))
+    );
+    let p = settings(
+        home.path(),
+        "model: {default: m, base_url: 'http://127.0.0.1:9/v1'}\n",
+        None,
+        &[],
+    );
+    assert_eq!(
+        (p.base_url.as_str(), p.api_key.as_deref()),
+        ("http://127.0.0.1:9/v1", None)
+    );
+}
