@@ -16,6 +16,8 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+mod support;
+
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -977,4 +979,65 @@ async fn auto_finds_a_key_stored_only_in_openrouters_pool() {
         (p.base_url.as_str(), p.api_key.as_deref()),
         ("http://127.0.0.1:9/v1", None)
     );
+}
+
+/// Through the HTTP gateway: a client whose request every endpoint failed gets one OpenAI-style
+/// error naming each endpoint tried; when a fallback answers, the client gets its answer.
+#[tokio::test]
+async fn a_client_of_the_gateway_sees_the_fallback_answer_or_what_was_tried() {
+    let primary = Upstream::start().await;
+    let backup = Upstream::start().await;
+    let home = tempfile::tempdir().unwrap();
+    primary.always(503);
+    let config = Config::parse(
+        Path::new("config.yaml"),
+        &with_fallbacks(&primary, &[&backup]),
+    )
+    .unwrap();
+    let env: BTreeMap<String, String> = [
+        ("API_SERVER_PORT", "0"),
+        ("API_SERVER_KEY", "gw-key-0123456789abcdef"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let mut s = GatewaySettings::resolve_with_auth(
+        "work",
+        home.path(),
+        None,
+        &config,
+        &env,
+        &AuthStore::default(),
+    )
+    .unwrap();
+    s.provider = s.provider.map(fast);
+    let gw = support::start(s).await;
+    let ask_gateway = |stream: bool| {
+        support::client()
+            .post(gw.url("/v1/chat/completions"))
+            .header("authorization", "Bearer gw-key-0123456789abcdef")
+            .json(&json!({"messages": [{"role": "user", "content": "hi"}], "stream": stream}))
+            .send()
+    };
+    let r = ask_gateway(false).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["choices"][0]["message"]["content"], "from backup-0");
+
+    backup.always(500);
+    for stream in [false, true] {
+        let r = ask_gateway(stream).await.unwrap();
+        assert_eq!(r.status(), 502, "stream: {stream}");
+        let body: Value = r.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("every provider failed; tried"),
+            "{message}"
+        );
+        assert!(
+            message.contains("main at") && message.contains("backup-0 at"),
+            "{message}"
+        );
+        assert_eq!(body["error"]["code"], "provider_error");
+    }
 }
