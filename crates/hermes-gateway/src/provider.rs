@@ -801,6 +801,77 @@ mod tests {
     }
 
     #[test]
+    fn the_pool_rotates_on_401_402_and_a_second_429_but_not_on_anthropics_403() {
+        let chat = ProviderSettings::new("https://api.example/v1", "m");
+        let mut messages = chat.clone();
+        messages.api = ApiKind::AnthropicMessages;
+        let pick = |pre_exhausted: bool| Pick {
+            index: 2,
+            key: "k".into(),
+            pre_exhausted,
+        };
+        let v = |s: &ProviderSettings, code: u16, pre: bool, retried: Option<usize>| {
+            pool_verdict(s, &pick(pre), code, retried)
+        };
+        for code in [401, 402, 403] {
+            assert_eq!(v(&chat, code, false, None), Some(Verdict::Rotate), "{code}");
+        }
+        assert_eq!(v(&messages, 403, false, None), None);
+        assert_eq!(v(&messages, 401, false, None), Some(Verdict::Rotate));
+        assert_eq!(v(&chat, 429, false, None), Some(Verdict::RetrySame));
+        assert_eq!(v(&chat, 429, false, Some(0)), Some(Verdict::RetrySame));
+        assert_eq!(v(&chat, 429, false, Some(2)), Some(Verdict::Rotate));
+        assert_eq!(v(&chat, 429, true, None), Some(Verdict::Rotate));
+        for code in [400, 404, 500, 529] {
+            assert_eq!(v(&chat, code, false, None), None, "{code}");
+        }
+        assert!(is_retryable(529) && is_retryable(503) && is_retryable(429));
+        assert!(!is_retryable(402) && !is_retryable(401));
+    }
+
+    #[test]
+    fn each_api_has_its_address() {
+        let mut s = ProviderSettings::new("https://api.anthropic.com/", "m");
+        s.api = ApiKind::AnthropicMessages;
+        assert_eq!(endpoint_url(&s), "https://api.anthropic.com/v1/messages");
+        s.base_url = "https://proxy.example/anthropic/v1".into();
+        assert_eq!(
+            endpoint_url(&s),
+            "https://proxy.example/anthropic/v1/messages"
+        );
+        s.api = ApiKind::ChatCompletions;
+        s.base_url = "http://127.0.0.1:8080/v1/".into();
+        assert_eq!(
+            endpoint_url(&s),
+            "http://127.0.0.1:8080/v1/chat/completions"
+        );
+    }
+
+    #[test]
+    fn only_a_refusal_of_the_request_itself_stays_on_the_primary() {
+        let status = |status| Error::ProviderStatus {
+            base_url: "x".into(),
+            status,
+            attempts: 1,
+            message: String::new(),
+        };
+        for code in [400, 413, 422] {
+            assert!(!falls_back(&status(code)), "{code}");
+        }
+        for code in [402, 404, 429, 500, 503, 529] {
+            assert!(falls_back(&status(code)), "{code}");
+        }
+        assert!(!falls_back(&Error::UnsupportedRequest {
+            endpoint: "e".into(),
+            reason: "r".into()
+        }));
+        assert!(falls_back(&Error::ProviderTimeout {
+            base_url: "x".into(),
+            after: Duration::from_secs(1)
+        }));
+    }
+
+    #[test]
     fn backoff_doubles_and_caps() {
         let mut s = ProviderSettings::new("http://127.0.0.1:1", "m");
         s.retry_base_delay = Duration::from_millis(100);

@@ -1815,6 +1815,81 @@ mod tests {
     }
 
     #[test]
+    fn anthropic_is_recognised_by_name_host_or_proxy_path() {
+        use ApiKind::*;
+        for (provider, url, want) in [
+            ("anthropic", "https://api.anthropic.com", AnthropicMessages),
+            (
+                "Anthropic",
+                "http://127.0.0.1:1/anthropic",
+                AnthropicMessages,
+            ),
+            ("custom", "https://api.anthropic.com/v1", AnthropicMessages),
+            ("custom", "https://gw.example/anthropic/", AnthropicMessages),
+            (
+                "custom",
+                "https://api.anthropic.com.evil.test/v1",
+                ChatCompletions,
+            ),
+            (
+                "openrouter",
+                "https://openrouter.ai/api/v1",
+                ChatCompletions,
+            ),
+        ] {
+            assert_eq!(api_kind(provider, url), want, "{provider} {url}");
+        }
+        for (url, ok) in [
+            ("https://api.anthropic.com", true),
+            ("https://eu.claude.com/v1", true),
+            ("https://x.services.ai.azure.com/anthropic", true),
+            ("http://127.0.0.1:9/anthropic", true),
+            ("https://openrouter.ai/api/v1", false),
+            ("not a url", false),
+        ] {
+            assert_eq!(anthropic_url_ok(url), ok, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_pooled_key_goes_to_its_providers_domain_or_the_origin_it_was_stored_for() {
+        let openai = known_provider("openai").unwrap();
+        assert!(pooled_key_may_go(
+            Some(&openai),
+            None,
+            "https://api.openai.com/v1"
+        ));
+        assert!(!pooled_key_may_go(
+            Some(&openai),
+            Some("http://127.0.0.1:9/v1"),
+            "http://127.0.0.1:9/v1"
+        ));
+        let stored = Some("https://api.together.xyz/v1");
+        assert!(pooled_key_may_go(
+            None,
+            stored,
+            "https://api.together.xyz/v2/"
+        ));
+        assert!(!pooled_key_may_go(
+            None,
+            stored,
+            "http://api.together.xyz/v1"
+        ));
+        assert!(!pooled_key_may_go(
+            None,
+            stored,
+            "https://api.together.xyz:8443/v1"
+        ));
+        assert!(!pooled_key_may_go(None, stored, "https://evil.test/v1"));
+        assert!(pooled_key_may_go(
+            None,
+            Some(" "),
+            "https://anywhere.test/v1"
+        ));
+        assert!(pooled_key_may_go(None, None, "https://anywhere.test/v1"));
+    }
+
+    #[test]
     fn connection_limits_default_and_come_from_the_gateway_section() {
         let s = GatewaySettings::resolve("p", Path::new("/h"), None, &none(), &map(&[])).unwrap();
         assert_eq!(s.connection_limits, ConnectionLimits::default());
