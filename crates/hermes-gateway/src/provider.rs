@@ -17,7 +17,9 @@
 //! * *chain* — the primary endpoint, then the fallbacks. When an endpoint fails for good (its
 //!   retries and keys used up) with anything but a refusal of the request itself (400, 413,
 //!   422), the next endpoint gets the request; only before a stream has started. Each request
-//!   starts again with the primary (the original makes fallback turn-scoped the same way).
+//!   starts again with the primary (the original makes fallback turn-scoped the same way),
+//!   except for [`PRIMARY_COOLDOWN`] after the primary fell back with a 429 or a 402, when
+//!   requests start with the first fallback (the original's `_rate_limited_until`).
 //!   The log says each switch, and when every endpoint failed the client's error names what
 //!   was tried.
 //! * *stream* — an SSE answer (`stream: true`), read as [`StreamEvent`]s as they arrive.
@@ -28,7 +30,7 @@
 
 use std::pin::Pin;
 use std::sync::{Arc, Once};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
@@ -53,7 +55,15 @@ pub struct Provider {
     client: reqwest::Client,
     settings: Arc<ProviderSettings>,
     chain: Arc<Vec<Endpoint>>,
+    /// Until when requests skip the primary and start with the first fallback: set when the
+    /// primary fell back after a rate limit or a billing refusal ([`PRIMARY_COOLDOWN`]).
+    primary_cooldown: Arc<std::sync::Mutex<Option<Instant>>>,
 }
+
+/// How long requests go straight to the fallbacks after the primary fell back with a 429 or a
+/// 402 (the original's 60 s `_rate_limited_until`, here for the whole gateway rather than one
+/// conversation).
+pub const PRIMARY_COOLDOWN: Duration = Duration::from_secs(60);
 
 /// One endpoint of the chain with its live key pool.
 #[derive(Debug)]
@@ -132,6 +142,17 @@ fn falls_back(e: &Error) -> bool {
     }
 }
 
+/// A rate limit or a billing refusal (429, 402): the primary is left alone for a while.
+fn is_rate_limit(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::ProviderStatus {
+            status: 402 | 429,
+            ..
+        }
+    )
+}
+
 /// Where an endpoint sends requests.
 fn endpoint_url(s: &ProviderSettings) -> String {
     let base = s.base_url.trim_end_matches('/');
@@ -174,6 +195,7 @@ impl Provider {
             client,
             settings: Arc::new(settings),
             chain: Arc::new(chain),
+            primary_cooldown: Arc::default(),
         })
     }
 
@@ -191,7 +213,8 @@ impl Provider {
     /// [`Error::ProviderFallbacksFailed`] when fallbacks were tried too.
     pub async fn complete(&self, mut body: Value) -> Result<Value, Error> {
         let mut tried = Vec::new();
-        for (i, ep) in self.chain.iter().enumerate() {
+        let first = self.first_endpoint(&mut tried);
+        for (i, ep) in self.chain.iter().enumerate().skip(first) {
             match self
                 .complete_on(ep, body_for(&mut body, i, self.chain.len()))
                 .await
@@ -215,7 +238,8 @@ impl Provider {
     /// As [`Provider::complete`].
     pub async fn stream(&self, mut body: Value) -> Result<ChatStream, Error> {
         let mut tried = Vec::new();
-        for (i, ep) in self.chain.iter().enumerate() {
+        let first = self.first_endpoint(&mut tried);
+        for (i, ep) in self.chain.iter().enumerate().skip(first) {
             match self
                 .stream_on(ep, body_for(&mut body, i, self.chain.len()))
                 .await
@@ -228,6 +252,33 @@ impl Provider {
             }
         }
         Err(no_endpoint(&self.settings))
+    }
+
+    /// Where a request starts: the first fallback while the primary cools down after a rate
+    /// limit (noted in `tried`), else the primary.
+    fn first_endpoint(&self, tried: &mut Vec<String>) -> usize {
+        if self.chain.len() < 2 {
+            return 0;
+        }
+        let mut until = self
+            .primary_cooldown
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match *until {
+            Some(t) if t > Instant::now() => {
+                tried.push(format!(
+                    "{}: skipped, rate limited or out of credit less than {}s ago",
+                    self.settings.describe(),
+                    PRIMARY_COOLDOWN.as_secs()
+                ));
+                1
+            }
+            Some(_) => {
+                *until = None;
+                0
+            }
+            None => 0,
+        }
     }
 
     /// After endpoint `i` failed with `e`: `Ok` to go on with the next one (logged, and noted
@@ -253,6 +304,13 @@ impl Provider {
                     "provider failed ({}); trying the next of fallback_providers",
                     hermes_errors::one_line(&e)
                 );
+                if i == 0 && is_rate_limit(&e) {
+                    *self
+                        .primary_cooldown
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                        Some(Instant::now() + PRIMARY_COOLDOWN);
+                }
                 tried.push(what);
                 Ok(())
             }

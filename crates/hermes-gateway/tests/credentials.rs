@@ -1041,3 +1041,34 @@ async fn a_client_of_the_gateway_sees_the_fallback_answer_or_what_was_tried() {
         assert_eq!(body["error"]["code"], "provider_error");
     }
 }
+
+/// A primary that fell back because it is rate limited is left alone for a minute, as the
+/// original stays on its fallback: the next requests start with the fallback.
+#[tokio::test]
+async fn a_rate_limited_primary_is_skipped_for_a_while() {
+    let primary = Upstream::start().await;
+    let backup = Upstream::start().await;
+    let home = tempfile::tempdir().unwrap();
+    primary.always(429);
+    let p = settings(
+        home.path(),
+        &with_fallbacks(&primary, &[&backup]),
+        None,
+        &[],
+    );
+    let provider = Provider::new(p).unwrap();
+    provider.complete(ask()).await.unwrap();
+    assert_eq!((primary.seen().len(), backup.seen().len()), (3, 1));
+    provider.stream(ask()).await.unwrap();
+    provider.complete(ask()).await.unwrap();
+    assert_eq!((primary.seen().len(), backup.seen().len()), (3, 3));
+    // The fallback failing meanwhile: the error says the primary was skipped, and why.
+    backup.always(500);
+    let err = provider.complete(ask()).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("main at") && text.contains("skipped, rate limited"),
+        "{text}"
+    );
+    assert_eq!(primary.seen().len(), 3);
+}
