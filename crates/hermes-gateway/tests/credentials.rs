@@ -195,6 +195,20 @@ async fn anthropic(
         }))
         .into_response();
     }
+    let fail_midway = seen.body.pointer("/messages/0/content") == Some(&json!("fail midway"));
+    if fail_midway {
+        let events = [
+            json!({"type": "message_start", "message": {"id": "msg_3", "type": "message", "role": "assistant", "model": model, "content": [], "usage": {"input_tokens": 3, "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Half"}}),
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ];
+        let sse: String = events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect();
+        return ([("content-type", "text/event-stream")], sse).into_response();
+    }
     let events = [
         json!({"type": "message_start", "message": {"id": "msg_2", "type": "message", "role": "assistant", "model": model, "content": [], "usage": {"input_tokens": 11, "output_tokens": 1}}}),
         json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
@@ -1071,4 +1085,31 @@ async fn a_rate_limited_primary_is_skipped_for_a_while() {
         "{text}"
     );
     assert_eq!(primary.seen().len(), 3);
+}
+
+/// An `error` event in the middle of an Anthropic stream ends it with an error after what was
+/// already relayed, never as a normal end.
+#[tokio::test]
+async fn an_anthropic_stream_error_event_ends_the_stream_with_an_error() {
+    let up = Upstream::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let provider = Provider::new(settings(home.path(), &anthropic_yaml(&up), None, &[])).unwrap();
+    let mut stream = provider
+        .stream(json!({"messages": [{"role": "user", "content": "fail midway"}]}))
+        .await
+        .unwrap();
+    let mut text = String::new();
+    let err = loop {
+        match stream.next_event().await {
+            Some(Ok(ev)) => text.push_str(ev.delta.as_deref().unwrap_or("")),
+            Some(Err(e)) => break e,
+            None => panic!("the stream ended normally after {text:?}"),
+        }
+    };
+    assert_eq!(text, "Half");
+    assert!(
+        matches!(&err, Error::ProviderProtocol { reason, .. } if reason.contains("Overloaded")),
+        "{err:?}"
+    );
+    assert!(stream.next_event().await.is_none());
 }
