@@ -5,10 +5,13 @@
 //! Contents: a pooled key arrives upstream; a 429 is retried once on the same key, then the
 //! key cools down (in `auth.json` too) and the next key is used; a 401 and a 402 rotate at
 //! once; a pooled key never goes to another host; a corrupt `auth.json` does not stop the
-//! gateway; `fallback_providers` are tried after the primary's retries (streams too, and each
-//! request starts with the primary again), not after a 400, and an error naming every
-//! endpoint tried reaches the client; Anthropic's Messages API (plain, streamed, tool call,
-//! usage) with `x-api-key` and `anthropic-version`.
+//! gateway; `auto` finds a key stored only in a pool; a Nous Portal login's inference key is
+//! used while valid, at its own address only; `fallback_providers` are tried after the
+//! primary's retries (streams too, and each request starts with the primary again, except
+//! after a rate limit), not after a 400, and an error naming every endpoint tried reaches the
+//! client (also through the HTTP gateway); Anthropic's Messages API (plain, streamed, tool
+//! call, usage, an error event midway) with `x-api-key` and `anthropic-version`; with the
+//! original installed, keys stored by its own CLI and the status we write back as it reads it.
 
 #![allow(
     clippy::unwrap_used,
