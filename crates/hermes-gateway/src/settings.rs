@@ -37,6 +37,20 @@
 //!   is (like `auto`); no `CUSTOM_API_KEY` is read.
 //! * Another provider name's `<NAME>_API_KEY` is that endpoint's own key and is sent to its
 //!   `base_url`.
+//! * Anthropic (`provider: anthropic`, [`ANTHROPIC`]) is confined like the known providers:
+//!   `ANTHROPIC_API_KEY` goes only to `anthropic.com`; its OAuth variables are never sent.
+//!
+//! Credentials ([`GatewaySettings::resolve_with_auth`]): without `model.api_key`, an endpoint's
+//! keys are its provider's credential pool in `auth.json` (`credential_pool.<id>`, the
+//! original's `openai-api` for `openai`): its API keys in priority order that may go to the
+//! endpoint ([`pooled_key_may_go`]: a known provider's only to its domain, another's only to
+//! the origin it was stored for), then the variable above unless an `env:` entry stands for
+//! it. A Nous Portal login's inference key counts while valid; other OAuth logins are listed
+//! in [`ProviderSettings::unusable`]. `auto` without a key variable takes the first known
+//! provider whose pool has a key. How the keys are used: [`crate::credentials`].
+//!
+//! Fallbacks: `fallback_providers` ([`crate::fallback`]) become
+//! [`ProviderSettings::fallbacks`], each resolved like the primary.
 //!
 //! Default port: the `default` profile listens on 8642 (as the original did); every named
 //! profile gets `9200 + (sha256(name) as a big-endian integer) mod 600`, so two profiles never
@@ -491,11 +505,13 @@ impl GatewaySettings {
     /// for keys and precedence). Pure: reads no file and no process state besides `argv`.
     ///
     /// Keys read — env: `API_SERVER_HOST`, `API_SERVER_PORT`, `API_SERVER_KEY`,
-    /// `OPENAI_API_KEY`, `OPENROUTER_API_KEY`, `DEEPSEEK_API_KEY`, `<NAME>_API_KEY`,
-    /// `OPENAI_BASE_URL`, `NOTIFY_SOCKET`; config: `model.provider`, `model` / `model.default`
-    /// (also `model.model`, `model.name`), `model.base_url`, `model.api_key`, `model.timeout`,
-    /// `agent.api_max_retries`, `platforms.api_server.extra.{host,port,key}`,
-    /// `gateway.{max_connections,header_timeout,idle_timeout}`.
+    /// `OPENAI_API_KEY`, `OPENROUTER_API_KEY`, `DEEPSEEK_API_KEY`, `ANTHROPIC_API_KEY`,
+    /// `<NAME>_API_KEY`, `OPENAI_BASE_URL`, `NOUS_INFERENCE_BASE_URL`, `NOTIFY_SOCKET`, the
+    /// variables of `env:` pool entries and `key_env`; config: `model.provider`, `model` /
+    /// `model.default` (also `model.model`, `model.name`), `model.base_url`, `model.api_key`,
+    /// `model.timeout`, `agent.api_max_retries`, `platforms.api_server.extra.{host,port,key}`,
+    /// `gateway.{max_connections,header_timeout,idle_timeout}`, `fallback_providers`,
+    /// `fallback_model`, `credential_pool_strategies.<id>`.
     ///
     /// # Errors
     ///
