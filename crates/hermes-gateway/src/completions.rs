@@ -2,19 +2,29 @@
 //! profile's soul, the session's history, the new messages), ask the provider, and answer as
 //! one JSON document or relay the provider's stream as server-sent events, storing the turn
 //! in the session.
+//!
+//! The provider call is timed ([`UpstreamCall`]) and reported, with the session and how a
+//! stream ended, to the request's access-log [`Exchange`]. Streams honour
+//! `stream_options.include_usage` ([`usage`]).
+
+mod usage;
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use crate::access::{Exchange, UpstreamCall};
 use crate::api_error::{ApiError, invalid};
 use crate::error::Error;
+use crate::metrics::{StreamEnd, Tokens};
 use crate::server::AppState;
 use crate::sessions::{SESSION_HEADER, assemble, validate_session_id};
+use usage::UsageFilter;
 
 /// Events buffered between the provider reader and a slow client.
 const STREAM_BUFFER: usize = 64;
@@ -82,9 +92,11 @@ fn parse_request(body: &[u8], headers: &HeaderMap) -> Result<ChatRequest, ApiErr
 
 pub(crate) async fn chat_completions(
     State(state): State<AppState>,
+    exchange: Option<Extension<Arc<Exchange>>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
+    let exchange = exchange.map(|Extension(x)| x);
     let inner = &state.inner;
     let snapshot = inner.live.current();
     let provider = snapshot.provider.clone().ok_or_else(|| {
@@ -99,6 +111,9 @@ pub(crate) async fn chat_completions(
         stream,
         session,
     } = parse_request(&body, &headers)?;
+    if let (Some(x), Some(id)) = (&exchange, &session) {
+        x.set_session(id);
+    }
     let history = match &session {
         Some(id) => inner.sessions.history_async(id.clone()).await?,
         None => Vec::new(),
@@ -118,14 +133,46 @@ pub(crate) async fn chat_completions(
         .as_deref()
         .and_then(|s| HeaderValue::from_str(s).ok());
 
+    let mut call = UpstreamCall::start(&inner.metrics, exchange.as_ref(), &snapshot);
     let mut resp = if stream {
+        let usage = UsageFilter::new(&request);
         // Every error up to here (and inside `provider.stream`, retries included) is still a
         // plain JSON error with a status. From here on the status is 200 and failures become
         // an error event in the stream.
-        let upstream = provider.stream(request).await?;
-        relay_stream(upstream, inner, session, assembled.new_turn)
+        let upstream = match provider.stream(request).await {
+            Ok(upstream) => upstream,
+            Err(e) => {
+                call.failed(&e);
+                return Err(e.into());
+            }
+        };
+        if let Some(x) = &exchange {
+            x.set_streamed();
+        }
+        let relay = Relay {
+            call: Some(call),
+            usage,
+            exchange,
+            store: inner.sessions.clone(),
+            profile: inner.profile.clone(),
+            session,
+            new_turn: assembled.new_turn,
+        };
+        relay_stream(upstream, relay)
     } else {
-        let answer = provider.complete(request).await?;
+        let answer = match provider.complete(request).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                call.failed(&e);
+                return Err(e.into());
+            }
+        };
+        // A plain answer arrives whole: its first byte is its end.
+        call.first_byte();
+        call.succeeded();
+        if let (Some(x), Some(t)) = (&exchange, answer.get("usage").and_then(Tokens::from_usage)) {
+            x.set_tokens(t);
+        }
         if let Some(id) = session {
             let mut turn = assembled.new_turn;
             let reply = answer
@@ -146,52 +193,118 @@ pub(crate) async fn chat_completions(
     Ok(resp)
 }
 
-/// Relays the provider's stream to the client as server-sent events, then stores the turn
-/// (only when the client got the whole answer) and ends with `data: [DONE]`.
-fn relay_stream(
-    mut upstream: crate::provider::ChatStream,
-    inner: &crate::server::Inner,
+/// What the stream relay needs besides the provider's stream: the call's timer, the usage
+/// filter, the access-log exchange, and what to store when the answer is complete.
+struct Relay {
+    /// `None` once reported.
+    call: Option<UpstreamCall>,
+    usage: UsageFilter,
+    exchange: Option<Arc<Exchange>>,
+    store: crate::sessions::SessionStore,
+    profile: String,
     session: Option<String>,
     new_turn: Vec<Value>,
-) -> Response {
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(STREAM_BUFFER);
-    let store = inner.sessions.clone();
-    let profile = inner.profile.clone();
-    tokio::spawn(async move {
+}
+
+/// The client left: nothing more is sent.
+struct ClientGone;
+
+/// Sends every event of `emit` (see [`usage::Emit`]) as SSE.
+async fn send_all(
+    tx: &tokio::sync::mpsc::Sender<Bytes>,
+    emit: usage::Emit,
+) -> Result<(), ClientGone> {
+    for data in emit.into_iter().flatten() {
+        tx.send(sse_event(&data)).await.map_err(|_| ClientGone)?;
+    }
+    Ok(())
+}
+
+impl Relay {
+    /// Reads the provider's stream into `tx` until its end, a failure, or the client leaving.
+    /// Returns the answer's text, or `None` when the upstream failed (the client got an error
+    /// event).
+    async fn pump(
+        &mut self,
+        upstream: &mut crate::provider::ChatStream,
+        tx: &tokio::sync::mpsc::Sender<Bytes>,
+    ) -> Result<Option<String>, ClientGone> {
         let mut answer = String::new();
-        let mut failed = false;
         while let Some(event) = upstream.next_event().await {
-            let data = match event {
+            match event {
                 Ok(ev) => {
+                    if let Some(call) = &mut self.call {
+                        call.first_byte();
+                    }
                     if let Some(d) = &ev.delta {
                         answer.push_str(d);
                     }
-                    ev.data
+                    send_all(tx, self.usage.push(ev.data)).await?;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "provider stream failed");
-                    failed = true;
-                    ApiError::from_error(&e).body().to_string()
+                    self.finish_call(Some(&e));
+                    send_all(tx, self.usage.finish()).await?;
+                    let event = sse_event(&ApiError::from_error(&e).body().to_string());
+                    tx.send(event).await.map_err(|_| ClientGone)?;
+                    return Ok(None);
                 }
-            };
-            if tx.send(sse_event(&data)).await.is_err() {
-                // The client went away: stop reading (dropping the upstream response closes
-                // that connection too) and store nothing, since the client never got the
-                // answer.
-                return;
-            }
-            if failed {
-                break;
             }
         }
+        self.finish_call(None);
+        send_all(tx, self.usage.finish()).await?;
+        Ok(Some(answer))
+    }
+
+    /// Reports the provider call's end (once) and the tokens it reported.
+    fn finish_call(&mut self, error: Option<&Error>) {
+        let Some(call) = self.call.take() else {
+            return;
+        };
+        if let (Some(x), Some(t)) = (&self.exchange, self.usage.tokens()) {
+            x.set_tokens(t);
+        }
+        match error {
+            Some(e) => call.failed(e),
+            None => call.succeeded(),
+        }
+    }
+}
+
+/// Relays the provider's stream to the client as server-sent events, then stores the turn
+/// (only when the client got the whole answer) and ends with `data: [DONE]`.
+fn relay_stream(mut upstream: crate::provider::ChatStream, mut relay: Relay) -> Response {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(STREAM_BUFFER);
+    tokio::spawn(async move {
+        let answer = match relay.pump(&mut upstream, &tx).await {
+            Ok(answer) => answer,
+            Err(ClientGone) => {
+                // Stop reading (dropping the upstream response closes that connection too)
+                // and store nothing, since the client never got the answer. The provider
+                // itself was fine.
+                relay.finish_call(None);
+                return;
+            }
+        };
         // Store the turn before `[DONE]`: a client may send its next turn the moment it sees
         // `[DONE]`, and that turn must find this one in the history.
-        if let (Some(id), false) = (session, failed) {
-            let mut turn = new_turn;
-            turn.push(json!({"role": "assistant", "content": answer}));
-            if let Err(e) = store.append_async(id, profile, turn).await {
+        if let (Some(id), Some(text)) = (relay.session.take(), &answer) {
+            let mut turn = std::mem::take(&mut relay.new_turn);
+            turn.push(json!({"role": "assistant", "content": text}));
+            if let Err(e) = relay
+                .store
+                .append_async(id, relay.profile.clone(), turn)
+                .await
+            {
                 tracing::warn!(error = %e, "could not store the session turn");
             }
+        }
+        if let Some(x) = &relay.exchange {
+            x.set_stream_end(if answer.is_some() {
+                StreamEnd::Complete
+            } else {
+                StreamEnd::UpstreamFailed
+            });
         }
         let _ = tx.send(Bytes::from_static(b"data: [DONE]\n\n")).await;
     });

@@ -21,6 +21,9 @@
 //!
 //! Shutdown: the listener is closed at once; idle connections are closed; busy ones finish
 //! their request (keep-alive off) within the grace period, after which they are cut.
+//!
+//! Metrics: every admitted connection counts as open until its task ends (an evicted one
+//! until it is actually closed), and every connection over the cap counts as rejected.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -44,6 +47,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tower::ServiceExt;
 
+use crate::metrics::Metrics;
 use crate::settings::ConnectionLimits;
 
 /// Rejections (503 answers) written at the same time; beyond this a connection over the cap
@@ -237,15 +241,29 @@ impl Registry {
     }
 }
 
-/// Removes a connection from the registry when its task ends (or is aborted).
+/// Removes a connection from the registry (and from the open-connections gauge) when its
+/// task ends (or is aborted).
 struct Registered {
     registry: Arc<Registry>,
     id: u64,
+    metrics: Arc<Metrics>,
+}
+
+impl Registered {
+    fn new(registry: &Arc<Registry>, id: u64, metrics: &Arc<Metrics>) -> Registered {
+        metrics.connection_opened();
+        Registered {
+            registry: Arc::clone(registry),
+            id,
+            metrics: Arc::clone(metrics),
+        }
+    }
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
         self.registry.remove(self.id);
+        self.metrics.connection_closed();
     }
 }
 
@@ -510,7 +528,7 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 }
 
 /// Serves `app` on `listener` with `limits` until `shutdown` resolves, then lets requests in
-/// flight finish for at most `grace`.
+/// flight finish for at most `grace`. Open and rejected connections are counted in `metrics`.
 ///
 /// # Errors
 ///
@@ -522,6 +540,7 @@ pub(crate) async fn serve_limited(
     shutdown: impl Future<Output = ()> + Send + 'static,
     grace: Duration,
     limits: ConnectionLimits,
+    metrics: Arc<Metrics>,
 ) -> std::io::Result<()> {
     let registry = Arc::new(Registry::default());
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -560,10 +579,7 @@ pub(crate) async fn serve_limited(
                 if evicted {
                     tracing::debug!("connection limit reached; closed an idle connection");
                 }
-                let registered = Registered {
-                    registry: Arc::clone(&registry),
-                    id,
-                };
+                let registered = Registered::new(&registry, id, &metrics);
                 let conn = serve_connection(tcp, app.clone(), tracker, limits, stop_rx.clone());
                 tasks.spawn(async move {
                     let _registered = registered;
@@ -571,6 +587,7 @@ pub(crate) async fn serve_limited(
                 });
             }
             Admission::Full => {
+                metrics.connection_rejected();
                 rejected += 1;
                 if last_warning.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
                     tracing::warn!(

@@ -33,6 +33,7 @@
 //! [`lock`] (single instance, `--replace`), [`notify`] (sd_notify), [`lifecycle`] (phases,
 //! exit reasons), [`chat`] (`chat_once`), [`error`].
 
+mod access;
 pub mod anthropic;
 pub mod api_error;
 pub mod api_server;
@@ -45,7 +46,9 @@ pub mod fallback;
 pub mod lifecycle;
 pub mod live;
 pub mod lock;
+mod metrics;
 pub mod notify;
+mod probes;
 pub mod prompt;
 pub mod provider;
 pub mod server;

@@ -1,12 +1,15 @@
-//! The HTTP API: `GET /health`, `GET /v1/models`, `POST /v1/chat/completions`.
+//! The HTTP API: `GET /health`, `GET /v1/models`, `GET /v1/capabilities`,
+//! `POST /v1/chat/completions`, and the probes `GET /ready`, `GET /health/detailed`,
+//! `GET /metrics`.
 //!
 //! Words:
 //! * *app state* — what every request shares: the profile, its soul, the client key, the
-//!   provider client and the session store ([`AppState`]).
+//!   provider client, the session store and the metrics ([`AppState`]).
 //! * *API error* — an OpenAI-style error body with an HTTP status ([`crate::api_error`]); every
 //!   failure a client can see has this shape.
 //!
-//! The chat endpoint itself lives in `completions`.
+//! The chat endpoint itself lives in `completions`, the probes in `probes`, and the access log
+//! (a middleware around every route, unknown paths included) in `access`.
 //!
 //! `router(state)` builds the routes without a socket (tests drive it with `oneshot`);
 //! `serve_with_limits(listener, state, shutdown, grace, limits)` runs it on a bound listener
@@ -33,6 +36,7 @@ use crate::api_error::ApiError;
 use crate::completions::chat_completions;
 use crate::error::Error;
 use crate::live::Live;
+use crate::metrics::Metrics;
 use crate::sessions::SessionStore;
 use crate::settings::{ConnectionLimits, GatewaySettings};
 
@@ -56,6 +60,10 @@ pub(crate) struct Inner {
     pub(crate) live: Live,
     /// Conversation store.
     pub(crate) sessions: SessionStore,
+    /// The store's file, checked read-only by `/health/detailed`.
+    pub(crate) state_db: std::path::PathBuf,
+    /// Counters for `/metrics`, and the last upstream call behind `/ready`.
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 impl AppState {
@@ -72,24 +80,35 @@ impl AppState {
                 home: settings.home.clone(),
                 live: Live::new(settings)?,
                 sessions,
+                state_db: settings.state_db.clone(),
+                metrics: Arc::new(Metrics::new()),
             }),
         })
     }
 }
 
-/// The routes, with auth on `/v1/*` (not on `/health`).
+/// The routes, with auth on `/v1/*` and `/health/detailed` (not on `/health`, `/ready`,
+/// `/metrics`: see `probes` for why), every request observed by the access log.
 pub fn router(state: AppState) -> Router {
-    let v1 = Router::new()
+    let keyed = Router::new()
         .route("/v1/models", get(models))
         .route("/v1/capabilities", get(capabilities))
         .route("/v1/chat/completions", post(chat_completions))
+        .route("/health/detailed", get(crate::probes::health_detailed))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_key));
     Router::new()
         .route("/health", get(health))
-        .merge(v1)
+        .route("/ready", get(crate::probes::ready))
+        .route("/metrics", get(crate::probes::metrics))
+        .merge(keyed)
         // Chat requests carry whole conversations (and images as data URLs): allow more
         // than axum's 2 MiB default, but keep a bound.
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        // Outermost, so refusals (401, 413, 404) are logged and counted too.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::access::observe,
+        ))
         .with_state(state)
 }
 
@@ -131,7 +150,9 @@ pub async fn serve_with_limits(
     grace: Duration,
     limits: ConnectionLimits,
 ) -> std::io::Result<()> {
-    crate::connections::serve_limited(listener, router(state), shutdown, grace, limits).await
+    let metrics = Arc::clone(&state.inner.metrics);
+    crate::connections::serve_limited(listener, router(state), shutdown, grace, limits, metrics)
+        .await
 }
 
 /// Equal-time comparison: both sides are hashed first, so neither the position of the first
@@ -352,7 +373,7 @@ mod tests {
             assert_eq!(json["error"]["type"], "invalid_request_error", "{body}");
         }
         let req = HttpRequest::post("/v1/chat/completions")
-            .header(SESSION_HEADER, "bad id!")
+            .header(SESSION_HEADER, "../etc")
             .body(Body::from(
                 r#"{"messages":[{"role":"user","content":"x"}]}"#,
             ))
