@@ -8,8 +8,8 @@
 use serde_json::{Value, json};
 
 use crate::error::Error;
-use crate::provider::Provider;
-use crate::sessions::{SessionStore, assemble, validate_session_id};
+use crate::live::Live;
+use crate::sessions::{SOURCE_CLI, SessionStore, TurnMeta, assemble, validate_session_id};
 use crate::settings::GatewaySettings;
 
 /// What `chat_once` returns once the answer is complete.
@@ -38,25 +38,31 @@ pub async fn chat_once(
     session: Option<&str>,
     mut on_delta: impl FnMut(&str),
 ) -> Result<ChatAnswer, Error> {
-    let provider_settings = settings.provider.clone().ok_or_else(|| Error::NoModel {
-        profile: settings.profile.clone(),
-        home: settings.home.clone(),
-    })?;
+    let model = settings
+        .provider
+        .as_ref()
+        .map(|p| p.model.clone())
+        .ok_or_else(|| Error::NoModel {
+            profile: settings.profile.clone(),
+            home: settings.home.clone(),
+        })?;
     if let Some(id) = session {
         validate_session_id(id)?;
     }
-    let model = provider_settings.model.clone();
-    let provider = Provider::new(provider_settings)?;
-    let store = match session {
-        Some(_) => Some(SessionStore::open(&settings.state_db)?),
-        None => None,
+    // The same snapshot a gateway request uses: provider client and system prompt.
+    let snapshot = Live::new(settings)?.current();
+    let provider = snapshot.provider.clone().ok_or_else(|| Error::NoModel {
+        profile: settings.profile.clone(),
+        home: settings.home.clone(),
+    })?;
+    let store = SessionStore::open(&settings.state_db)?;
+    let history = match session {
+        Some(id) => store.history_async(id.to_string()).await?,
+        None => Vec::new(),
     };
-    let history = match (&store, session) {
-        (Some(store), Some(id)) => store.history_async(id.to_string()).await?,
-        _ => Vec::new(),
-    };
+    let prompt = snapshot.turn_prompt(&store, session).await?;
     let request = [json!({"role": "user", "content": question})];
-    let assembled = assemble(settings.soul.as_deref(), &history, &request);
+    let assembled = assemble(prompt.text.as_deref(), &history, &request);
 
     let mut stream = provider
         .stream(json!({"messages": Value::Array(assembled.upstream)}))
@@ -69,12 +75,16 @@ pub async fn chat_once(
             text.push_str(d);
         }
     }
-    if let (Some(store), Some(id)) = (&store, session) {
+    if let Some(id) = session {
         let mut turn = assembled.new_turn;
         turn.push(json!({"role": "assistant", "content": text}));
-        store
-            .append_async(id.to_string(), settings.profile.clone(), turn)
-            .await?;
+        let meta = TurnMeta {
+            profile: settings.profile.clone(),
+            source: SOURCE_CLI.to_string(),
+            model: Some(model.clone()),
+            system_prompt: prompt.to_store,
+        };
+        store.append_turn_async(id.to_string(), meta, turn).await?;
     }
     Ok(ChatAnswer {
         text,

@@ -1,5 +1,5 @@
 //! `POST /v1/chat/completions`: validate the request, assemble the conversation (the
-//! profile's soul, the session's history, the new messages), ask the provider, and answer as
+//! session's system prompt, the session's history, the new messages), ask the provider, and answer as
 //! one JSON document or relay the provider's stream as server-sent events, storing the turn
 //! in the session.
 //!
@@ -23,7 +23,7 @@ use crate::api_error::{ApiError, invalid};
 use crate::error::Error;
 use crate::metrics::{StreamEnd, Tokens};
 use crate::server::AppState;
-use crate::sessions::{SESSION_HEADER, assemble, validate_session_id};
+use crate::sessions::{SESSION_HEADER, TurnMeta, assemble, validate_session_id};
 use usage::UsageFilter;
 
 /// Events buffered between the provider reader and a slow client.
@@ -118,7 +118,15 @@ pub(crate) async fn chat_completions(
         Some(id) => inner.sessions.history_async(id.clone()).await?,
         None => Vec::new(),
     };
-    let assembled = assemble(snapshot.soul.as_deref(), &history, &messages);
+    let prompt = snapshot
+        .turn_prompt(&inner.sessions, session.as_deref())
+        .await?;
+    let assembled = assemble(prompt.text.as_deref(), &history, &messages);
+    let meta = TurnMeta::api(
+        inner.profile.clone(),
+        Some(provider.settings().model.clone()),
+    )
+    .with_system_prompt(prompt.to_store);
     if assembled
         .upstream
         .iter()
@@ -154,7 +162,7 @@ pub(crate) async fn chat_completions(
             usage,
             exchange,
             store: inner.sessions.clone(),
-            profile: inner.profile.clone(),
+            meta,
             session,
             new_turn: assembled.new_turn,
         };
@@ -180,10 +188,7 @@ pub(crate) async fn chat_completions(
                 .cloned()
                 .unwrap_or_else(|| json!({"role": "assistant", "content": ""}));
             turn.push(reply);
-            inner
-                .sessions
-                .append_async(id, inner.profile.clone(), turn)
-                .await?;
+            inner.sessions.append_turn_async(id, meta, turn).await?;
         }
         axum::Json(answer).into_response()
     };
@@ -201,7 +206,8 @@ struct Relay {
     usage: UsageFilter,
     exchange: Option<Arc<Exchange>>,
     store: crate::sessions::SessionStore,
-    profile: String,
+    /// Profile, source, model and (for a session's first turn) its system prompt.
+    meta: TurnMeta,
     session: Option<String>,
     new_turn: Vec<Value>,
 }
@@ -293,7 +299,7 @@ fn relay_stream(mut upstream: crate::provider::ChatStream, mut relay: Relay) -> 
             turn.push(json!({"role": "assistant", "content": text}));
             if let Err(e) = relay
                 .store
-                .append_async(id, relay.profile.clone(), turn)
+                .append_turn_async(id, relay.meta.clone(), turn)
                 .await
             {
                 tracing::warn!(error = %e, "could not store the session turn");

@@ -47,7 +47,9 @@ pub enum Error {
     },
 
     /// The API server is switched on without a key strong enough to protect it.
-    #[error("the API server needs a strong `API_SERVER_KEY`, also on a loopback address: {problem}")]
+    #[error(
+        "the API server needs a strong `API_SERVER_KEY`, also on a loopback address: {problem}"
+    )]
     WeakApiServerKey {
         /// What is wrong with the key (not set, a placeholder, too short); never the key.
         problem: String,

@@ -34,7 +34,9 @@ use std::sync::{Arc, Mutex};
 use hermes_home::Home;
 
 use crate::error::Error;
+use crate::prompt::PromptSource;
 use crate::provider::Provider;
+use crate::sessions::SessionStore;
 use crate::settings::GatewaySettings;
 
 /// Where a profile's settings are read from, so they can be read again.
@@ -112,6 +114,83 @@ pub(crate) struct Snapshot {
     pub(crate) api_key: Option<String>,
     /// Provider client; `None` when no model is configured.
     pub(crate) provider: Option<Provider>,
+    /// What new sessions' system prompts are built from; `None` for settings built in code,
+    /// which send [`Snapshot::soul`] instead.
+    prompt: Option<Arc<PromptSource>>,
+    /// The prompt built for requests without a session, and the day it was built for: the
+    /// files it reads are watched, so only the date can make it stale.
+    fresh_prompt: Mutex<Option<(time::Date, String)>>,
+}
+
+/// The system prompt of one turn.
+#[derive(Debug)]
+pub(crate) struct TurnPrompt {
+    /// What to send (before the client's own system messages).
+    pub(crate) text: Option<String>,
+    /// Set when the prompt was built for this session now: store it with the turn.
+    pub(crate) to_store: Option<String>,
+}
+
+impl Snapshot {
+    /// The system prompt of a turn, as the original decides it: a session replays the prompt
+    /// stored at its first turn (rebuilt when the stored `Model:`/`Provider:` lines no longer
+    /// match); a new session, or a request without one, gets one built now.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SessionStore`] when the stored prompt cannot be read.
+    pub(crate) async fn turn_prompt(
+        &self,
+        store: &SessionStore,
+        session: Option<&str>,
+    ) -> Result<TurnPrompt, Error> {
+        let Some(source) = &self.prompt else {
+            return Ok(TurnPrompt {
+                text: self.soul.clone(),
+                to_store: None,
+            });
+        };
+        let Some(id) = session else {
+            return Ok(TurnPrompt {
+                text: Some(self.fresh_prompt(source)),
+                to_store: None,
+            });
+        };
+        let stored = store.system_prompt_async(id.to_string()).await?;
+        if let Some(stored) = stored.filter(|s| {
+            crate::prompt::stored_prompt_matches(
+                s,
+                source.model.as_deref(),
+                source.provider.as_deref(),
+            )
+        }) {
+            return Ok(TurnPrompt {
+                text: Some(stored),
+                to_store: None,
+            });
+        }
+        let built = self.fresh_prompt(source);
+        Ok(TurnPrompt {
+            text: Some(built.clone()),
+            to_store: Some(built),
+        })
+    }
+
+    fn fresh_prompt(&self, source: &PromptSource) -> String {
+        let today = time::OffsetDateTime::now_utc().date();
+        let mut cache = self
+            .fresh_prompt
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*cache {
+            Some((day, text)) if *day == today => text.clone(),
+            _ => {
+                let text = source.build(today);
+                *cache = Some((today, text.clone()));
+                text
+            }
+        }
+    }
 }
 
 impl Snapshot {
@@ -130,6 +209,8 @@ impl Snapshot {
             soul: settings.soul.clone(),
             api_key: settings.api_key.clone().filter(|k| !k.is_empty()),
             provider,
+            prompt: settings.prompt.clone(),
+            fresh_prompt: Mutex::new(None),
         })
     }
 }

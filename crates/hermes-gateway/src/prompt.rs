@@ -169,6 +169,53 @@ pub fn system_prompt(home: &Path, inputs: &PromptInputs<'_>) -> String {
     join_parts(parts)
 }
 
+/// What a gateway keeps to build the system prompt of each new session: the inputs of
+/// [`system_prompt`] that outlive one request (the settings read it with the rest of the
+/// profile's files, and a reload replaces it).
+#[derive(Debug, Clone)]
+pub struct PromptSource {
+    /// The profile home (its `memories/` are read at each build, as the original reads them
+    /// when a session starts).
+    pub home: PathBuf,
+    /// `SOUL.md` as read.
+    pub soul: Option<String>,
+    /// The profile's `config.yaml`.
+    pub config: Config,
+    /// The env map (`.env` over the process environment).
+    pub env: BTreeMap<String, String>,
+    /// The model sent upstream.
+    pub model: Option<String>,
+    /// The provider id as the original names it ([`original_provider_id`]).
+    pub provider: Option<String>,
+}
+
+impl PromptSource {
+    /// The prompt of a session starting on `today`.
+    pub fn build(&self, today: Date) -> String {
+        let inputs = PromptInputs::new(&self.config, &self.env, today)
+            .soul(self.soul.as_deref())
+            .runtime(self.model.as_deref(), self.provider.as_deref());
+        system_prompt(&self.home, &inputs)
+    }
+
+    /// The prompt of a session starting now (the date in UTC).
+    pub fn build_now(&self) -> String {
+        self.build(time::OffsetDateTime::now_utc().date())
+    }
+}
+
+/// The provider id the original writes on the `Provider:` line for a configured
+/// `model.provider`: its local-server aliases are `custom`, and `auto` (or none) resolves to
+/// `openrouter` (checked against the original for a key-only and a `base_url`-only profile).
+pub fn original_provider_id(configured: Option<&str>) -> String {
+    match configured.map(str::trim).filter(|p| !p.is_empty()) {
+        None => "openrouter".into(),
+        Some(p) if p.eq_ignore_ascii_case("auto") => "openrouter".into(),
+        Some(p) if crate::settings::is_custom(p) => "custom".into(),
+        Some(p) => p.to_ascii_lowercase(),
+    }
+}
+
 /// The one system message the original sends: the session's prompt, then — after a blank
 /// line — the client's system messages of this request (its API server joins their texts with
 /// `\n`), the whole trimmed. The client's part is never stored with the session.

@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use serde_json::{Value, json};
 
 use crate::error::Error;
@@ -98,6 +98,10 @@ pub struct TurnMeta {
     pub source: String,
     /// The model that answered; recorded when the session has none yet.
     pub model: Option<String>,
+    /// The system prompt built for this session (its first turn, or a rebuild when the model
+    /// changed), stored as the original stores it (`sessions.system_prompt`) so later turns
+    /// replay it verbatim; `None` keeps the stored one.
+    pub system_prompt: Option<String>,
 }
 
 impl TurnMeta {
@@ -107,7 +111,14 @@ impl TurnMeta {
             profile: profile.into(),
             source: SOURCE_API_SERVER.to_string(),
             model,
+            system_prompt: None,
         }
+    }
+
+    /// The same turn, storing `prompt` as the session's system prompt.
+    pub fn with_system_prompt(mut self, prompt: Option<String>) -> TurnMeta {
+        self.system_prompt = prompt;
+        self
     }
 }
 
@@ -278,6 +289,13 @@ impl SessionStore {
             started_at: now,
         };
         rows::upsert_session(&tx, &self.sql, session, session_row).map_err(|e| self.err(e))?;
+        if let Some(prompt) = &meta.system_prompt {
+            tx.execute(
+                "UPDATE sessions SET system_prompt = ?1 WHERE id = ?2",
+                rusqlite::params![prompt, session],
+            )
+            .map_err(|e| self.err(e))?;
+        }
         let mut timestamp = now;
         for m in messages {
             rows::insert_message(
@@ -295,6 +313,37 @@ impl SessionStore {
         tx.commit().map_err(|e| self.err(e))
     }
 
+    /// The system prompt stored for the session (`None`: unknown session, or none stored).
+    /// Blocking.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SessionStore`].
+    pub fn system_prompt(&self, session: &str) -> Result<Option<String>, Error> {
+        let conn = self.lock();
+        conn.query_row(
+            "SELECT system_prompt FROM sessions WHERE id = ?1",
+            rusqlite::params![session],
+            |r| r.get::<_, Option<String>>(0),
+        )
+        .optional()
+        .map(Option::flatten)
+        .map_err(|e| self.err(e))
+    }
+
+    /// [`SessionStore::system_prompt`] on the blocking pool.
+    pub(crate) async fn system_prompt_async(
+        &self,
+        session: String,
+    ) -> Result<Option<String>, Error> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || store.system_prompt(&session))
+            .await
+            .map_err(|e| Error::Task {
+                reason: e.to_string(),
+            })?
+    }
+
     /// [`SessionStore::history`] on the blocking pool.
     pub(crate) async fn history_async(&self, session: String) -> Result<Vec<Value>, Error> {
         let store = self.clone();
@@ -303,17 +352,6 @@ impl SessionStore {
             .map_err(|e| Error::Task {
                 reason: e.to_string(),
             })?
-    }
-
-    /// [`SessionStore::append`] on the blocking pool.
-    pub(crate) async fn append_async(
-        &self,
-        session: String,
-        profile: String,
-        messages: Vec<Value>,
-    ) -> Result<(), Error> {
-        self.append_turn_async(session, TurnMeta::api(profile, None), messages)
-            .await
     }
 
     /// [`SessionStore::append_turn`] on the blocking pool.
@@ -371,15 +409,24 @@ fn same_message(a: &Value, b: &Value) -> bool {
     a.get("role") == b.get("role") && a.get("content") == b.get("content")
 }
 
-/// Builds the upstream messages: soul first, then the client's system messages, the history,
-/// and the new turn. A client that resends the whole conversation (OpenAI style) is detected:
-/// when its non-system messages start with the history, that prefix is not duplicated.
-pub fn assemble(soul: Option<&str>, history: &[Value], request: &[Value]) -> Assembled {
+/// Builds the upstream messages as the original's API server does: ONE system message — the
+/// session's system prompt, then (after a blank line) the texts of the request's own system
+/// messages joined with `\n` ([`crate::prompt::with_client_system`]) — then the history and
+/// the new turn. Without a system prompt, the client's system messages go first as they are.
+/// A client that resends the whole conversation (OpenAI style) is detected: when its
+/// non-system messages start with the history, that prefix is not duplicated.
+pub fn assemble(system_prompt: Option<&str>, history: &[Value], request: &[Value]) -> Assembled {
     let mut upstream = Vec::with_capacity(history.len() + request.len() + 1);
-    if let Some(soul) = soul.map(str::trim).filter(|s| !s.is_empty()) {
-        upstream.push(json!({"role": "system", "content": soul}));
+    let client_system: Vec<&Value> = request.iter().filter(|m| is_system(m)).collect();
+    match system_prompt.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(prompt) => {
+            let texts: Vec<String> = client_system.iter().map(|m| text_of(m)).collect();
+            let joined = texts.join("\n");
+            let content = crate::prompt::with_client_system(prompt, Some(joined.as_str()));
+            upstream.push(json!({"role": "system", "content": content}));
+        }
+        None => upstream.extend(client_system.into_iter().cloned()),
     }
-    upstream.extend(request.iter().filter(|m| is_system(m)).cloned());
     let rest: Vec<&Value> = request.iter().filter(|m| !is_system(m)).collect();
     let resent = !history.is_empty()
         && rest.len() >= history.len()
@@ -394,6 +441,19 @@ pub fn assemble(soul: Option<&str>, history: &[Value], request: &[Value]) -> Ass
     Assembled { upstream, new_turn }
 }
 
+/// The text of a message's `content`: the string, or its text parts joined.
+fn text_of(message: &Value) -> String {
+    match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -403,16 +463,29 @@ mod tests {
     }
 
     #[test]
-    fn soul_comes_first_then_client_system() {
+    fn one_system_message_the_prompt_then_the_clients() {
         let a = assemble(
             Some("I am Hermes"),
             &[],
-            &[msg("system", "be brief"), msg("user", "hi")],
+            &[
+                msg("system", "be brief"),
+                json!({"role": "system", "content": [{"type": "text", "text": "and kind"}]}),
+                msg("user", "hi"),
+            ],
         );
-        assert_eq!(a.upstream[0], msg("system", "I am Hermes"));
-        assert_eq!(a.upstream[1], msg("system", "be brief"));
-        assert_eq!(a.upstream[2], msg("user", "hi"));
+        assert_eq!(
+            a.upstream[0],
+            msg("system", "I am Hermes\n\nbe brief\nand kind")
+        );
+        assert_eq!(a.upstream[1], msg("user", "hi"));
+        assert_eq!(a.upstream.len(), 2);
         assert_eq!(a.new_turn, vec![msg("user", "hi")]);
+        // Without a prompt the client's system messages go as they are.
+        let b = assemble(None, &[], &[msg("system", "be brief"), msg("user", "hi")]);
+        assert_eq!(
+            b.upstream,
+            vec![msg("system", "be brief"), msg("user", "hi")]
+        );
     }
 
     #[test]
@@ -560,6 +633,7 @@ mod tests {
             profile: "default".into(),
             source: SOURCE_CLI.into(),
             model: None,
+            system_prompt: None,
         };
         store.append_turn("s", &cli, &[msg("user", "q1")]).unwrap();
         let api = TurnMeta::api("default", Some("m1".into()));

@@ -411,8 +411,12 @@ pub struct GatewaySettings {
     pub profile: String,
     /// The profile's home directory (holds `SOUL.md`, `config.yaml`, `.env`, `state.db`).
     pub home: PathBuf,
-    /// Text of `SOUL.md`: always the first system message. `None` or blank: no soul message.
+    /// Text of `SOUL.md`: the system message when there is no [`GatewaySettings::prompt`]
+    /// (settings built in code). `None` or blank: no soul message.
     pub soul: Option<String>,
+    /// What the system prompt of each new session is built from, as the original builds it
+    /// ([`crate::prompt`]): set by [`GatewaySettings::from_home`].
+    pub prompt: Option<std::sync::Arc<crate::prompt::PromptSource>>,
     /// Bind host (`API_SERVER_HOST`, default `127.0.0.1`).
     pub host: String,
     /// Bind port (`API_SERVER_PORT`, default from [`default_port`]); 0 picks a free port.
@@ -456,6 +460,7 @@ impl GatewaySettings {
             profile,
             home,
             soul: None,
+            prompt: None,
             host: "127.0.0.1".into(),
             api_key: None,
             api_server: crate::api_server::ApiServer::On,
@@ -491,14 +496,25 @@ impl GatewaySettings {
         let config = Config::load(&home.config_path())?;
         let soul = std::fs::read_to_string(home.soul_path()).ok();
         let auth = load_auth(&home.auth_path());
-        GatewaySettings::resolve_with_auth(
+        let mut settings = GatewaySettings::resolve_with_auth(
             home.profile().name(),
             home.dir(),
-            soul,
+            soul.clone(),
             &config,
             &env,
             &auth,
-        )
+        )?;
+        let lookup = |k: &str| env.get(k).cloned();
+        let configured = config.model(&lookup).provider;
+        settings.prompt = Some(std::sync::Arc::new(crate::prompt::PromptSource {
+            home: home.dir().to_path_buf(),
+            soul,
+            model: settings.provider.as_ref().map(|p| p.model.clone()),
+            provider: Some(crate::prompt::original_provider_id(configured.as_deref())),
+            config,
+            env,
+        }));
+        Ok(settings)
     }
 
     /// Builds settings from a flattened `config.yaml` view and an env map (see the module doc

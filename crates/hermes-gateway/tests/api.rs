@@ -27,7 +27,7 @@ fn chat_body(content: &str, stream: bool) -> Value {
 }
 
 #[tokio::test]
-async fn non_streaming_answer_with_soul_first() {
+async fn non_streaming_answer_with_one_system_message_soul_first() {
     let up = Upstream::start().await;
     let home = tempfile::tempdir().unwrap();
     let gw = start(settings(home.path(), "work", Some(&up))).await;
@@ -54,13 +54,15 @@ async fn non_streaming_answer_with_soul_first() {
         sent["model"], "test-model",
         "configured model replaces the client's"
     );
+    // One system message, as the original's API server sends it: the soul, then the
+    // client's system text after a blank line.
     assert_eq!(sent["messages"][0]["role"], "system");
     assert_eq!(
         sent["messages"][0]["content"],
-        "You are Hermes, the test soul."
+        "You are Hermes, the test soul.\n\nclient system"
     );
-    assert_eq!(sent["messages"][1]["content"], "client system");
-    assert_eq!(sent["messages"][2]["content"], "hello");
+    assert_eq!(sent["messages"][1]["content"], "hello");
+    assert_eq!(sent["messages"].as_array().map(Vec::len), Some(2));
     assert_eq!(
         seen[0].authorization.as_deref(),
         Some("Bearer upstream-key")

@@ -76,7 +76,8 @@ async fn chat(gw: &Running, key: &str, text: &str) -> u16 {
         .as_u16()
 }
 
-/// The request the upstream received last: (model, authorization, first system message).
+/// The request the upstream received last: (model, authorization, the first line of its
+/// system message — `SOUL.md` opens the system prompt).
 fn last_upstream(upstream: &Upstream) -> (String, String, String) {
     let seen = upstream.seen();
     let last = seen.last().expect("the upstream received a request");
@@ -85,6 +86,9 @@ fn last_upstream(upstream: &Upstream) -> (String, String, String) {
         last.authorization.clone().unwrap_or_default(),
         last.body["messages"][0]["content"]
             .as_str()
+            .unwrap_or_default()
+            .lines()
+            .next()
             .unwrap_or_default()
             .to_string(),
     )
@@ -119,6 +123,16 @@ async fn edits_apply_to_the_next_request_and_a_broken_edit_keeps_the_last_good_o
     fs::write(dir.path().join("SOUL.md"), "soul two").unwrap();
     assert_eq!(chat(&gw, KEY, "second").await, 200);
     assert_eq!(last_upstream(&upstream).2, "soul two");
+
+    // Memory written meanwhile reaches the next conversation's system prompt.
+    fs::write(dir.path().join("memories/MEMORY.md"), "The user likes tea.").unwrap();
+    assert_eq!(chat(&gw, KEY, "memory").await, 200);
+    let seen = upstream.seen();
+    let system = seen.last().unwrap().body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(system.contains("The user likes tea."), "{system}");
 
     // A broken config.yaml: the previous configuration stays in use, /health says why.
     fs::write(dir.path().join("config.yaml"), "model: [unclosed\n").unwrap();
@@ -179,6 +193,60 @@ async fn an_address_change_is_not_applied_and_a_public_bind_keeps_its_key() {
     assert!(why.contains("restart"), "{why}");
     assert_eq!(chat(&gw, "", "no key").await, 401);
     assert_eq!(chat(&gw, KEY, "key").await, 200);
+
+    gw.stop(ShutdownRequest::Stop).await.unwrap();
+}
+
+/// One chat turn in `session`; returns the system message the upstream received.
+async fn chat_in_session(gw: &Running, upstream: &Upstream, session: &str, text: &str) -> String {
+    let status = client()
+        .post(gw.url("/v1/chat/completions"))
+        .bearer_auth(KEY)
+        .header("x-hermes-session-id", session)
+        .json(&json!({"messages": [{"role": "user", "content": text}]}))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 200);
+    upstream.seen().last().unwrap().body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// As the original: a session's system prompt is built at its first turn, stored in
+/// `state.db` (`sessions.system_prompt`) and replayed verbatim; memory written meanwhile
+/// reaches the next session, not the running one.
+#[tokio::test]
+async fn a_session_replays_its_stored_prompt_and_a_new_session_sees_new_memory() {
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = format!("API_SERVER_PORT=0\nAPI_SERVER_KEY={KEY}\n");
+    let config = model_yaml(&upstream, "m-one", "k-one");
+    let home = home(dir.path(), &env, &config, "the soul");
+    fs::write(dir.path().join("memories/MEMORY.md"), "Fact one.").unwrap();
+    let gw = run_from_files(&home).await;
+
+    let first = chat_in_session(&gw, &upstream, "s-1", "q1").await;
+    assert!(
+        first.starts_with("the soul") && first.contains("Fact one."),
+        "{first}"
+    );
+    let stored = hermes_gateway::sessions::SessionStore::open(&dir.path().join("state.db"))
+        .unwrap()
+        .system_prompt("s-1")
+        .unwrap();
+    assert_eq!(stored.as_deref(), Some(first.as_str()), "stored as sent");
+
+    fs::write(dir.path().join("memories/MEMORY.md"), "Fact two.").unwrap();
+    let again = chat_in_session(&gw, &upstream, "s-1", "q2").await;
+    assert_eq!(again, first, "the running session replays its prompt");
+    let other = chat_in_session(&gw, &upstream, "s-2", "q1").await;
+    assert!(
+        other.contains("Fact two.") && !other.contains("Fact one."),
+        "{other}"
+    );
 
     gw.stop(ShutdownRequest::Stop).await.unwrap();
 }

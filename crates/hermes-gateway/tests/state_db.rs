@@ -211,6 +211,7 @@ fn a_session_in_both_tables_keeps_both_sides_in_order() {
         profile: "default".into(),
         source: SOURCE_CLI.into(),
         model: Some("their-model".into()),
+        system_prompt: None,
     };
     SessionStore::open(&db)
         .unwrap()
