@@ -26,9 +26,10 @@ The allowed changes are exactly what the docs say boot and the services write on
     started/stopped it, which this scenario does not do)
   docs/gateway.md: a gateway that ran holds `<home>/gateway.lock` and writes its JSON record
     into it ("Lifecycle", as the original's gateway does), and keeps its sessions in
-    `<home>/state.db` ("Sessions": tables gateway_sessions and gateway_messages; a new one
+    `<home>/state.db` ("Sessions": the original's own `sessions`/`messages` schema; a new one
     0600, with its -wal/-shm/-journal files; an existing one keeps its mode, and the
-    original's tables and rows in it must stay as they were)
+    original's tables and rows in it must stay as they were — a gateway that served no chat
+    adds nothing)
   docs/configuration.md, "Concurrent writers": empty lock files next to the files written
     (`.env.lock`, `config.yaml.lock`, `auth.lock`, `gateway_state.json.lock`,
     `active_profile.lock`)
