@@ -19,6 +19,11 @@
 //! `POST /v1/chat/completions` with `X-Hermes-Session-Id`); both are covered, with
 //! sessions and a wrong key. The package needs Python >= 3.13: without one, that test skips
 //! and says so.
+//!
+//! Usage in streams (`stream_options.include_usage`): the fake upstream reports usage the way
+//! providers do (OpenAI's `choices: []` chunk when asked, on the finish chunk unasked); both
+//! clients must parse the usage of a stream that asked for it (values checked), and a stream
+//! that did not ask must carry none.
 
 // `skipping: <reason>` and cleanup notices go to the test's stderr on purpose.
 #![allow(clippy::print_stderr)]
@@ -42,7 +47,8 @@ const UPSTREAM_KEY: &str = "upstream-secret";
 /// The model configured in `config.yaml`; clients send other names, which must be replaced.
 const MODEL: &str = "fake-model-1";
 const SOUL: &str = "You are the clients end-to-end soul.";
-/// A client-side system prompt: it must arrive second, right after SOUL.md.
+/// A client-side system prompt: it must arrive after the system prompt that starts with
+/// SOUL.md, before the user's message.
 const CLIENT_SYSTEM: &str = "Answer briefly.";
 
 /// What gets installed. Bump `VENV_REVISION` when this changes, so the cache is rebuilt.
@@ -581,7 +587,7 @@ fn upstream_request_for<'a>(requests: &'a [Value], text: &str) -> &'a Value {
 }
 
 /// Every chat request upstream: our path, the provider key, the configured model, and
-/// SOUL.md as the very first message.
+/// the system prompt (which starts with SOUL.md) as the very first message.
 fn assert_every_request_is_well_formed(requests: &[Value]) {
     assert!(!requests.is_empty(), "the upstream received nothing");
     for r in requests {
@@ -591,15 +597,21 @@ fn assert_every_request_is_well_formed(requests: &[Value]) {
             r["body"]["model"], MODEL,
             "the gateway must send its own model: {r}"
         );
+        let first = &r["body"]["messages"][0];
         assert_eq!(
-            r["body"]["messages"][0],
-            json!({"role": "system", "content": SOUL}),
-            "SOUL.md must come first: {r}"
+            first["role"], "system",
+            "the system prompt must come first: {r}"
+        );
+        assert!(
+            first["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with(SOUL)),
+            "the system prompt must start with SOUL.md: {r}"
         );
     }
 }
 
-/// Messages of an upstream request without the leading SOUL.md, as `(role, content)`.
+/// Messages of an upstream request without the leading system prompt, as `(role, content)`.
 fn roles_and_contents(request: &Value) -> Vec<(String, String)> {
     request["body"]["messages"]
         .as_array()
@@ -613,6 +625,15 @@ fn roles_and_contents(request: &Value) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// The usage the fake upstream reports for `request` answered with `answer`
+/// (`fake_upstream.py` `usage_of`: one prompt token per message, one completion token per
+/// word).
+fn expected_usage(request: &Value, answer: &str) -> Value {
+    let prompt = request["body"]["messages"].as_array().map_or(0, Vec::len);
+    let completion = answer.split(' ').count();
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
 }
 
 fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -651,6 +672,13 @@ fn openai_sdk_talks_to_the_gateway() {
         "the answer must arrive in several deltas: {report:#}"
     );
     assert_eq!(stream["finish_reason"], "stop", "{report:#}");
+    // Not asked: no usage, although the upstream put it on the finish chunk.
+    assert_eq!(stream["usages"], json!([]), "{report:#}");
+
+    // Asked: the SDK parses exactly one usage, the upstream's counts.
+    let with_usage = &report["stream_usage"];
+    assert_eq!(with_usage["text"], "echo: ping usage words", "{report:#}");
+    assert_eq!(with_usage["finish_reason"], "stop", "{report:#}");
 
     let turns = &report["session"]["turns"];
     assert_eq!(turns[0]["text"], "echo: remember apples", "{report:#}");
@@ -667,13 +695,41 @@ fn openai_sdk_talks_to_the_gateway() {
 
     let requests = upstream.requests();
     assert_every_request_is_well_formed(&requests);
-    // The plain request carried a client system prompt: after SOUL.md, before the user.
+    let usage_up = upstream_request_for(&requests, "ping usage words");
+    assert_eq!(
+        usage_up["body"]["stream_options"],
+        json!({"include_usage": true}),
+        "the client's wish goes upstream: {usage_up:#}"
+    );
+    assert_eq!(
+        with_usage["usages"],
+        json!([expected_usage(usage_up, "echo: ping usage words")]),
+        "{report:#}"
+    );
+    assert!(
+        upstream_request_for(&requests, "ping streamed words")["body"]
+            .get("stream_options")
+            .is_none(),
+        "nothing is added upstream"
+    );
+    // The plain request carried a client system prompt: after the system prompt (appended to
+    // its message after a blank line, as the original does, or as the next message), then the
+    // user's message.
     let plain_up = upstream_request_for(&requests, "ping plain");
     assert_eq!(
-        roles_and_contents(plain_up),
-        pairs(&[("system", CLIENT_SYSTEM), ("user", "ping plain")]),
-        "{plain_up:#}"
+        plain["usage"],
+        expected_usage(plain_up, "echo: ping plain"),
+        "a plain answer keeps its usage: {report:#}"
     );
+    let system = plain_up["body"]["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    let expected_rest = if system.ends_with(&format!("\n\n{CLIENT_SYSTEM}")) {
+        pairs(&[("user", "ping plain")])
+    } else {
+        pairs(&[("system", CLIENT_SYSTEM), ("user", "ping plain")])
+    };
+    assert_eq!(roles_and_contents(plain_up), expected_rest, "{plain_up:#}");
     assert_eq!(
         upstream_request_for(&requests, "ping streamed words")["body"]["stream"],
         true
@@ -735,7 +791,24 @@ fn hermes_agent_api_client_talks_to_the_gateway() {
             Some(&json!({"type": "terminal", "outcome": "success", "partial": false})),
             "a stream must end with exactly one success terminal: {turn:#}"
         );
+        assert!(
+            !events.iter().any(|e| e["type"] == "usage"),
+            "no usage unasked (the upstream sent it on the finish chunk): {turn:#}"
+        );
     }
+
+    // Asked for usage: the client's parser accepts the stream and reports it, before the
+    // success terminal.
+    let usage_turn = &report["usage_turn"];
+    assert_eq!(usage_turn["text"], "echo: ping agent usage", "{report:#}");
+    let events = usage_turn["events"].as_array().expect("events");
+    let usages: Vec<&Value> = events.iter().filter(|e| e["type"] == "usage").collect();
+    assert_eq!(usages.len(), 1, "{usage_turn:#}");
+    assert_eq!(
+        events.last(),
+        Some(&json!({"type": "terminal", "outcome": "success", "partial": false})),
+        "{usage_turn:#}"
+    );
 
     assert_eq!(
         report["wrong_key"],
@@ -747,8 +820,20 @@ fn hermes_agent_api_client_talks_to_the_gateway() {
     assert_every_request_is_well_formed(&requests);
     assert_eq!(
         requests.len(),
-        2,
-        "two streamed turns, nothing else: {requests:#?}"
+        3,
+        "three streamed turns, nothing else: {requests:#?}"
+    );
+    let usage_up = upstream_request_for(&requests, "ping agent usage");
+    let expected = expected_usage(usage_up, "echo: ping agent usage");
+    assert_eq!(
+        *usages[0],
+        json!({
+            "type": "usage",
+            "input_tokens": expected["prompt_tokens"],
+            "output_tokens": expected["completion_tokens"],
+            "total_tokens": expected["total_tokens"],
+        }),
+        "{usage_turn:#}"
     );
     assert_eq!(requests[0]["body"]["stream"], true);
     // The client sent only the new message; the session supplied the first turn.

@@ -9,7 +9,9 @@ Rust test (`gateway_clients.rs`), which also reads what the fake upstream receiv
 `openai` (the official SDK, `openai` on PyPI):
   * `models.list()`                           -> GET  /v1/models
   * `chat.completions.create()`               -> POST /v1/chat/completions (not streamed)
-  * `chat.completions.create(stream=True)`    -> the same, SSE, assembled from deltas
+  * `chat.completions.create(stream=True)`    -> the same, SSE, assembled from deltas (and the
+                                                 chunks carrying `usage`: none, unasked)
+  * `stream_options={"include_usage": True}`  -> a stream whose `usage` the SDK parses
   * `with_raw_response` + `extra_headers`     -> X-Hermes-Session-Id sent and echoed, two turns
   * a wrong key                               -> `openai.AuthenticationError` (401)
 
@@ -18,7 +20,8 @@ offers exactly two operations; what each maps to here:
   * `probe_capabilities()`  -> GET /v1/capabilities: the capability set (its model);
   * `stream_chat_events(request, session_id=...)` -> streamed POST /v1/chat/completions
     with X-Hermes-Session-Id: covered fully (deltas, terminal outcome, session history,
-    and a wrong key -> `HermesAuthenticationError`).
+    and a wrong key -> `HermesAuthenticationError`), and a request with
+    `stream_options.include_usage` -> a `UsageEvent` before the terminal.
 """
 
 import asyncio
@@ -48,23 +51,38 @@ def run_openai(base_url, key):
         "role": answer.choices[0].message.role,
         "finish_reason": answer.choices[0].finish_reason,
         "model": answer.model,
+        "usage": answer.usage.model_dump(exclude_none=True) if answer.usage else None,
     }
 
-    stream = client.chat.completions.create(
-        model="hermes",
-        messages=[{"role": "user", "content": "ping streamed words"}],
-        stream=True,
+    def stream(text, **extra):
+        chunks = client.chat.completions.create(
+            model="hermes",
+            messages=[{"role": "user", "content": text}],
+            stream=True,
+            **extra,
+        )
+        deltas, finish, usages = [], None, []
+        for chunk in chunks:
+            if chunk.usage is not None:
+                usages.append(chunk.usage.model_dump(exclude_none=True))
+            if not chunk.choices:
+                continue
+            choice = chunk.choices[0]
+            if choice.delta.content:
+                deltas.append(choice.delta.content)
+            if choice.finish_reason:
+                finish = choice.finish_reason
+        return {
+            "deltas": deltas,
+            "text": "".join(deltas),
+            "finish_reason": finish,
+            "usages": usages,
+        }
+
+    out["stream"] = stream("ping streamed words")
+    out["stream_usage"] = stream(
+        "ping usage words", stream_options={"include_usage": True}
     )
-    deltas, finish = [], None
-    for chunk in stream:
-        if not chunk.choices:
-            continue
-        choice = chunk.choices[0]
-        if choice.delta.content:
-            deltas.append(choice.delta.content)
-        if choice.finish_reason:
-            finish = choice.finish_reason
-    out["stream"] = {"deltas": deltas, "text": "".join(deltas), "finish_reason": finish}
 
     # Two turns in one session; the second sends only its new message, so the gateway must
     # supply the first turn from its store.
@@ -106,16 +124,26 @@ async def run_agent_client(base_url, key):
 
     out = {"client_version": hc.__version__}
 
-    async def stream(client, text, session_id):
+    async def stream(client, text, session_id, **extra):
         request = {
             "model": "hermes",
             "stream": True,
             "messages": [{"role": "user", "content": text}],
+            **extra,
         }
         events = []
         async for event in client.stream_chat_events(request, session_id=session_id):
             if isinstance(event, hc.AssistantDeltaEvent):
                 events.append({"type": "delta", "text": event.text})
+            elif isinstance(event, hc.UsageEvent):
+                events.append(
+                    {
+                        "type": "usage",
+                        "input_tokens": event.input_tokens,
+                        "output_tokens": event.output_tokens,
+                        "total_tokens": event.total_tokens,
+                    }
+                )
             elif isinstance(event, hc.TerminalEvent):
                 events.append(
                     {
@@ -145,6 +173,12 @@ async def run_agent_client(base_url, key):
             await stream(client, "and again", session),
         ]
         out["session"] = session
+        out["usage_turn"] = await stream(
+            client,
+            "ping agent usage",
+            None,
+            stream_options={"include_usage": True},
+        )
 
     async with hc.HermesAgentApiClient(base_url, "not-the-key") as wrong:
         try:

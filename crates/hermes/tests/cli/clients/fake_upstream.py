@@ -6,7 +6,12 @@ Listens on 127.0.0.1 on a free port and prints `PORT <n>` on stdout once it is r
 `POST /v1/chat/completions` answers `echo: <text of the last user message>`, either as one
 JSON `chat.completion` or, with `"stream": true`, as SSE `chat.completion.chunk` events (a
 role chunk, one chunk per word, a `finish_reason: "stop"` chunk) ending with
-`data: [DONE]`. Every request is appended to RECORD_FILE as one JSON line
+`data: [DONE]`.
+
+Token usage is reported as providers do (see `usage_of` for the counts): in a plain answer's
+`usage`; in a stream, when the request asks (`stream_options.include_usage`), as OpenAI does
+(`"usage": null` on every chunk, then a last chunk with `"choices": []` and the usage), and
+otherwise on the finish chunk anyway, as some providers do unasked. Every request is appended to RECORD_FILE as one JSON line
 (`{"path", "authorization", "body"}`) before it is answered, so the test can check what the
 gateway sent upstream (SOUL.md first, the configured model, the provider key, history).
 
@@ -33,6 +38,17 @@ def answer_text(body):
                 )
             return "echo: " + str(content)
     return "echo: (no user message)"
+
+
+def usage_of(body, text):
+    """Predictable counts: one prompt token per message, one completion token per word."""
+    prompt = len(body.get("messages") or [])
+    completion = len(text.split(" "))
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -97,7 +113,7 @@ class Handler(BaseHTTPRequestHandler):
                             "finish_reason": "stop",
                         }
                     ],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                    "usage": usage_of(body, text),
                 },
             )
             return
@@ -107,7 +123,14 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
 
-        def chunk(delta, finish_reason=None):
+        usage = usage_of(body, text)
+        asked = (body.get("stream_options") or {}).get("include_usage") is True
+
+        def send(doc):
+            self.wfile.write(b"data: " + json.dumps(doc).encode() + b"\n\n")
+            self.wfile.flush()
+
+        def chunk(delta, finish_reason=None, chunk_usage=None):
             doc = {
                 "id": "chatcmpl-fake",
                 "object": "chat.completion.chunk",
@@ -115,14 +138,28 @@ class Handler(BaseHTTPRequestHandler):
                 "model": model,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
             }
-            self.wfile.write(b"data: " + json.dumps(doc).encode() + b"\n\n")
-            self.wfile.flush()
+            if asked or chunk_usage is not None:
+                doc["usage"] = chunk_usage
+            send(doc)
 
         chunk({"role": "assistant", "content": ""})
         words = text.split(" ")
         for i, word in enumerate(words):
             chunk({"content": word if i == 0 else " " + word})
-        chunk({}, "stop")
+        if asked:
+            chunk({}, "stop")
+            send(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": model,
+                    "choices": [],
+                    "usage": usage,
+                }
+            )
+        else:
+            chunk({}, "stop", usage)
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
 
