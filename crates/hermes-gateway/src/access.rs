@@ -255,35 +255,62 @@ impl Drop for Observed {
     fn drop(&mut self) {
         let done = Instant::now();
         let status = self.status.unwrap_or(CLIENT_CLOSED);
-        self.metrics.request_finished(self.route, status);
         let record = std::mem::take(&mut *self.exchange.record());
         let outcome = record.streamed.then(|| {
-            if !self.ended {
-                StreamEnd::ClientGone
-            } else {
+            if self.ended {
                 record.stream_end.unwrap_or(StreamEnd::Complete)
+            } else {
+                StreamEnd::ClientGone
             }
         });
-        if let Some(end) = outcome {
-            self.metrics.stream_ended(end);
-        }
         let added = self.added_latency(&record);
+        self.count(status, &record, outcome, added);
+        self.log(status, done, &record, outcome, added);
+    }
+}
+
+impl Observed {
+    fn count(&self, status: u16, r: &Record, outcome: Option<StreamEnd>, added: Option<Duration>) {
+        let m = &self.metrics;
+        m.request_finished(self.route, status);
+        if let Some(end) = outcome {
+            m.stream_ended(end);
+        }
         if let Some(added) = added {
-            self.metrics.added_latency.observe(added);
+            m.added_latency.observe(added);
         }
-        if let Some(tokens) = record.tokens {
-            self.metrics.tokens(tokens);
+        if let Some(tokens) = r.tokens {
+            m.tokens(tokens);
         }
-        let line = self.line(status, done, &record, outcome, added);
-        if self.route.is_probe() && (200..300).contains(&status) {
+    }
+
+    /// Writes the line. Successful probes and scrapes go at debug: machines ask them every
+    /// few seconds. The line is only built when someone will read it.
+    fn log(
+        &self,
+        status: u16,
+        done: Instant,
+        r: &Record,
+        outcome: Option<StreamEnd>,
+        added: Option<Duration>,
+    ) {
+        let quiet = self.route.is_probe() && (200..300).contains(&status);
+        let wanted = if quiet {
+            tracing::enabled!(target: TARGET, tracing::Level::DEBUG)
+        } else {
+            tracing::enabled!(target: TARGET, tracing::Level::INFO)
+        };
+        if !wanted {
+            return;
+        }
+        let line = self.line(status, done, r, outcome, added);
+        if quiet {
             tracing::debug!(target: TARGET, "{line}");
         } else {
             tracing::info!(target: TARGET, "{line}");
         }
     }
-}
 
-impl Observed {
     /// Head received to first body byte sent, minus the upstream's time to first byte; only
     /// for answers that came from the upstream.
     fn added_latency(&self, r: &Record) -> Option<Duration> {
