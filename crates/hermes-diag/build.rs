@@ -22,6 +22,11 @@ fn main() {
         if let Some(head) = repo.head_commit() {
             sha = head;
         }
+    } else {
+        // No checkout (an export, a Docker context): watch where the workspace's `.git` would
+        // be. It is missing, so cargo runs this script again on every build, and an empty
+        // identity never sticks to a target directory the checkout later shares.
+        println!("cargo:rerun-if-changed={manifest}/../../.git");
     }
     if sha.is_empty() {
         sha = std::env::var("HERMES_GIT_SHA")
