@@ -756,3 +756,70 @@ async fn eventually_metrics(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test]
+async fn connections_are_counted_open_and_rejected() {
+    let up = Upstream::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let mut s = settings(home.path(), "obs", Some(&up));
+    s.connection_limits =
+        hermes_gateway::ConnectionLimits::new(1, Duration::from_secs(30), Duration::from_secs(30));
+    let auth = bearer(&s);
+    let gw = start(s).await;
+    let before = metrics(&gw).await;
+
+    // One connection, busy with a chat the upstream holds back: the cap is reached.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    up.script(&[Step::Gate(Arc::clone(&gate))]);
+    let busy = tokio::spawn({
+        let url = gw.url("/v1/chat/completions");
+        let auth = auth.clone();
+        async move {
+            client()
+                .post(url)
+                .header("authorization", auth)
+                .json(&chat_body("held", false))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    });
+    eventually("the upstream to hold the chat", || {
+        (!up.seen().is_empty()).then_some(())
+    })
+    .await;
+    // A second client gets the connection-level 503.
+    let rejected = reqwest::Client::new()
+        .get(gw.url("/ready"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rejected.status(), 503);
+    assert!(
+        rejected
+            .text()
+            .await
+            .unwrap()
+            .contains("too_many_connections")
+    );
+    gate.add_permits(1);
+    assert_eq!(busy.await.unwrap(), 200);
+
+    let after = metrics(&gw).await;
+    assert_eq!(
+        delta(&before, &after, "hermes_gateway_connections_rejected_total"),
+        1.0
+    );
+    // The held chat's idle connection makes room for each new one (a new client per
+    // scrape): soon only the scrape's own connection is open.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metrics(&gw).await["hermes_gateway_open_connections"] != 1.0 {
+        assert!(
+            Instant::now() < deadline,
+            "open connections never settled at 1"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    gw.stop(ShutdownRequest::Stop).await.unwrap();
+}
