@@ -18,6 +18,8 @@
 //! * **service log** — `current` in a service's log directory ([`logs`]).
 //!
 //! Modules:
+//! * [`agent`] — the original Python agent where the image ships it ([`agent::locate`]) and
+//!   which engine serves a profile's gateway ([`agent::choose_engine`]);
 //! * [`runtime`] — where the supervisor listens ([`runtime_dirs`], [`choose_runtime_dir`],
 //!   [`find_runtime_dir`]) and reaching it ([`connect`]);
 //! * [`gateway`] — [`gateway_spec`], [`ensure_registered`], [`systemd_user_unit`];
@@ -31,6 +33,7 @@
 
 #![deny(missing_docs)]
 
+pub mod agent;
 mod error;
 pub mod gateway;
 pub mod hooks;

@@ -1,0 +1,234 @@
+//! The original Python agent (`hermes-agent` from PyPI) when the image ships it, and which
+//! *engine* serves a profile's gateway.
+//!
+//! Words:
+//! * **agent** — an installation of `hermes-agent`: a venv whose console script (also called
+//!   `hermes`) is [`Agent::cli`]. The `full` image installs it in [`DEFAULT_AGENT_CLI`]'s venv;
+//!   `HERMES_AGENT_CLI` names another console script, and an empty `HERMES_AGENT_CLI` says
+//!   there is none (the slim image, or a test).
+//! * **engine** — what runs a profile's gateway service: the [`Engine::Native`] gateway of this
+//!   binary, or the agent's own `hermes gateway run` ([`Engine::Agent`]).
+//!
+//! Which engine ([`choose_engine`]): the profile's `config.yaml` `gateway.engine` (`native` or
+//! `agent`), else the image-wide `HERMES_GATEWAY_ENGINE`, else the agent where it is installed
+//! and native otherwise. Asking for the agent where none is installed is an error the gateway
+//! reports (exit 78), never a silent fallback.
+
+use std::path::{Path, PathBuf};
+
+/// Where the `full` image installs the agent's console script.
+pub const DEFAULT_AGENT_CLI: &str = "/opt/hermes-agent/bin/hermes";
+
+/// The variable naming the agent's console script (empty: no agent).
+pub const AGENT_CLI_VAR: &str = "HERMES_AGENT_CLI";
+
+/// The image-wide default engine (`native` or `agent`).
+pub const ENGINE_VAR: &str = "HERMES_GATEWAY_ENGINE";
+
+/// An installed agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agent {
+    /// Its console script (`<venv>/bin/hermes`).
+    pub cli: PathBuf,
+    /// The venv's interpreter beside it (`<venv>/bin/python`).
+    pub python: PathBuf,
+    /// Its version, from the venv's `hermes_agent-<version>.dist-info` (`None` if unreadable).
+    pub version: Option<String>,
+}
+
+impl Agent {
+    /// The agent at console script `cli`, if that is a file.
+    pub fn at(cli: &Path) -> Option<Agent> {
+        if !cli.is_file() {
+            return None;
+        }
+        let bin = cli.parent()?;
+        Some(Agent {
+            cli: cli.to_path_buf(),
+            python: bin.join("python"),
+            version: bin.parent().and_then(dist_info_version),
+        })
+    }
+}
+
+/// The installed agent, by `HERMES_AGENT_CLI` (looked up with `var`), else
+/// [`DEFAULT_AGENT_CLI`].
+pub fn locate(var: impl Fn(&str) -> Option<String>) -> Option<Agent> {
+    match var(AGENT_CLI_VAR) {
+        Some(path) if path.trim().is_empty() => None,
+        Some(path) => Agent::at(Path::new(path.trim())),
+        None => Agent::at(Path::new(DEFAULT_AGENT_CLI)),
+    }
+}
+
+/// The version in `<venv>/lib/python3.*/site-packages/hermes_agent-<version>.dist-info`: read
+/// from a directory name, so `hermes version` never starts Python.
+fn dist_info_version(venv: &Path) -> Option<String> {
+    let lib = venv.join("lib");
+    for python in std::fs::read_dir(&lib).ok()?.flatten() {
+        let site = python.path().join("site-packages");
+        let Ok(entries) = std::fs::read_dir(&site) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(version) = name
+                .strip_prefix("hermes_agent-")
+                .and_then(|rest| rest.strip_suffix(".dist-info"))
+            {
+                return Some(version.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// What serves a profile's gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// This binary's native gateway.
+    Native,
+    /// The agent's own `hermes gateway run`.
+    Agent,
+}
+
+impl Engine {
+    /// The setting's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Native => "native",
+            Engine::Agent => "agent",
+        }
+    }
+
+    fn parse(value: &str) -> Option<Engine> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "native" => Some(Engine::Native),
+            "agent" => Some(Engine::Agent),
+            _ => None,
+        }
+    }
+}
+
+/// Why no engine could be chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineProblem {
+    /// A value that is neither `native` nor `agent`.
+    Unknown {
+        /// Where it was set (`gateway.engine`, `HERMES_GATEWAY_ENGINE`).
+        setting: &'static str,
+        /// The value found.
+        value: String,
+    },
+    /// The agent was asked for and is not installed.
+    AgentMissing {
+        /// Where it was asked for.
+        setting: &'static str,
+    },
+}
+
+impl std::fmt::Display for EngineProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineProblem::Unknown { setting, value } => write!(
+                f,
+                "`{setting}` is `{value}`: the gateway engine is `native` or `agent`"
+            ),
+            EngineProblem::AgentMissing { setting } => write!(
+                f,
+                "`{setting}` asks for the agent engine, but hermes-agent is not installed here (the `full` image has it; `{AGENT_CLI_VAR}` names another install)"
+            ),
+        }
+    }
+}
+
+/// The engine of a profile: `configured` (its `gateway.engine`), else `image_default`
+/// (`HERMES_GATEWAY_ENGINE`), else the agent when `agent` is installed, else native.
+///
+/// # Errors
+///
+/// [`EngineProblem`] for an unknown value, or the agent asked for where none is installed.
+pub fn choose_engine(
+    configured: Option<&str>,
+    image_default: Option<&str>,
+    agent: Option<&Agent>,
+) -> Result<Engine, EngineProblem> {
+    let asked = [("gateway.engine", configured), (ENGINE_VAR, image_default)]
+        .into_iter()
+        .find_map(|(setting, v)| v.filter(|v| !v.trim().is_empty()).map(|v| (setting, v)));
+    match asked {
+        Some((setting, value)) => match Engine::parse(value) {
+            Some(Engine::Agent) if agent.is_none() => Err(EngineProblem::AgentMissing { setting }),
+            Some(engine) => Ok(engine),
+            None => Err(EngineProblem::Unknown {
+                setting,
+                value: value.to_string(),
+            }),
+        },
+        None if agent.is_some() => Ok(Engine::Agent),
+        None => Ok(Engine::Native),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake_venv(dir: &Path, version: &str) -> PathBuf {
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("hermes"), "#!/bin/sh\n").unwrap();
+        let site = dir.join("lib/python3.13/site-packages");
+        std::fs::create_dir_all(site.join(format!("hermes_agent-{version}.dist-info"))).unwrap();
+        std::fs::create_dir_all(site.join("other-1.0.dist-info")).unwrap();
+        bin.join("hermes")
+    }
+
+    #[test]
+    fn an_agent_is_found_by_its_variable_with_its_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let cli = fake_venv(dir.path(), "0.19.0");
+        let cli_str = cli.to_string_lossy().into_owned();
+        let agent = locate(|k| (k == AGENT_CLI_VAR).then(|| cli_str.clone())).unwrap();
+        assert_eq!(agent.cli, cli);
+        assert_eq!(agent.python, dir.path().join("bin/python"));
+        assert_eq!(agent.version.as_deref(), Some("0.19.0"));
+        assert_eq!(locate(|k| (k == AGENT_CLI_VAR).then(String::new)), None);
+        let missing = dir
+            .path()
+            .join("nope/bin/hermes")
+            .to_string_lossy()
+            .into_owned();
+        assert_eq!(locate(|_| Some(missing.clone())), None);
+    }
+
+    #[test]
+    fn the_engine_is_the_profiles_then_the_images_then_what_is_installed() {
+        let agent = Agent {
+            cli: "/a/bin/hermes".into(),
+            python: "/a/bin/python".into(),
+            version: None,
+        };
+        let a = Some(&agent);
+        assert_eq!(choose_engine(None, None, None), Ok(Engine::Native));
+        assert_eq!(choose_engine(None, None, a), Ok(Engine::Agent));
+        assert_eq!(choose_engine(None, Some("native"), a), Ok(Engine::Native));
+        assert_eq!(
+            choose_engine(Some("Agent"), Some("native"), a),
+            Ok(Engine::Agent)
+        );
+        assert_eq!(
+            choose_engine(Some(" "), Some("native"), a),
+            Ok(Engine::Native)
+        );
+        assert_eq!(
+            choose_engine(Some("agent"), None, None),
+            Err(EngineProblem::AgentMissing {
+                setting: "gateway.engine"
+            })
+        );
+        let err = choose_engine(None, Some("python"), a).unwrap_err();
+        assert!(err.to_string().contains("HERMES_GATEWAY_ENGINE"), "{err}");
+    }
+}
