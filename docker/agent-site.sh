@@ -1,0 +1,33 @@
+#!/bin/sh
+# Makes what `hermes deps install` / `hermes memory setup` put in the durable install target
+# importable by every interpreter start of the agent's venv (its gateway, its CLI, cron, the
+# children it spawns with its own Python), without changing the agent's code.
+#
+#   agent-site.sh VENV      e.g. agent-site.sh /opt/hermes-agent   (run at image build time)
+#
+# It writes one `.pth` file into VENV's site-packages. At start-up Python runs its single
+# `import` line, which reads HERMES_LAZY_INSTALL_TARGET (the variable both installers read;
+# unset or empty: nothing happens), adds that directory with site.addsitedir (so `.pth` files
+# inside it work, as the agent's own activation does) and keeps every entry it added at the END
+# of sys.path: the venv's own packages win every name collision. PYTHONPATH is not used because
+# it would put the target first. The name sorts after the venv's other `.pth` files, so the
+# directories they add stay ahead of the target.
+#
+# The line avoids comprehensions and lambdas on purpose: site executes it with separate
+# globals and locals, where a nested scope cannot see the line's own variables.
+set -eu
+
+if [ "$#" -ne 1 ] || [ ! -x "$1/bin/python" ]; then
+    echo "usage: agent-site.sh VENV (a venv with bin/python; got: ${1:-nothing})" >&2
+    exit 2
+fi
+
+site_packages=$(PYTHONDONTWRITEBYTECODE=1 "$1/bin/python" -c \
+    'import sysconfig; print(sysconfig.get_path("purelib"))')
+pth="$site_packages/zz-hermes-lazy-target.pth"
+
+cat >"$pth" <<'PTH'
+import os, sys, site, itertools; _t = os.environ.get("HERMES_LAZY_INSTALL_TARGET", "").strip(); _b = list(sys.path); _t and os.path.isdir(_t) and _t not in _b and site.addsitedir(_t); sys.path[:] = list(filter(_b.__contains__, sys.path)) + list(itertools.filterfalse(_b.__contains__, sys.path))
+PTH
+chmod 0644 "$pth"
+echo "$pth"
