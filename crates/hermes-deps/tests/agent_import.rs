@@ -17,7 +17,9 @@
 //! then changes nothing; the agent's venv wins a collision, even against a `.pth` in the target
 //! that prepends; the agent's runtime installer finds our install already there (it cannot
 //! reach any index), installs a package of its own into the same directory with the same
-//! layout and ABI stamp (ours is not wiped), and our availability check sees that one.
+//! layout and ABI stamp (ours is not wiped), and our availability check sees that one; with
+//! `HERMES_VENV` naming the agent's venv, our installer pins shared dependencies to the
+//! agent's versions.
 
 #![allow(
     clippy::unwrap_used,
@@ -174,6 +176,16 @@ impl Fixture {
         out
     }
 
+    /// The version of `dist` the agent's interpreter sees.
+    fn agent_version(&self, dist: &str) -> String {
+        let out = self.agent(
+            &self.image_env(),
+            &format!("import importlib.metadata as md; print(md.version({dist:?}))"),
+        );
+        assert!(out.success, "{}", out.stderr);
+        out.stdout.trim().to_string()
+    }
+
     /// Installs `spec` with our installer and checks it reports success.
     fn install_ours(&self, spec: &str) {
         let out = install_specs(&[spec], &self.ours());
@@ -247,12 +259,7 @@ fn agent_venv_wins_a_collision_with_the_target() {
     let Some(f) = Fixture::new() else { return };
     f.apply_site_script();
     let env = f.image_env();
-    let core = f.agent(
-        &env,
-        "import importlib.metadata as md; print(md.version('idna'))",
-    );
-    assert!(core.success, "{}", core.stderr);
-    let core_version = core.stdout.trim().to_string();
+    let core_version = f.agent_version("idna");
 
     // A copy of a package the agent ships, as a stale or hostile install could leave it:
     // our installer would refuse it (core constraints), so it is put there directly.
@@ -392,4 +399,27 @@ fn agent_installer_and_ours_share_the_target() {
     );
     f.install_ours("hermes-probe-plugin==1.0");
     assert!(f.target.join("hermes_probe_two/__init__.py").is_file());
+}
+
+/// With `HERMES_VENV` naming the agent's venv (as the `full` image sets it), our installer
+/// pins shared dependencies to the agent's versions: a plugin needing another version of a
+/// package the agent ships fails at resolve time instead of leaving a copy in the target
+/// that the agent's own would shadow.
+#[test]
+fn our_installer_resolves_against_the_agents_packages() {
+    let Some(f) = Fixture::new() else { return };
+    f.apply_site_script();
+    write_wheel(&f.wheels, "idna", "99.0", &[]);
+    write_wheel(&f.wheels, "hermes_needs_idna", "1.0", &["idna>=99"]);
+    let out = install_specs(&["hermes-needs-idna==1.0"], &f.ours());
+    assert!(!out.ok, "{out:?}");
+    let pinned = format!("(constraint) idna=={}", f.agent_version("idna"));
+    assert!(
+        out.stdout.contains(&pinned) && out.stderr.contains("conflicting dependencies"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(!f.target.join("idna").exists());
+    assert!(!f.target.join("hermes_needs_idna").exists());
 }
