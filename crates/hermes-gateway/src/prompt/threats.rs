@@ -289,20 +289,84 @@ const PATTERNS: [(&str, &str, Applies); 36] = [
     ),
 ];
 
+/// One pattern, compiled for the scan.
+struct Compiled {
+    /// The pattern with every long bounded repeat (`{0,8}`, `{0,512}`, `{0,2048}`) made
+    /// unbounded (`*`):
+    /// it matches whenever the exact pattern does, and compiles to a few KiB where the exact
+    /// one, with Unicode classes repeated thousands of times, takes megabytes.
+    prefilter: Regex,
+    /// The exact pattern, when it differs: compiled (and dropped) only for a text the
+    /// prefilter matched, so a gateway does not keep ~35 MiB of automata for a check that
+    /// almost never fires.
+    exact: Option<&'static str>,
+    id: &'static str,
+    applies: Applies,
+}
+
+impl Compiled {
+    fn is_match(&self, text: &str) -> bool {
+        if !self.prefilter.is_match(text) {
+            return false;
+        }
+        match self.exact {
+            None => true,
+            // A pattern that compiled as a table entry compiles again; if it somehow did not,
+            // the prefilter's answer (a superset) is the safe one for a threat scan.
+            Some(exact) => compile(exact).map_or(true, |re| re.is_match(text)),
+        }
+    }
+}
+
 /// The compiled table; a pattern that would not compile is left out (and logged), so the scan
 /// never takes the gateway down. The table is tested to compile whole.
-static COMPILED: LazyLock<Vec<(Regex, &'static str, Applies)>> = LazyLock::new(|| {
+static COMPILED: LazyLock<Vec<Compiled>> = LazyLock::new(|| {
     PATTERNS
         .iter()
-        .filter_map(|&(pattern, id, applies)| match compile(pattern) {
-            Ok(re) => Some((re, id, applies)),
-            Err(e) => {
-                tracing::error!(id, error = %e, "a threat pattern does not compile: it is not applied");
-                None
+        .filter_map(|&(pattern, id, applies)| {
+            let loose = unbounded_gaps(pattern);
+            let exact = (loose != pattern).then_some(pattern);
+            match compile(&loose) {
+                Ok(prefilter) => Some(Compiled {
+                    prefilter,
+                    exact,
+                    id,
+                    applies,
+                }),
+                Err(e) => {
+                    tracing::error!(id, error = %e, "a threat pattern does not compile: it is not applied");
+                    None
+                }
             }
         })
         .collect()
 });
+
+/// `pattern` with each `{0,N}` for N above 4 replaced by `*` (the `{0,8}` word fillers and the
+/// long gaps; a few-character bound costs nothing).
+fn unbounded_gaps(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut rest = pattern;
+    while let Some(start) = rest.find("{0,") {
+        let after = &rest[start + 3..];
+        let bound = after
+            .find('}')
+            .and_then(|end| after[..end].parse::<u32>().ok().map(|n| (n, end)));
+        match bound {
+            Some((n, end)) if n > 4 => {
+                out.push_str(&rest[..start]);
+                out.push('*');
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..start + 3]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
 
 fn compile(pattern: &str) -> Result<Regex, regex::Error> {
     RegexBuilder::new(pattern)
@@ -346,9 +410,9 @@ pub fn scan(content: &str, scope: Scope) -> Vec<String> {
     findings.extend(
         COMPILED
             .iter()
-            .filter(|(_, _, applies)| applies.in_scope(scope))
-            .filter(|(re, _, _)| re.is_match(&normalised))
-            .map(|(_, id, _)| (*id).to_string()),
+            .filter(|c| c.applies.in_scope(scope))
+            .filter(|c| c.is_match(&normalised))
+            .map(|c| c.id.to_string()),
     );
     findings
 }
@@ -356,6 +420,26 @@ pub fn scan(content: &str, scope: Scope) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_gaps_are_unbounded_in_the_prefilter_only() {
+        assert_eq!(
+            unbounded_gaps(r"a[^\n]{0,2048}b{0,8}c.{0,512}d{0,3}"),
+            r"a[^\n]*b*c.*d{0,3}"
+        );
+        assert_eq!(unbounded_gaps("x{0,"), "x{0,");
+        // The exact bound still decides: a gap longer than 2048 characters is no finding.
+        let (pattern, id, _) = PATTERNS
+            .iter()
+            .find(|(p, _, _)| p.contains("{0,2048}"))
+            .expect("a pattern with a 2048 gap");
+        let entry = COMPILED.iter().find(|c| c.id == *id).expect("compiled");
+        assert!(entry.exact == Some(*pattern));
+        let near = format!("update {} .hermes/config.yaml", "x".repeat(100));
+        let far = format!("update {} .hermes/config.yaml", "x".repeat(3000));
+        assert!(scan(&near, Scope::Strict).contains(&"hermes_config_mod".to_string()));
+        assert!(!scan(&far, Scope::Strict).contains(&"hermes_config_mod".to_string()));
+    }
 
     #[test]
     fn every_pattern_compiles() {
