@@ -68,6 +68,35 @@ pub enum SupervisorView {
     },
 }
 
+/// The original agent (`hermes-agent`) beside this binary, as `version` and `dump` report
+/// it. The binary finds it (`hermes_services::agent::locate`); this crate only shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum AgentView {
+    /// No agent here (the slim image, a host without it, `HERMES_AGENT_CLI` empty).
+    NotInstalled,
+    /// An agent whose commands this binary hands over.
+    Installed {
+        /// Its version, `None` when its package metadata is unreadable.
+        version: Option<String>,
+        /// Its console script.
+        cli: String,
+    },
+}
+
+impl AgentView {
+    /// One line: `0.19.0 (/opt/hermes-agent/bin/hermes)` or `not installed`.
+    pub fn label(&self) -> String {
+        match self {
+            AgentView::NotInstalled => "not installed".into(),
+            AgentView::Installed { version, cli } => format!(
+                "{} ({cli})",
+                version.as_deref().unwrap_or("(unknown version)")
+            ),
+        }
+    }
+}
+
 /// One API key row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct KeyRow {
@@ -100,6 +129,8 @@ pub struct DumpReport {
     pub version: String,
     /// Commit, 8 characters, or `(unknown)`.
     pub build: String,
+    /// The original agent, whose commands are handed over.
+    pub agent: AgentView,
     /// OS, kernel release and architecture.
     pub os: String,
     /// Selected profile.
@@ -137,6 +168,7 @@ pub fn collect(
     identity: &BuildIdentity,
     install: &Install,
     supervisor: SupervisorView,
+    agent: AgentView,
 ) -> DumpReport {
     let mut warnings = Vec::new();
     let dotenv = DotEnv::load(&home.env_path()).unwrap_or_else(|e| {
@@ -172,6 +204,7 @@ pub fn collect(
     DumpReport {
         version: identity.version.clone(),
         build: identity.short_sha().to_string(),
+        agent,
         os: os_description(),
         profile: home.profile().name().to_string(),
         hermes_home: abbreviate_home(home.dir(), var("HOME").as_deref()),
@@ -242,6 +275,7 @@ pub fn render(report: &DumpReport) -> String {
     let mut row =
         |key: &str, value: &str| out.push_str(&format!("{:<18}{value}\n", format!("{key}:")));
     row("version", &format!("{} [{}]", report.version, report.build));
+    row("hermes_agent", &report.agent.label());
     row("os", &report.os);
     row(
         "install",
@@ -420,8 +454,10 @@ mod tests {
             &identity,
             &Install::detect(None),
             SupervisorView::NotRunning,
+            AgentView::NotInstalled,
         );
         let text = render(&report);
+        assert!(text.contains("hermes_agent:     not installed\n"), "{text}");
         assert!(text.contains("openai              set\n"), "{text}");
         assert!(text.contains("anthropic           not set\n"), "{text}");
         assert!(!text.contains("sk-secret-value"));
@@ -450,12 +486,25 @@ mod tests {
             &BuildIdentity::resolve("", None),
             &Install::detect(None),
             SupervisorView::NotRunning,
+            AgentView::Installed {
+                version: Some("0.19.0".into()),
+                cli: "/opt/hermes-agent/bin/hermes".into(),
+            },
         );
         let text = render(&report);
-        assert!(text.contains("openrouter          set (auth pool)\n"), "{text}");
+        assert!(
+            text.contains("hermes_agent:     0.19.0 (/opt/hermes-agent/bin/hermes)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("openrouter          set (auth pool)\n"),
+            "{text}"
+        );
         assert!(text.contains("openai              not set\n"), "{text}");
         assert!(
-            text.contains("credentials:\n  openrouter (active)\n    #1 work api_key manual sk-o...1234 ok ←\n"),
+            text.contains(
+                "credentials:\n  openrouter (active)\n    #1 work api_key manual sk-o...1234 ok ←\n"
+            ),
             "{text}"
         );
         assert!(!text.contains("secretsecret"), "{text}");

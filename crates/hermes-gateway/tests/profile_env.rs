@@ -47,6 +47,7 @@ fn dump_says_set(home: &Home, process: &[(String, String)], var: &str) -> bool {
         &BuildIdentity::resolve("", None),
         &Install::detect(None),
         SupervisorView::NotRunning,
+        dump::AgentView::NotInstalled,
     );
     report.api_keys.iter().find(|k| k.env == var).unwrap().set
 }

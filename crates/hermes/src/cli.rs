@@ -2,7 +2,15 @@
 //!
 //! Nothing in this module does work; `main.rs` turns these types into library settings.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+/// Our command tree with the `--help` section naming what is handed over to hermes-agent
+/// (`commands::handoff`). Parse and print help with this, never with `Cli::command()` alone.
+pub fn command() -> clap::Command {
+    let ours = Cli::command();
+    let section = crate::commands::handoff::help_section(&ours);
+    ours.after_help(section)
+}
 
 /// Hermes: run AI agent profiles, their gateways and your services from one binary.
 ///

@@ -1,9 +1,12 @@
 //! The `hermes` binary: parse the command line, run one command, map the outcome to an exit
 //! code. All real work lives in the `hermes-*` library crates.
 //!
+//! What this binary does not implement is handed over to hermes-agent's CLI when it is
+//! installed (`commands::handoff`), after the root-exec shim and before clap parses anything.
+//!
 //! Exit codes: 0 success, 1 a user-facing failure (one `error:` line and a `hint:`), 2 a usage
-//! error (clap's message), anything else chosen by a command (a gateway's 78/75, PID 1's
-//! child status).
+//! error (clap's message), 127 a command of hermes-agent where it is not installed, anything
+//! else chosen by a command (a gateway's 78/75, PID 1's child status) or by hermes-agent.
 
 mod cli;
 mod commands;
@@ -14,7 +17,7 @@ mod output;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+use clap::FromArgMatches;
 
 use crate::cli::{Cli, Command};
 use crate::context::Context;
@@ -24,12 +27,22 @@ fn main() -> ExitCode {
     // Before anything else (and while this is the only thread): root inside the image drops
     // to the service user, except `hermes init` itself, which is PID 1 and stays root.
     if let Err(failure) = commands::init::root_exec_shim() {
-        output::stderr(&failure.render());
-        return ExitCode::from(failure.code);
+        return report(&failure);
     }
-    let cli = match Cli::try_parse_from(arguments()) {
+    let args = arguments();
+    let invocation = commands::handoff::route(&args, &cli::command());
+    if let Err(failure) = commands::handoff::before_parse(&args, &invocation) {
+        return report(&failure);
+    }
+    let parsed = cli::command()
+        .try_get_matches_from(&args)
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
+            if let Some(failure) = commands::handoff::after_rejection(&args, &invocation, &e) {
+                return report(&failure);
+            }
             // `--help` is not an error; everything else clap reports is a usage error (2).
             let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
@@ -39,11 +52,14 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(status) => ExitCode::from(status.code()),
         Err(failure) if is_broken_pipe(&failure) => ExitCode::SUCCESS,
-        Err(failure) => {
-            output::stderr(&failure.render());
-            ExitCode::from(failure.code)
-        }
+        Err(failure) => report(&failure),
     }
+}
+
+/// Writes `failure` to stderr; its exit code.
+fn report(failure: &failure::Failure) -> ExitCode {
+    output::stderr(&failure.render());
+    ExitCode::from(failure.code)
 }
 
 /// The command line, with one alias: invoked as `tini` (the image links `/usr/bin/tini` to
@@ -78,7 +94,7 @@ fn run(cli: Cli) -> CommandResult {
                 text.push_str(&commands::info::banner());
                 text.push('\n');
             }
-            text.push_str(&Cli::command().render_help().to_string());
+            text.push_str(&cli::command().render_help().to_string());
             output::stdout(&text)?;
             Ok(ExitStatus::Success)
         }

@@ -1,7 +1,7 @@
 //! `hermes version`, `hermes dump` and `hermes doctor`: what support needs to know.
 
 use hermes_diag::doctor::{self, Check};
-use hermes_diag::dump::{self, SupervisorView};
+use hermes_diag::dump::{self, AgentView, SupervisorView};
 use hermes_diag::{BuildIdentity, Install};
 use serde_json::json;
 
@@ -12,6 +12,17 @@ use crate::output;
 fn identity_and_install() -> (BuildIdentity, Install) {
     let install = Install::current();
     (BuildIdentity::current(install.dir.as_deref()), install)
+}
+
+/// The original agent whose commands are handed over, for `version` and `dump`.
+fn agent_view() -> AgentView {
+    match crate::commands::handoff::installed() {
+        Some(agent) => AgentView::Installed {
+            version: agent.version,
+            cli: agent.cli.display().to_string(),
+        },
+        None => AgentView::NotInstalled,
+    }
 }
 
 /// The one-line banner: `hermes 0.1.0 · build abcdef12`.
@@ -27,6 +38,7 @@ pub fn banner() -> String {
 /// `hermes version` / `hermes --version`.
 pub fn run_version(json_output: bool) -> CommandResult {
     let (identity, install) = identity_and_install();
+    let agent = agent_view();
     let dir = install
         .dir
         .as_ref()
@@ -37,14 +49,16 @@ pub fn run_version(json_output: bool) -> CommandResult {
             "build": { "sha": identity.sha, "short": identity.short_sha(), "source": identity.source },
             "install": { "method": install.method, "dir": install.dir },
             "upgrade": install.method.upgrade_advice(),
+            "agent": agent,
         }))?;
     } else {
         output::stdout(&format!(
-            "hermes {}\nbuild:           {}\ninstall method:  {}\ninstall dir:     {dir}\nupgrade:         {}\n",
+            "hermes {}\nbuild:           {}\ninstall method:  {}\ninstall dir:     {dir}\nupgrade:         {}\nhermes-agent:    {}\n",
             identity.label(),
             identity.short_sha(),
             install.method.as_str(),
             install.method.upgrade_advice(),
+            agent.label(),
         ))?;
     }
     Ok(ExitStatus::Success)
@@ -60,6 +74,7 @@ pub fn run_dump(ctx: &Context, json_output: bool) -> CommandResult {
         &identity,
         &install,
         supervisor_view(&home),
+        agent_view(),
     );
     if json_output {
         output::json(&report)?;

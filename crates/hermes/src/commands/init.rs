@@ -58,6 +58,13 @@ pub fn run(args: InitArgs, p_flag: Option<String>) -> CommandResult {
         subcommands.push(sub.get_name().to_owned());
         subcommands.extend(sub.get_all_aliases().map(str::to_owned));
     }
+    // hermes-agent's commands are `hermes` commands too (handed over): `docker run image
+    // status` means `hermes status`, not a program called `status`.
+    subcommands.extend(
+        super::handoff::AGENT_COMMANDS
+            .iter()
+            .map(|c| (*c).to_owned()),
+    );
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));
     let flags = Flags {
         verbose,

@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod gateway;
+pub mod handoff;
 pub mod health;
 pub mod info;
 pub mod init;

@@ -32,6 +32,9 @@ impl TestContext {
             .env("HERMES_HOME", self.root())
             .env("PATH", "/usr/bin:/bin")
             .env("NO_COLOR", "1")
+            // No hermes-agent unless a test installs one: an agent on the host (the full
+            // image's /opt/hermes-agent) must not change what our own commands print.
+            .env("HERMES_AGENT_CLI", "")
             .current_dir(self.dir.path());
         cmd
     }
