@@ -111,10 +111,11 @@ impl Engine {
     }
 }
 
-/// Why no engine could be chosen.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why no engine could be chosen: a configuration error (the gateway exits 78).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EngineProblem {
     /// A value that is neither `native` nor `agent`.
+    #[error("`{setting}` is `{value}`: the gateway engine is `native` or `agent`")]
     Unknown {
         /// Where it was set (`gateway.engine`, `HERMES_GATEWAY_ENGINE`).
         setting: &'static str,
@@ -122,24 +123,34 @@ pub enum EngineProblem {
         value: String,
     },
     /// The agent was asked for and is not installed.
+    #[error("`{setting}` asks for the agent engine, but hermes-agent is not installed here")]
     AgentMissing {
         /// Where it was asked for.
         setting: &'static str,
     },
+    /// The profile's `config.yaml` cannot be read, so neither can its `gateway.engine`.
+    #[error("cannot read the gateway engine from `{}`: {reason}", path.display())]
+    Unreadable {
+        /// The profile's `config.yaml`.
+        path: PathBuf,
+        /// Why (one line).
+        reason: String,
+    },
 }
 
-impl std::fmt::Display for EngineProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EngineProblem::Unknown { setting, value } => write!(
-                f,
-                "`{setting}` is `{value}`: the gateway engine is `native` or `agent`"
+impl EngineProblem {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            EngineProblem::Unknown { setting, .. } => {
+                format!("set `{setting}` to `native` or `agent`, or remove it to get the default")
+            }
+            EngineProblem::AgentMissing { setting } => format!(
+                "use the `full` image (it installs hermes-agent), point `{AGENT_CLI_VAR}` at an \
+                 agent's `bin/hermes`, or set `{setting}` to `native`"
             ),
-            EngineProblem::AgentMissing { setting } => write!(
-                f,
-                "`{setting}` asks for the agent engine, but hermes-agent is not installed here (the `full` image has it; `{AGENT_CLI_VAR}` names another install)"
-            ),
-        }
+            EngineProblem::Unreadable { .. } => "fix the file, then start the gateway again".into(),
+        })
     }
 }
 
@@ -169,6 +180,78 @@ pub fn choose_engine(
         None if agent.is_some() => Ok(Engine::Agent),
         None => Ok(Engine::Native),
     }
+}
+
+/// A profile's engine and the agent that would serve it: [`choose_engine`] with the
+/// `gateway.engine` of the profile's `config.yaml` in `dir`, `HERMES_GATEWAY_ENGINE` and the
+/// agent looked up with `var` (as [`locate`]).
+///
+/// # Errors
+/// [`EngineProblem`]: an unusable setting, or a `config.yaml` that cannot be read.
+pub fn profile_engine(
+    dir: &Path,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<(Engine, Option<Agent>), EngineProblem> {
+    let path = dir.join("config.yaml");
+    let config =
+        hermes_home::config::Config::load(&path).map_err(|e| EngineProblem::Unreadable {
+            path: path.clone(),
+            reason: hermes_errors::one_line(&e),
+        })?;
+    let configured = match config.raw("gateway.engine") {
+        None | Some(yaml_serde::Value::Null) => None,
+        Some(yaml_serde::Value::String(s)) => Some(s.clone()),
+        // A number or a list is no engine name; say what was found rather than ignore it.
+        Some(other) => Some(
+            yaml_serde::to_string(other)
+                .map(|t| t.trim().to_owned())
+                .unwrap_or_else(|_| "(not a string)".into()),
+        ),
+    };
+    let agent = locate(&var);
+    let engine = choose_engine(
+        configured.as_deref(),
+        var(ENGINE_VAR).as_deref(),
+        agent.as_ref(),
+    )?;
+    Ok((engine, agent))
+}
+
+/// Set for the agent's gateway: it names the s6 child of the original image, and the agent
+/// reads it as "a supervisor runs me" (its `/restart` then exits 75 instead of spawning a
+/// detached successor) and as "my profile is fixed" (a bare `gateway run`, the default
+/// profile, does not follow `active_profile`).
+pub const SUPERVISED_CHILD_VAR: &str = "HERMES_S6_SUPERVISED_CHILD";
+
+/// The program, arguments and environment that make the agent serve `profile`'s gateway on
+/// the volume at `root`, as the original image's supervisor runs it:
+/// `<agent> [-p <profile>] gateway run --replace --external-supervisor` with `HERMES_HOME`
+/// the root and [`SUPERVISED_CHILD_VAR`] set.
+///
+/// * No `-p` for the default profile: the agent's `-p default` means
+///   `<root>/profiles/default`, not the root.
+/// * `--replace`: the supervised gateway wins over a stray foreground one holding the
+///   profile's lock, instead of failing in a restart loop.
+/// * `--external-supervisor`: `hermes update` asks this gateway to exit 75 and leaves the
+///   restart to us, instead of spawning its own watcher beside the supervisor.
+pub fn gateway_command(
+    agent: &Agent,
+    root: &Path,
+    profile: &str,
+) -> (Vec<String>, Vec<(String, String)>) {
+    let mut argv = vec![agent.cli.to_string_lossy().into_owned()];
+    if profile != hermes_home::ProfileRef::Default.name() {
+        argv.extend(["-p".to_owned(), profile.to_owned()]);
+    }
+    argv.extend(["gateway", "run", "--replace", "--external-supervisor"].map(str::to_owned));
+    let env = vec![
+        (
+            "HERMES_HOME".to_owned(),
+            root.to_string_lossy().into_owned(),
+        ),
+        (SUPERVISED_CHILD_VAR.to_owned(), "1".to_owned()),
+    ];
+    (argv, env)
 }
 
 #[cfg(test)]
@@ -230,5 +313,81 @@ mod tests {
         );
         let err = choose_engine(None, Some("python"), a).unwrap_err();
         assert!(err.to_string().contains("HERMES_GATEWAY_ENGINE"), "{err}");
+    }
+
+    #[test]
+    fn a_profile_names_its_engine_in_its_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let cli = fake_venv(&dir.path().join("venv"), "0.19.0");
+        let cli_str = cli.to_string_lossy().into_owned();
+        let with_agent = |k: &str| (k == AGENT_CLI_VAR).then(|| cli_str.clone());
+        let profile = dir.path().join("work");
+        std::fs::create_dir_all(&profile).unwrap();
+
+        // No config: the installed agent serves it.
+        let (engine, agent) = profile_engine(&profile, with_agent).unwrap();
+        assert_eq!(
+            (engine, agent.map(|a| a.cli)),
+            (Engine::Agent, Some(cli.clone()))
+        );
+
+        std::fs::write(profile.join("config.yaml"), "gateway:\n  engine: native\n").unwrap();
+        assert_eq!(
+            profile_engine(&profile, with_agent).unwrap().0,
+            Engine::Native
+        );
+
+        std::fs::write(profile.join("config.yaml"), "gateway:\n  engine: agent\n").unwrap();
+        let no_agent = |k: &str| (k == AGENT_CLI_VAR).then(String::new);
+        assert_eq!(
+            profile_engine(&profile, no_agent).unwrap_err(),
+            EngineProblem::AgentMissing {
+                setting: "gateway.engine"
+            }
+        );
+
+        std::fs::write(profile.join("config.yaml"), "gateway:\n  engine: 3\n").unwrap();
+        assert_eq!(
+            profile_engine(&profile, with_agent).unwrap_err(),
+            EngineProblem::Unknown {
+                setting: "gateway.engine",
+                value: "3".into()
+            }
+        );
+
+        std::fs::write(profile.join("config.yaml"), "gateway: [unclosed\n").unwrap();
+        let err = profile_engine(&profile, with_agent).unwrap_err();
+        assert!(matches!(err, EngineProblem::Unreadable { .. }), "{err}");
+        assert!(err.hint().is_some());
+    }
+
+    #[test]
+    fn the_agents_gateway_serves_the_profile_on_the_same_volume() {
+        let agent = Agent {
+            cli: "/a/bin/hermes".into(),
+            python: "/a/bin/python".into(),
+            version: None,
+        };
+        let (argv, env) = gateway_command(&agent, Path::new("/opt/data"), "work");
+        assert_eq!(
+            argv,
+            [
+                "/a/bin/hermes",
+                "-p",
+                "work",
+                "gateway",
+                "run",
+                "--replace",
+                "--external-supervisor"
+            ]
+        );
+        assert!(env.contains(&("HERMES_HOME".into(), "/opt/data".into())));
+        assert!(env.contains(&(SUPERVISED_CHILD_VAR.into(), "1".into())));
+        let (argv, _) = gateway_command(&agent, Path::new("/opt/data"), "default");
+        assert_eq!(
+            argv[1..4],
+            ["gateway", "run", "--replace"],
+            "the default profile is the root: no `-p`"
+        );
     }
 }

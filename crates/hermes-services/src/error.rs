@@ -55,6 +55,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A profile's gateway engine setting cannot be honoured (the gateway exits 78).
+    #[error(transparent)]
+    Engine(#[from] crate::agent::EngineProblem),
 }
 
 impl Error {
@@ -76,6 +79,7 @@ impl Error {
             Error::LogRead { .. } => {
                 Some("check that this user may read the service's log directory".into())
             }
+            Error::Engine(problem) => problem.hint(),
         }
     }
 
@@ -127,6 +131,9 @@ hermes_errors::every_variant!(Error {
         path: "/opt/data/logs/gateways/work/current".into(),
         source: std::io::Error::from_raw_os_error(13),
     },
+    Error::Engine(_) => Error::Engine(crate::agent::EngineProblem::AgentMissing {
+        setting: "gateway.engine",
+    }),
 });
 
 #[cfg(test)]

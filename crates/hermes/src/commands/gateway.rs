@@ -23,6 +23,7 @@ use hermes_gateway::{ExitReason, GatewaySettings, Phase, ShutdownRequest, StateR
 use hermes_home::Home;
 use hermes_home::gateway_state;
 use hermes_home::profile;
+use hermes_services::agent::{Engine, EngineProblem};
 use serde_json::{Value, json};
 
 use crate::cli::{GatewayCommand, GatewayTarget};
@@ -89,6 +90,18 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
         return hand_over(&home, &mut client);
     }
     let recorder = CliRecorder::new(&home);
+    match hermes_services::agent::profile_engine(home.dir(), Context::var) {
+        Ok((Engine::Agent, Some(agent))) => return Err(exec_agent(&home, &agent)),
+        // An unreadable config.yaml is reported, with its line, by the settings below (78).
+        Ok(_) | Err(EngineProblem::Unreadable { .. }) => {}
+        Err(problem) => {
+            // Asked for an engine that cannot run here: a configuration error, parked (78).
+            let mut failure = Failure::from(hermes_services::Error::from(problem));
+            recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
+            failure.code = hermes_gateway::error::EXIT_CONFIG;
+            return Err(failure);
+        }
+    }
     let mut settings = match settings(&home) {
         Ok(settings) => settings,
         Err(mut failure) => {
@@ -126,6 +139,42 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
             None,
         )),
     }
+}
+
+/// Replaces this process with the agent's own gateway for the profile
+/// (`hermes_services::agent::gateway_command`). `exec`, not a child: the supervisor's pid is
+/// the agent's, so its signals (SIGTERM to stop, SIGUSR1 to restart) and its exit code (75 to
+/// be restarted, 78 for bad configuration, 1 after a crash) reach the supervisor untouched.
+/// Returns only when the exec failed: an install that cannot run is not fixed by restarting
+/// it, so that is exit 78.
+fn exec_agent(home: &Home, agent: &hermes_services::agent::Agent) -> Failure {
+    use std::os::unix::process::CommandExt;
+    let (argv, env) =
+        hermes_services::agent::gateway_command(agent, home.root(), home.profile().name());
+    output::stderr(&format!(
+        "hermes: profile `{}`: the gateway engine is hermes-agent {} (`{}`)\n",
+        home.profile().name(),
+        agent.version.as_deref().unwrap_or("(unknown version)"),
+        agent.cli.display()
+    ));
+    let mut command = std::process::Command::new(&argv[0]);
+    command.args(&argv[1..]).envs(env).current_dir(home.dir());
+    let error = command.exec();
+    let mut failure = Failure::new(
+        format!(
+            "cannot run hermes-agent's gateway `{}`",
+            agent.cli.display()
+        ),
+        Some(format!(
+            "check that `{}` is hermes-agent's console script (`{}` names another), or set \
+             `gateway.engine: native` in the profile's config.yaml",
+            agent.cli.display(),
+            hermes_services::agent::AGENT_CLI_VAR
+        )),
+    );
+    failure.causes.push(error.to_string());
+    failure.code = hermes_gateway::error::EXIT_CONFIG;
+    failure
 }
 
 /// The gateway's own messages (a withheld provider key, a refused connection, provider
@@ -351,9 +400,14 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
             Ok(ApiServer::Off { reason }) => json!({"enabled": false, "reason": reason}),
             Err(_) => Value::Null,
         };
+        let engine = match hermes_services::agent::profile_engine(home.dir(), Context::var) {
+            Ok((engine, _)) => json!(engine.as_str()),
+            Err(_) => json!("invalid"),
+        };
         rows.push(json!({
             "profile": home.profile().name(),
             "service": name,
+            "engine": engine,
             "state": service.map(|s| s.state.to_string()),
             "pid": service.and_then(|s| s.pid),
             "reason": service.map(|s| s.reason.clone()),
@@ -381,13 +435,14 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
     let mut text = String::new();
     if detailed {
         text.push_str(&format!(
-            "{:<24}{:<10}{:<8}{:<10}{:<28}REASON\n",
-            "SERVICE", "STATE", "PID", "RECORDED", "ADDRESS"
+            "{:<24}{:<8}{:<10}{:<8}{:<10}{:<28}REASON\n",
+            "SERVICE", "ENGINE", "STATE", "PID", "RECORDED", "ADDRESS"
         ));
         for r in &rows {
             text.push_str(&format!(
-                "{:<24}{:<10}{:<8}{:<10}{:<28}{}\n",
+                "{:<24}{:<8}{:<10}{:<8}{:<10}{:<28}{}\n",
                 cell(&r["service"]),
+                cell(&r["engine"]),
                 if supervised.is_some() {
                     cell(&r["state"])
                 } else {

@@ -5,6 +5,8 @@
 //! * `auth` — `auth list` and `dump` on stored credentials (masked keys)
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
 //! * `diagnostics` — version, dump (snapshot), doctor
+//! * `engine` — the gateway engine: unusable settings, the original agent's gateway under `hermes up`
+//! * `handoff` — what our CLI does not implement goes to hermes-agent's CLI (a fake one, then the original)
 //! * `gateway` — gateway run, exit codes, lock, lifecycle under `hermes up`, chat
 //! * `gateway_clients` — the `openai` SDK and `hermes-agent-api-client` against `gateway run`
 //! * `plugins` — deps, plugins and memory setup refusals
@@ -20,9 +22,11 @@
 
 mod auth;
 mod diagnostics;
+mod engine;
 mod formats;
 mod gateway;
 mod gateway_clients;
+mod handoff;
 mod plugins;
 mod profiles;
 mod services;

@@ -1,0 +1,367 @@
+//! The gateway engine of a profile: an engine setting that cannot be honoured is a
+//! configuration error (exit 78), and the original agent's own gateway (`gateway.engine:
+//! agent`) runs under `hermes up` like the native one — it answers through its API server
+//! platform, is restarted after a crash or its own restart request, and an operator stop sticks.
+//!
+//! The agent tests need the original `hermes-agent` (`HERMES_TEST_PYPI=1`). Its API server
+//! platform needs `aiohttp`, which the base package does not install: it is added once with
+//! the agent's own pip into a directory under the test target dir, given as `PYTHONPATH`.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::util::{Running, TEST_API_KEY, TestContext, free_port, render, wait_until};
+
+#[test]
+fn an_engine_that_cannot_run_here_is_a_configuration_error() {
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    let config = t.root().join("profiles/work/config.yaml");
+
+    fs::write(&config, "gateway:\n  engine: agent\n").unwrap();
+    let out = t
+        .cmd(&["-p", "work", "gateway", "run", "--no-supervise"])
+        .env("HERMES_AGENT_CLI", "")
+        .output()
+        .unwrap();
+    let text = render(&out);
+    assert_eq!(out.status.code(), Some(78), "{text}");
+    assert!(
+        text.contains("error: `gateway.engine` asks for the agent engine, but hermes-agent is not installed here"),
+        "{text}"
+    );
+    assert!(text.contains("hint: "), "{text}");
+    let recorded: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(t.root().join("profiles/work/gateway_state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(recorded["gateway_state"], "startup_failed", "{recorded}");
+
+    fs::write(&config, "model:\n  default: m\n").unwrap();
+    let out = t
+        .cmd(&["-p", "work", "gateway", "run", "--no-supervise"])
+        .env("HERMES_GATEWAY_ENGINE", "python")
+        .output()
+        .unwrap();
+    let text = render(&out);
+    assert_eq!(out.status.code(), Some(78), "{text}");
+    assert!(
+        text.contains("`HERMES_GATEWAY_ENGINE` is `python`"),
+        "{text}"
+    );
+
+    // `gateway status` names each profile's engine, an unusable one as such.
+    let rows = status_rows(
+        &t,
+        &[("HERMES_AGENT_CLI", ""), ("HERMES_GATEWAY_ENGINE", "")],
+    );
+    assert_eq!(engines(&rows), [("default", "native"), ("work", "native")]);
+    fs::write(&config, "gateway:\n  engine: agent\n").unwrap();
+    let rows = status_rows(&t, &[("HERMES_AGENT_CLI", "")]);
+    assert_eq!(engines(&rows), [("default", "native"), ("work", "invalid")]);
+}
+
+#[test]
+fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
+    let Some(agent) = hermes_test_support::original_agent() else {
+        return;
+    };
+    let overlay = aiohttp_overlay(&agent.python);
+    let t = TestContext::new();
+    let upstream = Upstream::start(&agent.python, t.dir.path());
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    let port = free_port();
+    agent_profile(&t.root().join("profiles/work"), port, upstream.port);
+    // The default profile stays native, beside it.
+    fs::write(t.root().join(".env"), crate::util::api_env(free_port())).unwrap();
+    let env = [
+        (
+            "HERMES_AGENT_CLI",
+            agent.hermes.to_string_lossy().into_owned(),
+        ),
+        ("HERMES_GATEWAY_ENGINE", "native".to_owned()),
+        ("PYTHONPATH", overlay.to_string_lossy().into_owned()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let work = || t.service("gateway-work");
+    let pid_of = |row: &serde_json::Value| row["pid"].as_i64().unwrap_or(0) as i32;
+
+    let mut up = start_up(&t, &env);
+    run_ok(&t, &env, &["-p", "work", "gateway", "start"]);
+    let wait_serving = |what: &str| {
+        wait_until(what, Duration::from_secs(90), || {
+            work()["state"] == "up"
+                && http(port, "GET", "/health", None).is_some_and(|r| r.contains(" 200 "))
+        })
+    };
+    wait_serving("the agent's gateway answers /health");
+
+    let health = http(port, "GET", "/health", None).unwrap();
+    assert!(health.contains(r#""platform": "hermes-agent""#), "{health}");
+
+    // The supervised process IS the agent (exec, not a child of ours), serving `work`.
+    let first = pid_of(&work());
+    let cmdline = fs::read(format!("/proc/{first}/cmdline")).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    assert!(
+        cmdline.contains(" -p work gateway run --replace --external-supervisor"),
+        "{cmdline}"
+    );
+    let recorded = state(&t.root().join("profiles/work"));
+    assert_eq!(recorded["pid"], first, "the agent's own record: {recorded}");
+    assert_eq!(recorded["kind"], "hermes-gateway");
+
+    // A chat through the agent, to the fake upstream.
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"hello agent"}]}"#;
+    let answer = http(port, "POST", "/v1/chat/completions", Some(body)).unwrap();
+    assert!(answer.contains(" 200 "), "{answer}");
+    assert!(answer.contains("echo: hello agent"), "{answer}");
+    assert!(
+        fs::read_to_string(&upstream.record)
+            .unwrap()
+            .contains("hello agent"),
+        "the upstream saw the turn"
+    );
+
+    // `gateway status` names the engines.
+    let rows = status_rows(&t, &env);
+    assert_eq!(engines(&rows), [("default", "native"), ("work", "agent")]);
+    let text = run_ok(&t, &env, &["gateway", "status"]);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("gateway-work") && l.contains(" agent ")),
+        "{text}"
+    );
+
+    // A crash (SIGKILL) is restarted by the supervisor.
+    signal(first, nix::sys::signal::Signal::SIGKILL);
+    wait_until("a new agent after SIGKILL", Duration::from_secs(60), || {
+        let row = work();
+        row["state"] == "up" && pid_of(&row) != first && pid_of(&row) != 0
+    });
+    let after_crash = work();
+    assert!(
+        after_crash["restarts"].as_u64() >= Some(1),
+        "the crash is reported: {after_crash}"
+    );
+    wait_serving("the agent's gateway back after the crash");
+
+    // Its own restart request (SIGUSR1, what its `/restart` and `hermes update` use: drain,
+    // exit 75) restarts it; the supervisor stays up.
+    let second = pid_of(&work());
+    signal(second, nix::sys::signal::Signal::SIGUSR1);
+    wait_until(
+        "a new agent after its restart request",
+        Duration::from_secs(60),
+        || {
+            let row = work();
+            row["state"] == "up" && pid_of(&row) != second && pid_of(&row) != 0
+        },
+    );
+    assert_eq!(
+        work()["last_exit"],
+        serde_json::json!({"code": 75}),
+        "it asked for the restart: {}",
+        work()
+    );
+    assert!(
+        up.0.try_wait().unwrap().is_none(),
+        "the supervisor is still up"
+    );
+    wait_serving("the agent's gateway back after its restart");
+
+    // An operator stop: stopped, recorded, and not started again by the next `hermes up`.
+    run_ok(&t, &env, &["-p", "work", "gateway", "stop"]);
+    wait_until("gateway-work down", Duration::from_secs(40), || {
+        work()["state"] == "down"
+    });
+    assert_eq!(
+        state(&t.root().join("profiles/work"))["desired_state"],
+        "stopped"
+    );
+    assert_eq!(up.stop(), Some(0));
+    let _up = start_up(&t, &env);
+    wait_until("gateway-default up", Duration::from_secs(30), || {
+        t.service("gateway-default")["state"] == "up"
+    });
+    assert_eq!(work()["state"], "down", "{}", work());
+    assert!(http(port, "GET", "/health", None).is_none());
+}
+
+/// `profile_dir` served by the agent: its API server on `port` with the test key, the model a
+/// custom provider at the fake upstream, and nothing the agent would fetch from the network.
+fn agent_profile(profile_dir: &Path, port: u16, upstream: u16) {
+    fs::write(
+        profile_dir.join(".env"),
+        format!("API_SERVER_ENABLED=true\nAPI_SERVER_PORT={port}\nAPI_SERVER_KEY={TEST_API_KEY}\n"),
+    )
+    .unwrap();
+    fs::write(
+        profile_dir.join("config.yaml"),
+        format!(
+            "gateway:\n  engine: agent\n\
+             model:\n  default: m\n  provider: custom\n  base_url: http://127.0.0.1:{upstream}/v1\n  \
+             api_key: upstream-key\n  context_length: 131072\n\
+             security:\n  tirith_enabled: false\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// A directory holding `aiohttp` for the agent's interpreter (none when it has it already),
+/// made once per target dir with the agent's own pip.
+fn aiohttp_overlay(python: &Path) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("agent-aiohttp");
+    let importable = || {
+        Command::new(python)
+            .args(["-c", "import aiohttp"])
+            .env("PYTHONPATH", &dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !importable() {
+        let out = Command::new(python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--no-input",
+                "-q",
+            ])
+            .arg("--target")
+            .arg(&dir)
+            .arg("aiohttp")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pip install aiohttp:\n{}",
+            render(&out)
+        );
+        assert!(
+            importable(),
+            "aiohttp installed in {} but not importable",
+            dir.display()
+        );
+    }
+    dir
+}
+
+/// `hermes up` with `env`, waiting for its socket.
+fn start_up(t: &TestContext, env: &[(&str, &str)]) -> Running {
+    let child = t
+        .cmd(&["up"])
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = Running(child);
+    wait_until("the supervisor", Duration::from_secs(30), || {
+        t.run(&["service", "list"]).status.success()
+    });
+    up
+}
+
+fn run_ok(t: &TestContext, env: &[(&str, &str)], args: &[&str]) -> String {
+    let out = t.cmd(args).envs(env.iter().copied()).output().unwrap();
+    assert!(out.status.success(), "hermes {args:?}:\n{}", render(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn status_rows(t: &TestContext, env: &[(&str, &str)]) -> Vec<serde_json::Value> {
+    serde_json::from_str(&run_ok(t, env, &["gateway", "status", "--json"])).unwrap()
+}
+
+/// `(profile, engine)` of each row.
+fn engines(rows: &[serde_json::Value]) -> Vec<(&str, &str)> {
+    rows.iter()
+        .map(|r| {
+            (
+                r["profile"].as_str().unwrap_or("-"),
+                r["engine"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect()
+}
+
+fn state(profile_dir: &Path) -> serde_json::Value {
+    fs::read_to_string(profile_dir.join("gateway_state.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+fn signal(pid: i32, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).unwrap();
+}
+
+/// One HTTP/1.1 request with the test key on 127.0.0.1:`port`; the whole response, `None`
+/// while nothing listens.
+fn http(port: u16, method: &str, path: &str, body: Option<&str>) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .ok()?;
+    let body = body.unwrap_or("");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+         Authorization: Bearer {TEST_API_KEY}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    Some(response)
+}
+
+/// The fake OpenAI-compatible provider (`clients/fake_upstream.py`), killed on drop.
+struct Upstream {
+    child: std::process::Child,
+    port: u16,
+    record: PathBuf,
+}
+
+impl Upstream {
+    fn start(python: &Path, dir: &Path) -> Upstream {
+        let record = dir.join("upstream-requests.jsonl");
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/clients/fake_upstream.py");
+        let mut child = Command::new(python)
+            .arg(script)
+            .arg(&record)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .strip_prefix("PORT ")
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("the fake upstream said {line:?}"));
+        Upstream {
+            child,
+            port,
+            record,
+        }
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
