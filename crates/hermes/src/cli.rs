@@ -48,6 +48,7 @@ pub enum Command {
     #[command(subcommand)]
     Gateway(GatewayCommand),
     /// Ask the profile's agent one question; the answer is printed (streamed on a terminal).
+    /// Where the profile's gateway engine is hermes-agent, this is hermes-agent's `chat`.
     Chat {
         /// The question.
         #[arg(short = 'q', long = "query", value_name = "TEXT")]
@@ -71,7 +72,7 @@ pub enum Command {
     /// Configure and inspect the memory provider.
     #[command(subcommand)]
     Memory(MemoryCommand),
-    /// Print the version, build commit, install method and install directory.
+    /// Print the version, build commit, install method and directory, and hermes-agent's version.
     Version(JsonFlag),
     /// Print a support summary to paste into a bug report (never prints secret values).
     Dump(JsonFlag),

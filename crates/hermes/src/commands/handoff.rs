@@ -441,34 +441,17 @@ pub fn not_installed(what: &str) -> Failure {
     failure
 }
 
-/// The agent to run `hermes chat` with: `Some` when the selected profile's engine is the agent
-/// (`gateway.engine` in its `config.yaml`, else `HERMES_GATEWAY_ENGINE`, else the agent where
-/// installed), `None` for our own chat.
+/// The agent to run `hermes chat` with: `Some` when the selected profile's gateway engine is
+/// the agent (`hermes_services::agent::profile_engine`, as `gateway run` decides it), `None`
+/// for our own chat.
 ///
 /// # Errors
 /// A home that cannot be opened, or an engine setting that cannot be honoured (an unknown
-/// value, or the agent asked for and not installed).
+/// value, the agent asked for and not installed, an unreadable `config.yaml`).
 pub fn chat_agent(ctx: &Context) -> Result<Option<Agent>, Failure> {
     let home = ctx.home()?;
-    let configured = hermes_home::config::Config::load(&home.config_path())
-        .ok()
-        .and_then(|c| c.string("gateway.engine", &|_| None));
-    let agent = installed();
-    let engine = agent::choose_engine(
-        configured.as_deref(),
-        Context::var(agent::ENGINE_VAR).as_deref(),
-        agent.as_ref(),
-    )
-    .map_err(|problem| {
-        Failure::new(
-            format!("cannot choose who answers `hermes chat`: {problem}"),
-            Some(format!(
-                "set `gateway.engine` in `{}` (or `{}`) to `native` or `agent`",
-                home.config_path().display(),
-                agent::ENGINE_VAR
-            )),
-        )
-    })?;
+    let (engine, agent) = agent::profile_engine(home.dir(), Context::var)
+        .map_err(|problem| Failure::from(hermes_services::Error::from(problem)))?;
     Ok(agent.filter(|_| engine == Engine::Agent))
 }
 
