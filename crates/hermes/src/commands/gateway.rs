@@ -301,6 +301,7 @@ fn lifecycle(ctx: &Context, target: GatewayTarget, action: Lifecycle) -> Command
                 text.push_str(&format!("Started `{name}`\n"));
             }
             Lifecycle::Stop => {
+                mark_planned_stop(home, &mut client, &name);
                 client.stop(&name)?;
                 text.push_str(&format!("Stopping `{name}`\n"));
             }
@@ -313,6 +314,28 @@ fn lifecycle(ctx: &Context, target: GatewayTarget, action: Lifecycle) -> Command
     }
     output::stdout(&text)?;
     Ok(ExitStatus::Success)
+}
+
+/// Before an operator stop of a supervised gateway: the planned-stop marker naming its process,
+/// as the original's `hermes gateway stop` writes it, so the gateway knows the SIGTERM that
+/// follows is an operator's — the agent engine then records `stopped` and exits 0 instead of
+/// recording `running` and exiting 1 as after an unexpected signal. The supervisor records
+/// `desired_state: stopped` either way, so a marker that cannot be written only costs that
+/// nicety (said on stderr).
+fn mark_planned_stop(home: &Home, client: &mut hermes_supervisor::Client, name: &str) {
+    let pid = client
+        .status(Some(name))
+        .ok()
+        .and_then(|rows| rows.into_iter().find(|s| s.name == name))
+        .and_then(|s| s.pid)
+        .filter(|pid| *pid > 0);
+    let Some(pid) = pid else {
+        return;
+    };
+    let start_time = hermes_gateway::lock::process_start_time(pid);
+    if let Err(e) = gateway_state::write_planned_stop(home.dir(), pid.unsigned_abs(), start_time) {
+        output::stderr(&format!("warning: {}\n", hermes_errors::one_line(&e)));
+    }
 }
 
 /// How long `gateway stop` waits for an unsupervised gateway: longer than its 30 s drain.

@@ -179,9 +179,24 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
     wait_until("gateway-work down", Duration::from_secs(40), || {
         work()["state"] == "down"
     });
+    let stopped = state(&t.root().join("profiles/work"));
+    assert_eq!(stopped["desired_state"], "stopped", "{stopped}");
     assert_eq!(
-        state(&t.root().join("profiles/work"))["desired_state"],
-        "stopped"
+        stopped["gateway_state"], "stopped",
+        "the agent took it for a planned stop: {stopped}"
+    );
+    assert_eq!(
+        work()["last_exit"],
+        serde_json::json!({"code": 0}),
+        "{}",
+        work()
+    );
+    let text = run_ok(&t, &env, &["gateway", "status"]);
+    assert!(
+        text.lines().any(|l| l.starts_with("gateway-work")
+            && l.contains(" down ")
+            && l.contains(" stopped ")),
+        "{text}"
     );
     assert_eq!(up.stop(), Some(0));
     let _up = start_up(&t, &env);
