@@ -2,7 +2,8 @@
 //!
 //! Words:
 //! * **prior state** — the profile's effective state from `gateway_state.json` (desired, else
-//!   last); a missing, unreadable or corrupt file is "no state" (`None`).
+//!   last; a last `stopped` that asked for a restart reads `running`, see [`run_intent`]); a
+//!   missing, unreadable or corrupt file is "no state" (`None`).
 //! * **action** — `started` (prior state `running`: the service starts with the supervisor)
 //!   or `registered` (known to the supervisor, `down` until an operator starts it). Its
 //!   description, `profile=<p> prior_state=<s> action=<started|registered>`
@@ -17,7 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use hermes_home::ProfileRef;
-use hermes_home::gateway_state::{self, StateRead};
+use hermes_home::gateway_state::{self, GatewayState, StateRead};
 use hermes_privilege::Identity;
 use hermes_supervisor::ServiceSpec;
 
@@ -82,7 +83,7 @@ pub fn reconcile(
     for (profile, dir) in profiles {
         let state_file = gateway_state::path(&dir);
         let prior_state = match gateway_state::read(&state_file) {
-            Ok(StateRead::Valid(s)) => s.effective_state().map(str::to_owned),
+            Ok(StateRead::Valid(s)) => run_intent(&s).map(str::to_owned),
             Ok(StateRead::Missing) => None,
             Ok(StateRead::Invalid(why)) => {
                 say(
@@ -127,6 +128,21 @@ pub fn reconcile(
         });
     }
     (specs, actions)
+}
+
+/// The state that decides autostart: the record's effective state (desired, else last), except
+/// that a gateway that last stopped *asking for a restart* — the agent engine's `/restart` or
+/// `hermes update` write `gateway_state: stopped` with `restart_requested: true` before exiting
+/// 75 — meant to run: a boot that comes between its exit and its restart brings it back.
+fn run_intent(state: &GatewayState) -> Option<&str> {
+    let restart_pending = state.desired_state().is_none()
+        && state.gateway_state() == Some("stopped")
+        && state.fields().get("restart_requested") == Some(&serde_json::Value::Bool(true));
+    if restart_pending {
+        Some("running")
+    } else {
+        state.effective_state()
+    }
 }
 
 #[cfg(test)]
@@ -254,6 +270,42 @@ mod tests {
         assert!(
             log.contains("profile `alt`: ignoring `gateway_state.json`"),
             "{log}"
+        );
+    }
+
+    #[test]
+    fn a_gateway_that_exited_asking_for_a_restart_comes_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        profile(
+            root,
+            "default",
+            Some(r#"{"gateway_state":"stopped","restart_requested":true}"#),
+            None,
+        );
+        profile(
+            root,
+            "parked",
+            Some(
+                r#"{"gateway_state":"stopped","restart_requested":true,"desired_state":"stopped"}"#,
+            ),
+            None,
+        );
+        profile(
+            root,
+            "plain",
+            Some(r#"{"gateway_state":"stopped","restart_requested":false}"#),
+            None,
+        );
+        let (_, actions) = reconcile(root, Path::new("/bin/hermes"), None, false, &mut Vec::new());
+        let lines: Vec<String> = actions.iter().map(GatewayAction::describe).collect();
+        assert_eq!(
+            lines,
+            [
+                "profile=default prior_state=running action=started",
+                "profile=parked prior_state=stopped action=registered",
+                "profile=plain prior_state=stopped action=registered",
+            ]
         );
     }
 }
