@@ -2,7 +2,7 @@
 //!
 //! Words:
 //! * **prior state** — the profile's effective state from `gateway_state.json` (desired, else
-//!   last; a last `stopped` that asked for a restart reads `running`, see [`run_intent`]); a
+//!   last; a last `stopped` that asked for a restart reads `running`, see `run_intent`); a
 //!   missing, unreadable or corrupt file is "no state" (`None`).
 //! * **action** — `started` (prior state `running`: the service starts with the supervisor)
 //!   or `registered` (known to the supervisor, `down` until an operator starts it). Its
@@ -137,7 +137,11 @@ pub fn reconcile(
 fn run_intent(state: &GatewayState) -> Option<&str> {
     let restart_pending = state.desired_state().is_none()
         && state.gateway_state() == Some("stopped")
-        && state.fields().get("restart_requested") == Some(&serde_json::Value::Bool(true));
+        && state
+            .fields()
+            .get("restart_requested")
+            .and_then(|v| v.as_bool())
+            == Some(true);
     if restart_pending {
         Some("running")
     } else {
