@@ -307,6 +307,7 @@ fn lifecycle(ctx: &Context, target: GatewayTarget, action: Lifecycle) -> Command
             }
             Lifecycle::Restart => {
                 ensure_registered(home, &mut client, false)?;
+                mark_planned_stop(home, &mut client, &name);
                 client.restart(&name)?;
                 text.push_str(&format!("Restarted `{name}`\n"));
             }
@@ -316,12 +317,12 @@ fn lifecycle(ctx: &Context, target: GatewayTarget, action: Lifecycle) -> Command
     Ok(ExitStatus::Success)
 }
 
-/// Before an operator stop of a supervised gateway: the planned-stop marker naming its process,
-/// as the original's `hermes gateway stop` writes it, so the gateway knows the SIGTERM that
-/// follows is an operator's — the agent engine then records `stopped` and exits 0 instead of
-/// recording `running` and exiting 1 as after an unexpected signal. The supervisor records
-/// `desired_state: stopped` either way, so a marker that cannot be written only costs that
-/// nicety (said on stderr).
+/// Before an operator stop (or restart) of a supervised gateway: the planned-stop marker naming
+/// its process, as the original's `hermes gateway stop` writes it, so the gateway knows the
+/// SIGTERM that follows is an operator's — the agent engine then records `stopped` and exits 0
+/// instead of recording `running` and exiting 1 as after an unexpected signal. The supervisor
+/// records the desired state either way, so a marker that cannot be written only costs that
+/// (said on stderr).
 fn mark_planned_stop(home: &Home, client: &mut hermes_supervisor::Client, name: &str) {
     let pid = client
         .status(Some(name))

@@ -174,6 +174,25 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
     );
     wait_serving("the agent's gateway back after its restart");
 
+    // An operator restart: a planned stop for the agent (exit 0), then a new process.
+    let third = pid_of(&work());
+    run_ok(&t, &env, &["-p", "work", "gateway", "restart"]);
+    wait_until(
+        "a new agent after an operator restart",
+        Duration::from_secs(60),
+        || {
+            let row = work();
+            row["state"] == "up" && pid_of(&row) != third && pid_of(&row) != 0
+        },
+    );
+    assert_eq!(
+        work()["last_exit"],
+        serde_json::json!({"code": 0}),
+        "{}",
+        work()
+    );
+    wait_serving("the agent's gateway back after an operator restart");
+
     // An operator stop: stopped, recorded, and not started again by the next `hermes up`.
     run_ok(&t, &env, &["-p", "work", "gateway", "stop"]);
     wait_until("gateway-work down", Duration::from_secs(40), || {
