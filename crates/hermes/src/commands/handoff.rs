@@ -188,9 +188,6 @@ pub const AGENT_FLAGS: &[&str] = &[
     "--dev",
 ];
 
-/// Our own top-level flags, besides `-p/--profile`.
-const OUR_FLAGS: &[&str] = &["-h", "--help", "-V", "--version"];
-
 /// Where an invocation goes (module doc).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -214,7 +211,7 @@ pub enum Route {
 pub struct Invocation {
     /// Where it goes.
     pub route: Route,
-    /// The `-p/--profile` value, when given before the command.
+    /// The last `-p/--profile` value before `--`, wherever it is (clap's global flag).
     pub profile: Option<String>,
 }
 
@@ -278,12 +275,11 @@ fn profile_flag<'a>(
     }
 }
 
-/// A flag before any command: ours, the agent's, or clap's to reject.
+/// A flag before any command: the agent's when it is one of [`AGENT_FLAGS`]; otherwise ours
+/// (`-h`, `-V`, which the agent has too) or clap's to reject (a flag neither has).
 fn flag_route(word: &str) -> Route {
     let name = flag_name(word);
-    if OUR_FLAGS.contains(&name) || word == "--" {
-        Route::Ours
-    } else if AGENT_FLAGS.contains(&name) {
+    if AGENT_FLAGS.contains(&name) {
         Route::Agent {
             what: format!("hermes {name}"),
         }
