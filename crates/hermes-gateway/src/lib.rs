@@ -115,8 +115,6 @@ where
     if let ApiServer::Off { reason } = &settings.api_server {
         return Ok(serve_nothing(&settings, recorder, lock, reason, shutdown).await);
     }
-    // The prompt's injection patterns compile once, here, rather than in the first request.
-    prompt::prepare();
     let (listener, state) = match open(&settings, recorder).await {
         Ok(parts) => parts,
         Err(e) => {
