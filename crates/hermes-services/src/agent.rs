@@ -217,40 +217,40 @@ pub fn profile_engine(
     Ok((engine, agent))
 }
 
-/// Set for the agent's gateway: it names the s6 child of the original image, and the agent
-/// reads it as "a supervisor runs me" (its `/restart` then exits 75 instead of spawning a
-/// detached successor) and as "my profile is fixed" (a bare `gateway run`, the default
-/// profile, does not follow `active_profile`).
+/// Set for a supervised agent gateway: it names the s6 child of the original image, and the
+/// agent reads it as "a supervisor runs me" (its `/restart` then exits 75 instead of spawning a
+/// detached successor) and as "my profile is fixed" (it never follows `active_profile`).
 pub const SUPERVISED_CHILD_VAR: &str = "HERMES_S6_SUPERVISED_CHILD";
 
 /// The program, arguments and environment that make the agent serve `profile`'s gateway on
-/// the volume at `root`, as the original image's supervisor runs it:
-/// `<agent> [-p <profile>] gateway run --replace --external-supervisor` with `HERMES_HOME`
-/// the root and [`SUPERVISED_CHILD_VAR`] set.
+/// the volume at `root`: `<agent> -p <profile> gateway run --replace` with `HERMES_HOME` the
+/// root and, when `supervised` (a supervisor restarts it when it exits), as the original
+/// image's supervisor runs it: `--external-supervisor` and [`SUPERVISED_CHILD_VAR`].
 ///
-/// * No `-p` for the default profile: the agent's `-p default` means
-///   `<root>/profiles/default`, not the root.
-/// * `--replace`: the supervised gateway wins over a stray foreground one holding the
-///   profile's lock, instead of failing in a restart loop.
-/// * `--external-supervisor`: `hermes update` asks this gateway to exit 75 and leaves the
-///   restart to us, instead of spawning its own watcher beside the supervisor.
+/// * `-p <profile>` always, `-p default` included: the agent (0.19) resolves `default` to the
+///   root, so its sticky `active_profile` can never redirect the default profile's gateway.
+/// * `--replace`: the gateway wins over a stray foreground one holding the profile's lock,
+///   instead of failing in a restart loop.
+/// * `--external-supervisor` (supervised only): `hermes update` asks this gateway to exit 75
+///   and leaves the restart to the supervisor, instead of spawning its own watcher beside it.
+///   Unsupervised (a terminal), the agent keeps its own restart helper, since no one would
+///   start it again after exit 75.
 pub fn gateway_command(
     agent: &Agent,
     root: &Path,
     profile: &str,
+    supervised: bool,
 ) -> (Vec<String>, Vec<(String, String)>) {
     let mut argv = vec![agent.cli.to_string_lossy().into_owned()];
-    if profile != hermes_home::ProfileRef::Default.name() {
-        argv.extend(["-p".to_owned(), profile.to_owned()]);
+    argv.extend(["-p", profile, "gateway", "run", "--replace"].map(str::to_owned));
+    let mut env = vec![(
+        "HERMES_HOME".to_owned(),
+        root.to_string_lossy().into_owned(),
+    )];
+    if supervised {
+        argv.push("--external-supervisor".to_owned());
+        env.push((SUPERVISED_CHILD_VAR.to_owned(), "1".to_owned()));
     }
-    argv.extend(["gateway", "run", "--replace", "--external-supervisor"].map(str::to_owned));
-    let env = vec![
-        (
-            "HERMES_HOME".to_owned(),
-            root.to_string_lossy().into_owned(),
-        ),
-        (SUPERVISED_CHILD_VAR.to_owned(), "1".to_owned()),
-    ];
     (argv, env)
 }
 
@@ -368,7 +368,7 @@ mod tests {
             python: "/a/bin/python".into(),
             version: None,
         };
-        let (argv, env) = gateway_command(&agent, Path::new("/opt/data"), "work");
+        let (argv, env) = gateway_command(&agent, Path::new("/opt/data"), "work", true);
         assert_eq!(
             argv,
             [
@@ -381,13 +381,26 @@ mod tests {
                 "--external-supervisor"
             ]
         );
-        assert!(env.contains(&("HERMES_HOME".into(), "/opt/data".into())));
-        assert!(env.contains(&(SUPERVISED_CHILD_VAR.into(), "1".into())));
-        let (argv, _) = gateway_command(&agent, Path::new("/opt/data"), "default");
         assert_eq!(
-            argv[1..4],
-            ["gateway", "run", "--replace"],
-            "the default profile is the root: no `-p`"
+            env,
+            [
+                ("HERMES_HOME".to_owned(), "/opt/data".to_owned()),
+                (SUPERVISED_CHILD_VAR.to_owned(), "1".to_owned())
+            ]
         );
+        // In a terminal: no supervisor to hand restarts to.
+        let (argv, env) = gateway_command(&agent, Path::new("/opt/data"), "default", false);
+        assert_eq!(
+            argv,
+            [
+                "/a/bin/hermes",
+                "-p",
+                "default",
+                "gateway",
+                "run",
+                "--replace"
+            ]
+        );
+        assert_eq!(env, [("HERMES_HOME".to_owned(), "/opt/data".to_owned())]);
     }
 }

@@ -24,6 +24,10 @@ use crate::{Error, say};
 /// Service name prefix of profile gateways.
 pub const GATEWAY_PREFIX: &str = "gateway-";
 
+/// Set (to `1`) in a gateway service's environment: the process is a supervised service, which
+/// is restarted when it exits 75. The agent engine then hands its restarts to the supervisor.
+pub const SUPERVISED_VAR: &str = "HERMES_GATEWAY_SUPERVISED";
+
 /// Longer than the gateway's own 30 s drain, so a clean stop is never cut short.
 pub const GATEWAY_STOP_GRACE: Duration = Duration::from_secs(35);
 
@@ -58,6 +62,7 @@ pub fn gateway_spec(
     spec.profile = Some(profile.to_owned());
     spec.cwd = Some(dir.to_path_buf());
     spec.log = LogTarget::Dir(gateway_log_dir(home, profile));
+    spec.env.insert(SUPERVISED_VAR.into(), "1".into());
     // For a `gateway.command` that runs another agent implementation.
     spec.env.insert("HERMES_PROFILE".into(), profile.to_owned());
     spec.env.insert(
@@ -254,6 +259,7 @@ mod tests {
         assert_eq!(run_as.groups, [10000, 998]);
         assert_eq!(spec.env.get("HOME").map(String::as_str), Some("/opt/data"));
         assert_eq!(spec.stop_grace, GATEWAY_STOP_GRACE);
+        assert_eq!(spec.env.get(SUPERVISED_VAR).map(String::as_str), Some("1"));
         assert_eq!(spec.restart, RestartPolicy::OnFailure);
     }
 }

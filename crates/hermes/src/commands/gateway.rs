@@ -149,8 +149,12 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
 /// it, so that is exit 78.
 fn exec_agent(home: &Home, agent: &hermes_services::agent::Agent) -> Failure {
     use std::os::unix::process::CommandExt;
-    let (argv, env) =
-        hermes_services::agent::gateway_command(agent, home.root(), home.profile().name());
+    let (argv, env) = hermes_services::agent::gateway_command(
+        agent,
+        home.root(),
+        home.profile().name(),
+        supervised(),
+    );
     output::stderr(&format!(
         "hermes: profile `{}`: the gateway engine is hermes-agent {} (`{}`)\n",
         home.profile().name(),
@@ -175,6 +179,13 @@ fn exec_agent(home: &Home, agent: &hermes_services::agent::Agent) -> Failure {
     failure.causes.push(error.to_string());
     failure.code = hermes_gateway::error::EXIT_CONFIG;
     failure
+}
+
+/// Whether a supervisor restarts this gateway when it exits 75: ours (the service's
+/// environment says so) or systemd (`INVOCATION_ID`, as in the unit `gateway install` writes).
+fn supervised() -> bool {
+    truthy(Context::var(hermes_services::gateway::SUPERVISED_VAR))
+        || Context::var("INVOCATION_ID").is_some_and(|v| !v.is_empty())
 }
 
 /// The gateway's own messages (a withheld provider key, a refused connection, provider

@@ -224,6 +224,32 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
     });
     assert_eq!(work()["state"], "down", "{}", work());
     assert!(http(port, "GET", "/health", None).is_none());
+
+    // In the foreground (`--no-supervise`), the same agent, told no supervisor restarts it.
+    let mut foreground = Running(
+        t.cmd(&["-p", "work", "gateway", "run", "--no-supervise"])
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until(
+        "the foreground agent answers /health",
+        Duration::from_secs(90),
+        || http(port, "GET", "/health", None).is_some_and(|r| r.contains("hermes-agent")),
+    );
+    let cmdline = fs::read(format!("/proc/{}/cmdline", foreground.0.id())).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    assert!(
+        cmdline.ends_with(" -p work gateway run --replace "),
+        "exec'd in place, without --external-supervisor: {cmdline}"
+    );
+    assert_eq!(work()["state"], "down", "not handed to the supervisor");
+    assert!(
+        foreground.stop().is_some(),
+        "the foreground agent stops on SIGTERM"
+    );
 }
 
 /// `profile_dir` served by the agent: its API server on `port` with the test key, the model a
