@@ -252,6 +252,60 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
     );
 }
 
+/// What the agent itself makes of the command we exec: supervised (so its `/restart` chat
+/// command takes the exit-75 path, `gateway/restart.py` `is_gateway_supervisor_process`) only
+/// when we say so, and `-p default` the root of the volume even with a sticky
+/// `active_profile`, `-p work` its profile.
+#[test]
+fn the_agent_reads_our_command_as_meant() {
+    let Some(original) = hermes_test_support::original_agent() else {
+        return;
+    };
+    let agent = hermes_services::agent::Agent {
+        cli: original.hermes.clone(),
+        python: original.python.clone(),
+        version: None,
+    };
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    // A sticky active profile must not redirect the default profile's gateway.
+    fs::write(t.root().join("active_profile"), "work\n").unwrap();
+    // The agent's CLI entry point resolves the profile as it imports (`-p` stripped, then
+    // `HERMES_HOME` set); then the check its `/restart` handler makes.
+    let ask = |supervised: bool, profile: &str| -> String {
+        let (argv, env) =
+            hermes_services::agent::gateway_command(&agent, &t.root(), profile, supervised);
+        let script = "import os, sys\n\
+             sys.argv = ['hermes', *sys.argv[1:]]\n\
+             import hermes_cli.main\n\
+             from gateway.restart import is_gateway_supervisor_process\n\
+             print(is_gateway_supervisor_process(), os.environ['HERMES_HOME'], *sys.argv[1:])\n";
+        let out = Command::new(&agent.python)
+            .arg("-c")
+            .arg(script)
+            .args(&argv[1..])
+            .env_clear()
+            .env("HOME", t.home())
+            .env("PATH", "/usr/bin:/bin")
+            .envs(env)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", render(&out));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let root = t.root().display().to_string();
+    let run = "gateway run --replace";
+    assert_eq!(
+        ask(true, "default"),
+        format!("True {root} {run} --external-supervisor")
+    );
+    assert_eq!(ask(false, "default"), format!("False {root} {run}"));
+    assert_eq!(
+        ask(true, "work"),
+        format!("True {root}/profiles/work {run} --external-supervisor")
+    );
+}
+
 /// `profile_dir` served by the agent: its API server on `port` with the test key, the model a
 /// custom provider at the fake upstream, and nothing the agent would fetch from the network.
 fn agent_profile(profile_dir: &Path, port: u16, upstream: u16) {
