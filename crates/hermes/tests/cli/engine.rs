@@ -113,6 +113,13 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
     );
     let recorded = state(&t.root().join("profiles/work"));
     assert_eq!(recorded["pid"], first, "the agent's own record: {recorded}");
+    // Its output is the service's log, as the native gateway's is.
+    let log = fs::read_to_string(t.root().join("logs/gateways/work/current")).unwrap();
+    assert!(
+        log.contains("the gateway engine is hermes-agent")
+            && log.contains("Hermes Gateway Starting"),
+        "{log}"
+    );
     assert_eq!(recorded["kind"], "hermes-gateway");
 
     // A chat through the agent, to the fake upstream.
