@@ -11,8 +11,13 @@
 //!
 //! Which engine ([`choose_engine`]): the profile's `config.yaml` `gateway.engine` (`native` or
 //! `agent`), else the image-wide `HERMES_GATEWAY_ENGINE`, else the agent where it is installed
-//! and native otherwise. Asking for the agent where none is installed is an error the gateway
-//! reports (exit 78), never a silent fallback.
+//! and native otherwise ([`profile_engine`] reads them for a profile). Asking for the agent
+//! where none is installed is an error the gateway reports (exit 78), never a silent fallback.
+//!
+//! How the agent serves a profile ([`gateway_command`]): `hermes gateway run` execs the
+//! agent's own `gateway run` with the arguments and environment the original image's
+//! supervisor gives it, so the supervised pid, signals and exit codes are the agent's
+//! (`docs/gateway.md`, "Engines").
 
 use std::path::{Path, PathBuf};
 
