@@ -435,10 +435,7 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
             Ok(ApiServer::Off { reason }) => json!({"enabled": false, "reason": reason}),
             Err(_) => Value::Null,
         };
-        let engine = match hermes_services::agent::profile_engine(home.dir(), Context::var) {
-            Ok((engine, _)) => json!(engine.as_str()),
-            Err(_) => json!("invalid"),
-        };
+        let engine = engine_of(&home);
         rows.push(json!({
             "profile": home.profile().name(),
             "service": name,
@@ -503,6 +500,62 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
     }
     output::stdout(&text)?;
     Ok(ExitStatus::Success)
+}
+
+/// The engine that serves (or would serve) `home`'s gateway: `native`, `agent`, or `invalid`
+/// for a setting that cannot be honoured (the gateway then exits 78 and says why).
+fn engine_of(home: &Home) -> &'static str {
+    match hermes_services::agent::profile_engine(home.dir(), Context::var) {
+        Ok((engine, _)) => engine.as_str(),
+        Err(_) => "invalid",
+    }
+}
+
+/// The engine of each profile gateway among a supervisor's `rows` (those naming a profile):
+/// `(service, engine)`.
+fn service_engines(
+    root: &Path,
+    rows: &[hermes_supervisor::ServiceStatus],
+) -> Vec<(String, &'static str)> {
+    rows.iter()
+        .filter_map(|row| {
+            let profile = hermes_home::ProfileRef::parse(row.profile.as_deref()?).ok()?;
+            let home = Home::for_profile(root.to_path_buf(), profile).ok()?;
+            Some((row.name.clone(), engine_of(&home)))
+        })
+        .collect()
+}
+
+/// `hermes service status --json`: the supervisor's rows, a gateway's with its `engine`.
+pub fn with_engines(
+    root: &Path,
+    rows: &[hermes_supervisor::ServiceStatus],
+) -> Result<Value, Failure> {
+    let engines = service_engines(root, rows);
+    let mut values = serde_json::to_value(rows).map_err(std::io::Error::other)?;
+    for item in values.as_array_mut().into_iter().flatten() {
+        let engine = engines
+            .iter()
+            .find(|(name, _)| item["name"] == name.as_str());
+        if let (Some(row), Some((_, engine))) = (item.as_object_mut(), engine) {
+            row.insert("engine".into(), json!(engine));
+        }
+    }
+    Ok(values)
+}
+
+/// `hermes service status`, under the table: `gateway engines: gateway-default native, …`
+/// (nothing when no row is a gateway).
+pub fn engines_line(root: &Path, rows: &[hermes_supervisor::ServiceStatus]) -> String {
+    let engines = service_engines(root, rows);
+    if engines.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = engines
+        .iter()
+        .map(|(name, engine)| format!("{name} {engine}"))
+        .collect();
+    format!("\ngateway engines: {}\n", list.join(", "))
 }
 
 fn in_container() -> bool {

@@ -57,10 +57,12 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
                     Some("list services with `hermes service list`".into()),
                 ));
             }
+            // A gateway's engine (`native` or `agent`) is the profile's, not the supervisor's.
             if json {
-                output::json(&rows)?;
+                output::json(&super::gateway::with_engines(&root, &rows)?)?;
             } else {
                 output::stdout(&render_status_table(&rows))?;
+                output::stdout(&super::gateway::engines_line(&root, &rows))?;
             }
         }
         ServiceCommand::Start { name } => {

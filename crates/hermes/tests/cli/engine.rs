@@ -144,6 +144,20 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
         "{text}"
     );
 
+    // So does `service status`, below the supervisor's table and in its JSON.
+    let text = run_ok(&t, &env, &["service", "status"]);
+    assert!(
+        text.contains("gateway engines: gateway-default native, gateway-work agent\n"),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&run_ok(
+        &t,
+        &env,
+        &["service", "status", "gateway-work", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(json[0]["engine"], "agent", "{json}");
+
     // A crash (SIGKILL) is restarted by the supervisor.
     signal(first, nix::sys::signal::Signal::SIGKILL);
     wait_until("a new agent after SIGKILL", Duration::from_secs(60), || {
