@@ -3,7 +3,8 @@
 //! * `gateway run` resolves the profile's settings (`SOUL.md`, `.env` over the environment,
 //!   `config.yaml` with `${VAR}` expanded) and runs `hermes_gateway::run` on a tokio runtime —
 //!   or, when a supervisor is running and this is not the supervised child, hands the gateway to
-//!   the supervisor and follows its log.
+//!   the supervisor and follows its log. When the profile's engine is the agent
+//!   (`hermes_services::agent::profile_engine`), it execs the agent's own gateway instead.
 //! * `start|stop|restart|status|list` talk to the supervisor; a missing gateway service is
 //!   registered first when the profile exists.
 //! * The gateway service of a profile is described in one place,
@@ -331,7 +332,7 @@ fn lifecycle(ctx: &Context, target: GatewayTarget, action: Lifecycle) -> Command
 /// Before an operator stop (or restart) of a supervised gateway: the planned-stop marker naming
 /// its process, as the original's `hermes gateway stop` writes it, so the gateway knows the
 /// SIGTERM that follows is an operator's — the agent engine then records `stopped` and exits 0
-/// instead of recording `running` and exiting 1 as after an unexpected signal. The supervisor
+/// instead of recording `running` as after an unexpected signal. The supervisor
 /// records the desired state either way, so a marker that cannot be written only costs that
 /// (said on stderr).
 fn mark_planned_stop(home: &Home, client: &mut hermes_supervisor::Client, name: &str) {
