@@ -11,8 +11,12 @@
 #      up to date), or takes HERMES_DOCKER_BINARY;
 #   4. makes sure `debian:trixie-slim` exists: pulled when a registry answers, else built with
 #      debootstrap by docker/build-base.sh (cached tarball under $HERMES_DOCKER_CACHE);
-#   5. builds the image with the prebuilt-binary target (`--target runtime-prebuilt`);
-#   6. runs each tests/docker/<name>.sh, prints one line per scenario and a summary.
+#   5. builds the image with the prebuilt-binary target (`--target runtime-prebuilt`), and, when
+#      a `full-*` scenario is to run, the full flavour (`--target full-prebuilt`, $IMAGE_FULL) with
+#      the agent's wheels from a cache ($HERMES_DOCKER_CACHE/agent-wheels, downloaded once per
+#      docker/agent-requirements.txt by the slim image's own pip);
+#   6. runs each tests/docker/<name>.sh, prints one line per scenario and a summary (`full-*`
+#      scenarios run against $IMAGE_FULL, the others against $IMAGE).
 #
 # Scenarios listed in PENDING_CODE need a code change that has not landed yet: they run, and a
 # failure is reported as `pending: <name> — needs <change>`. Pending counts as skipped, except
@@ -31,7 +35,10 @@ if [[ ${HERMES_TEST_STRICT:-} == 1 || ${CI:-} == true ]]; then STRICT=1; fi
 ROOT=${HERMES_DOCKER_ROOT:-/var/lib/hermes-docker-test}
 CACHE=${HERMES_DOCKER_CACHE:-/var/cache/hermes-docker-test}
 IMAGE=${HERMES_DOCKER_IMAGE:-hermes:docker-test}
+IMAGE_FULL=${HERMES_DOCKER_IMAGE_FULL:-hermes:docker-test-full}
 SCENARIO_TIMEOUT=${HERMES_DOCKER_SCENARIO_TIMEOUT:-240}
+# full-* scenarios start the agent's Python gateway several times (seconds each, not milliseconds).
+FULL_SCENARIO_TIMEOUT=${HERMES_DOCKER_FULL_SCENARIO_TIMEOUT:-600}
 export DOCKER_CLI_HINTS=false
 
 log() { printf '==> %s\n' "$*"; }
@@ -151,25 +158,59 @@ if ! docker image inspect debian:trixie-slim >/dev/null 2>&1; then
     log "base image ready in $(since "$t") s"
 fi
 
-# --- 5. the image ------------------------------------------------------------------------------
-t=$(now)
-log "docker build --target runtime-prebuilt -t $IMAGE"
+# --- 5. the images ------------------------------------------------------------------------------
 build_log=$ROOT/build.log
 mkdir -p "$ROOT"
-if ! DOCKER_BUILDKIT=0 docker build --network host -f docker/Dockerfile --target runtime-prebuilt \
-        --build-arg HERMES_BINARY="$binary" \
-        --build-arg HERMES_GIT_SHA="$git_sha" \
-        --build-arg HERMES_VERSION="$version" \
-        --build-arg HERMES_CREATED="$(git log -1 --format=%cI 2>/dev/null || date -u +%FT%TZ)" \
-        -t "$IMAGE" . >"$build_log" 2>&1; then
-    tail -n 30 "$build_log" >&2
-    die "docker build failed (full log: $build_log)"
-fi
-size=$(docker image inspect -f '{{.Size}}' "$IMAGE")
-log "image $IMAGE built in $(since "$t") s: $(awk -v s="$size" 'BEGIN { printf "%.1f MB (%d bytes)", s / 1e6, s }')"
+# build_image TARGET TAG [docker build options...]: prints nothing, dies with the log's tail.
+build_image() {
+    local target=$1 tag=$2
+    shift 2
+    log "docker build --target $target -t $tag"
+    if ! DOCKER_BUILDKIT=0 docker build --network host -f docker/Dockerfile --target "$target" \
+            --build-arg HERMES_BINARY="$binary" \
+            --build-arg HERMES_GIT_SHA="$git_sha" \
+            --build-arg HERMES_VERSION="$version" \
+            --build-arg HERMES_CREATED="$(git log -1 --format=%cI 2>/dev/null || date -u +%FT%TZ)" \
+            "$@" -t "$tag" . >"$build_log" 2>&1; then
+        tail -n 30 "$build_log" >&2
+        die "docker build --target $target failed (full log: $build_log)"
+    fi
+}
+megabytes() { awk -v s="$1" 'BEGIN { printf "%.1f MB", s / 1e6 }'; }
 
+t=$(now)
+build_image runtime-prebuilt "$IMAGE"
+size=$(docker image inspect -f '{{.Size}}' "$IMAGE")
+log "image $IMAGE built in $(since "$t") s: $(megabytes "$size") ($size bytes)"
+
+# The agent's wheels, downloaded once for each docker/agent-requirements.txt (its sha256 is the
+# cache's stamp) by pip of the slim image, so the files are the ones its Python 3.13 installs;
+# then copied into the build context (target/docker/agent-wheels), and the build installs them
+# with --no-index: a re-run asks PyPI nothing.
+agent_wheels() {
+    local wheels=$CACHE/agent-wheels lock=docker/agent-requirements.txt want
+    want=$(sha256sum <"$lock" | cut -d' ' -f1)
+    if [[ $(cat "$wheels/.lock-sha256" 2>/dev/null) != "$want" ]]; then
+        log "downloading the agent's wheels for $lock into $wheels"
+        rm -rf "$wheels"
+        mkdir -p "$wheels"
+        # The host's trust store goes in with it: where HTTPS goes through an inspecting proxy,
+        # only the host's CA bundle knows the proxy's CA.
+        local ca=${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}} cert=()
+        [[ -f $ca ]] && cert=(-v "$ca:/etc/hermes-test-ca.crt:ro" -e PIP_CERT=/etc/hermes-test-ca.crt)
+        docker run --rm --network host --entrypoint /opt/hermes/.venv/bin/pip "${cert[@]}" \
+            -v "$wheels:/wheels" -v "$repo/$lock:/requirements.txt:ro" "$IMAGE" \
+            download --disable-pip-version-check --no-input --no-cache-dir --require-hashes \
+            --no-deps --only-binary=:all: -d /wheels -r /requirements.txt >"$ROOT/agent-wheels.log" 2>&1 \
+            || { tail -n 20 "$ROOT/agent-wheels.log" >&2; die "pip download of the agent's wheels failed (log: $ROOT/agent-wheels.log)"; }
+        printf '%s\n' "$want" >"$wheels/.lock-sha256"
+    fi
+    rm -rf target/docker/agent-wheels
+    mkdir -p target/docker/agent-wheels
+    cp -l "$wheels"/*.whl target/docker/agent-wheels/ 2>/dev/null || cp "$wheels"/*.whl target/docker/agent-wheels/
+}
 # --- 6. scenarios ------------------------------------------------------------------------------
-export IMAGE HDT_BINARY_SHA=$binary_sha HDT_GIT_SHA=$git_sha HDT_VERSION=$version HDT_REPO=$repo
+export IMAGE IMAGE_FULL HDT_BINARY_SHA=$binary_sha HDT_GIT_SHA=$git_sha HDT_VERSION=$version HDT_REPO=$repo
 export HDT_STRICT=$STRICT HDT_HOST_BINARY=$repo/$binary
 logs=$ROOT/logs
 rm -rf "$logs"
@@ -188,21 +229,33 @@ else
         scenarios+=("$name")
     done
 fi
+# The full image, built only when a scenario needs it (it takes minutes the first time).
+size_full=
+for name in "${scenarios[@]}"; do
+    [[ $name == full-* ]] || continue
+    t=$(now)
+    agent_wheels
+    build_image full-prebuilt "$IMAGE_FULL" --build-arg HERMES_AGENT_PIP_ARGS=--no-index
+    size_full=$(docker image inspect -f '{{.Size}}' "$IMAGE_FULL")
+    log "image $IMAGE_FULL built in $(since "$t") s: $(megabytes "$size_full") ($size_full bytes)"
+    break
+done
 for name in "${!PENDING_CODE[@]}"; do
     [[ -f tests/docker/$name.sh ]] || die "PENDING_CODE names \`$name\`, which is no scenario in tests/docker/"
 done
 
-# The original-volume scenario needs the original Python implementation (hermes-agent from
+# The original-volume scenarios need the original Python implementation (hermes-agent from
 # PyPI) in a venv cached in $CACHE; made here so its one-time download is not the scenario's time.
 for name in "${scenarios[@]}"; do
-    [[ $name == original-volume ]] || continue
+    [[ $name == original-volume || $name == full-original-volume ]] || continue
     t=$(now)
     if HDT_ORIGINAL_HERMES=$(HERMES_DOCKER_CACHE=$CACHE bash tests/docker/original/venv.sh); then
         export HDT_ORIGINAL_HERMES
-        log "the original hermes-agent for original-volume: $HDT_ORIGINAL_HERMES (ready in $(since "$t") s)"
+        log "the original hermes-agent for $name: $HDT_ORIGINAL_HERMES (ready in $(since "$t") s)"
     else
-        log "the original hermes-agent could not be installed; original-volume will fail"
+        log "the original hermes-agent could not be installed; $name will fail"
     fi
+    break
 done
 
 passed=0 failed=0 skipped=0
@@ -211,9 +264,11 @@ for name in "${scenarios[@]}"; do
     t=$(now)
     out=$logs/$name.log
     rc=0
-    timeout --kill-after=10 "$SCENARIO_TIMEOUT" bash "tests/docker/$name.sh" >"$out" 2>&1 </dev/null || rc=$?
+    limit=$SCENARIO_TIMEOUT
+    [[ $name == full-* ]] && limit=$FULL_SCENARIO_TIMEOUT
+    timeout --kill-after=10 "$limit" bash "tests/docker/$name.sh" >"$out" 2>&1 </dev/null || rc=$?
     secs=$(since "$t")
-    ((rc == 124)) && echo "FAIL: timed out after ${SCENARIO_TIMEOUT} s" >>"$out"
+    ((rc == 124)) && echo "FAIL: timed out after ${limit} s" >>"$out"
     pending=${PENDING_CODE[$name]:-}
     if ((rc == 0)); then
         passed=$((passed + 1))
@@ -242,7 +297,7 @@ for name in "${scenarios[@]}"; do
 done
 
 echo
-log "image: $IMAGE, $(awk -v s="$size" 'BEGIN { printf "%.1f MB", s / 1e6 }'); scenario logs in $logs; total $(since "$t_start") s"
+log "image: $IMAGE, $(megabytes "$size")${size_full:+; $IMAGE_FULL, $(megabytes "$size_full")}; scenario logs in $logs; total $(since "$t_start") s"
 for name in "${pendings[@]}"; do
     echo "pending: $name — needs ${PENDING_CODE[$name]}"
 done

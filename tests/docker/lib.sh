@@ -171,3 +171,55 @@ wait_up() { # container [seconds]
     fail "waited ${2:-30} s for the supervisor of $c"
     return 1
 }
+
+# --- the full flavour ------------------------------------------------------------------------
+
+# Makes the helpers above use the full image (`full-*` scenarios call it first). IMAGE_FULL is
+# set by scripts/docker-test.sh, which builds that image only when such a scenario runs.
+use_full_image() {
+    IMAGE=${IMAGE_FULL:?IMAGE_FULL is not set: run full-* scenarios through scripts/docker-test.sh}
+    docker image inspect "$IMAGE" >/dev/null 2>&1 || { fail "no image $IMAGE"; finish; }
+}
+
+# One field of a service in `hermes service status NAME --json`, as JSON (`"up"`, `1234`,
+# `{"code": 75}`; empty when the supervisor does not answer): service_field CONTAINER SERVICE FIELD
+service_field() {
+    docker exec "$1" hermes service status "$2" --json 2>/dev/null | python3 -c '
+import json, sys
+rows = json.load(sys.stdin)
+print(json.dumps(rows[0].get(sys.argv[1]), sort_keys=True) if rows else "")
+' "$3" 2>/dev/null
+}
+# The service's pid now (0 when it has none): service_pid CONTAINER SERVICE
+service_pid() { local p; p=$(service_field "$1" "$2" pid); [[ $p =~ ^[0-9]+$ ]] && echo "$p" || echo 0; }
+# Up with a pid other than OLD: service_replaced CONTAINER SERVICE OLD
+service_replaced() {
+    local p
+    p=$(service_pid "$1" "$2")
+    service_is "$1" "$2" up && ((p != 0 && p != $3))
+}
+
+# The full-* scenarios' stub model provider (full/upstream.py) listens on this port inside the
+# container, and the agent's API server on 8642.
+HDT_STUB_PORT=18080
+HDT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# Starts the full image on a data directory, the stub provider as its main program (so it runs
+# again after `docker restart`), the scenario scripts at /opt/hdt:
+#   c=$(full_start NAME DATA_DIR [docker options])
+full_start() {
+    local name=$1 data=$2
+    shift 2
+    dstart "$name" -v "$data:/opt/data" -v "$HDT_LIB_DIR/full:/opt/hdt:ro" \
+        -v "$HDT_LIB_DIR/../../crates/hermes/tests/cli/clients:/opt/clients:ro" "$@" \
+        -- python3 /opt/hdt/upstream.py "$HDT_STUB_PORT" /tmp/upstream.jsonl /opt/clients
+}
+# The official openai SDK (the agent venv's) asks the agent's API server, plain then streamed,
+# as the hermes user: openai_ask CONTAINER API_SERVER_KEY TEXT  (prints `plain: ...`, `stream: ...`)
+openai_ask() {
+    docker exec -u hermes "$1" /opt/hermes-agent/bin/python /opt/hdt/openai_client.py \
+        http://127.0.0.1:8642/v1 "$2" "$3"
+}
+# The agent's API server answers /health: agent_health CONTAINER
+agent_health() { docker exec "$1" curl -fsS -m 5 http://127.0.0.1:8642/health; }
+# What the stub provider received, one JSON request a line: stub_requests CONTAINER
+stub_requests() { docker exec "$1" cat /tmp/upstream.jsonl; }
