@@ -62,3 +62,13 @@ pip_venv() {
     [ -x "$venv/bin/$entry" ] || die "the venv has no \`$entry\` entry point: remove \`$venv\` and run again"
     printf '%s\n' "$venv/bin/$entry"
 }
+
+# kill_recorded_groups FILE  — SIGKILL every process group whose id is a line of FILE (a
+# harness lists there each process it starts in its own session), for an EXIT trap.
+kill_recorded_groups() {
+    local pgid
+    [ -f "$1" ] || return 0
+    while read -r pgid; do
+        kill -KILL -- "-$pgid" 2>/dev/null || true
+    done <"$1"
+}

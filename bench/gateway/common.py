@@ -18,6 +18,60 @@ import time
 import urllib.request
 
 START_TIMEOUT = 120  # seconds; the Python gateways import a lot on a busy machine
+# Where every process group started here is listed, for the calling script's EXIT trap
+# (`kill_recorded_groups` in bench/lib.sh) should the harness itself be killed.
+GROUPS_FILE = os.environ.get("BENCH_PGIDS")
+
+
+def spawn(argv, **kwargs):
+    """Starts a process in its own session (so it and all it spawns stop together) and
+    records its process group."""
+    proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
+    if GROUPS_FILE:
+        with open(GROUPS_FILE, "a") as f:
+            f.write(f"{proc.pid}\n")
+    return proc
+
+
+def stop_group(proc, timeout=60):
+    """SIGTERM, up to `timeout` seconds to exit, then SIGKILL to whatever is left of its
+    session. Returns True when it had to be killed."""
+    killed = False
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            killed = True
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    return killed
+
+
+def run_recorded(argv, timeout):
+    """Runs a client to its end like `subprocess.run(capture_output=True, text=True)`, but in
+    its own recorded session, so it is stopped with the rest even if the harness is killed.
+    Returns (exit status, stdout, stderr); raises subprocess.TimeoutExpired after stopping
+    it when it outlives `timeout` seconds."""
+    proc = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            stop_group(proc, timeout=5)
+    return proc.returncode, out, err
+
+
+def dig(d, path):
+    """d[path[0]][path[1]]..., or None where a key is missing."""
+    for k in path:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
 
 
 def log(msg):
@@ -159,8 +213,8 @@ class Upstream:
 
     def __init__(self, bench_bin, work, pace=()):
         self.out = open(os.path.join(work, "upstream.out"), "w+")
-        self.proc = subprocess.Popen([bench_bin, "--serve-upstream", *map(str, pace)],
-                                     stdout=self.out, stderr=subprocess.STDOUT)
+        self.proc = spawn([bench_bin, "--serve-upstream", *map(str, pace)], stdout=self.out,
+                          stderr=subprocess.STDOUT)
         self.base_url = None
         for _ in range(200):
             for line in self.lines():
@@ -190,13 +244,7 @@ class Upstream:
         return {"chat_requests": 0, "chat_body_bytes": 0, "other": {}}
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_group(self.proc, timeout=30)
 
 
 def seen_delta(a, b):
@@ -236,8 +284,7 @@ class Peer:
         self.name, self.cmd, self.port, self.health_path = name, cmd, port, health_path
         self.log_path = os.path.join(cwd, "gateway.log")
         with open(self.log_path, "w") as log_f:
-            self.proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=log_f,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = spawn(cmd, env=env, cwd=cwd, stdout=log_f, stderr=subprocess.STDOUT)
         self.exit_code = None
         self.killed = False
 
@@ -254,19 +301,8 @@ class Peer:
         return None
 
     def stop(self):
-        if self.alive():
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.killed = True
-        # Whatever is left of the session (a timed-out gateway, or children it left behind).
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
         if self.exit_code is None:
+            self.killed = stop_group(self.proc)
             self.exit_code = self.proc.returncode
 
 

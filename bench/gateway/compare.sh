@@ -27,7 +27,7 @@
 # Knobs (environment): PY_VERSION (default 0.19.0), REQUESTS (per mode, default 200),
 # CONCURRENCY (default 8), WARMUP (default 8 per mode), SETTLE (seconds before the idle
 # reading, default 10), BENCH_CACHE (where the venv lives, default
-# ${TMPDIR:-/tmp}/hermes-bench-gateway).
+# ${TMPDIR:-/tmp}/hermes-bench-gateway), OUT (default bench/gateway/compare.json).
 set -euo pipefail
 
 PY_VERSION="${PY_VERSION:-0.19.0}"
@@ -39,7 +39,7 @@ BENCH_CACHE="${BENCH_CACHE:-${TMPDIR:-/tmp}/hermes-bench-gateway}"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-results="$here/compare.json"
+results="${OUT:-$here/compare.json}"
 
 . "$here/../lib.sh"
 
@@ -61,278 +61,100 @@ bench_bin="$target_dir/release/examples/gateway_bench"
 
 # --- 3-5. the harness -------------------------------------------------------------------
 work="$(mktemp -d "${TMPDIR:-/tmp}/hermes-bench-gateway-run.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
+# The harness stops what it starts; the trap catches what it could not (it was killed).
+export BENCH_PGIDS="$work/pgids"
+trap 'kill_recorded_groups "$BENCH_PGIDS"; rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 log "working under $work"
 
-python3 - "$work" "$target_dir" "$venv" "$repo" "$results" "$rs_hermes" "$py_hermes" "$bench_bin" \
-    "$PY_VERSION" "$REQUESTS" "$CONCURRENCY" "$WARMUP" "$SETTLE" <<'PY'
+python3 - "$here" "$work" "$target_dir" "$venv" "$repo" "$results" "$rs_hermes" "$py_hermes" \
+    "$bench_bin" "$PY_VERSION" "$REQUESTS" "$CONCURRENCY" "$WARMUP" "$SETTLE" <<'PY'
 """Start the upstream and each gateway, load them, read /proc, write compare.json."""
 import json
 import os
-import platform
 import secrets
-import signal
-import socket
-import statistics
 import subprocess
 import sys
-import threading
 import time
-import urllib.request
+
+# No __pycache__ left in the checkout by importing the shared helpers.
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+import common  # noqa: E402  (bench/gateway/common.py, shared with latency.sh)
+from common import log, memory, seen_delta  # noqa: E402
 
 (work, target_dir, venv, repo, out_path, rs_hermes, py_hermes, bench_bin, py_pkg, requests,
- concurrency, warmup, settle) = sys.argv[1:]
+ concurrency, warmup, settle) = sys.argv[2:]
 requests, concurrency, warmup, settle = int(requests), int(concurrency), int(warmup), float(settle)
-START_TIMEOUT = 120  # seconds; the Python gateway imports a lot on a busy machine
 
-
-def log(msg):
-    print(f"==> {msg}", file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def children_map():
-    kids = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # The command name may contain spaces and parentheses: fields start after the last ')'.
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        kids.setdefault(ppid, []).append(int(name))
-    return kids
-
-
-def tree(pid):
-    kids, out, todo = children_map(), [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(kids.get(p, []))
-    return out
-
-
-def status(pid):
-    fields = {}
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                fields[key] = value.strip()
-    except OSError:
-        return None
-    return fields
-
-
-def kib(fields, key):
-    try:
-        return int(fields.get(key, "0 kB").split()[0])
-    except (ValueError, IndexError):
-        return 0
-
-
-def memory(pid):
-    """VmRSS and VmHWM summed over the process and its descendants, in KiB."""
-    rss = hwm = threads = procs = 0
-    names = []
-    for p in tree(pid):
-        st = status(p)
-        if st is None:
-            continue
-        procs += 1
-        rss += kib(st, "VmRSS")
-        hwm += kib(st, "VmHWM")
-        threads += int(st.get("Threads", "0") or 0)
-        names.append(st.get("Name", "?"))
-    return {"rss_kib": rss, "hwm_kib": hwm, "processes": procs, "threads": threads,
-            "names": sorted(set(names))}
-
-
-class Sampler(threading.Thread):
-    """The largest summed RSS of the tree seen while the load runs (100 ms period)."""
-
-    def __init__(self, pid):
-        super().__init__(daemon=True)
-        self.pid, self.max_kib, self.stop = pid, 0, threading.Event()
-
-    def run(self):
-        while not self.stop.is_set():
-            self.max_kib = max(self.max_kib, memory(self.pid)["rss_kib"])
-            self.stop.wait(0.1)
-
-
-def health(port):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-            return r.status == 200
-    except Exception:
-        return False
-
-
-def tail(path, limit=3000):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()[-limit:]
-    except OSError:
-        return ""
-
-
-# --- the upstream ---
-up_out = open(os.path.join(work, "upstream.out"), "w+")
-upstream = subprocess.Popen([bench_bin, "--serve-upstream"], stdout=up_out, stderr=subprocess.STDOUT)
-base_url = None
-for _ in range(200):
-    up_out.seek(0)
-    for line in up_out.read().splitlines():
-        if line.startswith("LISTENING "):
-            base_url = line.split()[1]
-    if base_url:
-        break
-    time.sleep(0.05)
-if not base_url:
-    sys.exit("error: the upstream did not start:\n" + tail(up_out.name))
+upstream = common.Upstream(bench_bin, work)
+base_url = upstream.base_url
 log(f"upstream at {base_url}")
-
-
-def upstream_seen():
-    """Ask the upstream what it has been sent so far (SIGUSR1 -> a `SEEN` line)."""
-    up_out.seek(0)
-    before = up_out.read().count("SEEN ")
-    upstream.send_signal(signal.SIGUSR1)
-    for _ in range(100):
-        up_out.seek(0)
-        lines = [l for l in up_out.read().splitlines() if l.startswith("SEEN ")]
-        if len(lines) > before:
-            _, chats, size, other = lines[-1].split(" ", 3)
-            return {"chat_requests": int(chats), "chat_body_bytes": int(size),
-                    "other": json.loads(other)}
-        time.sleep(0.05)
-    return {"chat_requests": 0, "chat_body_bytes": 0, "other": {}}
-
-
-def seen_delta(a, b):
-    other = {k: v - a["other"].get(k, 0) for k, v in b["other"].items() if v - a["other"].get(k, 0)}
-    return {"chat_requests": b["chat_requests"] - a["chat_requests"],
-            "chat_body_bytes": b["chat_body_bytes"] - a["chat_body_bytes"], "other": other}
 
 
 def load(port, key, n, mode):
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
-    r = subprocess.run([bench_bin, "--load", url, key, str(n), str(concurrency), mode],
-                       capture_output=True, text=True, timeout=3600)
+    _, stdout, stderr = common.run_recorded(
+        [bench_bin, "--load", url, key, str(n), str(concurrency), mode], 3600)
     try:
-        return json.loads(r.stdout.strip().splitlines()[-1])
+        return json.loads(stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
-        return {"mode": mode, "ok": 0, "errors": n, "first_error": f"client failed: {r.stderr[-500:]}"}
+        return {"mode": mode, "ok": 0, "errors": n, "first_error": f"client failed: {stderr[-500:]}"}
 
 
 def run_peer(name, argv):
-    home = os.path.join(work, name, "home")
-    hermes_home = os.path.join(work, name, "hermes_home")
-    os.makedirs(home)
-    os.makedirs(hermes_home)
-    port, key = free_port(), secrets.token_hex(16)
+    root = os.path.join(work, name)
+    os.makedirs(root)
+    port, key = common.free_port(), secrets.token_hex(16)
     # The same settings for both peers; each reads what it knows.
-    with open(os.path.join(hermes_home, ".env"), "w") as f:
-        f.write(f"API_SERVER_ENABLED=true\nAPI_SERVER_PORT={port}\nAPI_SERVER_KEY={key}\n")
-    with open(os.path.join(hermes_home, "config.yaml"), "w") as f:
-        f.write("model:\n"
-                "  default: bench-model\n"
-                "  provider: custom\n"
-                f"  base_url: {base_url}\n"
-                "  api_key: upstream-key\n"
-                # Without it the Python agent asks openrouter.ai for the context window.
-                "  context_length: 131072\n"
-                "security:\n"
-                # Without it the Python gateway downloads the `tirith` scanner at start.
-                "  tirith_enabled: false\n")
-    env = dict(os.environ, HOME=home, HERMES_HOME=hermes_home)
-    log_path = os.path.join(work, name, "gateway.log")
+    env = common.hermes_home(root, port, key, base_url)
     cmd = argv + ["gateway", "run", "--no-supervise"]
     res = {"command": "HOME=<tmp> HERMES_HOME=<tmp> " + " ".join(cmd)}
-    with open(log_path, "w") as log_f:
-        proc = subprocess.Popen(cmd, env=env, cwd=os.path.join(work, name), stdout=log_f,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    started = time.monotonic()
-    while time.monotonic() - started < START_TIMEOUT and proc.poll() is None and not health(port):
-        time.sleep(0.1)
-    up = proc.poll() is None and health(port)
-    res["healthy"] = up
-    res["seconds_to_health"] = round(time.monotonic() - started, 2) if up else None
-    if proc.poll() is None:
-        time.sleep(settle)
-        res["idle"] = memory(proc.pid)
-    if up:
-        res["warmup"] = [load(port, key, warmup, m) for m in ("plain", "stream")]
-        before = upstream_seen()
-        sampler = Sampler(proc.pid)
-        sampler.start()
-        t0 = time.monotonic()
-        res["plain"] = load(port, key, requests, "plain")
-        res["stream"] = load(port, key, requests, "stream")
-        res["load_seconds"] = round(time.monotonic() - t0, 2)
-        sampler.stop.set()
-        sampler.join()
-        res["after_load"] = memory(proc.pid)
-        res["sampled_max_rss_kib"] = sampler.max_kib
-        res["upstream_saw"] = seen_delta(before, upstream_seen())
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            res["killed_after_sigterm_timeout"] = True
-    res["exit_code"] = proc.returncode
-    res["log_tail"] = tail(log_path)
+    peer = common.Peer(name, cmd, env, root, port)
+    try:
+        res["seconds_to_health"] = peer.wait_healthy()
+        up = res["healthy"] = res["seconds_to_health"] is not None
+        if peer.alive():
+            time.sleep(settle)
+            res["idle"] = memory(peer.proc.pid)
+        if up:
+            res["warmup"] = [load(port, key, warmup, m) for m in ("plain", "stream")]
+            before = upstream.seen()
+            sampler = common.Sampler(peer.proc.pid)
+            sampler.start()
+            t0 = time.monotonic()
+            res["plain"] = load(port, key, requests, "plain")
+            res["stream"] = load(port, key, requests, "stream")
+            res["load_seconds"] = round(time.monotonic() - t0, 2)
+            sampler.stop.set()
+            sampler.join()
+            res["after_load"] = memory(peer.proc.pid)
+            res["sampled_max_rss_kib"] = sampler.max_kib
+            res["upstream_saw"] = seen_delta(before, upstream.seen())
+    finally:
+        peer.stop()
+    if peer.killed:
+        res["killed_after_sigterm_timeout"] = True
+    res["exit_code"] = peer.exit_code
+    res["log_tail"] = common.tail(peer.log_path)
     return res
 
 
-rs_version = (subprocess.run([rs_hermes, "--version"], capture_output=True, text=True).stdout.strip()
-              .splitlines() or ["unknown"])[0]
+rs_version = common.first_line([rs_hermes, "--version"])
 peers = {}
-for name, argv in (("rust", [rs_hermes]), ("python", [py_hermes])):
-    log(f"{name} gateway: start, settle {settle:.0f} s, {warmup} warmup + {requests} plain + "
-        f"{requests} streamed requests at concurrency {concurrency}")
-    peers[name] = run_peer(name, argv)
-upstream.send_signal(signal.SIGTERM)
-upstream.wait(timeout=30)
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+try:
+    for name, argv in (("rust", [rs_hermes]), ("python", [py_hermes])):
+        log(f"{name} gateway: start, settle {settle:.0f} s, {warmup} warmup + {requests} plain + "
+            f"{requests} streamed requests at concurrency {concurrency}")
+        peers[name] = run_peer(name, argv)
+finally:
+    upstream.stop()
 
 
 py_version = subprocess.run([os.path.join(venv, "bin", "python"), "--version"], capture_output=True,
                             text=True).stdout.strip()
-commit = subprocess.run(["git", "-C", repo, "rev-parse", "--short=8", "HEAD"], capture_output=True,
-                        text=True).stdout.strip() or "unknown"
-
-
-def metric(peer, path):
-    v = peers[peer]
-    for k in path:
-        if not isinstance(v, dict) or k not in v:
-            return None
-        v = v[k]
-    return v
+commit = common.git_commit(repo)
 
 
 def trusted(peer, mode):
@@ -356,7 +178,7 @@ for label, path, unit in (
 ):
     row = {"metric": label, "unit": unit}
     for peer in ("rust", "python"):
-        v = metric(peer, path)
+        v = common.dig(peers[peer], path)
         if unit != "KiB" and not trusted(peer, path[0]):
             v = None
         row[peer] = v
@@ -368,13 +190,7 @@ doc = {
     "benchmark": "gateway-memory-vs-python",
     "command": "bash bench/gateway/compare.sh",
     "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    "machine": {
-        "cpus": os.cpu_count(),
-        "cpu_model": cpu_model(),
-        "kernel": platform.release(),
-        "arch": platform.machine(),
-        "loadavg_after_run": [round(x, 2) for x in os.getloadavg()],
-    },
+    "machine": common.machine(),
     "settings": {"requests_per_mode": requests, "concurrency": concurrency,
                  "warmup_per_mode": warmup, "settle_seconds": settle},
     "peers": {
@@ -385,16 +201,11 @@ doc = {
     "summary": rows,
     "results": peers,
 }
-text = json.dumps(doc, indent=2) + "\n"
 # The file is committed: name machine-specific directories by role, not by where they were
 # (log lines may quote a path cut short, hence the venv's parent too).
-for path, label in sorted(((work, "$WORK"), (target_dir, "$TARGET"), (venv, "$VENV"),
-                           (os.path.dirname(venv), "$BENCH_CACHE"), (repo, "$REPO"),
-                           (sys.executable, "python3")),
-                          key=lambda p: -len(p[0])):
-    text = text.replace(path, label)
-with open(out_path, "w") as f:
-    f.write(text)
+common.write_scrubbed(doc, out_path, {work: "$WORK", target_dir: "$TARGET", venv: "$VENV",
+                                      os.path.dirname(venv): "$BENCH_CACHE", repo: "$REPO",
+                                      sys.executable: "python3"})
 
 
 def show(v, unit):
@@ -407,15 +218,6 @@ def show(v, unit):
     return f"{v:.1f}"
 
 
-def times(r):
-    """A ratio as people read it: 9.53x, 16.1x, 2361x, or 1/1977 when below one."""
-    if r is None:
-        return "n/a"
-    if r < 1:
-        return f"1/{1 / r:.0f}" if r > 0 else "0"
-    return f"{r:.2f}x" if r < 10 else f"{r:.1f}x" if r < 100 else f"{r:.0f}x"
-
-
 print(f"{requests} non-streamed + {requests} streamed chat requests per gateway, concurrency "
       f"{concurrency}, after {warmup} + {warmup} untimed warmup requests\n")
 print("| metric | rust | python | python / rust |")
@@ -423,7 +225,7 @@ print("|---|---:|---:|---:|")
 for row in rows:
     ratio = row.get("ratio_python_over_rust")
     print(f"| {row['metric']} | {show(row['rust'], row['unit'])} | {show(row['python'], row['unit'])} | "
-          f"{times(ratio)} |")
+          f"{common.times(ratio)} |")
 print()
 for peer in ("rust", "python"):
     r = peers[peer]
@@ -442,6 +244,6 @@ for peer in ("rust", "python"):
             print(f"  {mode}: {m['errors']} of {requests} failed, first: {m['first_error']}")
     if not r["healthy"]:
         print(f"  did not serve: {r['command']}\n{r['log_tail'][-1500:]}")
-print(f"\nmachine: {os.cpu_count()} CPUs, {cpu_model()}, load {os.getloadavg()[0]:.1f}; rust {rs_version} "
+print(f"\nmachine: {os.cpu_count()} CPUs, {common.cpu_model()}, load {os.getloadavg()[0]:.1f}; rust {rs_version} "
       f"({commit}); python hermes-agent=={py_pkg} on {py_version}")
 PY

@@ -5,6 +5,7 @@ prepares the venvs and the builds and exports the settings."""
 
 import json
 import os
+import re
 import resource
 import secrets
 import signal
@@ -13,6 +14,8 @@ import subprocess
 import sys
 import time
 
+# No __pycache__ left in the checkout by importing the shared helpers.
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 from common import log  # noqa: E402
@@ -43,13 +46,8 @@ WORK, BENCH_BIN = cfg["work"], cfg["bench_bin"]
 PEERS = ("rust", "litellm", "python")
 
 
-def record_group(pid):
-    """The bash wrapper's safety net: it kills every process group listed here on exit."""
-    with open(os.path.join(WORK, "pgids"), "a") as f:
-        f.write(f"{pid}\n")
-
-
 def children_cpu():
+    """CPU of the harness's waited-for children: the clients (the peers are still running)."""
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
 
@@ -64,12 +62,12 @@ def timed(url, key, concurrency, bounds, gateway_pid=None):
     load_before = round(os.getloadavg()[0], 2)
     cl0, (busy0, total0) = children_cpu(), common.machine_busy()
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=limit)
-        out = json.loads(r.stdout.strip().splitlines()[-1])
+        _, stdout, stderr = common.run_recorded(argv, limit)
+        out = json.loads(stdout.strip().splitlines()[-1])
     except subprocess.TimeoutExpired:
         out = {"ok": 0, "errors": 0, "first_error": f"client still running after {limit} s"}
     except (IndexError, json.JSONDecodeError):
-        out = {"ok": 0, "errors": 0, "first_error": f"client failed: {r.stderr[-500:]}"}
+        out = {"ok": 0, "errors": 0, "first_error": f"client failed: {stderr[-500:]}"}
     busy1, total1 = common.machine_busy()
     answered = out.get("ok", 0) + out.get("warmup", {}).get("ok", 0)
     out["loadavg_1m_before"] = load_before
@@ -80,6 +78,25 @@ def timed(url, key, concurrency, bounds, gateway_pid=None):
         out["gateway_cpu_s"] = round(used, 3)
         out["gateway_cpu_ms_per_answer"] = round(1000 * used / answered, 3) if answered else None
     return out
+
+
+def log_size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def logged_added(path, offset):
+    """The gateway's own view of what it added (`added_ms=` of its access lines written
+    since `offset`: head received to first byte sent, minus the upstream's first byte)."""
+    with open(path, errors="replace") as f:
+        f.seek(offset)
+        values = sorted(float(m) for m in re.findall(r" added_ms=([0-9.]+)", f.read()))
+    if not values:
+        return None
+    at = lambda q: values[min(len(values) - 1, round((len(values) - 1) * q))]  # noqa: E731
+    return {"lines": len(values), "p50_ms": at(0.5), "p99_ms": at(0.99), "max_ms": values[-1]}
 
 
 def litellm_config(root, base_url, master_key):
@@ -128,7 +145,6 @@ def start_peer(name, base_url):
         cmd = [cfg[f"{name}_hermes"], "gateway", "run", "--no-supervise"]
         health = "/health"
     peer = common.Peer(name, cmd, env, root, port, health)
-    record_group(peer.proc.pid)
     res = {"command": " ".join(cmd), "port": port}
     res["seconds_to_health"] = peer.wait_healthy()
     res["healthy"] = res["seconds_to_health"] is not None
@@ -180,7 +196,10 @@ def run_fast_paths(up, started):
                         continue
                     url, pid = f"http://127.0.0.1:{peer.port}/v1/chat/completions", peer.proc.pid
                 log(f"repeat {rep + 1}/{cfg['repeats']}: {path} at {c} streams")
+                offset = log_size(peer.log_path) if path == "rust" else 0
                 out = timed(url, key, c, fast_bounds(), pid)
+                if path == "rust":
+                    out["gateway_logged_added"] = logged_added(peer.log_path, offset)
                 runs.append({"path": path, "concurrency": c, "repeat": rep + 1, **out})
                 time.sleep(cfg["pause"])
     return runs
@@ -195,9 +214,9 @@ def run_python(up):
         if res["healthy"]:
             url = f"http://127.0.0.1:{peer.port}/v1/chat/completions"
             # Untimed: the first turns import and build what later ones reuse.
-            warm = subprocess.run([BENCH_BIN, "--load", url, key, str(cfg["py_warmup"]), "2",
-                                   "stream"], capture_output=True, text=True, timeout=600)
-            res["warmup"] = (warm.stdout.strip().splitlines() or [""])[-1]
+            _, warm, _ = common.run_recorded([BENCH_BIN, "--load", url, key, str(cfg["py_warmup"]),
+                                              "2", "stream"], 600)
+            res["warmup"] = (warm.strip().splitlines() or [""])[-1]
             before = up.seen()
             sampler = common.Sampler(peer.proc.pid)
             sampler.start()
@@ -245,6 +264,10 @@ def summarize(runs):
                    "rps": median([r.get("rps") for r in good]),
                    "gateway_cpu_ms_per_answer": median([r.get("gateway_cpu_ms_per_answer") for r in good]),
                    "machine_busy_share": median([r.get("machine_busy_share") for r in good])}
+            if path == "rust":
+                for q in ("p50", "p99"):
+                    row[f"gateway_logged_added_{q}_ms"] = median(
+                        [common.dig(r, ("gateway_logged_added", f"{q}_ms")) for r in good])
             for q in ("p50", "p99"):
                 row[f"{q}_ms"] = median([r["latency"][f"{q}_ms"] for r in good])
                 row[f"first_byte_{q}_ms"] = median([r["first_byte"][f"{q}_ms"] for r in good])
@@ -270,20 +293,12 @@ MEMORY_ROWS = (("RSS idle (after start + settle)", ("idle", "rss_kib")),
                ("peak RSS (sampled sum, 100 ms)", ("sampled_max_rss_kib",)))
 
 
-def dig(d, path):
-    for k in path:
-        if not isinstance(d, dict) or k not in d:
-            return None
-        d = d[k]
-    return d
-
-
 def memory_rows(peers):
     rows = []
     for label, path in MEMORY_ROWS:
         row = {"metric": label}
         for name in PEERS:
-            row[name] = dig(peers.get(name, {}), path)
+            row[name] = common.dig(peers.get(name, {}), path)
         for name in ("litellm", "python"):
             if row["rust"] and row[name] is not None:
                 row[f"{name}_over_rust"] = float(f"{row[name] / row['rust']:.4g}")
@@ -330,7 +345,6 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t0 = time.monotonic()
     up = common.Upstream(BENCH_BIN, WORK, (cfg["first_ms"], cfg["gap_ms"]))
-    record_group(up.proc.pid)
     log(f"stub upstream at {up.base_url}")
     started, peers, runs = {}, {}, []
     try:
@@ -376,7 +390,8 @@ def main():
         "runs": runs,
     }
     common.write_scrubbed(doc, cfg["out"], {WORK: "$WORK", cfg["target_dir"]: "$TARGET",
-                                            cfg["cache"]: "$BENCH_CACHE", cfg["repo"]: "$REPO"})
+                                            cfg["cache"]: "$BENCH_CACHE", cfg["repo"]: "$REPO",
+                                            sys.executable: "python3"})
     print_tables(latency_rows, mem_rows, peers)
 
 

@@ -89,16 +89,13 @@ bench_bin="$target_dir/release/examples/gateway_bench"
 # --- 3-4. the harness -------------------------------------------------------------------
 work="$(mktemp -d "${TMPDIR:-/tmp}/hermes-bench-latency.XXXXXX")"
 harness=""
+export BENCH_PGIDS="$work/pgids"
 cleanup() {
-    local pgid
+    # The harness stops what it starts on every path of its own (SIGTERM included); the
+    # recorded process groups catch what it could not (it was killed outright).
     [ -z "$harness" ] || kill "$harness" 2>/dev/null || true
     [ -z "$harness" ] || wait "$harness" 2>/dev/null || true
-    # The harness stops its peers itself; this catches any it could not (it was killed).
-    if [ -f "$work/pgids" ]; then
-        while read -r pgid; do
-            kill -KILL -- "-$pgid" 2>/dev/null || true
-        done <"$work/pgids"
-    fi
+    kill_recorded_groups "$BENCH_PGIDS"
     rm -rf "$work"
 }
 trap cleanup EXIT
