@@ -10,18 +10,35 @@
 //! cargo run --release -p hermes-gateway --example gateway_bench -- [concurrency] [seconds]
 //! ```
 //!
-//! Two more modes serve `bench/gateway/compare.sh`, which puts our gateway and the original
-//! Python gateway in front of the same upstream and drives both with the same client:
+//! More modes serve `bench/gateway/compare.sh` and `bench/gateway/latency.sh`, which put our
+//! gateway and other gateways in front of the same upstream and drive all with the same
+//! client:
 //!
-//! * `--serve-upstream`: run an upstream alone that answers like the test one (plus the
-//!   final `finish_reason` chunk real providers send), print `LISTENING <base_url>`, and on
-//!   SIGUSR1 print `SEEN <chat requests> <their body bytes> <other requests as JSON>` (what
-//!   the gateways sent it so far); exit on SIGTERM.
+//! * `--serve-upstream [<first_ms> <gap_ms>]`: run an upstream alone that answers like the
+//!   test one (plus the final `finish_reason` chunk real providers send), print
+//!   `LISTENING <base_url>`, and on SIGUSR1 print `SEEN <chat requests> <their body bytes>
+//!   <other requests as JSON>` (what the gateways sent it so far); exit on SIGTERM. With
+//!   the two numbers it paces a stream like a provider: the first event after `first_ms`,
+//!   each later one `gap_ms` after the previous (a plain answer after the whole stream's
+//!   time); without them it answers at once.
 //! * `--load <url> <key> <requests> <concurrency> <stream|plain>`: send that many chat
 //!   requests (a *fixed count*, not a duration, so both peers get exactly the same work) and
 //!   print one JSON line: `ok`, `errors`, `first_error`, `p50_ms`, `p99_ms`, `mean_ms`,
-//!   `rps`. An answer counts as ok only when its text is the upstream's echo, so a gateway
-//!   that answers from somewhere else (or with an error in a 200) is never timed as a success.
+//!   `rps`.
+//! * `--timed <url> <key> <stream|plain> <concurrency> <warmup_s> <run_s> <grace_s>
+//!   <max_requests>`: keep that many requests in flight (each worker sends the next when
+//!   its answer ended) for `warmup_s` untimed, then `run_s` timed on the same connections,
+//!   starting no more than `max_requests`; a request still open `grace_s` after a phase is
+//!   abandoned. Prints one JSON line: answered, failed and abandoned counts, the first
+//!   error, answers per second, and the latency distribution (p50, p90, p99, p99.9, min,
+//!   max) of whole answers and of their first byte.
+//! * `--serve-gateway <home> <base_url>`: the library's gateway alone (key `bench-key`),
+//!   printing `LISTENING <addr>`; `GATEWAY_BENCH_RUNTIME=current` runs it on a
+//!   current-thread runtime instead of the multi-thread one `hermes gateway run` uses.
+//!
+//! In `--load` and `--timed` an answer counts as ok only when its text is exactly the
+//! upstream's echo of the question, so a gateway that answers from somewhere else (or with
+//! an error in a 200) is never timed as a success.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 #![allow(
@@ -53,9 +70,20 @@ impl StateRecorder for PrintAddr {
     }
 }
 
+/// The runtime a `--serve-gateway` child runs on: a multi-thread one with a worker per core,
+/// as `hermes gateway run` builds, unless `GATEWAY_BENCH_RUNTIME=current` asks for a
+/// current-thread one (to measure what cross-thread wakeups cost the relay).
+fn gateway_runtime() -> tokio::runtime::Runtime {
+    let mut builder = match std::env::var("GATEWAY_BENCH_RUNTIME").as_deref() {
+        Ok("current") => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    builder.enable_all().build().expect("runtime")
+}
+
 /// The gateway child: serve until SIGTERM.
 fn serve_gateway(home: &str, base_url: &str) {
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let rt = gateway_runtime();
     rt.block_on(async {
         let mut s = GatewaySettings::new("bench", home);
         s.port = 0;
