@@ -229,13 +229,15 @@ else
         scenarios+=("$name")
     done
 fi
-# The full image, built only when a scenario needs it (it takes minutes the first time).
+# The full image, built only when a scenario needs it (it takes minutes the first time): the
+# full-* scenarios, and dockerfile-source-target, whose classic-builder build of the default
+# target passes through the full stages too (and finds them cached after this).
 size_full=
 for name in "${scenarios[@]}"; do
-    [[ $name == full-* ]] || continue
+    [[ $name == full-* || $name == dockerfile-source-target ]] || continue
     t=$(now)
     agent_wheels
-    build_image full-prebuilt "$IMAGE_FULL" --build-arg HERMES_AGENT_PIP_ARGS=--no-index
+    build_image full-prebuilt "$IMAGE_FULL"
     size_full=$(docker image inspect -f '{{.Size}}' "$IMAGE_FULL")
     log "image $IMAGE_FULL built in $(since "$t") s: $(megabytes "$size_full") ($size_full bytes)"
     break
