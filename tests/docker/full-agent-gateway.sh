@@ -66,6 +66,11 @@ assert_rc 0 "docker exec hermes sessions list (handed to the agent's CLI)" -- do
 sessions=$OUT
 assert_not_contains "$sessions" "not installed" "the agent answers sessions list"
 assert_match "$sessions" "[Ss]ession|ID|No sessions" "its session listing"
+# A handed-over command that writes: what it writes is the hermes user's.
+assert_rc 0 "docker exec hermes cron create (handed to the agent's CLI)" -- \
+    docker exec "$c" hermes cron create --name probe-job "every 2h" "probe the container"
+assert_eq "10000:10000" "$(stat -c '%u:%g' "$data/cron/jobs.json" 2>&1)" "the agent's cron/jobs.json, written through docker exec, is the hermes user's"
+assert_contains "$(cat "$data/cron/jobs.json" 2>&1)" "probe-job" "the job is in the agent's cron/jobs.json"
 assert_empty "$(find "$data" ! -user 10000 -printf '%P (%u)\n' | head -n 5)" "nothing on the volume is owned by another user than hermes (no root-owned file)"
 
 # --- the agent's dashboard: a container of its own on the same volume ---------------------------
