@@ -7,8 +7,9 @@
 #   docker/lock-agent.sh            (from anywhere; needs uv on PATH, or pip-compile from pip-tools)
 #
 # Run it after changing the .in file (another agent version, other extras) and commit both files.
-# The hashes cover every wheel and sdist PyPI has for each pinned version, so the same file also
-# serves an arm64 build; the resolution itself is the x86_64 one.
+# uv writes the hash of every file PyPI has for each pinned version (every platform's wheels and
+# the sdist), so an arm64 build can install from the same file; only the x86_64 resolution and
+# build are tested (scripts/docker-test.sh).
 set -euo pipefail
 cd "$(dirname "$0")"
 
