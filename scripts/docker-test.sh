@@ -209,6 +209,7 @@ agent_wheels() {
     mkdir -p target/docker/agent-wheels
     cp -l "$wheels"/*.whl target/docker/agent-wheels/ 2>/dev/null || cp "$wheels"/*.whl target/docker/agent-wheels/
 }
+
 # --- 6. scenarios ------------------------------------------------------------------------------
 export IMAGE IMAGE_FULL HDT_BINARY_SHA=$binary_sha HDT_GIT_SHA=$git_sha HDT_VERSION=$version HDT_REPO=$repo
 export HDT_STRICT=$STRICT HDT_HOST_BINARY=$repo/$binary
