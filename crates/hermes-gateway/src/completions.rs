@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use crate::access::{Exchange, UpstreamCall};
 use crate::api_error::{ApiError, invalid};
 use crate::error::Error;
+use crate::live::Snapshot;
 use crate::metrics::{StreamEnd, Tokens};
 use crate::server::AppState;
 use crate::sessions::{SESSION_HEADER, TurnMeta, assemble, validate_session_id};
@@ -93,12 +94,13 @@ fn parse_request(body: &[u8], headers: &HeaderMap) -> Result<ChatRequest, ApiErr
 pub(crate) async fn chat_completions(
     State(state): State<AppState>,
     exchange: Option<Extension<Arc<Exchange>>>,
+    checked: Option<Extension<Arc<Snapshot>>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let exchange = exchange.map(|Extension(x)| x);
     let inner = &state.inner;
-    let snapshot = inner.live.current();
+    let snapshot = checked.map_or_else(|| inner.live.current(), |Extension(s)| s);
     let provider = snapshot.provider.clone().ok_or_else(|| {
         ApiError::from_error(&Error::NoModel {
             profile: inner.profile.clone(),

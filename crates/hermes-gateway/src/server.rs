@@ -167,8 +167,11 @@ fn keys_match(given: &str, expected: &str) -> bool {
     std::hint::black_box(diff) == 0
 }
 
-async fn require_key(State(state): State<AppState>, req: Request, next: Next) -> Response {
+async fn require_key(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let snapshot = state.inner.live.current();
+    // The handler uses the snapshot the key was checked against (one look at the files per
+    // request, and one set of settings for the whole request).
+    req.extensions_mut().insert(Arc::clone(&snapshot));
     let Some(expected) = snapshot.api_key.as_deref() else {
         return next.run(req).await;
     };

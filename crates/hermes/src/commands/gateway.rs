@@ -115,7 +115,11 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
     };
     settings.replace = replace;
     log_to_stderr();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One thread serves a profile's traffic: a stream is relayed end to end without handing
+    // its events between workers (measured: half the time waiting for a CPU, a third of the
+    // context switches per answer; bench/gateway/RESULTS.md). SQLite work still goes to the
+    // blocking pool.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let reason = runtime
