@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -250,6 +251,29 @@ def stop(proc, how):
     proc.wait()
 
 
+def leftovers(spared):
+    """Processes of this run still alive after a boot was stopped (none expected): their
+    command lines, after SIGKILL; a process of an earlier boot must never answer for a later
+    one, nor compete with it for the CPU."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in spared and of_this_run(int(name)):
+            found.append(cmdline(int(name)).strip() or name)
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return found
+
+
+def port_busy(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
 def boot(system, root, env, ports, n, measure_memory):
     """One boot: start the supervisor, time all gateways healthy, read memory, stop."""
     logf = open(os.path.join(root, f"{system}.log"), "ab")
@@ -261,6 +285,9 @@ def boot(system, root, env, ports, n, measure_memory):
         argv = ["s6-svscan", s6_scandir(root, env, n, system == "s6+log")]
         names = S6_LOG_NAMES if system == "s6+log" else S6_NAMES
         is_sup = lambda pid: comm(pid) in names  # noqa: E731
+    busy = [p for p, _ in ports.values() if port_busy(p)]
+    if busy:
+        return {"error": f"ports {busy} already in use before the boot"}
     started = time.monotonic()
     proc = common.spawn(argv, env=env, cwd=root, stdout=logf, stderr=subprocess.STDOUT)
     res = {}
@@ -277,10 +304,16 @@ def boot(system, root, env, ports, n, measure_memory):
             res["memory"] = supervision_memory(proc.pid, is_sup)
             res["gateways"] = sum(1 for pid in common.tree(proc.pid) if "gateway" in cmdline(pid)
                                   and comm(pid) not in S6_LOG_NAMES and not ours(pid))
+            if res["gateways"] != n:
+                res["error"] = (f"{res['gateways']} of {n} gateways run under the supervisor: "
+                                "a port answered for a process it does not supervise")
     finally:
         stop(proc, (lambda: proc.send_signal(signal.SIGTERM)) if system == "hermes"
              else (lambda: subprocess.run(["s6-svscanctl", "-t", argv[1]], check=False)))
         logf.close()
+    left = leftovers(SPARED)
+    if left:
+        res["left_after_stop"] = left
     if "error" in res:
         res["log_tail"] = common.tail(logf.name, 2000)
     return res
@@ -303,10 +336,13 @@ def median(values):
 
 
 SYSTEMS = ("hermes", "s6", "s6+log")
+SPARED = set()
 
 
 def main():
     upstream = common.Upstream(BENCH_BIN, WORK)
+    # Processes of the run that outlive every boot: this harness, run.sh, the upstream.
+    SPARED.update({os.getpid(), os.getppid(), upstream.proc.pid})
     log(f"upstream at {upstream.base_url}")
     results = {}
     try:
@@ -370,7 +406,8 @@ def write(results):
         "settings": {"gateway_counts": COUNTS, "runs": RUNS, "settle_seconds": SETTLE,
                      "poll_seconds": POLL, "timeout_seconds": TIMEOUT},
         "peers": {
-            "hermes": {"command": "hermes up", "version": common.first_line([HERMES, "--version"]),
+            "hermes": {"command": "hermes up", "binary": "a private copy of the release build",
+                       "version": common.first_line([HERMES, "--version"]),
                        "commit": common.git_commit(REPO),
                        "supervision": "processes whose executable is our hermes binary"},
             "s6": {"command": "s6-svscan <scandir>", "version": dpkg_version("s6"),
@@ -383,7 +420,7 @@ def write(results):
         "results": results,
     }
     common.write_scrubbed(doc, OUT, {WORK: "$WORK", os.path.dirname(os.path.dirname(AGENT)): "$VENV",
-                                     os.path.dirname(HERMES): "$TARGET/release", REPO: "$REPO"})
+                                     REPO: "$REPO"})
     print_tables(results)
 
 

@@ -4,7 +4,8 @@
 # run, for N = 1, 3 and 5 gateways:
 #   1. memory of the supervision itself, the gateways excluded: RSS and PSS
 #      (/proc/<pid>/smaps_rollup) summed over our processes (every process whose executable
-#      is our `hermes`: `hermes up` and anything of ours that stays resident) against
+#      is our `hermes`, run from a private copy so that no other process on the machine
+#      shares its pages: `hermes up` and anything of ours that stays resident) against
 #      `s6-svscan` + one `s6-supervise` per gateway ("s6"), and against the layout of the
 #      original image, which adds a `log/run` with `s6-log` per gateway ("s6+log": a second
 #      `s6-supervise` and an `s6-log` each; our supervisor writes the logs itself), read
@@ -86,6 +87,11 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 log "working under $work"
+# A private copy of our binary: PSS splits a file's pages among every process that maps it,
+# and other work on the machine may run the build's `hermes`; in a container the supervisor
+# is the one process left mapping it once the gateways have exec'd the agent.
+cp "$hermes" "$work/hermes"
+hermes="$work/hermes"
 
 # In the background, so a signal runs the trap at once rather than after the harness.
 python3 "$here/harness.py" "$hermes" "$agent" "$bench_bin" "$work" "$results" "$repo" \
