@@ -29,8 +29,9 @@ use crate::route::first_word;
 pub const BOOT_LOG_ROTATE: u64 = 256 * 1024;
 
 /// Stage 7: the gateway service of every profile, reconciled as the service user and logged
-/// (`[init] reconcile: …` lines and `container-boot.log`). A dashboard container runs no
-/// gateways; a failure to act as the service user is a warning and no gateways.
+/// (`[init] reconcile: …` lines and `container-boot.log`), then the services declared in the
+/// root's `config.yaml`, each run as the service user. A dashboard container runs neither; a
+/// failure to act as the service user is a warning and no services.
 pub fn stage_gateways(
     settings: &Settings,
     booted: &Booted,
@@ -65,7 +66,36 @@ pub fn stage_gateways(
         &actions,
         &mut InitLog::new(log),
     );
-    gateways
+    let mut specs = gateways;
+    specs.extend(declared(settings, booted, log));
+    specs
+}
+
+/// The services declared under `services:` in the root's `config.yaml`, each confined to the
+/// service user (`hermes_services::declared`); problems are warnings in the boot log.
+fn declared(settings: &Settings, booted: &Booted, log: &mut dyn Write) -> Vec<ServiceSpec> {
+    let path = settings.home.join("config.yaml");
+    let config = match hermes_home::config::Config::load(&path) {
+        Ok(config) => config,
+        Err(e) => {
+            say(
+                log,
+                format!(
+                    "warning: no declared services: {}",
+                    hermes_errors::one_line(&e)
+                ),
+            );
+            return Vec::new();
+        }
+    };
+    let declared = hermes_services::declared::declared_services(&config, booted.identity.as_ref());
+    for problem in &declared.problems {
+        say(log, format!("warning: {problem}"));
+    }
+    for spec in &declared.specs {
+        say(log, format!("declared service: {}", spec.name));
+    }
+    declared.specs
 }
 
 /// Appends one line per action to `<logs>/container-boot.log`, rotating it first. Warnings

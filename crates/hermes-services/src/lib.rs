@@ -18,6 +18,8 @@
 //! * **service log** — `current` in a service's log directory ([`logs`]).
 //!
 //! Modules:
+//! * [`declared`] — the services declared under `services:` in the root's `config.yaml`
+//!   ([`declared::declared_services`]), run by PID 1 and `hermes up` alike;
 //! * [`agent`] — the original Python agent where the image ships it ([`agent::locate`]) and
 //!   which engine serves a profile's gateway ([`agent::choose_engine`]);
 //! * [`runtime`] — where the supervisor listens ([`runtime_dirs`], [`choose_runtime_dir`],
@@ -34,6 +36,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod declared;
 mod error;
 pub mod gateway;
 pub mod hooks;

@@ -19,20 +19,8 @@ use crate::output;
 pub fn run(ctx: &Context) -> CommandResult {
     let root = ctx.root()?;
     let config = Config::load(&root.join("config.yaml"))?;
-    // The parser works on JSON values. YAML maps onto them except for what JSON cannot hold
-    // (a non-string key, a NaN): then no service of that section runs, and `up` says why
-    // instead of silently running none.
-    let (mut specs, errors) = match serde_json::to_value(config.services()) {
-        Ok(services) => hermes_supervisor::parse_services(&services),
-        Err(e) => {
-            output::stderr(&format!(
-                "warning: ignoring `services:` in `{}`: {e}\n  hint: service names and keys \
-                 are strings, values plain YAML scalars, lists and maps\n",
-                root.join("config.yaml").display()
-            ));
-            (Vec::new(), Vec::new())
-        }
-    };
+    let declared = hermes_services::declared::declared_services(&config, None);
+    let mut specs = declared.specs;
     let exe = std::env::current_exe()?;
     let mut notes = Vec::new();
     let (gateways, actions) = hermes_services::reconcile(&root, &exe, None, true, &mut notes);
@@ -49,12 +37,8 @@ pub fn run(ctx: &Context) -> CommandResult {
     for note in supervisor.notes() {
         output::stderr(&format!("warning: {note}\n"));
     }
-    for error in &errors {
-        let hint = error
-            .hint()
-            .map(|h| format!("\n  hint: {h}"))
-            .unwrap_or_default();
-        output::stderr(&format!("warning: {error}{hint}\n"));
+    for problem in &declared.problems {
+        output::stderr(&format!("warning: {problem}\n"));
     }
     output::stderr(&lines);
     output::stderr(&format!(
