@@ -1,0 +1,65 @@
+//! The crate's one error type: what stops the dashboard from starting. Each variant has a
+//! [`hint`](Error::hint) and an exit code ([`Error::exit_code`]).
+
+/// Why the dashboard cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A non-loopback bind without configured credentials: refused rather than served open.
+    #[error("the dashboard will not listen on `{host}` without credentials")]
+    CredentialsRequired {
+        /// The configured host.
+        host: String,
+    },
+    /// `HERMES_DASHBOARD_PORT` (or `--port`) is not a port number.
+    #[error("invalid dashboard port `{value}`")]
+    InvalidPort {
+        /// The value as given.
+        value: String,
+    },
+    /// `HERMES_DASHBOARD_SESSION_TOKEN` is set but too short to be a secret.
+    #[error("HERMES_DASHBOARD_SESSION_TOKEN is shorter than {min} characters")]
+    WeakToken {
+        /// The minimum length.
+        min: usize,
+    },
+    /// No random bytes for the session token.
+    #[error("cannot read random bytes for the session token")]
+    Random(#[source] std::io::Error),
+    /// The address cannot be bound (in use, not local, not permitted).
+    #[error("cannot listen on `{addr}`")]
+    Bind {
+        /// `host:port`.
+        addr: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Serving failed after the start.
+    #[error("the dashboard server failed")]
+    Serve(#[source] std::io::Error),
+}
+
+impl Error {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Error::CredentialsRequired { .. } => "set HERMES_DASHBOARD_BASIC_AUTH_USERNAME and HERMES_DASHBOARD_BASIC_AUTH_PASSWORD, or listen on 127.0.0.1 (the default) and reach it through an SSH tunnel".into(),
+            Error::InvalidPort { .. } => "give a number from 1 to 65535 (default 9119)".into(),
+            Error::WeakToken { .. } => "use a random value, e.g. `openssl rand -hex 32`, or unset it for a fresh token per start".into(),
+            Error::Random(_) => return None,
+            Error::Bind { .. } => "choose another port with --port or HERMES_DASHBOARD_PORT, or stop what uses it".into(),
+            Error::Serve(_) => return None,
+        })
+    }
+
+    /// The exit code: 78 (configuration) for what the operator must change, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::CredentialsRequired { .. }
+            | Error::InvalidPort { .. }
+            | Error::WeakToken { .. } => 78,
+            Error::Random(_) | Error::Bind { .. } | Error::Serve(_) => 1,
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! The request guard every route sits behind, in order: security headers on every answer,
+//! the Host allowlist (DNS rebinding), the few public paths, the token link, login rate
+//! limiting, authentication (session token or basic auth), and CSRF on state-changing requests.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::config::{Auth, Settings, is_loopback};
+
+/// The session cookie set by the token link.
+pub const COOKIE: &str = "hermes_dashboard_session";
+/// The header carrying the session token (the original's name); required on every POST.
+pub const TOKEN_HEADER: &str = "x-hermes-session-token";
+/// Paths served without authentication: a readiness probe and the static assets the login
+/// page itself needs.
+pub const PUBLIC_PATHS: &[&str] = &["/api/health", "/assets/app.css"];
+/// Failed logins allowed per client address within [`LOGIN_WINDOW`].
+pub const LOGIN_ATTEMPTS: u32 = 5;
+/// The window of [`LOGIN_ATTEMPTS`].
+pub const LOGIN_WINDOW: Duration = Duration::from_secs(30);
+
+/// The content security policy: nothing inline, nothing from elsewhere.
+const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+/// Settings plus the failed-login counters, shared by every request.
+pub struct Guard {
+    settings: Settings,
+    failures: Mutex<HashMap<IpAddr, (Instant, u32)>>,
+}
+
+impl Guard {
+    /// A guard for `settings`.
+    pub fn new(settings: Settings) -> Arc<Guard> {
+        Arc::new(Guard {
+            settings,
+            failures: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The per-start token pages embed for their POSTs.
+    pub fn token(&self) -> &str {
+        &self.settings.token
+    }
+
+    fn host_allowed(&self, headers: &HeaderMap) -> bool {
+        let Some(value) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
+            return false;
+        };
+        let name = host_name(value).to_ascii_lowercase();
+        let bound = self
+            .settings
+            .host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
+        if self.settings.extra_hosts.contains(&name) || name == bound {
+            return true;
+        }
+        if is_loopback(&bound) {
+            return matches!(name.as_str(), "localhost" | "127.0.0.1" | "::1");
+        }
+        // A wildcard bind answers to whatever name reaches it (as the original), unless
+        // the operator listed the names.
+        is_wildcard(&bound) && self.settings.extra_hosts.is_empty()
+    }
+
+    fn authenticated(&self, headers: &HeaderMap) -> bool {
+        match &self.settings.auth {
+            Auth::Token => presented_token(headers).is_some_and(|t| same(&t, &self.settings.token)),
+            Auth::Basic { username, password } => {
+                basic_credentials(headers).is_some_and(|(u, p)| {
+                    // Both compared, always, so the time does not tell which one was wrong.
+                    same(&u, username) & same(&p, password)
+                })
+            }
+        }
+    }
+
+    /// Whether `ip` has used up its failed logins in the current window.
+    fn throttled(&self, ip: IpAddr) -> bool {
+        let Ok(map) = self.failures.lock() else {
+            return true;
+        };
+        map.get(&ip)
+            .is_some_and(|(start, n)| start.elapsed() < LOGIN_WINDOW && *n >= LOGIN_ATTEMPTS)
+    }
+
+    fn record_failure(&self, ip: IpAddr) {
+        if let Ok(mut map) = self.failures.lock() {
+            let entry = map.entry(ip).or_insert((Instant::now(), 0));
+            if entry.0.elapsed() >= LOGIN_WINDOW {
+                *entry = (Instant::now(), 0);
+            }
+            entry.1 += 1;
+        }
+    }
+}
+
+/// The middleware: see the module documentation for the order.
+pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    let mut response = check(&guard, request, next).await;
+    add_security_headers(response.headers_mut());
+    response
+}
+
+async fn check(guard: &Guard, request: Request, next: Next) -> Response {
+    if !guard.host_allowed(request.headers()) {
+        return detail(StatusCode::BAD_REQUEST, "Invalid host header");
+    }
+    let path = request.uri().path().to_string();
+    if PUBLIC_PATHS.contains(&path.as_str()) {
+        return next.run(request).await;
+    }
+    let ip = client_ip(&request);
+    if guard.throttled(ip) {
+        let mut r = detail(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many failed logins; try again later",
+        );
+        r.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(LOGIN_WINDOW.as_secs()),
+        );
+        return r;
+    }
+    if let Some(link) = token_link(&request) {
+        return follow_token_link(guard, ip, &link);
+    }
+    if !guard.authenticated(request.headers()) {
+        if presents_credentials(request.headers()) {
+            guard.record_failure(ip);
+        }
+        return unauthorized(guard, &path);
+    }
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        let carried = request
+            .headers()
+            .get(TOKEN_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| same(t, guard.token()));
+        if !carried {
+            return detail(
+                StatusCode::FORBIDDEN,
+                "Missing or wrong X-Hermes-Session-Token (CSRF)",
+            );
+        }
+    }
+    next.run(request).await
+}
+
+/// `GET <page>?token=…` (the link printed at start): the token as presented, for pages only.
+fn token_link(request: &Request) -> Option<String> {
+    if request.method() != Method::GET || request.uri().path().starts_with("/api/") {
+        return None;
+    }
+    request
+        .uri()
+        .query()?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token=").map(str::to_string))
+}
+
+/// A right token sets the session cookie and redirects to `/` (so the token leaves the
+/// address bar and history); a wrong one counts as a failed login.
+fn follow_token_link(guard: &Guard, ip: IpAddr, presented: &str) -> Response {
+    if guard.settings.auth != Auth::Token || !same(presented, guard.token()) {
+        guard.record_failure(ip);
+        return unauthorized(guard, "/");
+    }
+    let cookie = format!(
+        "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+        guard.token()
+    );
+    let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// 401: JSON for the API (the original's body), the login page or the basic-auth challenge
+/// for pages.
+fn unauthorized(guard: &Guard, path: &str) -> Response {
+    let mut response = if path.starts_with("/api/") {
+        detail(StatusCode::UNAUTHORIZED, "Unauthorized")
+    } else {
+        (
+            StatusCode::UNAUTHORIZED,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            crate::page::login(matches!(guard.settings.auth, Auth::Basic { .. })),
+        )
+            .into_response()
+    };
+    if matches!(guard.settings.auth, Auth::Basic { .. }) {
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"hermes dashboard\", charset=\"UTF-8\""),
+        );
+    }
+    response
+}
+
+/// A JSON error body `{"detail": …}` with `status`.
+pub fn detail(status: StatusCode, text: &str) -> Response {
+    (status, axum::Json(json!({ "detail": text }))).into_response()
+}
+
+fn add_security_headers(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+}
+
+fn client_ip(request: &Request<Body>) -> IpAddr {
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip())
+}
+
+/// The token from the cookie, `X-Hermes-Session-Token` or `Authorization: Bearer`.
+fn presented_token(headers: &HeaderMap) -> Option<String> {
+    let header_value = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    if let Some(t) = header_value(TOKEN_HEADER) {
+        return Some(t.to_string());
+    }
+    if let Some(t) =
+        header_value(header::AUTHORIZATION.as_str()).and_then(|v| v.strip_prefix("Bearer "))
+    {
+        return Some(t.to_string());
+    }
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|c| {
+            c.trim()
+                .strip_prefix(COOKIE)?
+                .strip_prefix('=')
+                .map(str::to_string)
+        })
+}
+
+/// Whether the request tried to authenticate at all (a wrong try counts against the limit;
+/// a first visit without anything does not).
+fn presents_credentials(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::AUTHORIZATION) || presented_token(headers).is_some()
+}
+
+/// `Authorization: Basic …` decoded to `(user, password)`.
+fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
+    let encoded = headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Basic ")?;
+    let decoded = String::from_utf8(base64_decode(encoded.trim())?).ok()?;
+    let (user, password) = decoded.split_once(':')?;
+    Some((user.to_string(), password.to_string()))
+}
+
+/// Standard base64 (with or without padding); `None` for anything else.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let digits = text.trim_end_matches('=').as_bytes();
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        if chunk.len() == 1 {
+            return None;
+        }
+        let mut n = 0u32;
+        for (i, c) in chunk.iter().enumerate() {
+            n |= value(*c)? << (18 - 6 * i);
+        }
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    Some(out)
+}
+
+/// Compares secrets in time that depends on their lengths only, not on where they differ.
+pub fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut diff = u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0xff);
+    }
+    diff == 0
+}
+
+/// The host name of a Host header value: `example.com:80` → `example.com`, `[::1]:9119` → `::1`.
+fn host_name(value: &str) -> &str {
+    if let Some(rest) = value.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    value.rsplit_once(':').map_or(value, |(h, _)| h)
+}
+
+fn is_wildcard(host: &str) -> bool {
+    host.parse::<IpAddr>().is_ok_and(|ip| ip.is_unspecified())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_decodes_what_browsers_send() {
+        assert_eq!(base64_decode("YWRtaW46cHc=").unwrap(), b"admin:pw");
+        assert_eq!(base64_decode("YWRtaW46cHd4").unwrap(), b"admin:pwx");
+        assert!(base64_decode("!!").is_none());
+    }
+
+    #[test]
+    fn same_compares_whole_values() {
+        assert!(same("abc", "abc"));
+        assert!(!same("abc", "abd"));
+        assert!(!same("abc", "abcd"));
+        assert!(!same("", "a"));
+    }
+
+    #[test]
+    fn host_names_lose_their_port() {
+        assert_eq!(host_name("localhost:9119"), "localhost");
+        assert_eq!(host_name("[::1]:9119"), "::1");
+        assert_eq!(host_name("example.com"), "example.com");
+    }
+}

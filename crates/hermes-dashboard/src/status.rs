@@ -1,0 +1,112 @@
+//! The Overview's data: the supervisor's rows, asked afresh over the control socket every
+//! time, with each profile gateway's engine and port read from its profile. No cache: when
+//! the supervisor cannot be reached the snapshot says so instead of showing old rows.
+
+use std::path::Path;
+use std::time::Duration;
+
+use hermes_home::{Home, ProfileRef};
+use hermes_supervisor::ServiceStatus;
+use serde_json::{Value, json};
+
+/// How long one status call waits for the supervisor.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `GET /api/status`: `{"supervisor": {"reachable", "error", "hint"}, "services": [...]}`;
+/// a service row is the supervisor's (`name`, `state`, `pid`, `uptime_secs`, `restarts`,
+/// `last_exit`, `reason`, `profile`) plus `engine` and `port` for a profile gateway.
+pub fn snapshot(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Value {
+    let rows = hermes_services::connect(root, var, CLIENT_TIMEOUT)
+        .and_then(|mut c| c.status(None).map_err(hermes_services::Error::Supervisor));
+    match rows {
+        Ok(rows) => json!({
+            "supervisor": { "reachable": true },
+            "services": rows.iter().map(|r| row(root, r, var)).collect::<Vec<_>>(),
+        }),
+        Err(e) => json!({
+            "supervisor": {
+                "reachable": false,
+                "error": hermes_errors::one_line(&e),
+                "hint": e.hint(),
+            },
+            "services": [],
+        }),
+    }
+}
+
+/// What changes the Overview: everything but the clocks (uptime and time in state grow on
+/// every poll; a new event for them would be noise).
+pub fn fingerprint(snapshot: &Value) -> String {
+    let mut copy = snapshot.clone();
+    for row in copy["services"].as_array_mut().into_iter().flatten() {
+        if let Some(map) = row.as_object_mut() {
+            map.remove("uptime_secs");
+            map.remove("since_secs");
+        }
+    }
+    copy.to_string()
+}
+
+fn row(root: &Path, status: &ServiceStatus, var: &dyn Fn(&str) -> Option<String>) -> Value {
+    let mut value = serde_json::to_value(status).unwrap_or(Value::Null);
+    let home = status
+        .profile
+        .as_deref()
+        .and_then(|p| ProfileRef::parse(p).ok())
+        .and_then(|p| Home::for_profile(root.to_path_buf(), p).ok());
+    if let (Some(home), Some(map)) = (home, value.as_object_mut()) {
+        map.insert("engine".into(), json!(engine(&home, var)));
+        map.insert("port".into(), json!(gateway_port(&home)));
+    }
+    value
+}
+
+/// `native`, `agent`, or `invalid` for a setting the gateway cannot honour (as `hermes
+/// gateway status` says).
+fn engine(home: &Home, var: &dyn Fn(&str) -> Option<String>) -> &'static str {
+    match hermes_services::agent::profile_engine(home.dir(), var) {
+        Ok((engine, _)) => engine.as_str(),
+        Err(_) => "invalid",
+    }
+}
+
+/// The port the profile's API server listens on, resolved as the gateway resolves it
+/// (`None` when the API server is off or the settings are invalid).
+fn gateway_port(home: &Home) -> Option<u16> {
+    let env: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let settings = hermes_gateway::GatewaySettings::from_home(home, env).ok()?;
+    settings.api_server.is_on().then_some(settings.port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_supervisor_is_said_not_guessed() {
+        let home = tempfile::tempdir().unwrap();
+        let run = tempfile::tempdir().unwrap();
+        let run_dir = run.path().to_string_lossy().into_owned();
+        let var = move |k: &str| (k == "HERMES_RUNTIME_DIR").then(|| run_dir.clone());
+        let s = snapshot(home.path(), &var);
+        assert_eq!(s["supervisor"]["reachable"], false);
+        assert!(
+            s["supervisor"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("no supervisor")
+        );
+        assert_eq!(s["services"].as_array().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn the_fingerprint_ignores_clocks_only() {
+        let a = json!({"services": [{"name": "x", "state": "running", "uptime_secs": 1.0}]});
+        let b = json!({"services": [{"name": "x", "state": "running", "uptime_secs": 9.0}]});
+        let c = json!({"services": [{"name": "x", "state": "stopped", "uptime_secs": 9.0}]});
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        assert_ne!(fingerprint(&a), fingerprint(&c));
+    }
+}
