@@ -1,0 +1,386 @@
+//! The dashboard over real HTTP on loopback: the guard (token link and cookie, Host
+//! allowlist, CSRF, basic auth, rate limiting, security headers) and the API without a
+//! supervisor. Requests are written by hand so every header (Host included) is the test's.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use hermes_dashboard::{Settings, bind, router, serve};
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+struct Dashboard {
+    addr: SocketAddr,
+    _home: tempfile::TempDir,
+}
+
+/// Starts a dashboard for an empty home with no supervisor, configured by `env`.
+fn start(host: &str, env: &[(&str, &str)]) -> Dashboard {
+    let home = tempfile::tempdir().unwrap();
+    let run_dir = home.path().join("run").to_string_lossy().into_owned();
+    let mut env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    env.push(("HERMES_RUNTIME_DIR".into(), run_dir));
+    let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let settings = Settings::resolve(Some(host.into()), Some(0), &lookup).unwrap();
+    let root: PathBuf = home.path().to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = bind(&settings).await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let app = router(root, settings, Arc::new(lookup));
+            serve(listener, app).await.unwrap();
+        });
+    });
+    Dashboard {
+        addr: rx.recv().unwrap(),
+        _home: home,
+    }
+}
+
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    }
+}
+
+/// One request with `Connection: close`; `headers` are complete lines (`Name: value`).
+fn request(d: &Dashboard, method: &str, path: &str, host: &str, headers: &[String]) -> Answer {
+    let mut s = TcpStream::connect(d.addr).unwrap();
+    let mut text = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for h in headers {
+        text.push_str(h);
+        text.push_str("\r\n");
+    }
+    if method == "POST" {
+        text.push_str("Content-Length: 0\r\n");
+    }
+    text.push_str("\r\n");
+    s.write_all(text.as_bytes()).unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    Answer {
+        status,
+        head: head.to_string(),
+        body: body.to_string(),
+    }
+}
+
+fn local(d: &Dashboard) -> String {
+    format!("127.0.0.1:{}", d.addr.port())
+}
+
+fn token_mode() -> Dashboard {
+    start("127.0.0.1", &[("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN)])
+}
+
+#[test]
+fn the_token_link_sets_a_strict_http_only_cookie_and_redirects_home() {
+    let d = token_mode();
+    let a = request(&d, "GET", &format!("/?token={TOKEN}"), &local(&d), &[]);
+    assert_eq!(a.status, 303);
+    assert_eq!(a.header("location").as_deref(), Some("/"));
+    let cookie = a.header("set-cookie").unwrap();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap().to_string();
+    // The cookie alone opens the page and the API.
+    let page = request(&d, "GET", "/", &local(&d), &[format!("Cookie: {pair}")]);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Overview"));
+    let api = request(
+        &d,
+        "GET",
+        "/api/status",
+        &local(&d),
+        &[format!("Cookie: {pair}")],
+    );
+    assert_eq!(api.status, 200, "{}", api.body);
+}
+
+#[test]
+fn without_the_token_the_api_says_401_json_and_the_page_explains() {
+    let d = token_mode();
+    let a = request(&d, "GET", "/api/status", &local(&d), &[]);
+    assert_eq!(a.status, 401);
+    assert_eq!(a.body, r#"{"detail":"Unauthorized"}"#);
+    let page = request(&d, "GET", "/", &local(&d), &[]);
+    assert_eq!(page.status, 401);
+    assert!(page.body.contains("printed when it started"));
+    assert!(
+        !page.body.contains(TOKEN),
+        "the login page never shows the token"
+    );
+    let wrong = request(&d, "GET", "/?token=nope", &local(&d), &[]);
+    assert_eq!(wrong.status, 401);
+    assert!(wrong.header("set-cookie").is_none());
+}
+
+#[test]
+fn the_session_token_header_and_bearer_are_accepted() {
+    let d = token_mode();
+    for h in [
+        format!("X-Hermes-Session-Token: {TOKEN}"),
+        format!("Authorization: Bearer {TOKEN}"),
+    ] {
+        let a = request(&d, "GET", "/api/status", &local(&d), &[h.clone()]);
+        assert_eq!(a.status, 200, "{h}");
+    }
+}
+
+#[test]
+fn a_foreign_host_header_is_refused_before_anything_else() {
+    let d = token_mode();
+    let auth = format!("X-Hermes-Session-Token: {TOKEN}");
+    for host in ["evil.example", "evil.example:9119", "10.0.0.1"] {
+        let a = request(&d, "GET", "/api/status", host, &[auth.clone()]);
+        assert_eq!(a.status, 400, "{host}");
+        assert!(a.body.contains("Invalid host header"));
+    }
+    for host in [
+        format!("localhost:{}", d.addr.port()),
+        "[::1]".into(),
+        "127.0.0.1".into(),
+    ] {
+        let a = request(&d, "GET", "/api/status", &host, &[auth.clone()]);
+        assert_eq!(a.status, 200, "{host}");
+    }
+}
+
+#[test]
+fn configured_extra_hosts_are_accepted() {
+    let d = start(
+        "127.0.0.1",
+        &[
+            ("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN),
+            ("HERMES_DASHBOARD_ALLOWED_HOSTS", "hermes.lan, other.lan"),
+        ],
+    );
+    let auth = format!("X-Hermes-Session-Token: {TOKEN}");
+    assert_eq!(
+        request(&d, "GET", "/api/status", "hermes.lan:9119", &[auth.clone()]).status,
+        200
+    );
+    assert_eq!(
+        request(&d, "GET", "/api/status", "third.lan", &[auth]).status,
+        400
+    );
+}
+
+#[test]
+fn a_post_without_the_token_header_is_forbidden_even_with_the_cookie() {
+    let d = token_mode();
+    let cookie = format!("Cookie: hermes_dashboard_session={TOKEN}");
+    let a = request(
+        &d,
+        "POST",
+        "/api/services/gateway-default/stop",
+        &local(&d),
+        &[cookie.clone()],
+    );
+    assert_eq!(a.status, 403);
+    assert!(a.body.contains("CSRF"));
+    // With the header the request reaches the supervisor, which is not running here: 503.
+    let b = request(
+        &d,
+        "POST",
+        "/api/services/gateway-default/stop",
+        &local(&d),
+        &[cookie, format!("X-Hermes-Session-Token: {TOKEN}")],
+    );
+    assert_eq!(b.status, 503, "{}", b.body);
+    assert!(b.body.contains("no supervisor is running"));
+}
+
+#[test]
+fn security_headers_are_on_every_answer() {
+    let d = token_mode();
+    for path in ["/", "/api/status", "/api/health", "/assets/app.css"] {
+        let a = request(&d, "GET", path, &local(&d), &[]);
+        assert_eq!(
+            a.header("content-security-policy")
+                .unwrap()
+                .split(';')
+                .next(),
+            Some("default-src 'self'"),
+            "{path}"
+        );
+        assert_eq!(
+            a.header("x-frame-options").as_deref(),
+            Some("DENY"),
+            "{path}"
+        );
+        assert_eq!(
+            a.header("x-content-type-options").as_deref(),
+            Some("nosniff"),
+            "{path}"
+        );
+        assert_eq!(
+            a.header("referrer-policy").as_deref(),
+            Some("no-referrer"),
+            "{path}"
+        );
+    }
+    // A refused Host gets them too.
+    let a = request(&d, "GET", "/", "evil.example", &[]);
+    assert_eq!(a.header("x-frame-options").as_deref(), Some("DENY"));
+}
+
+#[test]
+fn the_health_path_is_public_and_the_page_loads_nothing_foreign() {
+    let d = token_mode();
+    let a = request(&d, "GET", "/api/health", &local(&d), &[]);
+    assert_eq!(a.status, 200);
+    assert_eq!(a.body, r#"{"status":"ok"}"#);
+    let page = request(
+        &d,
+        "GET",
+        "/",
+        &local(&d),
+        &[format!("X-Hermes-Session-Token: {TOKEN}")],
+    );
+    assert!(!page.body.contains("http://") && !page.body.contains("https://"));
+    assert!(
+        !page.body.contains("<script>"),
+        "no inline script under the CSP"
+    );
+}
+
+#[test]
+fn without_a_supervisor_the_status_says_so() {
+    let d = token_mode();
+    let a = request(
+        &d,
+        "GET",
+        "/api/status",
+        &local(&d),
+        &[format!("X-Hermes-Session-Token: {TOKEN}")],
+    );
+    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(v["supervisor"]["reachable"], false);
+    assert!(
+        v["supervisor"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("hermes up"),
+        "{v}"
+    );
+    assert_eq!(v["services"], serde_json::json!([]));
+}
+
+fn basic(user: &str, password: &str) -> String {
+    // Base64 of `user:password`, written out by a tiny encoder so the test does not share
+    // the server's decoder.
+    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = format!("{user}:{password}").into_bytes();
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    format!("Authorization: Basic {out}")
+}
+
+#[test]
+fn a_public_bind_with_credentials_requires_basic_auth_and_limits_failures() {
+    let d = start(
+        "0.0.0.0",
+        &[
+            ("HERMES_DASHBOARD_BASIC_AUTH_USERNAME", "admin"),
+            ("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD", "s3cret"),
+        ],
+    );
+    let host = "dashboard.example:9119";
+    let none = request(&d, "GET", "/api/status", host, &[]);
+    assert_eq!(none.status, 401);
+    assert!(
+        none.header("www-authenticate")
+            .unwrap()
+            .starts_with("Basic")
+    );
+    let good = request(&d, "GET", "/api/status", host, &[basic("admin", "s3cret")]);
+    assert_eq!(good.status, 200, "{}", good.body);
+    // The session token is no way in on a public bind.
+    let token = request(&d, "GET", "/?token=whatever", host, &[]);
+    assert_eq!(token.status, 401);
+    // Four more wrong passwords use up the five allowed; then even the right one waits.
+    for _ in 0..4 {
+        assert_eq!(
+            request(&d, "GET", "/api/status", host, &[basic("admin", "wrong")]).status,
+            401
+        );
+    }
+    let limited = request(&d, "GET", "/api/status", host, &[basic("admin", "s3cret")]);
+    assert_eq!(limited.status, 429);
+    assert_eq!(limited.header("retry-after").as_deref(), Some("30"));
+}
+
+#[test]
+fn the_openapi_document_names_the_endpoints_that_exist() {
+    let d = token_mode();
+    let a = request(
+        &d,
+        "GET",
+        "/api/openapi.json",
+        &local(&d),
+        &[format!("X-Hermes-Session-Token: {TOKEN}")],
+    );
+    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    let paths: Vec<&String> = v["paths"].as_object().unwrap().keys().collect();
+    for p in [
+        "/api/health",
+        "/api/status",
+        "/api/events",
+        "/api/services/{name}/{action}",
+        "/api/openapi.json",
+    ] {
+        assert!(paths.iter().any(|k| k.as_str() == p), "{p}");
+        // Each documented path answers something other than 404.
+        let concrete = p.replace("{name}", "x").replace("{action}", "start");
+        let method = if p.contains("{action}") {
+            "POST"
+        } else {
+            "GET"
+        };
+        if p != "/api/events" {
+            let r = request(
+                &d,
+                method,
+                &concrete,
+                &local(&d),
+                &[format!("X-Hermes-Session-Token: {TOKEN}")],
+            );
+            assert_ne!(r.status, 404, "{p}");
+        }
+    }
+}
