@@ -2,6 +2,12 @@
 //! allowlist, CSRF, basic auth, rate limiting, security headers) and the API without a
 //! supervisor. Requests are written by hand so every header (Host included) is the test's.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
