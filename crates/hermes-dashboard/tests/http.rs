@@ -151,7 +151,13 @@ fn the_session_token_header_and_bearer_are_accepted() {
         format!("X-Hermes-Session-Token: {TOKEN}"),
         format!("Authorization: Bearer {TOKEN}"),
     ] {
-        let a = request(&d, "GET", "/api/status", &local(&d), &[h.clone()]);
+        let a = request(
+            &d,
+            "GET",
+            "/api/status",
+            &local(&d),
+            std::slice::from_ref(&h),
+        );
         assert_eq!(a.status, 200, "{h}");
     }
 }
@@ -161,7 +167,7 @@ fn a_foreign_host_header_is_refused_before_anything_else() {
     let d = token_mode();
     let auth = format!("X-Hermes-Session-Token: {TOKEN}");
     for host in ["evil.example", "evil.example:9119", "10.0.0.1"] {
-        let a = request(&d, "GET", "/api/status", host, &[auth.clone()]);
+        let a = request(&d, "GET", "/api/status", host, std::slice::from_ref(&auth));
         assert_eq!(a.status, 400, "{host}");
         assert!(a.body.contains("Invalid host header"));
     }
@@ -170,7 +176,7 @@ fn a_foreign_host_header_is_refused_before_anything_else() {
         "[::1]".into(),
         "127.0.0.1".into(),
     ] {
-        let a = request(&d, "GET", "/api/status", &host, &[auth.clone()]);
+        let a = request(&d, "GET", "/api/status", &host, std::slice::from_ref(&auth));
         assert_eq!(a.status, 200, "{host}");
     }
 }
@@ -186,7 +192,14 @@ fn configured_extra_hosts_are_accepted() {
     );
     let auth = format!("X-Hermes-Session-Token: {TOKEN}");
     assert_eq!(
-        request(&d, "GET", "/api/status", "hermes.lan:9119", &[auth.clone()]).status,
+        request(
+            &d,
+            "GET",
+            "/api/status",
+            "hermes.lan:9119",
+            std::slice::from_ref(&auth)
+        )
+        .status,
         200
     );
     assert_eq!(
@@ -204,7 +217,7 @@ fn a_post_without_the_token_header_is_forbidden_even_with_the_cookie() {
         "POST",
         "/api/services/gateway-default/stop",
         &local(&d),
-        &[cookie.clone()],
+        std::slice::from_ref(&cookie),
     );
     assert_eq!(a.status, 403);
     assert!(a.body.contains("CSRF"));
