@@ -81,6 +81,12 @@ pub enum Command {
     /// Exit 0 when the running supervisor answers and no service is failing (failed, crash
     /// loop, still starting); 1 otherwise, one line per problem. The image's healthcheck.
     Health(JsonFlag),
+    /// Serve the web dashboard: every service and gateway, with start / stop / restart.
+    ///
+    /// On loopback (the default, 127.0.0.1:9119) a link with a fresh token is printed; any
+    /// other address needs HERMES_DASHBOARD_BASIC_AUTH_USERNAME and _PASSWORD, or the
+    /// dashboard refuses to start (exit 78). See docs/dashboard.md.
+    Dashboard(DashboardArgs),
     /// Run as the container's PID 1: boot, supervise, and run CMD as the main program.
     ///
     /// CMD routing: nothing runs `hermes`; a hermes subcommand or a word starting with `-`
@@ -88,6 +94,17 @@ pub enum Command {
     /// Exits with the main program's code (128 + signal when it was killed). Flags of tini
     /// (`-s -g -v -w -p SIG -e CODE`) are accepted; see docs/container.md.
     Init(InitArgs),
+}
+
+/// `hermes dashboard [--host H] [--port P]`.
+#[derive(Debug, Args)]
+pub struct DashboardArgs {
+    /// Address to listen on [env: HERMES_DASHBOARD_HOST; default 127.0.0.1].
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Port to listen on [env: HERMES_DASHBOARD_PORT; default 9119].
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
 }
 
 /// `hermes init [flags] [--] [CMD ...]` (tini-compatible flags).

@@ -113,6 +113,7 @@ fn run(cli: Cli) -> CommandResult {
         Some(Command::Dump(flag)) => commands::info::run_dump(&ctx, flag.json),
         Some(Command::Doctor(flag)) => commands::info::run_doctor(&ctx, flag.json),
         Some(Command::Health(flag)) => commands::health::run(&ctx, flag.json),
+        Some(Command::Dashboard(args)) => commands::dashboard::run(&ctx, args),
         Some(Command::Init(args)) => commands::init::run(args, ctx.profile_flag),
     }
 }

@@ -2,6 +2,7 @@
 //!
 //! Table of contents:
 //! * `profiles` — create / clone / list / show / use / delete, names, aliases
+//! * `dashboard` — `hermes dashboard`: the fail-closed bind, the Overview's API against `hermes up`
 //! * `auth` — `auth list` and `dump` on stored credentials (masked keys)
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
 //! * `diagnostics` — version, dump (snapshot), doctor
@@ -21,6 +22,7 @@
 )]
 
 mod auth;
+mod dashboard;
 mod diagnostics;
 mod engine;
 mod formats;

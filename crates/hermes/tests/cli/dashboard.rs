@@ -1,0 +1,228 @@
+//! `hermes dashboard`: the fail-closed bind, and the Overview's API against a real
+//! supervisor (`hermes up` in the temp home): status rows, a Stop and a Start through the
+//! API seen in `/api/status`, in a server-sent event and in the recorded desired state.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use crate::util::{Running, TestContext, free_port, wait_until};
+
+const TOKEN: &str = "cli-dashboard-token-0123456789abcdef";
+
+#[test]
+fn a_public_bind_without_credentials_refuses_to_start_with_78() {
+    let t = TestContext::new();
+    let out = t.run(&[
+        "dashboard",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        &free_port().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(78));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(
+        errors,
+        ["error: the dashboard will not listen on `0.0.0.0` without credentials"]
+    );
+    assert!(
+        stderr.contains("hint: set HERMES_DASHBOARD_BASIC_AUTH_USERNAME"),
+        "{stderr}"
+    );
+    // The environment counts as the flag does.
+    let out = t
+        .cmd(&["dashboard"])
+        .env("HERMES_DASHBOARD_HOST", "10.1.2.3")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(78));
+}
+
+/// Starts `hermes dashboard` on a free loopback port with a fixed token; returns it and the
+/// port once it answers.
+fn start_dashboard(t: &TestContext) -> (Running, u16, String) {
+    let port = free_port();
+    let mut child = t
+        .cmd(&["dashboard", "--port", &port.to_string()])
+        .env("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first lines on stderr say where and give the sign-in link.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("?token=") {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        said.push_str(&line);
+    }
+    (Running(child), port, said)
+}
+
+fn http(port: u16, method: &str, path: &str, headers: &[&str]) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: 0\r\n"
+    );
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    (
+        head.split(' ').nth(1).unwrap().parse().unwrap(),
+        body.to_string(),
+    )
+}
+
+fn auth() -> String {
+    format!("X-Hermes-Session-Token: {TOKEN}")
+}
+
+fn status(port: u16) -> serde_json::Value {
+    let (code, body) = http(port, "GET", "/api/status", &[&auth()]);
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+fn state_of(snapshot: &serde_json::Value, service: &str) -> String {
+    snapshot["services"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["name"] == service)
+        .and_then(|r| r["state"].as_str())
+        .unwrap_or("-")
+        .to_string()
+}
+
+/// Opens `/api/events` and returns a reader positioned after the response head.
+fn events(port: u16) -> BufReader<TcpStream> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let req = format!(
+        "GET /api/events HTTP/1.1\r\nHost: localhost:{port}\r\n{}\r\nAccept: text/event-stream\r\n\r\n",
+        auth()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut reader = BufReader::new(s);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.contains(" 200 "), "{line}");
+    loop {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        if line == "\r\n" {
+            return reader;
+        }
+    }
+}
+
+/// Reads `status` events until one shows `service` in `state` (chunked framing lines and
+/// keepalives are skipped: only `data:` lines are parsed).
+fn wait_for_event(reader: &mut BufReader<TcpStream>, service: &str, state: &str) {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = reader
+            .read_line(&mut line)
+            .expect("an event before the timeout");
+        assert!(n > 0, "the event stream ended");
+        if let Some(data) = line.trim_end().strip_prefix("data: ") {
+            let snapshot: serde_json::Value = serde_json::from_str(data).unwrap();
+            if state_of(&snapshot, service) == state {
+                return;
+            }
+        }
+    }
+}
+
+#[test]
+fn the_overview_api_runs_a_gateway_through_the_real_supervisor() {
+    let t = TestContext::new();
+    std::fs::create_dir_all(t.root()).unwrap();
+    t.free_ports(&[]);
+
+    // Before any supervisor: the dashboard says so instead of guessing.
+    let (mut dashboard, port, said) = start_dashboard(&t);
+    assert!(
+        said.contains(&format!("http://127.0.0.1:{port}/?token={TOKEN}")),
+        "{said}"
+    );
+    wait_until("the dashboard", Duration::from_secs(20), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let none = status(port);
+    assert_eq!(none["supervisor"]["reachable"], false, "{none}");
+
+    let _up = t.start_up();
+    wait_until("gateway-default up", Duration::from_secs(30), || {
+        state_of(&status(port), "gateway-default") == "up"
+    });
+    let row = status(port)["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "gateway-default")
+        .cloned()
+        .unwrap();
+    assert!(row["pid"].as_i64().unwrap() > 1, "{row}");
+    assert_eq!(row["engine"], "native", "{row}");
+    let env = std::fs::read_to_string(t.root().join(".env")).unwrap();
+    assert!(
+        env.contains(&format!("API_SERVER_PORT={}", row["port"])),
+        "{row} {env}"
+    );
+
+    let mut stream = events(port);
+    wait_for_event(&mut stream, "gateway-default", "up");
+
+    // Stop: without the CSRF header it is refused and nothing changes.
+    let (code, _) = http(
+        port,
+        "POST",
+        "/api/services/gateway-default/stop",
+        &[&format!("Cookie: hermes_dashboard_session={TOKEN}")],
+    );
+    assert_eq!(code, 403);
+    assert_eq!(state_of(&status(port), "gateway-default"), "up");
+    let (code, body) = http(
+        port,
+        "POST",
+        "/api/services/gateway-default/stop",
+        &[&auth()],
+    );
+    assert_eq!(code, 200, "{body}");
+    wait_for_event(&mut stream, "gateway-default", "down");
+    assert_eq!(state_of(&status(port), "gateway-default"), "down");
+    // Recorded as the CLI's stop is: the operator's choice.
+    let recorded: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(t.root().join("gateway_state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(recorded["desired_state"], "stopped", "{recorded}");
+
+    let (code, body) = http(
+        port,
+        "POST",
+        "/api/services/gateway-default/start",
+        &[&auth()],
+    );
+    assert_eq!(code, 200, "{body}");
+    wait_for_event(&mut stream, "gateway-default", "up");
+
+    // An unknown service is the supervisor's refusal, said as such.
+    let (code, body) = http(port, "POST", "/api/services/nope/start", &[&auth()]);
+    assert_eq!(code, 409, "{body}");
+    assert!(body.contains("nope"), "{body}");
+    dashboard.stop();
+}
