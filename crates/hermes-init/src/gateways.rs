@@ -17,6 +17,7 @@ use std::io::Write;
 use std::path::Path;
 
 use hermes_privilege::Identity;
+use hermes_services::dashboard::{DASHBOARD_VAR, Host, dashboard_enabled, dashboard_spec};
 use hermes_services::{DesiredStateHooks, GatewayAction, reconcile};
 use hermes_supervisor::{Desired, Hooks, ServiceSpec};
 
@@ -69,6 +70,29 @@ pub fn stage_gateways(
     let mut specs = gateways;
     specs.extend(declared(settings, booted, log));
     specs
+}
+
+/// The `dashboard` service: on when `HERMES_DASHBOARD` is truthy, `disabled` otherwise (so
+/// `hermes service status` never shows a guess), run as the service user. None in a
+/// dashboard container, where `hermes dashboard` is already the main program.
+pub fn dashboard_service(
+    settings: &Settings,
+    booted: &Booted,
+    log: &mut dyn Write,
+) -> Option<ServiceSpec> {
+    if first_word(&settings.cmd) == Some("dashboard") {
+        say(
+            log,
+            "the dashboard is the main program; no `dashboard` service",
+        );
+        return None;
+    }
+    let enabled = dashboard_enabled(Host::Container, settings.env.get(DASHBOARD_VAR));
+    Some(dashboard_spec(
+        &settings.hermes_exe,
+        enabled,
+        booted.identity.as_ref(),
+    ))
 }
 
 /// The services declared under `services:` in the root's `config.yaml`, each confined to the

@@ -28,7 +28,7 @@ use hermes_supervisor::{LogTarget, Options, RestartPolicy, ServiceSpec, Supervis
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction};
 
 use crate::boot::{Booted, run_stages, say};
-use crate::gateways::{InitHooks, stage_gateways};
+use crate::gateways::{InitHooks, dashboard_service, stage_gateways};
 use crate::route::{program_exists, route};
 use crate::{Error, Settings};
 
@@ -37,9 +37,6 @@ pub const MAIN_SERVICE: &str = "main";
 
 /// Signals PID 1 takes over: the forwarded ones and `SIGCHLD` — exactly the loop's.
 pub const HANDLED_SIGNALS: [Signal; 8] = hermes_supervisor::LOOP_SIGNALS;
-
-/// Variable that makes PID 1 announce a (not yet available) dashboard.
-pub const DASHBOARD_VAR: &str = "HERMES_DASHBOARD";
 
 /// Runs `hermes init` to completion and returns the exit code for the container.
 ///
@@ -99,16 +96,7 @@ pub fn run<'o>(
     };
     let booted = run_stages(settings, log)?;
     let mut specs = stage_gateways(settings, &booted, log);
-    if settings
-        .env
-        .get(DASHBOARD_VAR)
-        .is_some_and(hermes_privilege::is_truthy)
-    {
-        say(
-            log,
-            "the dashboard is not available in this build; no `dashboard` service registered",
-        );
-    }
+    specs.extend(dashboard_service(settings, &booted, log));
     if settings.flags.verbose > 0 {
         say(
             log,

@@ -18,6 +18,8 @@
 //! * **service log** — `current` in a service's log directory ([`logs`]).
 //!
 //! Modules:
+//! * [`dashboard`] — the `dashboard` service ([`dashboard::dashboard_spec`]), `disabled`
+//!   when switched off;
 //! * [`declared`] — the services declared under `services:` in the root's `config.yaml`
 //!   ([`declared::declared_services`]), run by PID 1 and `hermes up` alike;
 //! * [`agent`] — the original Python agent where the image ships it ([`agent::locate`]) and
@@ -36,6 +38,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod dashboard;
 pub mod declared;
 mod error;
 pub mod gateway;

@@ -40,7 +40,7 @@ pub struct Cli {
 pub enum Command {
     /// Run the supervisor in the foreground: every profile's gateway and the services in
     /// `config.yaml`. Ctrl-C stops everything in order.
-    Up,
+    Up(UpArgs),
     /// Ask the running supervisor about its services, start, stop or restart them, read logs.
     #[command(subcommand)]
     Service(ServiceCommand),
@@ -94,6 +94,15 @@ pub enum Command {
     /// Exits with the main program's code (128 + signal when it was killed). Flags of tini
     /// (`-s -g -v -w -p SIG -e CODE`) are accepted; see docs/container.md.
     Init(InitArgs),
+}
+
+/// `hermes up [--no-dashboard]`.
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// Do not run the dashboard (on by default; `HERMES_DASHBOARD=0` does the same). It is
+    /// still listed, as `disabled`.
+    #[arg(long)]
+    pub no_dashboard: bool,
 }
 
 /// `hermes dashboard [--host H] [--port P]`.

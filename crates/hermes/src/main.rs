@@ -98,7 +98,7 @@ fn run(cli: Cli) -> CommandResult {
             output::stdout(&text)?;
             Ok(ExitStatus::Success)
         }
-        Some(Command::Up) => commands::up::run(&ctx),
+        Some(Command::Up(args)) => commands::up::run(&ctx, &args),
         Some(Command::Service(command)) => commands::service::run(&ctx, command),
         Some(Command::Gateway(command)) => commands::gateway::run(&ctx, command),
         Some(Command::Chat { query, session }) => {

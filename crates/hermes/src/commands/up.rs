@@ -7,16 +7,23 @@
 //! still run. Ctrl-C or
 //! SIGTERM stops everything in reverse start order and exits 0; a second `hermes up` on the
 //! same home finds the lock and says which pid holds it.
+//!
+//! The dashboard runs as the `dashboard` service unless `--no-dashboard` or
+//! `HERMES_DASHBOARD=0` switches it off; it is then listed `disabled`
+//! (`hermes_services::dashboard`).
 
 use hermes_home::config::Config;
 use hermes_supervisor::{Options, Supervisor};
 
+use hermes_services::dashboard::{DASHBOARD_VAR, Host, dashboard_enabled, dashboard_spec};
+
+use crate::cli::UpArgs;
 use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus};
 use crate::output;
 
 /// Runs `hermes up`.
-pub fn run(ctx: &Context) -> CommandResult {
+pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     let root = ctx.root()?;
     let config = Config::load(&root.join("config.yaml"))?;
     let declared = hermes_services::declared::declared_services(&config, None);
@@ -29,6 +36,9 @@ pub fn run(ctx: &Context) -> CommandResult {
         lines.push_str(&format!("hermes up: {}\n", action.describe()));
     }
     specs.extend(gateways);
+    let dashboard =
+        !args.no_dashboard && dashboard_enabled(Host::Up, Context::var(DASHBOARD_VAR).as_deref());
+    specs.push(dashboard_spec(&exe, dashboard, None));
     let runtime_dir =
         hermes_services::choose_runtime_dir(&hermes_services::runtime_dirs(&root, Context::var))?;
     let options = Options::new(runtime_dir, root.join("logs"));

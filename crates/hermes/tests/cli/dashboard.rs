@@ -226,3 +226,62 @@ fn the_overview_api_runs_a_gateway_through_the_real_supervisor() {
     assert!(body.contains("nope"), "{body}");
     dashboard.stop();
 }
+
+#[test]
+fn hermes_up_runs_the_dashboard_service_unless_switched_off() {
+    let t = TestContext::new();
+    std::fs::create_dir_all(t.root()).unwrap();
+    t.free_ports(&[]);
+    let port = free_port();
+    let start = |args: &[&str], switch: &str| {
+        let child = t
+            .cmd(args)
+            .env("HERMES_DASHBOARD", switch)
+            .env("HERMES_DASHBOARD_PORT", port.to_string())
+            .env("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let up = Running(child);
+        wait_until("the supervisor", Duration::from_secs(30), || {
+            t.run(&["service", "list"]).status.success()
+        });
+        up
+    };
+
+    // On by default (HERMES_DASHBOARD unset): a supervised service that answers.
+    let mut up = start(&["up"], "");
+    wait_until("dashboard up", Duration::from_secs(30), || {
+        t.service("dashboard")["state"] == "up"
+    });
+    wait_until("the dashboard answers", Duration::from_secs(30), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let snapshot = status(port);
+    assert_eq!(state_of(&snapshot, "dashboard"), "up", "{snapshot}");
+    // Restarted after a crash like any service.
+    let pid = t.service("dashboard")["pid"].as_i64().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_until("dashboard restarted", Duration::from_secs(30), || {
+        let row = t.service("dashboard");
+        row["state"] == "up" && row["pid"].as_i64() != Some(pid)
+    });
+    assert_eq!(up.stop(), Some(0));
+
+    // Off: listed as disabled, nothing listens.
+    for (args, switch) in [(&["up", "--no-dashboard"][..], ""), (&["up"][..], "0")] {
+        let mut up = start(args, switch);
+        assert_eq!(
+            t.service("dashboard")["state"],
+            "disabled",
+            "{args:?} {switch:?}"
+        );
+        assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+        assert_eq!(up.stop(), Some(0));
+    }
+}

@@ -35,6 +35,9 @@ impl TestContext {
             // No hermes-agent unless a test installs one: an agent on the host (the full
             // image's /opt/hermes-agent) must not change what our own commands print.
             .env("HERMES_AGENT_CLI", "")
+            // No dashboard under `hermes up` unless a test asks: parallel supervisors would
+            // all bind its default port.
+            .env("HERMES_DASHBOARD", "0")
             .current_dir(self.dir.path());
         cmd
     }

@@ -2,6 +2,7 @@
 //! as a child sub-reaper, and through a pseudo-terminal.
 //!
 //! Table of contents:
+//! * `dashboard` — the `dashboard` service: `disabled` unless `HERMES_DASHBOARD` is truthy
 //! * `gateways` — profile gateways as services, `desired_state` hooks, ordered stop
 //! * `pid1` — reaping (100 orphans, zero zombies), the exit-code table, PID 1 vs sub-reaper
 //! * `signals` — forwarding to the main program's process group, Ctrl-C through a TTY
@@ -17,6 +18,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+mod dashboard;
 mod gateways;
 mod pid1;
 mod privilege;

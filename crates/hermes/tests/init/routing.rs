@@ -107,8 +107,8 @@ fn the_main_program_runs_in_the_working_directory_it_was_given() {
 #[test]
 fn a_dashboard_container_skips_gateway_reconciliation() {
     let sb = Sandbox::new();
-    // `dashboard` is not a subcommand of this build, so it routes to `hermes dashboard`
-    // (a usage error); reconciliation is skipped either way.
+    // `dashboard` routes to `hermes dashboard` (here its help); no gateways, and no second
+    // dashboard as a service beside the main program.
     let mut c = sb.init(&["dashboard", "--help"]);
     c.env("HERMES_DASHBOARD", "yes");
     let out = run(&mut c);
@@ -119,7 +119,7 @@ fn a_dashboard_container_skips_gateway_reconciliation() {
         render(&out)
     );
     assert!(
-        err.contains("dashboard is not available in this build"),
+        err.contains("the dashboard is the main program; no `dashboard` service"),
         "{}",
         render(&out)
     );
