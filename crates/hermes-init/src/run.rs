@@ -24,6 +24,7 @@
 use std::io::{IsTerminal, Write};
 
 use hermes_services::DesiredStateHooks;
+use hermes_services::dashboard::add_unless_declared;
 use hermes_supervisor::{LogTarget, Options, RestartPolicy, ServiceSpec, Supervisor};
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction};
 
@@ -96,7 +97,11 @@ pub fn run<'o>(
     };
     let booted = run_stages(settings, log)?;
     let mut specs = stage_gateways(settings, &booted, log);
-    specs.extend(dashboard_service(settings, &booted, log));
+    if let Some(dashboard) = dashboard_service(settings, &booted, log)
+        && let Some(note) = add_unless_declared(&mut specs, dashboard)
+    {
+        say(log, note);
+    }
     if settings.flags.verbose > 0 {
         say(
             log,

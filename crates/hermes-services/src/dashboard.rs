@@ -52,6 +52,20 @@ pub fn dashboard_spec(exe: &Path, enabled: bool, identity: Option<&Identity>) ->
     spec
 }
 
+/// Adds the dashboard `spec` to `specs` unless a service of its name is already there — one
+/// the operator declared in `config.yaml` (the agent's own dashboard, `docs/docker.md`): theirs
+/// runs, and the returned note says ours was left out.
+pub fn add_unless_declared(specs: &mut Vec<ServiceSpec>, spec: ServiceSpec) -> Option<String> {
+    if specs.iter().any(|s| s.name == spec.name) {
+        return Some(format!(
+            "`{}` is declared in config.yaml; it runs instead of the built-in dashboard",
+            spec.name
+        ));
+    }
+    specs.push(spec);
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,6 +80,22 @@ mod tests {
         assert!(dashboard_enabled(Host::Up, Some("TRUE")));
         assert!(!dashboard_enabled(Host::Up, Some("0")));
         assert!(!dashboard_enabled(Host::Up, Some("false")));
+    }
+
+    #[test]
+    fn a_declared_dashboard_wins_and_is_noted() {
+        let exe = Path::new("/usr/bin/hermes");
+        let mut specs = vec![ServiceSpec::new("web", vec!["sleep".into()])];
+        assert_eq!(
+            add_unless_declared(&mut specs, dashboard_spec(exe, true, None)),
+            None
+        );
+        assert_eq!(specs.len(), 2);
+        let mut declared = vec![ServiceSpec::new("dashboard", vec!["agent".into()])];
+        let note = add_unless_declared(&mut declared, dashboard_spec(exe, true, None));
+        assert!(note.unwrap().contains("declared in config.yaml"));
+        assert_eq!(declared.len(), 1);
+        assert_eq!(declared[0].argv, ["agent"]);
     }
 
     #[test]

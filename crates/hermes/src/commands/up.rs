@@ -15,7 +15,9 @@
 use hermes_home::config::Config;
 use hermes_supervisor::{Options, Supervisor};
 
-use hermes_services::dashboard::{DASHBOARD_VAR, Host, dashboard_enabled, dashboard_spec};
+use hermes_services::dashboard::{
+    DASHBOARD_VAR, Host, add_unless_declared, dashboard_enabled, dashboard_spec,
+};
 
 use crate::cli::UpArgs;
 use crate::context::Context;
@@ -38,7 +40,9 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     specs.extend(gateways);
     let dashboard =
         !args.no_dashboard && dashboard_enabled(Host::Up, Context::var(DASHBOARD_VAR).as_deref());
-    specs.push(dashboard_spec(&exe, dashboard, None));
+    if let Some(note) = add_unless_declared(&mut specs, dashboard_spec(&exe, dashboard, None)) {
+        lines.push_str(&format!("hermes up: {note}\n"));
+    }
     let runtime_dir =
         hermes_services::choose_runtime_dir(&hermes_services::runtime_dirs(&root, Context::var))?;
     let options = Options::new(runtime_dir, root.join("logs"));

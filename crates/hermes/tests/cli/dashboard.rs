@@ -285,3 +285,44 @@ fn hermes_up_runs_the_dashboard_service_unless_switched_off() {
         assert_eq!(up.stop(), Some(0));
     }
 }
+
+#[test]
+fn a_dashboard_declared_in_config_yaml_runs_instead_of_ours() {
+    let t = TestContext::new();
+    std::fs::create_dir_all(t.root()).unwrap();
+    std::fs::write(
+        t.root().join("config.yaml"),
+        "services:\n  dashboard:\n    command: [sleep, '60']\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let child = t
+        .cmd(&["up"])
+        .env("HERMES_DASHBOARD", "1")
+        .env("HERMES_DASHBOARD_PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut up = Running(child);
+    wait_until("the declared dashboard up", Duration::from_secs(30), || {
+        t.service("dashboard")["state"] == "up"
+    });
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "ours does not run beside it"
+    );
+    assert_eq!(up.stop(), Some(0));
+    let mut said = String::new();
+    up.0.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut said)
+        .unwrap();
+    assert!(
+        said.contains(
+            "`dashboard` is declared in config.yaml; it runs instead of the built-in dashboard"
+        ),
+        "{said}"
+    );
+}
