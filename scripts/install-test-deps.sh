@@ -8,6 +8,10 @@ command -v python3 >/dev/null || need+=(python3)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 command -v unshare >/dev/null || need+=(util-linux)
 command -v sh >/dev/null || need+=(dash)
+# The browser suites (hermes_test_support::browser) drive headless Chromium through WebDriver.
+command -v chromium >/dev/null || need+=(chromium)
+command -v chromedriver >/dev/null || need+=(chromium-driver)
+command -v pgrep >/dev/null || need+=(procps) # the browser tests look for orphans with it
 if ((${#need[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq

@@ -8,8 +8,13 @@
 //!
 //! **Opt-in suites.** Suites that download from PyPI or need Docker or a browser are slow, so
 //! a local run skips them unless asked ([`opt_in`]); strict mode always runs them.
+//!
+//! **Browser.** [`browser::Browser`] drives a headless Chromium through WebDriver for tests of
+//! web pages; it skips (as above) where Chromium and its driver are not installed.
 
 #![deny(missing_docs)]
+
+pub mod browser;
 
 /// Whether skips are failures (see the crate doc).
 pub fn strict() -> bool {
@@ -60,12 +65,19 @@ pub fn opt_in(var: &str, what: &str) -> bool {
 
 /// True (after [`skip`]) when `program` is not on `PATH`; the test should return.
 pub fn skip_unless_on_path(program: &str) -> bool {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
-    if !found {
+    let missing = find_on_path(program).is_none();
+    if missing {
         skip(&format!("`{program}` is not on PATH"));
     }
-    !found
+    missing
+}
+
+/// Where `program` is on `PATH`, if it is.
+pub fn find_on_path(program: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
 }
 
 /// The original Python implementation (`hermes-agent` 0.19.0 from PyPI) in a cached venv,
