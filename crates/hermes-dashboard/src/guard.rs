@@ -28,6 +28,9 @@ pub const LOGIN_ATTEMPTS: u32 = 5;
 /// The window of [`LOGIN_ATTEMPTS`].
 pub const LOGIN_WINDOW: Duration = Duration::from_secs(30);
 
+/// Size of the failure table at which expired entries are dropped.
+const FORGET_AT: usize = 1024;
+
 /// The content security policy: nothing inline, nothing from elsewhere.
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
@@ -96,6 +99,11 @@ impl Guard {
 
     fn record_failure(&self, ip: IpAddr) {
         if let Ok(mut map) = self.failures.lock() {
+            // Addresses whose window has passed are forgotten, so many clients cannot grow
+            // the table without bound.
+            if map.len() >= FORGET_AT {
+                map.retain(|_, (start, _)| start.elapsed() < LOGIN_WINDOW);
+            }
             let entry = map.entry(ip).or_insert((Instant::now(), 0));
             if entry.0.elapsed() >= LOGIN_WINDOW {
                 *entry = (Instant::now(), 0);
