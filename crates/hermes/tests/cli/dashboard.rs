@@ -326,3 +326,31 @@ fn a_dashboard_declared_in_config_yaml_runs_instead_of_ours() {
         "{said}"
     );
 }
+
+#[test]
+fn a_refused_configuration_parks_the_service_failed_with_the_reason() {
+    let t = TestContext::new();
+    std::fs::create_dir_all(t.root()).unwrap();
+    // No credentials for a public address: the dashboard exits 78 before listening.
+    let child = t
+        .cmd(&["up"])
+        .env("HERMES_DASHBOARD", "1")
+        .env("HERMES_DASHBOARD_HOST", "0.0.0.0")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut up = Running(child);
+    wait_until("dashboard failed", Duration::from_secs(30), || {
+        t.service("dashboard")["state"] == "failed"
+    });
+    let row = t.service("dashboard");
+    assert!(row["reason"].as_str().unwrap().contains("78"), "{row}");
+    assert_eq!(row["restarts"], 0, "not restarted in a loop: {row}");
+    let log = t.ok(&["service", "logs", "dashboard"]);
+    assert!(
+        log.contains("will not listen on `0.0.0.0` without credentials"),
+        "{log}"
+    );
+    assert_eq!(up.stop(), Some(0));
+}
