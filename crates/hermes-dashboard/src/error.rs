@@ -18,7 +18,7 @@ pub enum Error {
         value: String,
     },
     /// `HERMES_DASHBOARD_SESSION_TOKEN` is set but too short to be a secret.
-    #[error("HERMES_DASHBOARD_SESSION_TOKEN is shorter than {min} characters")]
+    #[error("the session token in HERMES_DASHBOARD_SESSION_TOKEN is shorter than {min} characters")]
     WeakToken {
         /// The minimum length.
         min: usize,
@@ -47,9 +47,9 @@ impl Error {
             Error::CredentialsRequired { .. } => "set HERMES_DASHBOARD_BASIC_AUTH_USERNAME and HERMES_DASHBOARD_BASIC_AUTH_PASSWORD, or listen on 127.0.0.1 (the default) and reach it through an SSH tunnel".into(),
             Error::InvalidPort { .. } => "give a number from 1 to 65535 (default 9119)".into(),
             Error::WeakToken { .. } => "use a random value, e.g. `openssl rand -hex 32`, or unset it for a fresh token per start".into(),
-            Error::Random(_) => return None,
+            Error::Random(_) => "the dashboard needs /dev/urandom; or set HERMES_DASHBOARD_SESSION_TOKEN".into(),
             Error::Bind { .. } => "choose another port with --port or HERMES_DASHBOARD_PORT, or stop what uses it".into(),
-            Error::Serve(_) => return None,
+            Error::Serve(_) => "start it again; under a supervisor it is restarted by itself".into(),
         })
     }
 
@@ -60,6 +60,38 @@ impl Error {
             | Error::InvalidPort { .. }
             | Error::WeakToken { .. } => 78,
             Error::Random(_) | Error::Bind { .. } | Error::Serve(_) => 1,
+        }
+    }
+}
+
+#[cfg(any(test, feature = "examples"))]
+hermes_errors::every_variant!(Error {
+    Error::CredentialsRequired { .. } => Error::CredentialsRequired { host: "0.0.0.0".into() },
+    Error::InvalidPort { .. } => Error::InvalidPort { value: "http".into() },
+    Error::WeakToken { .. } => Error::WeakToken { min: 16 },
+    Error::Random(_) => Error::Random(std::io::Error::from_raw_os_error(2)),
+    Error::Bind { .. } => Error::Bind {
+        addr: "127.0.0.1:9119".into(),
+        source: std::io::Error::from_raw_os_error(98),
+    },
+    Error::Serve(_) => Error::Serve(std::io::Error::from_raw_os_error(24)),
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_has_a_hint_and_configuration_is_78() {
+        for (name, e) in Error::every_variant() {
+            assert!(e.hint().is_some_and(|h| !h.is_empty()), "{name}: {e}");
+            let configuration = matches!(
+                e,
+                Error::CredentialsRequired { .. }
+                    | Error::InvalidPort { .. }
+                    | Error::WeakToken { .. }
+            );
+            assert_eq!(e.exit_code() == 78, configuration, "{name}");
         }
     }
 }

@@ -117,6 +117,7 @@ from_hinted_error!(
     hermes_supervisor::Error,
     hermes_gateway::Error,
     hermes_services::Error,
+    hermes_dashboard::Error,
 );
 
 impl From<hermes_init::Error> for Failure {
@@ -283,6 +284,21 @@ mod tests {
             })
             .collect();
         insta::assert_snapshot!(render_all("hermes_gateway", all));
+    }
+
+    #[test]
+    fn every_dashboard_error() {
+        // With the exit code `hermes dashboard` gives each (78: configuration).
+        let all = hermes_dashboard::Error::every_variant()
+            .into_iter()
+            .map(|(pattern, e)| {
+                let code = e.exit_code();
+                let mut failure = Failure::from(e);
+                failure.code = code;
+                (pattern, failure)
+            })
+            .collect();
+        insta::assert_snapshot!(render_all("hermes_dashboard", all));
     }
 
     #[test]

@@ -56,10 +56,10 @@ fn announce(settings: &Settings, port: u16) -> String {
     }
 }
 
-/// The dashboard's error as one `error:` line, its hint and its exit code (78 for
-/// configuration).
+/// The dashboard's error with its hint and its exit code (78 for configuration).
 fn failure(error: hermes_dashboard::Error) -> Failure {
-    let mut failure = Failure::new(hermes_errors::one_line(&error), error.hint());
-    failure.code = error.exit_code();
+    let code = error.exit_code();
+    let mut failure = Failure::from(error);
+    failure.code = code;
     failure
 }
