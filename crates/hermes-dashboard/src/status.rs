@@ -55,19 +55,13 @@ fn row(root: &Path, status: &ServiceStatus, var: &dyn Fn(&str) -> Option<String>
         .and_then(|p| ProfileRef::parse(p).ok())
         .and_then(|p| Home::for_profile(root.to_path_buf(), p).ok());
     if let (Some(home), Some(map)) = (home, value.as_object_mut()) {
-        map.insert("engine".into(), json!(engine(&home, var)));
+        map.insert(
+            "engine".into(),
+            json!(hermes_services::agent::engine_label(home.dir(), var)),
+        );
         map.insert("port".into(), json!(gateway_port(&home)));
     }
     value
-}
-
-/// `native`, `agent`, or `invalid` for a setting the gateway cannot honour (as `hermes
-/// gateway status` says).
-fn engine(home: &Home, var: &dyn Fn(&str) -> Option<String>) -> &'static str {
-    match hermes_services::agent::profile_engine(home.dir(), var) {
-        Ok((engine, _)) => engine.as_str(),
-        Err(_) => "invalid",
-    }
 }
 
 /// The port the profile's API server listens on, resolved as the gateway resolves it

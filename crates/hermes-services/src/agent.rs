@@ -222,6 +222,17 @@ pub fn profile_engine(
     Ok((engine, agent))
 }
 
+/// The name of the engine that serves (or would serve) the profile in `dir`, as status
+/// displays show it: `native`, `agent`, or `invalid` for a setting that cannot be honoured
+/// (the gateway then exits 78 and says why). Shared by `hermes gateway status`, `hermes
+/// service status` and the dashboard.
+pub fn engine_label(dir: &Path, var: impl Fn(&str) -> Option<String>) -> &'static str {
+    match profile_engine(dir, var) {
+        Ok((engine, _)) => engine.as_str(),
+        Err(_) => "invalid",
+    }
+}
+
 /// Set for a supervised agent gateway: it names the s6 child of the original image, and the
 /// agent reads it as "a supervisor runs me" (its `/restart` then exits 75 instead of spawning a
 /// detached successor) and as "my profile is fixed" (it never follows `active_profile`).
@@ -267,6 +278,25 @@ pub fn gateway_command(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_engine_label_names_the_engine_or_says_invalid() {
+        let dir = tempfile::tempdir().unwrap();
+        let no_agent = |k: &str| (k == AGENT_CLI_VAR).then(String::new);
+        assert_eq!(engine_label(dir.path(), no_agent), "native");
+        std::fs::write(
+            dir.path().join("config.yaml"),
+            "gateway:\n  engine: agent\n",
+        )
+        .unwrap();
+        assert_eq!(
+            engine_label(dir.path(), no_agent),
+            "invalid",
+            "no agent installed"
+        );
+        std::fs::write(dir.path().join("config.yaml"), "gateway:\n  engine: 3\n").unwrap();
+        assert_eq!(engine_label(dir.path(), no_agent), "invalid");
+    }
 
     fn fake_venv(dir: &Path, version: &str) -> PathBuf {
         let bin = dir.join("bin");

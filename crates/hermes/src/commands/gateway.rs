@@ -510,10 +510,7 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
 /// The engine that serves (or would serve) `home`'s gateway: `native`, `agent`, or `invalid`
 /// for a setting that cannot be honoured (the gateway then exits 78 and says why).
 fn engine_of(home: &Home) -> &'static str {
-    match hermes_services::agent::profile_engine(home.dir(), Context::var) {
-        Ok((engine, _)) => engine.as_str(),
-        Err(_) => "invalid",
-    }
+    hermes_services::agent::engine_label(home.dir(), Context::var)
 }
 
 /// The engine of each profile gateway among a supervisor's `rows` (those naming a profile):
