@@ -63,7 +63,10 @@ def make_home(root, n, base_url):
         with open(os.path.join(profile_dir(env["HERMES_HOME"], profile), "SOUL.md"), "w") as f:
             f.write("You are a terse benchmark assistant.\n")
         ports[profile] = (port, key)
-    env.update(HERMES_AGENT_CLI=AGENT, HERMES_GATEWAY_ENGINE="agent",
+    # The dashboard off, as PID 1 has it by default in the container and as the original
+    # image's s6 has it (both behind HERMES_DASHBOARD): `hermes up` would start it, and it
+    # is a program, not supervision.
+    env.update(HERMES_AGENT_CLI=AGENT, HERMES_GATEWAY_ENGINE="agent", HERMES_DASHBOARD="0",
                HERMES_RUNTIME_DIR=os.path.join(root, "run"))
     return env, ports
 

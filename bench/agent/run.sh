@@ -18,7 +18,8 @@
 # `API_SERVER_PORT`), the model pointed at a stub upstream on loopback (`gateway_bench
 # --serve-upstream`) and the offline settings the original needs (`provider: custom`,
 # `security.tirith_enabled: false`; the same files bench/gateway/compare.sh writes). Ours
-# runs `hermes up` with `HERMES_AGENT_CLI` = the venv's `hermes` and every profile's
+# runs `hermes up` with `HERMES_AGENT_CLI` = the venv's `hermes`, `HERMES_DASHBOARD=0` (off, as
+# in the container and in the original image by default; a program, not supervision), every profile's
 # `gateway_state.json` saying `running`; its gateway service execs
 # `<agent> -p P gateway run --replace --external-supervisor` with `HERMES_S6_SUPERVISED_CHILD=1
 # PYTHONUNBUFFERED=1` (docs/gateway.md, "Engines"); each s6 service's `run` execs that same
