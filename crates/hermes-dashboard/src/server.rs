@@ -2,7 +2,6 @@
 //! control socket on a blocking thread, exactly as `hermes service status|start|stop|restart`.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,11 +67,17 @@ pub async fn bind(settings: &Settings) -> Result<TcpListener, Error> {
         .map_err(|source| Error::Bind { addr, source })
 }
 
-/// Serves `router` on `listener` until the process ends.
+/// Serves `router` on `listener` until the process ends, with the gateway's connection
+/// handling (`hermes_gateway::connections::serve_app`: a cap on connections, request-head and
+/// idle timeouts), so slow or idle clients — unauthenticated ones included — cannot hold the
+/// dashboard. Handlers get the client's address as `ConnectInfo<SocketAddr>`.
 pub async fn serve(listener: TcpListener, router: Router) -> Result<(), Error> {
-    axum::serve(
+    hermes_gateway::connections::serve_app(
         listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
+        router,
+        std::future::pending(),
+        Duration::from_secs(5),
+        hermes_gateway::ConnectionLimits::default(),
     )
     .await
     .map_err(Error::Serve)

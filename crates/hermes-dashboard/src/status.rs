@@ -67,11 +67,9 @@ fn row(root: &Path, status: &ServiceStatus, var: &dyn Fn(&str) -> Option<String>
 /// The port the profile's API server listens on, resolved as the gateway resolves it
 /// (`None` when the API server is off or the settings are invalid).
 fn gateway_port(home: &Home) -> Option<u16> {
-    let env: Vec<(String, String)> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
-    let settings = hermes_gateway::GatewaySettings::from_home(home, env).ok()?;
-    settings.api_server.is_on().then_some(settings.port)
+    let (_, settings) = hermes_gateway::live::SettingsSource::from_process(home.clone()).load();
+    let settings = settings.ok()?;
+    settings.api_addr().map(|_| settings.port)
 }
 
 #[cfg(test)]

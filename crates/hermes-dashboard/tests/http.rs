@@ -405,3 +405,28 @@ fn the_openapi_document_names_the_endpoints_that_exist() {
         }
     }
 }
+
+/// A client that connects and never sends a request head is closed (the request-head
+/// timeout of the connection handling the gateway also uses), so slow or silent clients
+/// cannot hold the dashboard's connections.
+#[test]
+fn a_silent_connection_is_closed_after_the_head_timeout() {
+    let d = token_mode();
+    let mut silent = TcpStream::connect(d.addr).unwrap();
+    silent.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+    silent
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut rest = Vec::new();
+    // The server closes the connection: the read ends (with EOF or a reset), not by our timeout.
+    let _ = silent.read_to_end(&mut rest);
+    let waited = started.elapsed();
+    assert!(
+        waited < std::time::Duration::from_secs(20),
+        "a silent client held its connection for {waited:?}"
+    );
+    // Meanwhile, and afterwards, the dashboard answers others.
+    let answer = request(&d, "GET", "/api/health", &local(&d), &[]);
+    assert_eq!(answer.status, 200);
+}

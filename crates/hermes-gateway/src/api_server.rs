@@ -16,6 +16,8 @@
 //! what to set. A new profile's `.env` is seeded with a random 64-hex key, so a new profile's
 //! API server is on.
 
+use hermes_home::dotenv::is_truthy;
+
 use crate::error::Error;
 
 /// Shortest `API_SERVER_KEY` the API server starts with (the original's `min_length`).
@@ -36,13 +38,6 @@ const PLACEHOLDERS: &[&str] = &[
     "null",
     "none",
 ];
-
-/// The original's truthy words (`utils.TRUTHY_STRINGS`), any case, surrounding space ignored.
-fn is_truthy(value: &str) -> bool {
-    ["1", "true", "yes", "on"]
-        .iter()
-        .any(|t| value.trim().eq_ignore_ascii_case(t))
-}
 
 /// Whether the API server runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

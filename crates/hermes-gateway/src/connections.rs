@@ -28,6 +28,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -36,6 +37,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use axum::http::{Request, Response};
 use bytes::Bytes;
 use hyper::body::Incoming;
@@ -361,11 +363,13 @@ impl http_body::Body for TrackedBody {
     }
 }
 
-/// The router as a hyper service, marking each request in flight.
+/// The router as a hyper service, marking each request in flight and giving handlers the
+/// client's address (`ConnectInfo<SocketAddr>`, as `axum::serve` does).
 #[derive(Clone)]
 struct TrackedService {
     app: Router,
     tracker: Arc<Tracker>,
+    peer: SocketAddr,
 }
 
 impl hyper::service::Service<Request<Incoming>> for TrackedService {
@@ -376,8 +380,10 @@ impl hyper::service::Service<Request<Incoming>> for TrackedService {
     fn call(&self, req: Request<Incoming>) -> Self::Future {
         let in_flight = InFlight::new(&self.tracker);
         let app = self.app.clone();
+        let mut req = req.map(Body::new);
+        req.extensions_mut().insert(ConnectInfo(self.peer));
         Box::pin(async move {
-            let resp = match app.oneshot(req.map(Body::new)).await {
+            let resp = match app.oneshot(req).await {
                 Ok(resp) => resp,
                 Err(never) => match never {},
             };
@@ -392,6 +398,7 @@ impl hyper::service::Service<Request<Incoming>> for TrackedService {
 /// Serves one admitted connection until it ends, expires, or shutdown closes it.
 async fn serve_connection(
     tcp: TcpStream,
+    peer: SocketAddr,
     app: Router,
     tracker: Arc<Tracker>,
     limits: ConnectionLimits,
@@ -404,6 +411,7 @@ async fn serve_connection(
     let service = TrackedService {
         app,
         tracker: Arc::clone(&tracker),
+        peer,
     };
     let conn = hyper::server::conn::http1::Builder::new()
         // Head and idle limits are ours (hyper's header timer would also cut idle
@@ -534,6 +542,33 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 ///
 /// None today: accept errors are logged and retried (the signature leaves room for fatal
 /// ones).
+/// Serves `app` on `listener` with the gateway's connection handling — at most
+/// `limits.max_connections` at once (idle ones make room, a 503 when all are busy), request
+/// heads within `limits.header_timeout`, idle connections closed after `limits.idle_timeout`
+/// — until `shutdown` resolves, then drains for at most `grace`. For the binary's other HTTP
+/// servers (the dashboard), so no listener of ours can be held open by slow or idle clients.
+///
+/// # Errors
+///
+/// The accept loop's I/O error.
+pub async fn serve_app(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    grace: Duration,
+    limits: ConnectionLimits,
+) -> std::io::Result<()> {
+    serve_limited(
+        listener,
+        app,
+        shutdown,
+        grace,
+        limits,
+        Arc::new(Metrics::new()),
+    )
+    .await
+}
+
 pub(crate) async fn serve_limited(
     listener: TcpListener,
     app: Router,
@@ -555,8 +590,8 @@ pub(crate) async fn serve_limited(
             Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
             accepted = listener.accept() => accepted,
         };
-        let tcp = match accepted {
-            Ok((tcp, _peer)) => tcp,
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(e) if is_connection_error(&e) => continue,
             Err(e) => {
                 // Out of file descriptors, most likely: wait for connections to close.
@@ -580,7 +615,8 @@ pub(crate) async fn serve_limited(
                     tracing::debug!("connection limit reached; closed an idle connection");
                 }
                 let registered = Registered::new(&registry, id, &metrics);
-                let conn = serve_connection(tcp, app.clone(), tracker, limits, stop_rx.clone());
+                let conn =
+                    serve_connection(tcp, peer, app.clone(), tracker, limits, stop_rx.clone());
                 tasks.spawn(async move {
                     let _registered = registered;
                     conn.await;

@@ -52,6 +52,15 @@ impl SettingsSource {
         SettingsSource { home, process_env }
     }
 
+    /// The profile `home` with this process's environment. Variables whose name or value is
+    /// not UTF-8 cannot be configuration and are left out (never a panic).
+    pub fn from_process(home: Home) -> SettingsSource {
+        let process_env = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        SettingsSource::new(home, process_env)
+    }
+
     /// Files whose change means the settings must be read again.
     fn watched(&self) -> Vec<PathBuf> {
         let dir = self.home.dir();

@@ -681,6 +681,11 @@ impl GatewaySettings {
             format!("{}:{}", self.host, self.port)
         }
     }
+
+    /// Where clients reach the API (`host:port`), or `None` when the API server is off.
+    pub fn api_addr(&self) -> Option<String> {
+        self.api_server.is_on().then(|| self.bind_addr())
+    }
 }
 
 /// Reads `auth.json` for the gateway: a file that cannot be read or parsed is logged and read

@@ -5,7 +5,7 @@
 //! `failed` with that reason.
 //!
 //! When it is on (`HERMES_DASHBOARD`, the original's variable):
-//! * in the container, only when truthy (`1`, `true`, `yes`), as the original's image;
+//! * in the container, only when truthy (`1`, `true`, `yes`, `on`), as the original's image;
 //! * under `hermes up`, unless it is set to something else (`0`, `false`, …) or `hermes up
 //!   --no-dashboard` is given.
 
@@ -33,7 +33,7 @@ pub enum Host {
 /// Whether the dashboard runs, from `HERMES_DASHBOARD`'s value (`None` when unset or empty).
 pub fn dashboard_enabled(host: Host, value: Option<&str>) -> bool {
     match value.map(str::trim).filter(|v| !v.is_empty()) {
-        Some(v) => hermes_privilege::is_truthy(v),
+        Some(v) => hermes_home::dotenv::is_truthy(v),
         None => host == Host::Up,
     }
 }

@@ -62,10 +62,7 @@ pub fn run(ctx: &Context, command: GatewayCommand) -> CommandResult {
 /// The settings carry their source, so a running gateway reads them again when one of those
 /// files changes (`hermes_gateway::live`).
 pub fn settings(home: &Home) -> Result<GatewaySettings, Failure> {
-    let process_env: Vec<(String, String)> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
-    let source = SettingsSource::new(home.clone(), process_env);
+    let source = SettingsSource::from_process(home.clone());
     let (fingerprint, loaded) = source.load();
     let mut settings = loaded?;
     settings.argv = std::env::args_os()
@@ -430,9 +427,9 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
             .and_then(|all| all.iter().find(|s| s.name == name));
         let recorded = gateway_state::recorded_state(&home.gateway_state_path());
         let resolved = settings(&home);
-        let address = match &resolved {
-            Ok(s) if s.api_server.is_on() => format!("http://{}", s.bind_addr()),
-            Ok(_) => "(API server off)".to_string(),
+        let address = match resolved.as_ref().map(GatewaySettings::api_addr) {
+            Ok(Some(addr)) => format!("http://{addr}"),
+            Ok(None) => "(API server off)".to_string(),
             Err(e) => format!("(invalid: {})", e.message),
         };
         let api_server = match resolved.as_ref().map(|s| &s.api_server) {
