@@ -231,6 +231,25 @@ mod tests {
             .collect()
     }
 
+    /// As [`failures`], each with the exit code its command gives it (`exit_code`: 78 for a
+    /// configuration error).
+    fn failures_exiting<E>(
+        all: Vec<(&'static str, E)>,
+        exit_code: impl Fn(&E) -> u8,
+    ) -> Vec<(&'static str, Failure)>
+    where
+        Failure: From<E>,
+    {
+        all.into_iter()
+            .map(|(pattern, e)| {
+                let code = exit_code(&e);
+                let mut failure = Failure::from(e);
+                failure.code = code;
+                (pattern, failure)
+            })
+            .collect()
+    }
+
     // One snapshot per library: every variant of its `Error`, as users see it. Each list is
     // `Error::every_variant()` (`hermes_errors::every_variant!`), which does not compile
     // while a variant is missing, so a new variant changes its snapshot and this test fails
@@ -274,30 +293,20 @@ mod tests {
     #[test]
     fn every_gateway_error() {
         // With the exit code `hermes gateway run` gives each (78: configuration).
-        let all = hermes_gateway::Error::every_variant()
-            .into_iter()
-            .map(|(pattern, e)| {
-                let code = e.exit_code();
-                let mut failure = Failure::from(e);
-                failure.code = code;
-                (pattern, failure)
-            })
-            .collect();
+        let all = failures_exiting(
+            hermes_gateway::Error::every_variant(),
+            hermes_gateway::Error::exit_code,
+        );
         insta::assert_snapshot!(render_all("hermes_gateway", all));
     }
 
     #[test]
     fn every_dashboard_error() {
         // With the exit code `hermes dashboard` gives each (78: configuration).
-        let all = hermes_dashboard::Error::every_variant()
-            .into_iter()
-            .map(|(pattern, e)| {
-                let code = e.exit_code();
-                let mut failure = Failure::from(e);
-                failure.code = code;
-                (pattern, failure)
-            })
-            .collect();
+        let all = failures_exiting(
+            hermes_dashboard::Error::every_variant(),
+            hermes_dashboard::Error::exit_code,
+        );
         insta::assert_snapshot!(render_all("hermes_dashboard", all));
     }
 
