@@ -13,6 +13,10 @@
 # it would put the target first. The name sorts after the venv's other `.pth` files, so the
 # directories they add stay ahead of the target.
 #
+# As root (`HERMES_DOCKER_EXEC_AS_ROOT=1`, or a root process of the image) the target is added
+# only when root owns it and nobody else can write it: the target is on the volume, the
+# service user's to write, and a `.pth` or module planted there must never run as root.
+#
 # The line avoids comprehensions and lambdas on purpose: site executes it with separate
 # globals and locals, where a nested scope cannot see the line's own variables.
 set -eu
@@ -27,7 +31,7 @@ site_packages=$(PYTHONDONTWRITEBYTECODE=1 "$1/bin/python" -c \
 pth="$site_packages/zz-hermes-lazy-target.pth"
 
 cat >"$pth" <<'PTH'
-import os, sys, site, itertools; _t = os.environ.get("HERMES_LAZY_INSTALL_TARGET", "").strip(); _b = list(sys.path); _t and os.path.isdir(_t) and _t not in _b and site.addsitedir(_t); sys.path[:] = list(filter(_b.__contains__, sys.path)) + list(itertools.filterfalse(_b.__contains__, sys.path))
+import os, sys, site, itertools; _t = os.environ.get("HERMES_LAZY_INSTALL_TARGET", "").strip(); _b = list(sys.path); _s = _t and os.path.isdir(_t) and os.stat(_t); _s and _t not in _b and (os.geteuid() != 0 or (_s.st_uid == 0 and not _s.st_mode & 0o022)) and site.addsitedir(_t); sys.path[:] = list(filter(_b.__contains__, sys.path)) + list(itertools.filterfalse(_b.__contains__, sys.path))
 PTH
 chmod 0644 "$pth"
 echo "$pth"

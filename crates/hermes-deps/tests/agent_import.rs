@@ -423,3 +423,32 @@ fn our_installer_resolves_against_the_agents_packages() {
     assert!(!f.target.join("idna").exists());
     assert!(!f.target.join("hermes_needs_idna").exists());
 }
+
+/// As root, the site file adds the target only when root owns it and no one else can write
+/// it: the target is on the volume, which the service user writes, so what is planted there
+/// must never run as root. Runs as root (CI); elsewhere it skips.
+#[test]
+fn as_root_a_target_another_user_can_write_is_not_imported() {
+    if hermes_test_support::skip_unless_root("needs root to run the agent's interpreter as root") {
+        return;
+    }
+    let Some(f) = Fixture::new() else { return };
+    write_wheel(&f.wheels, "hermes_probe_plugin", "1.0", &[]);
+    f.install_ours("hermes-probe-plugin==1.0");
+    f.apply_site_script();
+    let imported = |f: &Fixture| {
+        f.agent(&f.image_env(), "import hermes_probe_plugin")
+            .success
+    };
+    use std::os::unix::fs::PermissionsExt;
+    let set_mode = |mode: u32| {
+        std::fs::set_permissions(&f.target, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    set_mode(0o755);
+    assert!(imported(&f), "root's own, not writable by others: used");
+    set_mode(0o775);
+    assert!(!imported(&f), "group-writable: not imported as root");
+    set_mode(0o755);
+    std::os::unix::fs::chown(&f.target, Some(65534), None).unwrap();
+    assert!(!imported(&f), "another user's: not imported as root");
+}
