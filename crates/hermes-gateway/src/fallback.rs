@@ -5,7 +5,8 @@
 //! * `fallback_providers` is a list of mappings (a single mapping counts as a list of one);
 //!   the legacy `fallback_model` (one mapping, or a list) is appended after it.
 //! * An entry needs a non-blank `provider` and `model`; anything else (a bare name, a
-//!   mapping without a model) is skipped, as the original skips it.
+//!   mapping without a model) is skipped, as the original skips it, with a warning in the
+//!   gateway's log naming its position.
 //! * `base_url` is optional (trailing `/` removed); the key is the inline `api_key`, else the
 //!   variable named by `key_env` (or its alias `api_key_env`); without either, the provider's
 //!   own credentials apply, by the same rules as the primary's.
@@ -63,7 +64,19 @@ fn entries(raw: Option<&Value>, var: &dyn Fn(&str) -> Option<String>) -> Vec<Fal
     };
     candidates
         .into_iter()
-        .filter_map(|entry| spec(entry, var))
+        .enumerate()
+        .filter_map(|(index, entry)| {
+            let found = spec(entry, var);
+            if found.is_none() {
+                // Skipped as the original skips it, but never silently: a typo (`modle:`)
+                // would otherwise quietly remove a fallback.
+                tracing::warn!(
+                    index,
+                    "a fallback_providers entry is skipped: it needs a `provider` and a `model`"
+                );
+            }
+            found
+        })
         .collect()
 }
 
