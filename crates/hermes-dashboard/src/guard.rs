@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::config::{Auth, Settings, is_loopback};
+use crate::server::Base;
 
 /// The session cookie set by the token link.
 pub const COOKIE: &str = "hermes_dashboard_session";
@@ -124,6 +125,11 @@ async fn check(guard: &Guard, request: Request, next: Next) -> Response {
     if !guard.host_allowed(request.headers()) {
         return detail(StatusCode::BAD_REQUEST, "Invalid host header");
     }
+    let base = request
+        .extensions()
+        .get::<Base>()
+        .map(|b| b.0.clone())
+        .unwrap_or_default();
     let path = request.uri().path().to_string();
     if PUBLIC_PATHS.contains(&path.as_str()) {
         return next.run(request).await;
@@ -141,13 +147,13 @@ async fn check(guard: &Guard, request: Request, next: Next) -> Response {
         return r;
     }
     if let Some(link) = token_link(&request) {
-        return follow_token_link(guard, ip, &link);
+        return follow_token_link(guard, ip, &base, &link);
     }
     if !guard.authenticated(request.headers()) {
         if presents_credentials(request.headers()) {
             guard.record_failure(ip);
         }
-        return unauthorized(guard, &path);
+        return unauthorized(guard, &base, &path);
     }
     if request.method() != Method::GET && request.method() != Method::HEAD {
         let carried = request
@@ -179,16 +185,17 @@ fn token_link(request: &Request) -> Option<String> {
 
 /// A right token sets the session cookie and redirects to `/` (so the token leaves the
 /// address bar and history); a wrong one counts as a failed login.
-fn follow_token_link(guard: &Guard, ip: IpAddr, presented: &str) -> Response {
+fn follow_token_link(guard: &Guard, ip: IpAddr, base: &str, presented: &str) -> Response {
     if guard.settings.auth != Auth::Token || !same(presented, guard.token()) {
         guard.record_failure(ip);
-        return unauthorized(guard, "/");
+        return unauthorized(guard, base, "/");
     }
     let cookie = format!(
-        "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+        "{COOKIE}={}; HttpOnly; SameSite=Strict; Path={base}/",
         guard.token()
     );
-    let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
+    let home = format!("{base}/");
+    let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, home.as_str())]).into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
@@ -197,14 +204,14 @@ fn follow_token_link(guard: &Guard, ip: IpAddr, presented: &str) -> Response {
 
 /// 401: JSON for the API (the original's body), the login page or the basic-auth challenge
 /// for pages.
-fn unauthorized(guard: &Guard, path: &str) -> Response {
+fn unauthorized(guard: &Guard, base: &str, path: &str) -> Response {
     let mut response = if path.starts_with("/api/") {
         detail(StatusCode::UNAUTHORIZED, "Unauthorized")
     } else {
         (
             StatusCode::UNAUTHORIZED,
             [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            crate::page::login(matches!(guard.settings.auth, Auth::Basic { .. })),
+            crate::pages::login(base, matches!(guard.settings.auth, Auth::Basic { .. })),
         )
             .into_response()
     };
@@ -215,6 +222,19 @@ fn unauthorized(guard: &Guard, path: &str) -> Response {
         );
     }
     response
+}
+
+/// Wraps the guarded router so every request carries its [`Base`] (the sub-path the browser
+/// sees) before routing.
+pub fn with_base_path(inner: axum::Router, guard: Arc<Guard>) -> axum::Router {
+    axum::Router::new()
+        .fallback_service(inner)
+        .layer(axum::middleware::from_fn_with_state(guard, base_path))
+}
+
+async fn base_path(State(_guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
+    request.extensions_mut().insert(Base::default());
+    next.run(request).await
 }
 
 /// A JSON error body `{"detail": …}` with `status`.

@@ -4,21 +4,24 @@
 //! answer is asked afresh.
 //!
 //! Modules:
-//! * [`config`] — host, port and the auth mode from flags and the original's environment;
-//!   a public bind without credentials is refused ([`Error::CredentialsRequired`], exit 78);
-//! * [`guard`] — what every request passes: security headers, Host allowlist, public paths,
-//!   the token link (cookie), login rate limiting, authentication, CSRF on POST;
-//! * [`status`] — the Overview's snapshot;
-//! * [`server`] — routes, the event stream, actions;
-//! * [`page`], [`openapi`] — HTML and the API description.
+//! * [`config`] — host, port, base path and the auth mode from flags and the original's
+//!   environment; a public bind without credentials is refused
+//!   ([`Error::CredentialsRequired`], exit 78);
+//! * [`guard`] — what every request passes: security headers, Host allowlist, the sub-path,
+//!   public paths, the token link (cookie), login rate limiting, authentication, CSRF;
+//! * [`server`] — the router, assets, serving;
+//! * [`pages`] — one module per page (Overview, Logs, Profiles, Plugins, Sessions,
+//!   Diagnostics): its HTML, its `/api` endpoints, its part of [`openapi`];
+//! * [`status`] — the Overview's snapshot.
 
 #![deny(missing_docs)]
 
+mod assets;
 pub mod config;
 mod error;
 pub mod guard;
 pub mod openapi;
-pub mod page;
+pub mod pages;
 pub mod server;
 pub mod status;
 

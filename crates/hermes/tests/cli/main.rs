@@ -12,6 +12,7 @@
 //! * `gateway_clients` — the `openai` SDK and `hermes-agent-api-client` against `gateway run`
 //! * `plugins` — deps, plugins and memory setup refusals
 //! * `services` — `hermes up` and `hermes service` with real processes
+//! * `ui` and `ui_<page>` — the dashboard's pages in headless Chromium
 //!
 //! Shared helpers live in `util`.
 
@@ -32,4 +33,11 @@ mod handoff;
 mod plugins;
 mod profiles;
 mod services;
+mod ui;
+mod ui_diagnostics;
+mod ui_logs;
+mod ui_overview;
+mod ui_plugins;
+mod ui_profiles;
+mod ui_sessions;
 mod util;

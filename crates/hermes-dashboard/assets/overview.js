@@ -1,11 +1,9 @@
-// The Overview: rows from `status` server-sent events, buttons POST with the session token
-// (the CSRF check); no framework, no external resource.
+// The Overview: rows from `status` server-sent events, buttons POST through Hermes.api.
 "use strict";
 (function () {
-  var token = document.querySelector('meta[name="hermes-token"]').content;
   var body = document.getElementById("rows");
   var banner = document.getElementById("banner");
-  var live = document.getElementById("live");
+  var live = Hermes.live;
 
   function cell(text, cls) {
     var td = document.createElement("td");
@@ -25,11 +23,8 @@
     return typeof e === "object" ? JSON.stringify(e) : String(e);
   }
   function act(name, verb) {
-    fetch("api/services/" + encodeURIComponent(name) + "/" + verb, {
-      method: "POST", headers: { "X-Hermes-Session-Token": token }, credentials: "same-origin"
-    }).then(function (r) {
-      if (!r.ok) return r.json().then(function (j) { alert(j.detail + (j.hint ? "\n" + j.hint : "")); });
-    });
+    Hermes.api("POST", "api/services/" + encodeURIComponent(name) + "/" + verb)
+      .then(function () { Hermes.problem(null); }, Hermes.problem);
   }
   function render(snap) {
     var sup = snap.supervisor || {};
@@ -39,7 +34,10 @@
     (snap.services || []).forEach(function (s) {
       var tr = document.createElement("tr");
       tr.dataset.service = s.name;
-      tr.appendChild(cell(s.name));
+      var name = cell("");
+      var link = Hermes.el("a", { href: "logs?service=" + encodeURIComponent(s.name), title: "Log" }, s.name);
+      name.appendChild(link);
+      tr.appendChild(name);
       tr.appendChild(cell(s.state, "state-" + s.state));
       tr.appendChild(cell(s.pid));
       tr.appendChild(cell(duration(s.uptime_secs)));

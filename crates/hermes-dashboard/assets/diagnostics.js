@@ -1,0 +1,2 @@
+// The diagnostics page (see src/pages/diagnostics.rs).
+"use strict";

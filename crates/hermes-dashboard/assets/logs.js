@@ -1,0 +1,2 @@
+// The logs page (see src/pages/logs.rs).
+"use strict";

@@ -1,0 +1,2 @@
+// The plugins page (see src/pages/plugins.rs).
+"use strict";

@@ -1,0 +1,2 @@
+// The profiles page (see src/pages/profiles.rs).
+"use strict";

@@ -1,0 +1,2 @@
+// The sessions page (see src/pages/sessions.rs).
+"use strict";

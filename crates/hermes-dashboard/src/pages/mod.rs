@@ -1,0 +1,212 @@
+//! The pages: one module per page, each owning its HTML, its JSON API under `/api` and its
+//! part of the OpenAPI document. Pages are server-rendered inside one [`shell`] (navigation,
+//! the session token for POSTs, a `<base>` for a reverse-proxy sub-path); style and scripts are
+//! files under `/assets` (the CSP allows nothing inline).
+//!
+//! Every page lives at the top level (`/`, `/logs`, …) and links relatively, so the whole
+//! dashboard works unchanged under a sub-path: the `<base href>` carries the prefix.
+
+use axum::Router;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value};
+
+use crate::server::App;
+
+pub mod diagnostics;
+pub mod logs;
+pub mod overview;
+pub mod plugins;
+pub mod profiles;
+pub mod sessions;
+
+/// The pages in navigation order.
+pub const ALL: [Page; 6] = [
+    Page::Overview,
+    Page::Logs,
+    Page::Profiles,
+    Page::Plugins,
+    Page::Sessions,
+    Page::Diagnostics,
+];
+
+/// One page of the dashboard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Page {
+    /// Services and gateways, with actions.
+    Overview,
+    /// A service's log, live.
+    Logs,
+    /// Profiles: create, delete, SOUL.md, model, `.env`.
+    Profiles,
+    /// Memory providers: dependencies and activation.
+    Plugins,
+    /// Conversations of a profile (read-only).
+    Sessions,
+    /// `dump` and `doctor`.
+    Diagnostics,
+}
+
+impl Page {
+    /// The page's path relative to the dashboard's base (`""` is the Overview).
+    pub fn href(self) -> &'static str {
+        match self {
+            Page::Overview => "./",
+            Page::Logs => "logs",
+            Page::Profiles => "profiles",
+            Page::Plugins => "plugins",
+            Page::Sessions => "sessions",
+            Page::Diagnostics => "diagnostics",
+        }
+    }
+
+    /// The name in the navigation and the title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Page::Overview => "Overview",
+            Page::Logs => "Logs",
+            Page::Profiles => "Profiles",
+            Page::Plugins => "Plugins",
+            Page::Sessions => "Sessions",
+            Page::Diagnostics => "Diagnostics",
+        }
+    }
+
+    /// Its script under `/assets`.
+    fn script(self) -> &'static str {
+        match self {
+            Page::Overview => "overview.js",
+            Page::Logs => "logs.js",
+            Page::Profiles => "profiles.js",
+            Page::Plugins => "plugins.js",
+            Page::Sessions => "sessions.js",
+            Page::Diagnostics => "diagnostics.js",
+        }
+    }
+}
+
+/// The routes of every page (pages and their `/api` endpoints).
+pub fn routes() -> Router<App> {
+    Router::new()
+        .merge(overview::routes())
+        .merge(logs::routes())
+        .merge(profiles::routes())
+        .merge(plugins::routes())
+        .merge(sessions::routes())
+        .merge(diagnostics::routes())
+}
+
+/// The OpenAPI `paths` of every page's API.
+pub fn api_paths() -> Map<String, Value> {
+    let mut paths = Map::new();
+    for part in [
+        overview::api_paths(),
+        logs::api_paths(),
+        profiles::api_paths(),
+        plugins::api_paths(),
+        sessions::api_paths(),
+        diagnostics::api_paths(),
+    ] {
+        if let Value::Object(map) = part {
+            paths.extend(map);
+        }
+    }
+    paths
+}
+
+/// `page` inside the common frame: `base` is the prefix the browser sees (`""` at the root,
+/// `/hermes` under a proxy's sub-path), `token` is for the scripts' POSTs (the page is only
+/// served to an authenticated request), `main` is the page's own HTML (already escaped).
+pub fn shell(page: Page, base: &str, token: &str, main: &str) -> Response {
+    let nav: String = ALL
+        .iter()
+        .map(|p| {
+            let current = if *p == page {
+                " aria-current=\"page\""
+            } else {
+                ""
+            };
+            format!("<a href=\"{}\"{current}>{}</a>", p.href(), p.title())
+        })
+        .collect();
+    let html = format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<base href="{base}/">
+<meta name="hermes-token" content="{token}">
+<title>Hermes — {title}</title>
+<link rel="stylesheet" href="assets/app.css">
+</head><body data-page="{script}">
+<header><h1>Hermes</h1><nav>{nav}</nav><span id="live" class="muted"></span></header>
+<main>
+<div id="banner" class="banner" hidden></div>
+{main}
+</main>
+<script src="assets/common.js"></script>
+<script src="assets/{script}"></script>
+</body></html>
+"#,
+        base = escape(base),
+        token = escape(token),
+        title = page.title(),
+        script = page.script(),
+    );
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
+}
+
+/// The page answered with 401: how to get in, never the token.
+pub fn login(base: &str, basic: bool) -> String {
+    let how = if basic {
+        "Sign in with the dashboard's user name and password (HERMES_DASHBOARD_BASIC_AUTH_USERNAME and _PASSWORD or _PASSWORD_HASH)."
+    } else {
+        "Open the link that <code>hermes dashboard</code> printed when it started (it carries this start's token), or send the token in the X-Hermes-Session-Token header."
+    };
+    format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Hermes — sign in</title>
+<base href="{base}/">
+<link rel="stylesheet" href="assets/app.css"></head>
+<body><header><h1>Hermes</h1></header><main><p id="sign-in">{how}</p></main></body></html>
+"#,
+        base = escape(base)
+    )
+}
+
+/// HTML-escapes `text` for an attribute or element.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_and_base_are_escaped() {
+        assert_eq!(escape("a\"<b>&'"), "a&quot;&lt;b&gt;&amp;&#39;");
+        let page = login("/x\"y", false);
+        assert!(page.contains("<base href=\"/x&quot;y/\">"), "{page}");
+    }
+
+    #[test]
+    fn every_page_has_its_own_script_and_link() {
+        let mut scripts: Vec<_> = ALL.iter().map(|p| p.script()).collect();
+        scripts.dedup();
+        assert_eq!(scripts.len(), ALL.len());
+        for p in ALL {
+            assert!(crate::assets::get(p.script()).is_some(), "{p:?}");
+        }
+    }
+}

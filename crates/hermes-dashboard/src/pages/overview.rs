@@ -1,0 +1,149 @@
+//! The Overview, the first screen: one row per service and per profile gateway with its
+//! state, kept live by server-sent events, and Start / Stop / Restart. Status and actions go
+//! through the control socket on a blocking thread, exactly as `hermes service
+//! status|start|stop|restart`.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use futures_util::Stream;
+use serde_json::{Value, json};
+
+use crate::guard::detail;
+use crate::pages::{Page, shell};
+use crate::server::{App, Base};
+use crate::status;
+
+/// How often the event stream asks the supervisor (at most every 500 ms).
+pub const POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// How often an event stream sends a keepalive comment when nothing changed.
+pub const KEEPALIVE: Duration = Duration::from_secs(15);
+
+const MAIN: &str = r#"<table><thead><tr><th>Service</th><th>State</th><th>PID</th><th>Uptime</th><th>Restarts</th><th>Last exit</th><th>Reason</th><th>Port</th><th>Engine</th><th>Actions</th></tr></thead>
+<tbody id="rows"></tbody></table>"#;
+
+/// `/` and the Overview's API.
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/", get(page))
+        .route("/api/status", get(api_status))
+        .route("/api/events", get(events))
+        .route("/api/services/{name}/{action}", post(action))
+}
+
+async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Response {
+    shell(Page::Overview, &base.0, app.token(), MAIN)
+}
+
+/// One fresh snapshot, taken on a blocking thread (the control socket client blocks).
+async fn fresh(app: &App) -> Value {
+    let (root, vars) = (app.root.clone(), app.vars.clone());
+    tokio::task::spawn_blocking(move || status::snapshot(&root, &*vars))
+        .await
+        .unwrap_or_else(|e| {
+            json!({
+                "supervisor": { "reachable": false, "error": format!("status task failed: {e}") },
+                "services": [],
+            })
+        })
+}
+
+async fn api_status(State(app): State<App>) -> Json<Value> {
+    Json(fresh(&app).await)
+}
+
+/// `GET /api/events`: a `status` event with the first snapshot, then one whenever it
+/// changes (polled every [`POLL_INTERVAL`]), keepalive comments in between.
+async fn events(State(app): State<App>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let stream = futures_util::stream::unfold((app, None::<String>), |(app, last)| async move {
+        let mut first = last.is_none();
+        loop {
+            if !first {
+                tokio::time::sleep(POLL_INTERVAL).await;
+            }
+            first = false;
+            let snap = fresh(&app).await;
+            let print = status::fingerprint(&snap);
+            if last.as_deref() != Some(print.as_str()) {
+                let event = Event::default().event("status").data(snap.to_string());
+                return Some((Ok(event), (app, Some(print))));
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEPALIVE))
+}
+
+/// `POST /api/services/{name}/{action}`: `start`, `stop` or `restart` through the control
+/// socket, the same calls as the CLI (the supervisor records a gateway's desired state).
+async fn action(State(app): State<App>, Path((name, verb)): Path<(String, String)>) -> Response {
+    if !matches!(verb.as_str(), "start" | "stop" | "restart") {
+        return detail(
+            StatusCode::NOT_FOUND,
+            "Unknown action: use start, stop or restart",
+        );
+    }
+    let (root, vars) = (app.root.clone(), app.vars.clone());
+    let done = tokio::task::spawn_blocking(move || {
+        let mut client = hermes_services::connect(&root, &*vars, status::CLIENT_TIMEOUT)?;
+        match verb.as_str() {
+            "start" => client.start(&name),
+            "stop" => client.stop(&name),
+            _ => client.restart(&name),
+        }
+        .map_err(hermes_services::Error::Supervisor)
+    })
+    .await;
+    match done {
+        Ok(Ok(())) => Json(json!({ "ok": true })).into_response(),
+        Ok(Err(e)) => {
+            let code = match e {
+                hermes_services::Error::NotRunning { .. } => StatusCode::SERVICE_UNAVAILABLE,
+                _ => StatusCode::CONFLICT,
+            };
+            (
+                code,
+                Json(json!({ "detail": hermes_errors::one_line(&e), "hint": e.hint() })),
+            )
+                .into_response()
+        }
+        Err(e) => detail(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("action task failed: {e}"),
+        ),
+    }
+}
+
+/// The Overview's part of the OpenAPI document.
+pub fn api_paths() -> Value {
+    let unauthorized = json!({ "description": "No valid session token or credentials" });
+    json!({
+        "/api/status": { "get": {
+            "summary": "Every service and profile gateway, asked afresh from the supervisor",
+            "responses": { "200": { "description": "{supervisor: {reachable, error?, hint?}, services: [{name, state, pid, uptime_secs, since_secs, restarts, last_exit, reason, profile, engine?, port?}]}" }, "401": unauthorized },
+        }},
+        "/api/events": { "get": {
+            "summary": "Server-sent events: `status` with a snapshot like /api/status whenever it changes",
+            "responses": { "200": { "description": "text/event-stream" }, "401": unauthorized },
+        }},
+        "/api/services/{name}/{action}": { "post": {
+            "summary": "Start, stop or restart a service through the control socket",
+            "parameters": [
+                { "name": "name", "in": "path", "required": true, "schema": { "type": "string" } },
+                { "name": "action", "in": "path", "required": true, "schema": { "enum": ["start", "stop", "restart"] } },
+            ],
+            "responses": {
+                "200": { "description": "{\"ok\": true}" },
+                "401": unauthorized,
+                "403": { "description": "Missing or wrong X-Hermes-Session-Token" },
+                "409": { "description": "The supervisor refused: {detail, hint}" },
+                "503": { "description": "No supervisor is running" },
+            },
+        }},
+    })
+}

@@ -1,0 +1,1 @@
+//! The dashboard's diagnostics page in a real browser (see `ui`).

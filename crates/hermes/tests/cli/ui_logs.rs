@@ -1,0 +1,1 @@
+//! The dashboard's logs page in a real browser (see `ui`).

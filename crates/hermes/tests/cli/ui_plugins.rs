@@ -1,0 +1,1 @@
+//! The dashboard's plugins page in a real browser (see `ui`).

@@ -1,0 +1,1 @@
+//! The dashboard's profiles page in a real browser (see `ui`).

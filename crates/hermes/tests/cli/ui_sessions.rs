@@ -1,0 +1,1 @@
+//! The dashboard's sessions page in a real browser (see `ui`).
