@@ -6,7 +6,6 @@
 //! `<dir>/dashboard-<name>.png` (how `docs/images/` is made:
 //! `HERMES_DASHBOARD_SCREENSHOTS=$PWD/docs/images cargo test -p hermes --test cli ui_`).
 
-use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -43,13 +42,8 @@ impl Ui {
         }
         let mut child = cmd.spawn().unwrap();
         // Drain stderr on a thread so the dashboard never blocks on a full pipe.
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                eprintln!("dashboard: {line}");
-            }
-        });
+        let mut stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
         let dashboard = Running(child);
         wait_until("the dashboard", WAIT, || {
             TcpStream::connect(("127.0.0.1", port)).is_ok()

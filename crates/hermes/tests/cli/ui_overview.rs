@@ -56,4 +56,10 @@ fn sign_in_then_stop_and_start_a_gateway_with_the_buttons() {
         state_cell(&ui, "gateway-default") == "up"
     });
     assert_eq!(t.service("gateway-default")["state"], "up");
+
+    // A reload shows the same truth, asked afresh.
+    ui.goto("");
+    ui.browser.wait_until("the row after a reload", WAIT, |_| {
+        state_cell(&ui, "gateway-default") == "up"
+    });
 }
