@@ -85,6 +85,25 @@ pub async fn serve(listener: TcpListener, router: Router) -> Result<(), Error> {
     .map_err(Error::Serve)
 }
 
+/// An error answer `{"detail", "hint"}` with `status`: what the API says for any refusal
+/// (`detail` is the error in one line, `hint` what to do, as the CLI's `error:`/`hint:`).
+pub fn problem(status: StatusCode, detail: &str, hint: Option<String>) -> Response {
+    (status, Json(json!({ "detail": detail, "hint": hint }))).into_response()
+}
+
+/// Runs `work` on the blocking pool (file and socket work blocks); a task that panicked or
+/// was cancelled is a 500, never a hung request.
+pub async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Response> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| {
+        detail(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("the request's task failed: {e}"),
+        )
+    })
+}
+
 async fn asset(Path(file): Path<String>) -> Response {
     match assets::get(&file) {
         Some((kind, body)) => ([(header::CONTENT_TYPE, kind)], body).into_response(),
