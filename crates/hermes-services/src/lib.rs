@@ -53,7 +53,10 @@ pub use gateway::{
     gateway_spec, run_as_identity, service_name, systemd_user_unit,
 };
 pub use hooks::DesiredStateHooks;
-pub use logs::{Follower, log_file, open_service_log, service_log_dir, tail};
+pub use logs::{
+    Follower, log_file, open_log, open_service_log, resume_service_log, service_log_dir,
+    services_with_logs, tail,
+};
 pub use reconcile::{GatewayAction, reconcile};
 pub use runtime::{
     choose_runtime_dir, connect, find_runtime_dir, runtime_dirs, runtime_dirs_with_marker,

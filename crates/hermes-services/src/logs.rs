@@ -9,6 +9,9 @@
 //! * **rotation** — the supervisor renames a full `current` to `current.1` (older archives
 //!   shift up) and starts a new `current`; a follower notices (another inode, or a file shorter
 //!   than what it read) and goes on with the new file.
+//! * **position** — a file (by inode) and a byte offset in it after a complete line: where a
+//!   reader stopped, so it can resume exactly ([`Follower::resume`]), even after a rotation
+//!   renamed that file to `current.1`.
 //! * **lossy** — a service may print anything: bytes that are not UTF-8 are shown as U+FFFD,
 //!   never an error that hides the rest of the log.
 
@@ -32,9 +35,38 @@ pub fn service_log_dir(home: &Path, service: &str) -> Option<PathBuf> {
         return None;
     }
     Some(match service.strip_prefix(GATEWAY_PREFIX) {
+        // `gateway-..` or `gateway-` would name `logs/` or `logs/gateways/` itself.
+        Some(profile) if profile.is_empty() || profile.starts_with('.') => return None,
         Some(profile) => gateway_log_dir(home, profile),
         None => home.join("logs").join(service),
     })
+}
+
+/// The services of `home` that have a log file now (module doc: where each kind logs), by
+/// name, sorted — what is on disk, whether or not a supervisor runs them.
+pub fn services_with_logs(home: &Path) -> Vec<String> {
+    let logs = home.join("logs");
+    let names = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .collect()
+    };
+    let mut found: Vec<String> = names(&logs)
+        .into_iter()
+        .chain(
+            names(&logs.join("gateways"))
+                .into_iter()
+                .map(|profile| format!("{GATEWAY_PREFIX}{profile}")),
+        )
+        // Only names that map back to the file found (no stray directory, no odd name).
+        .filter(|name| log_file(home, name).is_ok_and(|file| file.is_file()))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// The current log file of `service` under `home`.
@@ -60,13 +92,89 @@ pub fn open_service_log(
     service: &str,
     n: usize,
 ) -> Result<(Vec<String>, Follower), Error> {
-    let path = log_file(home, service)?;
-    let file = File::open(&path).map_err(|source| Error::NoLog {
-        service: service.to_owned(),
-        path: path.clone(),
-        source,
-    })?;
+    let (path, file) = open_log(home, service)?;
     Follower::after_tail(&path, file, n)
+}
+
+/// The current log file of `service` under `home`, opened for reading, and its path.
+///
+/// # Errors
+/// [`Error::InvalidServiceName`]; [`Error::NoLog`] when it cannot be opened.
+pub fn open_log(home: &Path, service: &str) -> Result<(PathBuf, File), Error> {
+    let path = log_file(home, service)?;
+    match File::open(&path) {
+        Ok(file) => Ok((path, file)),
+        Err(source) => Err(Error::NoLog {
+            service: service.to_owned(),
+            path,
+            source,
+        }),
+    }
+}
+
+/// Follows `service`'s log from `at` ([`Follower::resume`]).
+///
+/// # Errors
+/// As [`open_log`]; [`Error::LogRead`] when a file cannot be read.
+pub fn resume_service_log(
+    home: &Path,
+    service: &str,
+    at: Resume,
+) -> Result<(Follower, Resumed), Error> {
+    let (path, file) = open_log(home, service)?;
+    Follower::resume(&path, file, at)
+}
+
+/// Where a [`Follower`] stands: the file it reads (by inode, so a rotated file is still
+/// recognised under its archive name) and the byte offset right after the last complete line
+/// it gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    /// The inode of the file read.
+    pub inode: u64,
+    /// Bytes of that file already given as lines.
+    pub offset: u64,
+}
+
+/// Where to resume following a log: a [`Position`] given earlier, or a bare offset in the
+/// current file (`inode: None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resume {
+    /// The file's inode; `None` for the current file.
+    pub inode: Option<u64>,
+    /// The byte offset to go on from.
+    pub offset: u64,
+}
+
+/// How [`Follower::resume`] went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resumed {
+    /// From exactly the position asked for: in the current file, or in the archive it was
+    /// rotated to (read to its end before the current file).
+    Exact,
+    /// That position is in no file still there (rotated away, or the file is now shorter):
+    /// from the beginning of the current file.
+    Restarted,
+}
+
+/// What [`Follower::poll_changes`] found, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Lines completed, and the position right after them.
+    Lines {
+        /// The lines, oldest first.
+        lines: Vec<String>,
+        /// Where they end.
+        end: Position,
+    },
+    /// The file was replaced (rotated: `truncated` false) or cut shorter in place
+    /// (`truncated` true); what follows comes from the beginning of the new content.
+    Reopened {
+        /// Cut shorter in place rather than replaced.
+        truncated: bool,
+        /// The beginning of the new content.
+        at: Position,
+    },
 }
 
 /// The last `n` lines of the file at `path`, decoded lossily (module doc), without line ends.
@@ -136,9 +244,59 @@ impl Follower {
         })
     }
 
+    /// Follows `path` (whose current file is `current`, already open) from `at`: in the
+    /// current file, or in its newest archive (`<path>.1`, the supervisor's rotation) when
+    /// `at.inode` is that one's — its rest comes first, then the current file, so a reader that
+    /// stopped before a rotation loses nothing. A position in no file still there, or past a
+    /// file's end, restarts from the beginning of the current file ([`Resumed::Restarted`]).
+    ///
+    /// # Errors
+    /// [`Error::LogRead`] when a file cannot be inspected.
+    pub fn resume(path: &Path, current: File, at: Resume) -> Result<(Self, Resumed), Error> {
+        let size_of = |file: &File| {
+            file.metadata()
+                .map(|m| (m.ino(), m.len()))
+                .map_err(|e| Error::log_read(path, e))
+        };
+        let (current_inode, current_len) = size_of(&current)?;
+        let (file, len) = match at.inode {
+            None => (current, current_len),
+            Some(inode) if inode == current_inode => (current, current_len),
+            Some(inode) => match Self::archive(path, inode) {
+                Some(found) => found,
+                // Rotated more than once (or never this log's): only the current file is left.
+                None => return Self::at(path, current, 0).map(|f| (f, Resumed::Restarted)),
+            },
+        };
+        if at.offset > len {
+            // Cut shorter since (or an offset it never had): what is there now is new.
+            let current = File::open(path).map_err(|e| Error::log_read(path, e))?;
+            return Self::at(path, current, 0).map(|f| (f, Resumed::Restarted));
+        }
+        Self::at(path, file, at.offset).map(|f| (f, Resumed::Exact))
+    }
+
+    /// The newest archive of `path` (`<path>.1`) if it is the file with `inode`, and its size.
+    fn archive(path: &Path, inode: u64) -> Option<(File, u64)> {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".1");
+        let file = File::open(PathBuf::from(name)).ok()?;
+        let meta = file.metadata().ok()?;
+        (meta.ino() == inode).then_some((file, meta.len()))
+    }
+
     /// The file followed.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Where this follower stands: after the last complete line it gave. (Not `position`:
+    /// that is [`Iterator::position`].)
+    pub fn reached(&self) -> Position {
+        Position {
+            inode: self.inode,
+            offset: self.pos - self.partial.len() as u64,
+        }
     }
 
     /// The lines completed since the last call, oldest first; empty when there are none.
@@ -149,22 +307,52 @@ impl Follower {
     /// [`Error::LogRead`] when the file cannot be read or the new one opened.
     pub fn poll(&mut self) -> Result<Vec<String>, Error> {
         let mut lines: Vec<String> = self.ready.drain(..).collect();
+        for change in self.poll_changes()? {
+            if let Change::Lines { lines: more, .. } = change {
+                lines.extend(more);
+            }
+        }
+        Ok(lines)
+    }
+
+    /// As [`Follower::poll`], with where each batch of lines ends and where the file was
+    /// rotated or truncated (for a reader that must resume exactly, such as an event stream).
+    /// Empty when nothing changed.
+    ///
+    /// # Errors
+    /// [`Error::LogRead`] when the file cannot be read or the new one opened.
+    pub fn poll_changes(&mut self) -> Result<Vec<Change>, Error> {
+        let mut changes = Vec::new();
         if let Ok(meta) = std::fs::metadata(&self.path) {
             let replaced = meta.ino() != self.inode;
             if replaced || meta.len() < self.pos {
+                let mut lines = Vec::new();
                 if replaced {
                     // What was written before the rename is still in the old file.
                     self.read_appended(&mut lines)?;
                 }
                 self.flush_partial(&mut lines);
+                if !lines.is_empty() {
+                    let end = self.reached();
+                    changes.push(Change::Lines { lines, end });
+                }
                 let file = File::open(&self.path).map_err(|e| self.error(e))?;
                 self.inode = file.metadata().map_err(|e| self.error(e))?.ino();
                 self.file = file;
                 self.pos = 0;
+                changes.push(Change::Reopened {
+                    truncated: !replaced,
+                    at: self.reached(),
+                });
             }
         }
+        let mut lines = Vec::new();
         self.read_appended(&mut lines)?;
-        Ok(lines)
+        if !lines.is_empty() {
+            let end = self.reached();
+            changes.push(Change::Lines { lines, end });
+        }
+        Ok(changes)
     }
 
     /// Reads what was appended to the current file since `pos`; complete lines go to `lines`.
@@ -239,7 +427,16 @@ mod tests {
             service_log_dir(home, "llama"),
             Some(PathBuf::from("/data/logs/llama"))
         );
-        for bad in ["", "../etc", "a/b", ".hidden"] {
+        for bad in [
+            "",
+            "../etc",
+            "a/b",
+            ".hidden",
+            "a\0b",
+            "gateway-",
+            "gateway-..",
+            "gateway-.x",
+        ] {
             assert_eq!(service_log_dir(home, bad), None, "{bad}");
             assert!(matches!(
                 log_file(home, bad),
@@ -322,5 +519,153 @@ mod tests {
             .unwrap();
         let next: Vec<String> = follower.by_ref().take(2).map(Result::unwrap).collect();
         assert_eq!(next, ["y", "z"]);
+    }
+
+    fn append(path: &Path, bytes: &[u8]) {
+        fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .unwrap()
+            .write_all(bytes)
+            .unwrap();
+    }
+
+    #[test]
+    fn services_with_logs_are_found_on_disk_by_their_service_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        assert!(services_with_logs(home).is_empty());
+        for d in [
+            "logs/ticker",
+            "logs/gateways/work",
+            "logs/empty",
+            "logs/.hidden",
+        ] {
+            fs::create_dir_all(home.join(d)).unwrap();
+        }
+        for f in [
+            "logs/ticker/current",
+            "logs/gateways/work/current",
+            "logs/.hidden/current",
+        ] {
+            fs::write(home.join(f), "x\n").unwrap();
+        }
+        assert_eq!(services_with_logs(home), ["gateway-work", "ticker"]);
+    }
+
+    #[test]
+    fn resuming_at_a_position_gives_exactly_what_follows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("current");
+        fs::write(&path, "a\nb\n").unwrap();
+        let (_, mut first) = Follower::after_tail(&path, File::open(&path).unwrap(), 5).unwrap();
+        append(&path, b"c\nunfin");
+        assert_eq!(first.poll().unwrap(), ["c"]);
+        let at = first.reached();
+        assert_eq!(at.offset, 6, "after `c`, not after the unfinished line");
+        append(&path, b"ished\nd\n");
+        for inode in [Some(at.inode), None] {
+            let resume = Resume {
+                inode,
+                offset: at.offset,
+            };
+            let (mut again, how) =
+                Follower::resume(&path, File::open(&path).unwrap(), resume).unwrap();
+            assert_eq!(how, Resumed::Exact);
+            assert_eq!(again.poll().unwrap(), ["unfinished", "d"]);
+        }
+    }
+
+    #[test]
+    fn resuming_across_a_rotation_reads_the_archive_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("current");
+        fs::write(&path, "a\nb\n").unwrap();
+        let inode = fs::metadata(&path).unwrap().ino();
+        append(&path, b"c\n");
+        fs::rename(&path, dir.path().join("current.1")).unwrap();
+        fs::write(&path, "d\n").unwrap();
+        let resume = Resume {
+            inode: Some(inode),
+            offset: 4,
+        };
+        let (mut f, how) = Follower::resume(&path, File::open(&path).unwrap(), resume).unwrap();
+        assert_eq!(how, Resumed::Exact);
+        let changes = f.poll_changes().unwrap();
+        let new_inode = fs::metadata(&path).unwrap().ino();
+        assert_eq!(
+            changes,
+            [
+                Change::Lines {
+                    lines: vec!["c".into()],
+                    end: Position { inode, offset: 6 }
+                },
+                Change::Reopened {
+                    truncated: false,
+                    at: Position {
+                        inode: new_inode,
+                        offset: 0
+                    }
+                },
+                Change::Lines {
+                    lines: vec!["d".into()],
+                    end: Position {
+                        inode: new_inode,
+                        offset: 2
+                    }
+                },
+            ]
+        );
+        assert!(f.poll_changes().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_position_in_no_file_left_restarts_from_the_beginning() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("current");
+        fs::write(&path, "new\n").unwrap();
+        let inode = fs::metadata(&path).unwrap().ino();
+        let cases = [
+            Resume {
+                inode: Some(inode),
+                offset: 99,
+            },
+            Resume {
+                inode: None,
+                offset: 99,
+            },
+            Resume {
+                inode: Some(inode + 12345),
+                offset: 1,
+            },
+        ];
+        for resume in cases {
+            let (mut f, how) = Follower::resume(&path, File::open(&path).unwrap(), resume).unwrap();
+            assert_eq!(how, Resumed::Restarted, "{resume:?}");
+            assert_eq!(f.poll().unwrap(), ["new"], "{resume:?}");
+        }
+    }
+
+    #[test]
+    fn truncation_is_a_change_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("current");
+        fs::write(&path, "long line one\n").unwrap();
+        let mut f = Follower::from_end(&path).unwrap();
+        fs::write(&path, "x\n").unwrap();
+        let inode = fs::metadata(&path).unwrap().ino();
+        assert_eq!(
+            f.poll_changes().unwrap(),
+            [
+                Change::Reopened {
+                    truncated: true,
+                    at: Position { inode, offset: 0 }
+                },
+                Change::Lines {
+                    lines: vec!["x".into()],
+                    end: Position { inode, offset: 2 }
+                },
+            ]
+        );
     }
 }
