@@ -1,11 +1,13 @@
 //! What the dashboard serves on and how it authenticates, from flags and the original's
 //! environment variables (`HERMES_DASHBOARD_HOST`, `_PORT`, `_BASIC_AUTH_USERNAME`,
-//! `_BASIC_AUTH_PASSWORD`, `_SESSION_TOKEN`) plus ours (`HERMES_DASHBOARD_ALLOWED_HOSTS`).
+//! `_BASIC_AUTH_PASSWORD`, `_SESSION_TOKEN`) plus ours (`_BASIC_AUTH_PASSWORD_HASH`,
+//! `_ALLOWED_HOSTS`, `_BASE_PATH`, `_TRUSTED_PROXIES`, `_PROXY_AUTH_HEADER`).
 //!
 //! Fails closed: a host that is not loopback without credentials is an [`Error`], never an
 //! open dashboard.
 
 use std::io::Read;
+use std::net::IpAddr;
 
 use crate::Error;
 
@@ -21,13 +23,49 @@ const MIN_TOKEN_LEN: usize = 16;
 pub enum Auth {
     /// Loopback: the session token (cookie, `X-Hermes-Session-Token` or `Bearer`).
     Token,
-    /// Any other address: HTTP basic authentication with these credentials.
+    /// HTTP basic authentication with these credentials.
     Basic {
         /// User name.
         username: String,
-        /// Password.
-        password: String,
+        /// The password, or its hash.
+        password: Password,
     },
+    /// A reverse proxy that authenticates users and names them in `header`; only requests
+    /// from [`Settings::trusted_proxies`] are believed.
+    Proxy {
+        /// The header carrying the signed-in user (e.g. `X-Forwarded-User`), lowercase.
+        header: String,
+    },
+}
+
+/// A basic-auth password as configured.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Password {
+    /// `HERMES_DASHBOARD_BASIC_AUTH_PASSWORD` (the original's).
+    Plain(String),
+    /// `HERMES_DASHBOARD_BASIC_AUTH_PASSWORD_HASH`: a bcrypt hash (`$2b$…`, `htpasswd -B`).
+    Bcrypt(String),
+}
+
+impl std::fmt::Debug for Password {
+    // Never the secret in a debug print.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Password::Plain(_) => f.write_str("Plain(…)"),
+            Password::Bcrypt(_) => f.write_str("Bcrypt(…)"),
+        }
+    }
+}
+
+impl Password {
+    /// Whether `presented` is this password (bcrypt's own comparison for a hash; constant time
+    /// for a plain one). Slow for a hash, by design: call it off the async workers.
+    pub fn matches(&self, presented: &str) -> bool {
+        match self {
+            Password::Plain(p) => crate::guard::same(presented, p),
+            Password::Bcrypt(hash) => bcrypt::verify(presented, hash).unwrap_or(false),
+        }
+    }
 }
 
 /// Everything the server needs to start.
@@ -44,6 +82,11 @@ pub struct Settings {
     pub token: String,
     /// Host header values accepted besides the bound host (and loopback names on loopback).
     pub extra_hosts: Vec<String>,
+    /// The sub-path the dashboard is served under (`/hermes`), or `""` at the root.
+    pub base_path: String,
+    /// Reverse proxies whose `X-Forwarded-Prefix`, `X-Forwarded-For` and user header are
+    /// believed.
+    pub trusted_proxies: Vec<Cidr>,
 }
 
 impl Settings {
@@ -53,7 +96,7 @@ impl Settings {
         port: Option<u16>,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Settings, Error> {
-        let set = |name: &str| var(name).filter(|v| !v.is_empty());
+        let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
         let host = host
             .or_else(|| set("HERMES_DASHBOARD_HOST"))
             .unwrap_or_else(|| DEFAULT_HOST.to_string());
@@ -62,14 +105,16 @@ impl Settings {
             (None, Some(v)) => parse_port(&v)?,
             (None, None) => DEFAULT_PORT,
         };
-        let auth = match (
-            set("HERMES_DASHBOARD_BASIC_AUTH_USERNAME"),
-            set("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD"),
-        ) {
-            (Some(username), Some(password)) => Auth::Basic { username, password },
-            _ if is_loopback(&host) => Auth::Token,
-            _ => return Err(Error::CredentialsRequired { host }),
+        let trusted_proxies = match set("HERMES_DASHBOARD_TRUSTED_PROXIES") {
+            Some(list) => list
+                .split(',')
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(Cidr::parse)
+                .collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
         };
+        let auth = resolve_auth(&host, &set, &trusted_proxies)?;
         let token = match set("HERMES_DASHBOARD_SESSION_TOKEN") {
             Some(t) if t.len() < MIN_TOKEN_LEN => {
                 return Err(Error::WeakToken { min: MIN_TOKEN_LEN });
@@ -85,12 +130,18 @@ impl Settings {
                     .collect()
             })
             .unwrap_or_default();
+        let base_path = match set("HERMES_DASHBOARD_BASE_PATH") {
+            Some(v) => normalize_base_path(&v).ok_or(Error::InvalidBasePath { value: v })?,
+            None => String::new(),
+        };
         Ok(Settings {
             host,
             port,
             auth,
             token,
             extra_hosts,
+            base_path,
+            trusted_proxies,
         })
     }
 
@@ -102,6 +153,126 @@ impl Settings {
             format!("{}:{}", self.host, self.port)
         }
     }
+
+    /// Whether a connection from `peer` is one of the trusted reverse proxies.
+    pub fn trusts(&self, peer: IpAddr) -> bool {
+        self.trusted_proxies.iter().any(|c| c.contains(peer))
+    }
+}
+
+/// The auth mode: basic credentials when given (a plain password or a bcrypt hash, not
+/// both), else a trusted proxy's user header when enabled, else the token — on loopback only.
+fn resolve_auth(
+    host: &str,
+    set: &dyn Fn(&str) -> Option<String>,
+    trusted_proxies: &[Cidr],
+) -> Result<Auth, Error> {
+    let username = set("HERMES_DASHBOARD_BASIC_AUTH_USERNAME");
+    let password = match (
+        set("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD"),
+        set("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD_HASH"),
+    ) {
+        (Some(_), Some(_)) => return Err(Error::PasswordTwice),
+        (Some(p), None) => Some(Password::Plain(p)),
+        (None, Some(h)) => {
+            let h = h.trim().to_string();
+            // Checked now, so a mistyped hash fails the start instead of every login.
+            if bcrypt::verify("", &h).is_err() {
+                return Err(Error::InvalidPasswordHash);
+            }
+            Some(Password::Bcrypt(h))
+        }
+        (None, None) => None,
+    };
+    let proxy_header = set("HERMES_DASHBOARD_PROXY_AUTH_HEADER");
+    match (username, password, proxy_header) {
+        (Some(username), Some(password), _) => Ok(Auth::Basic { username, password }),
+        (None, Some(_), _) => Err(Error::UsernameMissing),
+        (_, None, Some(header)) => {
+            if trusted_proxies.is_empty() {
+                return Err(Error::ProxyAuthWithoutProxies);
+            }
+            Ok(Auth::Proxy {
+                header: header.trim().to_ascii_lowercase(),
+            })
+        }
+        _ if is_loopback(host) => Ok(Auth::Token),
+        _ => Err(Error::CredentialsRequired {
+            host: host.to_string(),
+        }),
+    }
+}
+
+/// `/hermes/` → `/hermes`; `/` or `` → ``; `None` for anything that is not a plain path
+/// (no scheme, no `..`, no query, only URL-safe characters).
+pub fn normalize_base_path(value: &str) -> Option<String> {
+    let trimmed = value.trim().trim_end_matches('/');
+    if trimmed.is_empty() {
+        return Some(String::new());
+    }
+    let plain = trimmed.starts_with('/')
+        && trimmed.len() <= 200
+        && trimmed
+            .split('/')
+            .skip(1)
+            .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
+        && trimmed
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/-._~".contains(&b));
+    plain.then(|| trimmed.to_string())
+}
+
+/// An address or network (`10.0.0.5`, `10.0.0.0/8`, `fd00::/8`) of trusted proxies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cidr {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl Cidr {
+    /// Parses `ip` or `ip/prefix`.
+    pub fn parse(text: &str) -> Result<Cidr, Error> {
+        let invalid = || Error::InvalidTrustedProxy {
+            value: text.to_string(),
+        };
+        let (ip, prefix) = match text.split_once('/') {
+            Some((ip, p)) => (ip, Some(p.parse::<u8>().map_err(|_| invalid())?)),
+            None => (text, None),
+        };
+        let addr: IpAddr = ip.parse().map_err(|_| invalid())?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = prefix.unwrap_or(max);
+        if prefix > max {
+            return Err(invalid());
+        }
+        Ok(Cidr { addr, prefix })
+    }
+
+    /// Whether `ip` is in this network (an IPv4-mapped IPv6 peer counts as its IPv4 address).
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        match (self.addr, ip) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                prefix_eq(&net.octets(), &ip.octets(), self.prefix)
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                prefix_eq(&net.octets(), &ip.octets(), self.prefix)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether the first `bits` bits of `a` and `b` are equal.
+fn prefix_eq(a: &[u8], b: &[u8], bits: u8) -> bool {
+    let (whole, rest) = (usize::from(bits / 8), bits % 8);
+    if a[..whole] != b[..whole] {
+        return false;
+    }
+    rest == 0 || (a[whole] ^ b[whole]) >> (8 - rest) == 0
 }
 
 /// Whether `host` is a loopback name or address (the original's rule: `127.0.0.1`,
@@ -197,6 +368,128 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(s.auth, Auth::Basic { ref username, .. } if username == "admin"));
+    }
+
+    #[test]
+    fn a_bcrypt_hash_is_a_password_and_is_checked_at_start() {
+        let hash = bcrypt::hash("s3cret", 4).unwrap();
+        let s = Settings::resolve(
+            Some("0.0.0.0".into()),
+            None,
+            env(&[
+                ("HERMES_DASHBOARD_BASIC_AUTH_USERNAME", "admin"),
+                ("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD_HASH", &hash),
+            ]),
+        )
+        .unwrap();
+        let Auth::Basic { password, .. } = s.auth else {
+            panic!("basic expected")
+        };
+        assert!(password.matches("s3cret"));
+        assert!(!password.matches("s3creT"));
+        assert_eq!(format!("{password:?}"), "Bcrypt(…)");
+        for (vars, expected) in [
+            (
+                vec![
+                    ("HERMES_DASHBOARD_BASIC_AUTH_USERNAME", "admin"),
+                    ("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD_HASH", "not-a-hash"),
+                ],
+                "hash",
+            ),
+            (
+                vec![
+                    ("HERMES_DASHBOARD_BASIC_AUTH_USERNAME", "admin"),
+                    ("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD", "pw"),
+                    ("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD_HASH", hash.as_str()),
+                ],
+                "both",
+            ),
+            (vec![("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD", "pw")], "user"),
+        ] {
+            let e = Settings::resolve(Some("0.0.0.0".into()), None, env(&vars)).unwrap_err();
+            assert_eq!(e.exit_code(), 78, "{expected}: {e}");
+            let ok = match expected {
+                "hash" => matches!(e, Error::InvalidPasswordHash),
+                "both" => matches!(e, Error::PasswordTwice),
+                _ => matches!(e, Error::UsernameMissing),
+            };
+            assert!(ok, "{expected}: {e:?}");
+        }
+    }
+
+    #[test]
+    fn a_proxy_user_header_needs_trusted_proxies() {
+        let e = Settings::resolve(
+            Some("0.0.0.0".into()),
+            None,
+            env(&[("HERMES_DASHBOARD_PROXY_AUTH_HEADER", "X-Forwarded-User")]),
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::ProxyAuthWithoutProxies));
+        let s = Settings::resolve(
+            Some("0.0.0.0".into()),
+            None,
+            env(&[
+                ("HERMES_DASHBOARD_PROXY_AUTH_HEADER", "X-Forwarded-User"),
+                ("HERMES_DASHBOARD_TRUSTED_PROXIES", "10.0.0.0/8, ::1"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            s.auth,
+            Auth::Proxy {
+                header: "x-forwarded-user".into()
+            }
+        );
+        assert!(s.trusts("10.9.8.7".parse().unwrap()));
+        assert!(s.trusts("::ffff:10.1.1.1".parse().unwrap()));
+        assert!(s.trusts("::1".parse().unwrap()));
+        assert!(!s.trusts("11.0.0.1".parse().unwrap()));
+        let e = Settings::resolve(
+            None,
+            None,
+            env(&[("HERMES_DASHBOARD_TRUSTED_PROXIES", "10.0.0.0/33")]),
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::InvalidTrustedProxy { .. }));
+    }
+
+    #[test]
+    fn cidr_prefixes() {
+        let net = Cidr::parse("192.168.4.0/22").unwrap();
+        assert!(net.contains("192.168.7.255".parse().unwrap()));
+        assert!(!net.contains("192.168.8.0".parse().unwrap()));
+        assert!(
+            Cidr::parse("0.0.0.0/0")
+                .unwrap()
+                .contains("8.8.8.8".parse().unwrap())
+        );
+        assert!(
+            !Cidr::parse("fd00::/8")
+                .unwrap()
+                .contains("10.0.0.1".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn base_paths_are_plain_paths() {
+        assert_eq!(normalize_base_path("/hermes/").unwrap(), "/hermes");
+        assert_eq!(normalize_base_path("/a/b-c_d.e~f").unwrap(), "/a/b-c_d.e~f");
+        assert_eq!(normalize_base_path("/").unwrap(), "");
+        for bad in [
+            "hermes",
+            "/a/../b",
+            "//x",
+            "/a?b",
+            "/a b",
+            "http://x/y",
+            "/a\"\x3cb",
+        ] {
+            assert!(normalize_base_path(bad).is_none(), "{bad}");
+        }
+        let e = Settings::resolve(None, None, env(&[("HERMES_DASHBOARD_BASE_PATH", "x/..")]))
+            .unwrap_err();
+        assert_eq!(e.exit_code(), 78);
     }
 
     #[test]

@@ -23,6 +23,30 @@ pub enum Error {
         /// The minimum length.
         min: usize,
     },
+    /// Both a password and a password hash are configured.
+    #[error("both HERMES_DASHBOARD_BASIC_AUTH_PASSWORD and _PASSWORD_HASH are set")]
+    PasswordTwice,
+    /// `HERMES_DASHBOARD_BASIC_AUTH_PASSWORD_HASH` is not a bcrypt hash.
+    #[error("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD_HASH is not a bcrypt hash")]
+    InvalidPasswordHash,
+    /// A password without a user name.
+    #[error("a dashboard password is set without HERMES_DASHBOARD_BASIC_AUTH_USERNAME")]
+    UsernameMissing,
+    /// A proxy's user header without a list of trusted proxies: anyone could send it.
+    #[error("HERMES_DASHBOARD_PROXY_AUTH_HEADER is set without HERMES_DASHBOARD_TRUSTED_PROXIES")]
+    ProxyAuthWithoutProxies,
+    /// An entry of `HERMES_DASHBOARD_TRUSTED_PROXIES` is not an address or network.
+    #[error("invalid trusted proxy `{value}`")]
+    InvalidTrustedProxy {
+        /// The entry as given.
+        value: String,
+    },
+    /// `HERMES_DASHBOARD_BASE_PATH` is not a plain path.
+    #[error("invalid dashboard base path `{value}`")]
+    InvalidBasePath {
+        /// The value as given.
+        value: String,
+    },
     /// No random bytes for the session token.
     #[error("cannot read random bytes for the session token")]
     Random(#[source] std::io::Error),
@@ -44,7 +68,13 @@ impl Error {
     /// What to do about it.
     pub fn hint(&self) -> Option<String> {
         Some(match self {
-            Error::CredentialsRequired { .. } => "set HERMES_DASHBOARD_BASIC_AUTH_USERNAME and HERMES_DASHBOARD_BASIC_AUTH_PASSWORD, or listen on 127.0.0.1 (the default) and reach it through an SSH tunnel".into(),
+            Error::CredentialsRequired { .. } => "set HERMES_DASHBOARD_BASIC_AUTH_USERNAME and HERMES_DASHBOARD_BASIC_AUTH_PASSWORD (or _PASSWORD_HASH, from `hermes dashboard hash-password`), or HERMES_DASHBOARD_PROXY_AUTH_HEADER with HERMES_DASHBOARD_TRUSTED_PROXIES behind an authenticating proxy; or listen on 127.0.0.1 (the default) and reach it through an SSH tunnel".into(),
+            Error::PasswordTwice => "keep one: the hash (`hermes dashboard hash-password`) is the safer".into(),
+            Error::InvalidPasswordHash => "make one with `hermes dashboard hash-password` or `htpasswd -nB USER` (the part after the colon); quote it in .env: '$2b$…'".into(),
+            Error::UsernameMissing => "set HERMES_DASHBOARD_BASIC_AUTH_USERNAME too".into(),
+            Error::ProxyAuthWithoutProxies => "list the proxy's addresses in HERMES_DASHBOARD_TRUSTED_PROXIES (comma-separated addresses or networks, e.g. 172.18.0.0/16)".into(),
+            Error::InvalidTrustedProxy { .. } => "give IP addresses or networks, comma-separated: 10.0.0.5, 172.18.0.0/16, fd00::/8".into(),
+            Error::InvalidBasePath { .. } => "give the path the proxy serves the dashboard under, e.g. /hermes".into(),
             Error::InvalidPort { .. } => "give a number from 1 to 65535 (default 9119)".into(),
             Error::WeakToken { .. } => "use a random value, e.g. `openssl rand -hex 32`, or unset it for a fresh token per start".into(),
             Error::Random(_) => "the dashboard needs /dev/urandom; or set HERMES_DASHBOARD_SESSION_TOKEN".into(),
@@ -58,7 +88,13 @@ impl Error {
         match self {
             Error::CredentialsRequired { .. }
             | Error::InvalidPort { .. }
-            | Error::WeakToken { .. } => 78,
+            | Error::WeakToken { .. }
+            | Error::PasswordTwice
+            | Error::InvalidPasswordHash
+            | Error::UsernameMissing
+            | Error::ProxyAuthWithoutProxies
+            | Error::InvalidTrustedProxy { .. }
+            | Error::InvalidBasePath { .. } => 78,
             Error::Random(_) | Error::Bind { .. } | Error::Serve(_) => 1,
         }
     }
@@ -69,6 +105,12 @@ hermes_errors::every_variant!(Error {
     Error::CredentialsRequired { .. } => Error::CredentialsRequired { host: "0.0.0.0".into() },
     Error::InvalidPort { .. } => Error::InvalidPort { value: "http".into() },
     Error::WeakToken { .. } => Error::WeakToken { min: 16 },
+    Error::PasswordTwice => Error::PasswordTwice,
+    Error::InvalidPasswordHash => Error::InvalidPasswordHash,
+    Error::UsernameMissing => Error::UsernameMissing,
+    Error::ProxyAuthWithoutProxies => Error::ProxyAuthWithoutProxies,
+    Error::InvalidTrustedProxy { .. } => Error::InvalidTrustedProxy { value: "10.0.0.0/33".into() },
+    Error::InvalidBasePath { .. } => Error::InvalidBasePath { value: "x/..".into() },
     Error::Random(_) => Error::Random(std::io::Error::from_raw_os_error(2)),
     Error::Bind { .. } => Error::Bind {
         addr: "127.0.0.1:9119".into(),
@@ -85,12 +127,8 @@ mod tests {
     fn every_variant_has_a_hint_and_configuration_is_78() {
         for (name, e) in Error::every_variant() {
             assert!(e.hint().is_some_and(|h| !h.is_empty()), "{name}: {e}");
-            let configuration = matches!(
-                e,
-                Error::CredentialsRequired { .. }
-                    | Error::InvalidPort { .. }
-                    | Error::WeakToken { .. }
-            );
+            let configuration =
+                !matches!(e, Error::Random(_) | Error::Bind { .. } | Error::Serve(_));
             assert_eq!(e.exit_code() == 78, configuration, "{name}");
         }
     }

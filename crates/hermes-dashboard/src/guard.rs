@@ -29,6 +29,9 @@ pub const LOGIN_ATTEMPTS: u32 = 5;
 /// The window of [`LOGIN_ATTEMPTS`].
 pub const LOGIN_WINDOW: Duration = Duration::from_secs(30);
 
+/// How many accepted `Authorization` values are remembered (a few users or browsers).
+const ACCEPTED_KEPT: usize = 8;
+
 /// Size of the failure table at which expired entries are dropped.
 const FORGET_AT: usize = 1024;
 
@@ -39,6 +42,8 @@ const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-
 pub struct Guard {
     settings: Settings,
     failures: Mutex<HashMap<IpAddr, (Instant, u32)>>,
+    /// `Authorization` values that passed a (slow) password hash check.
+    accepted: Mutex<Vec<String>>,
 }
 
 impl Guard {
@@ -47,6 +52,7 @@ impl Guard {
         Arc::new(Guard {
             settings,
             failures: Mutex::new(HashMap::new()),
+            accepted: Mutex::new(Vec::new()),
         })
     }
 
@@ -77,15 +83,65 @@ impl Guard {
         is_wildcard(&bound) && self.settings.extra_hosts.is_empty()
     }
 
-    fn authenticated(&self, headers: &HeaderMap) -> bool {
+    /// Whether the request proves who it is (see [`Auth`]); `peer` is the connection's
+    /// address (a proxy's user header counts only from a trusted proxy). A bcrypt check runs
+    /// on the blocking pool, once per distinct `Authorization` value: a browser sends the
+    /// same header with every request, and each check costs a fraction of a second by design.
+    async fn authenticated(self: &Arc<Self>, headers: &HeaderMap, peer: IpAddr) -> bool {
         match &self.settings.auth {
             Auth::Token => presented_token(headers).is_some_and(|t| same(&t, &self.settings.token)),
-            Auth::Basic { username, password } => {
-                basic_credentials(headers).is_some_and(|(u, p)| {
-                    // Both compared, always, so the time does not tell which one was wrong.
-                    same(&u, username) & same(&p, password)
-                })
+            Auth::Proxy { header } => {
+                self.settings.trusts(peer)
+                    && headers
+                        .get(header.as_str())
+                        .and_then(|v| v.to_str().ok())
+                        .is_some_and(|user| !user.trim().is_empty())
             }
+            Auth::Basic { .. } => {
+                let Some(value) = headers
+                    .get(header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+                else {
+                    return false;
+                };
+                if self.was_accepted(&value) {
+                    return true;
+                }
+                let guard = self.clone();
+                let header_value = value.clone();
+                let ok = tokio::task::spawn_blocking(move || guard.basic_matches(&header_value))
+                    .await
+                    .unwrap_or(false);
+                if ok {
+                    self.remember_accepted(value);
+                }
+                ok
+            }
+        }
+    }
+
+    /// Checks an `Authorization: Basic …` value against the configured credentials; both
+    /// parts are always compared, so the time does not tell which one was wrong.
+    fn basic_matches(&self, value: &str) -> bool {
+        let Auth::Basic { username, password } = &self.settings.auth else {
+            return false;
+        };
+        basic_credentials(value).is_some_and(|(u, p)| same(&u, username) & password.matches(&p))
+    }
+
+    fn was_accepted(&self, value: &str) -> bool {
+        self.accepted
+            .lock()
+            .is_ok_and(|list| list.iter().any(|v| same(v, value)))
+    }
+
+    fn remember_accepted(&self, value: String) {
+        if let Ok(mut list) = self.accepted.lock() {
+            if list.len() >= ACCEPTED_KEPT {
+                list.remove(0);
+            }
+            list.push(value);
         }
     }
 
@@ -121,7 +177,7 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
     response
 }
 
-async fn check(guard: &Guard, request: Request, next: Next) -> Response {
+async fn check(guard: &Arc<Guard>, request: Request, next: Next) -> Response {
     if !guard.host_allowed(request.headers()) {
         return detail(StatusCode::BAD_REQUEST, "Invalid host header");
     }
@@ -134,7 +190,8 @@ async fn check(guard: &Guard, request: Request, next: Next) -> Response {
     if PUBLIC_PATHS.contains(&path.as_str()) {
         return next.run(request).await;
     }
-    let ip = client_ip(&request);
+    let peer = peer_ip(&request);
+    let ip = client_ip(guard, &request, peer);
     if guard.throttled(ip) {
         let mut r = detail(
             StatusCode::TOO_MANY_REQUESTS,
@@ -149,7 +206,7 @@ async fn check(guard: &Guard, request: Request, next: Next) -> Response {
     if let Some(link) = token_link(&request) {
         return follow_token_link(guard, ip, &base, &link);
     }
-    if !guard.authenticated(request.headers()) {
+    if !guard.authenticated(request.headers(), peer).await {
         if presents_credentials(request.headers()) {
             guard.record_failure(ip);
         }
@@ -211,7 +268,7 @@ fn unauthorized(guard: &Guard, base: &str, path: &str) -> Response {
         (
             StatusCode::UNAUTHORIZED,
             [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            crate::pages::login(base, matches!(guard.settings.auth, Auth::Basic { .. })),
+            crate::pages::login(base, &guard.settings.auth),
         )
             .into_response()
     };
@@ -232,9 +289,52 @@ pub fn with_base_path(inner: axum::Router, guard: Arc<Guard>) -> axum::Router {
         .layer(axum::middleware::from_fn_with_state(guard, base_path))
 }
 
-async fn base_path(State(_guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
-    request.extensions_mut().insert(Base::default());
+/// Sets the request's [`Base`] and strips it from the path: the configured base path
+/// (`HERMES_DASHBOARD_BASE_PATH`: a request may arrive with it, when the proxy passes the
+/// path on, or without it, when the proxy strips it), else a trusted proxy's
+/// `X-Forwarded-Prefix` (the proxy stripped it). From anyone else the header is ignored:
+/// a client must not choose where the page's links and cookie point.
+async fn base_path(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
+    let configured = guard.settings.base_path.clone();
+    let base = if !configured.is_empty() {
+        strip_prefix(&mut request, &configured);
+        configured
+    } else if guard.settings.trusts(peer_ip(&request)) {
+        request
+            .headers()
+            .get("x-forwarded-prefix")
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::config::normalize_base_path)
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
+    request.extensions_mut().insert(Base(base));
     next.run(request).await
+}
+
+/// Removes `prefix` from the front of the request's path (`/hermes` and `/hermes/x` →
+/// `/` and `/x`; `/hermesx` is left alone).
+fn strip_prefix(request: &mut Request, prefix: &str) {
+    let uri = request.uri();
+    let Some(rest) = uri.path().strip_prefix(prefix) else {
+        return;
+    };
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return;
+    }
+    let path = if rest.is_empty() { "/" } else { rest };
+    let path_and_query = match uri.query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path.to_string(),
+    };
+    let mut parts = uri.clone().into_parts();
+    if let Ok(pq) = path_and_query.parse() {
+        parts.path_and_query = Some(pq);
+        if let Ok(new) = axum::http::Uri::from_parts(parts) {
+            *request.uri_mut() = new;
+        }
+    }
 }
 
 /// A JSON error body `{"detail": …}` with `status`.
@@ -261,11 +361,29 @@ fn add_security_headers(headers: &mut HeaderMap) {
         .or_insert(HeaderValue::from_static("no-store"));
 }
 
-fn client_ip(request: &Request<Body>) -> IpAddr {
+/// The address of the connection's other end.
+fn peer_ip(request: &Request<Body>) -> IpAddr {
     request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip())
+}
+
+/// The client the login limiter counts: the peer, or behind a trusted proxy the address that
+/// proxy appended last to `X-Forwarded-For` (earlier entries are the client's own claims).
+fn client_ip(guard: &Guard, request: &Request<Body>, peer: IpAddr) -> IpAddr {
+    if !guard.settings.trusts(peer) {
+        return peer;
+    }
+    request
+        .headers()
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|a| a.trim().parse::<IpAddr>().ok())
+        .next_back()
+        .unwrap_or(peer)
 }
 
 /// The token from the cookie, `X-Hermes-Session-Token` or `Authorization: Bearer`.
@@ -302,13 +420,9 @@ fn presents_credentials(headers: &HeaderMap) -> bool {
     headers.contains_key(header::AUTHORIZATION) || presented_token(headers).is_some()
 }
 
-/// `Authorization: Basic …` decoded to `(user, password)`.
-fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
-    let encoded = headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Basic ")?;
+/// An `Authorization: Basic …` value decoded to `(user, password)`.
+fn basic_credentials(value: &str) -> Option<(String, String)> {
+    let encoded = value.strip_prefix("Basic ")?;
     let decoded = String::from_utf8(base64_decode(encoded.trim())?).ok()?;
     let (user, password) = decoded.split_once(':')?;
     Some((user.to_string(), password.to_string()))

@@ -81,11 +81,13 @@ pub enum Command {
     /// Exit 0 when the running supervisor answers and no service is failing (failed, crash
     /// loop, still starting); 1 otherwise, one line per problem. The image's healthcheck.
     Health(JsonFlag),
-    /// Serve the web dashboard: every service and gateway, with start / stop / restart.
+    /// Serve the web dashboard: services, logs, profiles, plugins, sessions, diagnostics.
     ///
     /// On loopback (the default, 127.0.0.1:9119) a link with a fresh token is printed; any
-    /// other address needs HERMES_DASHBOARD_BASIC_AUTH_USERNAME and _PASSWORD, or the
-    /// dashboard refuses to start (exit 78). See docs/dashboard.md.
+    /// other address needs HERMES_DASHBOARD_BASIC_AUTH_USERNAME and _PASSWORD (or
+    /// _PASSWORD_HASH), or a trusted proxy's user header, or the dashboard refuses to start
+    /// (exit 78). Settings come from the environment with the root .env over it. See
+    /// docs/dashboard.md.
     Dashboard(DashboardArgs),
     /// Run as the container's PID 1: boot, supervise, and run CMD as the main program.
     ///
@@ -105,15 +107,28 @@ pub struct UpArgs {
     pub no_dashboard: bool,
 }
 
-/// `hermes dashboard [--host H] [--port P]`.
+/// `hermes dashboard [--host H] [--port P]`, or `hermes dashboard hash-password`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct DashboardArgs {
+    #[command(subcommand)]
+    pub command: Option<DashboardCommand>,
     /// Address to listen on [env: HERMES_DASHBOARD_HOST; default 127.0.0.1].
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
     /// Port to listen on [env: HERMES_DASHBOARD_PORT; default 9119].
     #[arg(long, value_name = "PORT")]
     pub port: Option<u16>,
+}
+
+/// `hermes dashboard` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum DashboardCommand {
+    /// Print a bcrypt hash of a password for HERMES_DASHBOARD_BASIC_AUTH_PASSWORD_HASH.
+    ///
+    /// The password is read from standard input (without echo on a terminal), never from the
+    /// command line, where other users could see it in the process list.
+    HashPassword,
 }
 
 /// `hermes init [flags] [--] [CMD ...]` (tini-compatible flags).

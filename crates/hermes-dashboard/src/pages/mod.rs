@@ -155,12 +155,18 @@ pub fn shell(page: Page, base: &str, token: &str, main: &str) -> Response {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
 }
 
-/// The page answered with 401: how to get in, never the token.
-pub fn login(base: &str, basic: bool) -> String {
-    let how = if basic {
-        "Sign in with the dashboard's user name and password (HERMES_DASHBOARD_BASIC_AUTH_USERNAME and _PASSWORD or _PASSWORD_HASH)."
-    } else {
-        "Open the link that <code>hermes dashboard</code> printed when it started (it carries this start's token), or send the token in the X-Hermes-Session-Token header."
+/// The page answered with 401: how to get in for `auth`, never the token.
+pub fn login(base: &str, auth: &crate::Auth) -> String {
+    let how = match auth {
+        crate::Auth::Basic { .. } => {
+            "Sign in with the dashboard's user name and password (HERMES_DASHBOARD_BASIC_AUTH_USERNAME and _PASSWORD or _PASSWORD_HASH)."
+        }
+        crate::Auth::Proxy { .. } => {
+            "This dashboard signs users in through its reverse proxy: open it through the proxy's address."
+        }
+        crate::Auth::Token => {
+            "Open the link that <code>hermes dashboard</code> printed when it started (it carries this start's token), or send the token in the X-Hermes-Session-Token header."
+        }
     };
     format!(
         r#"<!doctype html>
@@ -196,7 +202,7 @@ mod tests {
     #[test]
     fn the_token_and_base_are_escaped() {
         assert_eq!(escape("a\"<b>&'"), "a&quot;&lt;b&gt;&amp;&#39;");
-        let page = login("/x\"y", false);
+        let page = login("/x\"y", &crate::Auth::Token);
         assert!(page.contains("<base href=\"/x&quot;y/\">"), "{page}");
     }
 

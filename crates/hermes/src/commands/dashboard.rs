@@ -1,20 +1,34 @@
 //! `hermes dashboard`: resolves the settings (refusing a public bind without credentials,
-//! exit 78), binds, prints how to get in, and serves until stopped. The server is
-//! `hermes-dashboard`'s; this module only wires it to the command line.
+//! exit 78), binds, prints how to get in, and serves until stopped; `hermes dashboard
+//! hash-password` makes a password hash for the settings. The server is `hermes-dashboard`'s;
+//! this module only wires it to the command line.
 
+use std::io::{BufRead, IsTerminal};
 use std::sync::Arc;
 
 use hermes_dashboard::{Auth, Settings};
+use hermes_home::dotenv::DotEnv;
 
-use crate::cli::DashboardArgs;
+use crate::cli::{DashboardArgs, DashboardCommand};
 use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
 
-/// Runs the dashboard in the foreground.
+/// bcrypt's cost for new hashes: about a quarter of a second here, the common default.
+const HASH_COST: u32 = 12;
+
+/// Runs the dashboard in the foreground, or its subcommand.
 pub fn run(ctx: &Context, args: DashboardArgs) -> CommandResult {
+    if let Some(DashboardCommand::HashPassword) = args.command {
+        return hash_password();
+    }
     let root = ctx.root()?;
-    let settings = Settings::resolve(args.host, args.port, Context::var).map_err(failure)?;
+    // The dashboard's settings follow the one merge rule: the root .env over the process
+    // environment (so a password hash can live in .env beside the other secrets).
+    let dotenv = DotEnv::load(&root.join(".env"))?;
+    let process = |name: &str| Context::var(name);
+    let settings =
+        Settings::resolve(args.host, args.port, dotenv.over(&process)).map_err(failure)?;
     // Status and actions block on the control socket on the blocking pool; two workers
     // serve the pages and the event streams.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -45,15 +59,72 @@ fn announce(settings: &Settings, port: u16) -> String {
     } else {
         settings.host.clone()
     };
+    let base = &settings.base_path;
     match &settings.auth {
         Auth::Token => format!(
-            "Hermes dashboard on http://{host}:{port}/\nOpen this link to sign in (it works until the dashboard restarts):\n    http://{host}:{port}/?token={}\n",
+            "Hermes dashboard on http://{host}:{port}{base}/\nOpen this link to sign in (it works until the dashboard restarts):\n    http://{host}:{port}{base}/?token={}\n",
             settings.token
         ),
         Auth::Basic { username, .. } => format!(
-            "Hermes dashboard on http://{host}:{port}/ (basic authentication as `{username}`)\n"
+            "Hermes dashboard on http://{host}:{port}{base}/ (basic authentication as `{username}`)\n"
+        ),
+        Auth::Proxy { header } => format!(
+            "Hermes dashboard on http://{host}:{port}{base}/ (users signed in by the trusted proxy's `{header}` header)\n"
         ),
     }
+}
+
+/// `hermes dashboard hash-password`: reads a password from standard input (echo off on a
+/// terminal) and prints the line to put in `.env`.
+fn hash_password() -> CommandResult {
+    let stdin = std::io::stdin();
+    let terminal = stdin.is_terminal();
+    if terminal {
+        output::stderr("Password (not shown): ");
+    }
+    let line = read_secret_line(&stdin, terminal)?;
+    if terminal {
+        output::stderr("\n");
+    }
+    let password = line.trim_end_matches(['\n', '\r']);
+    if password.is_empty() {
+        return Err(Failure::new(
+            "no password given on standard input",
+            Some("type it at the prompt, or pipe it: printf '%s' \"$PASSWORD\" | hermes dashboard hash-password".into()),
+        ));
+    }
+    let hash = bcrypt::non_truncating_hash(password, HASH_COST).map_err(|e| {
+        Failure::new(
+            format!("cannot hash the password: {e}"),
+            Some("bcrypt takes at most 72 bytes; use a shorter password".into()),
+        )
+    })?;
+    output::stdout(&format!(
+        "HERMES_DASHBOARD_BASIC_AUTH_PASSWORD_HASH='{hash}'\n"
+    ))?;
+    Ok(ExitStatus::Success)
+}
+
+/// One line from `stdin`, with the terminal's echo switched off while it is typed.
+fn read_secret_line(stdin: &std::io::Stdin, terminal: bool) -> Result<String, Failure> {
+    use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
+    let saved = if terminal {
+        tcgetattr(stdin).ok()
+    } else {
+        None
+    };
+    if let Some(saved) = &saved {
+        let mut quiet = saved.clone();
+        quiet.local_flags.remove(LocalFlags::ECHO);
+        let _ = tcsetattr(stdin, SetArg::TCSANOW, &quiet);
+    }
+    let mut line = String::new();
+    let read = stdin.lock().read_line(&mut line);
+    if let Some(saved) = &saved {
+        let _ = tcsetattr(stdin, SetArg::TCSANOW, saved);
+    }
+    read?;
+    Ok(line)
 }
 
 /// The dashboard's error with its hint and its exit code (78 for configuration).
