@@ -354,3 +354,75 @@ fn a_refused_configuration_parks_the_service_failed_with_the_reason() {
     );
     assert_eq!(up.stop(), Some(0));
 }
+
+#[test]
+fn a_password_hash_from_hash_password_in_dot_env_signs_in() {
+    let t = TestContext::new();
+    std::fs::create_dir_all(t.root()).unwrap();
+    // The line hash-password prints goes into .env as it is (single quotes keep the `$`s).
+    let mut hashing = t
+        .cmd(&["dashboard", "hash-password"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    hashing
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"open sesame\n")
+        .unwrap();
+    let out = hashing.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let line = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        line.starts_with("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD_HASH='$2b$12$"),
+        "{line}"
+    );
+    std::fs::write(
+        t.root().join(".env"),
+        format!("HERMES_DASHBOARD_BASIC_AUTH_USERNAME=admin\n{line}"),
+    )
+    .unwrap();
+
+    let port = free_port();
+    let child = t
+        .cmd(&["dashboard", "--port", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut dashboard = Running(child);
+    wait_until("the dashboard", Duration::from_secs(20), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    // base64("admin:open sesame") and base64("admin:open sesamE").
+    let (code, _) = http(
+        port,
+        "GET",
+        "/api/status",
+        &["Authorization: Basic YWRtaW46b3BlbiBzZXNhbWU="],
+    );
+    assert_eq!(code, 200);
+    let (code, _) = http(
+        port,
+        "GET",
+        "/api/status",
+        &["Authorization: Basic YWRtaW46b3BlbiBzZXNhbUU="],
+    );
+    assert_eq!(code, 401);
+    dashboard.stop();
+    let mut said = String::new();
+    dashboard
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut said)
+        .unwrap();
+    assert!(said.contains("basic authentication as `admin`"), "{said}");
+    assert!(
+        !said.contains("open sesame") && !said.contains("$2b$"),
+        "{said}"
+    );
+}
