@@ -40,7 +40,7 @@ use crate::atomic::write_atomic;
 use crate::{damage, lock};
 
 /// The mode of `config.yaml` and of its lock file.
-const MODE: u32 = 0o640;
+pub(crate) const MODE: u32 = 0o640;
 
 /// The original's current config schema version (`DEFAULT_CONFIG["_config_version"]` in
 /// hermes-agent 0.19.0's `hermes_cli/config.py`). Its `check_config_version` reads the raw
@@ -180,6 +180,11 @@ impl Config {
     /// each is the one in effect). `hermes doctor` warns about them.
     pub fn duplicate_keys(&self) -> &[DuplicateKey] {
         &self.duplicates
+    }
+
+    /// The whole document as read (merges applied), for `yaml_edit`'s check of its result.
+    pub(crate) fn document(&self) -> &Value {
+        &self.doc
     }
 
     /// Whether the file existed when loaded.

@@ -66,6 +66,17 @@ pub enum Error {
         /// The parser's description.
         message: String,
     },
+    /// A `config.yaml` layout the byte-preserving editor ([`crate::yaml_edit`]) does not
+    /// change exactly: refused, nothing written.
+    #[error("cannot set `{key}` in `{}` without rewriting other lines: {refusal}", path.display())]
+    ConfigLayout {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key(s) being set.
+        key: String,
+        /// What in the file's layout stops the edit.
+        refusal: crate::yaml_edit::Refusal,
+    },
     /// `config.yaml` parses but its top level is not a mapping.
     #[error("`{}` must be a mapping of settings at the top level", path.display())]
     ConfigNotMapping {
@@ -175,6 +186,10 @@ impl Error {
             Error::DefaultProfileUndeletable => {
                 Some("the default profile is `HERMES_HOME` itself; remove that directory by hand if you really mean it".into())
             }
+            Error::ConfigLayout { key, .. } => Some(format!(
+                "set `{key}` by editing the file by hand (or write that part in block style, \
+                 `key: value` one per line); Hermes changes only lines it can change exactly"
+            )),
             Error::ConfigParse { .. } | Error::ConfigNotMapping { .. } => {
                 Some("fix the file by hand; Hermes never rewrites a config it cannot parse".into())
             }
@@ -234,6 +249,11 @@ hermes_errors::every_variant!(Error {
         line: 3,
         column: 7,
         message: "mapping values are not allowed in this context".into(),
+    },
+    Error::ConfigLayout { .. } => Error::ConfigLayout {
+        path: "/opt/data/config.yaml".into(),
+        key: "model.default".into(),
+        refusal: crate::yaml_edit::Refusal::FlowStyle("model".into()),
     },
     Error::ConfigNotMapping { .. } => Error::ConfigNotMapping {
         path: "/opt/data/config.yaml".into(),

@@ -4,6 +4,7 @@
 //! * [`layout`] — resolving `HERMES_HOME`, selecting a profile, the directory skeleton;
 //! * [`profile`] — create / clone / list / use / delete profiles, alias wrappers;
 //! * [`config`] — `config.yaml` (tolerant read, typed view, key-preserving write);
+//! * [`yaml_edit`] — byte-preserving edits of `config.yaml` (one key, every other byte kept);
 //! * [`dotenv`] — `.env` (comment-preserving edits, denylist, 0600);
 //! * [`providers`] — the model providers Hermes knows (key variables, addresses, key domains);
 //! * [`auth`] — `auth.json` (never lost on a permission error, corrupt copies kept);
@@ -33,6 +34,7 @@ pub mod providers;
 pub mod seeds;
 pub mod time;
 pub mod volume;
+pub mod yaml_edit;
 
 pub use error::Error;
 pub use layout::Home;

@@ -1,0 +1,960 @@
+//! Byte-preserving edits of `config.yaml`: set one dotted key's scalar value and leave every
+//! other byte of the file as it was (comments, quoting, order, indentation, line endings).
+//!
+//! [`Config::edit`](crate::config::Config::edit) re-serializes the whole document, which drops
+//! comments and reformats the file; this editor changes text lines instead, for callers that
+//! must keep what they do not understand (the dashboard's settings form).
+//!
+//! What it handles: block-style mappings (`key: value`, one key per line), plain, single- and
+//! double-quoted scalars on the key's line, trailing comments (kept), a key with no value
+//! (`model:`, read as null) that becomes a mapping, and missing keys, which are added — with
+//! any missing parent mappings — after the last line of their parent, indented like the file.
+//!
+//! What it refuses, with [`Error::ConfigLayout`] and the reason as a [`Refusal`], rather than
+//! guess: flow collections (`{…}`, `[…]`) on the path, anchors, tags and aliases on the path
+//! (an edit there would change other keys too), a key written twice in one mapping, a scalar
+//! or a sequence where a mapping is needed, a mapping or a multi-line scalar where the value
+//! goes, and several documents in one file.
+//!
+//! Every result is checked before it is returned: the new text is parsed with the same reader
+//! as [`Config`] and must equal the old document with exactly the intended change; otherwise
+//! the edit is refused ([`Refusal::Unverified`]) and nothing is written.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use yaml_serde::{Mapping, Value};
+
+use crate::Error;
+use crate::atomic::write_atomic;
+use crate::config::{CONFIG_VERSION_KEY, Config, ORIGINAL_CONFIG_VERSION};
+use crate::{damage, lock};
+
+/// Why the editor will not change a file: a layout it does not edit exactly.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The key is not a dotted path of non-empty names.
+    #[error("`{0}` is not a dotted key")]
+    InvalidKey(String),
+    /// A flow collection (`{…}` or `[…]`) on the key's path.
+    #[error("`{0}` is written in flow style (`{{…}}` or `[…]`)")]
+    FlowStyle(String),
+    /// An anchor (`&name`) on the key's path: other keys refer to that value.
+    #[error("`{0}` carries an anchor (`&`) that other keys may refer to")]
+    Anchor(String),
+    /// A tag (`!tag`) on the key's path.
+    #[error("`{0}` carries a tag (`!`)")]
+    Tag(String),
+    /// An alias (`*name`) where a mapping is needed.
+    #[error("`{0}` is an alias (`*`) of another value")]
+    Alias(String),
+    /// A key written more than once in one mapping.
+    #[error("`{0}` is written more than once")]
+    DuplicateKey(String),
+    /// A scalar or a sequence where the path needs a mapping.
+    #[error("`{0}` is not a mapping")]
+    NotAMapping(String),
+    /// A mapping, a sequence, a block or a multi-line scalar where the value goes.
+    #[error("`{0}` is not a one-line value")]
+    NotAScalar(String),
+    /// A line in a mapping on the path that is not `key: value`.
+    #[error("line {0} is not a `key: value` line the editor understands")]
+    Unrecognized(usize),
+    /// More than one document, or a document marker with content.
+    #[error("the file holds more than one YAML document or a marker with content")]
+    Documents,
+    /// The edited text does not read back as exactly the intended change.
+    #[error("the edited file would not read back as exactly that change")]
+    Unverified,
+}
+
+/// Sets each `(dotted key, value)` of `changes` to that string in the `config.yaml` at `path`,
+/// keeping every other byte, under the same lock as
+/// [`Config::edit`](crate::config::Config::edit), atomically and keeping the file's mode. A
+/// missing file is created (mode 0640) starting with `_config_version`, as `Config::edit`
+/// creates one. A key that already has that value is left alone; returns whether the file was
+/// written.
+///
+/// # Errors
+///
+/// [`Error::ConfigLayout`] when a layout is refused (nothing is written), the errors of
+/// [`Config::parse`] for a file that does not parse, [`Error::NotUtf8`], and I/O errors.
+pub fn set_in_file(path: &Path, changes: &[(&str, &str)]) -> Result<bool, Error> {
+    lock::with_locked(&lock::sidecar(path), crate::config::MODE, || {
+        let old = match fs::read(path) {
+            Ok(bytes) => Some(damage::decode_text(path, &bytes)?.to_string()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::io("read", path, e)),
+        };
+        let base = old
+            .clone()
+            .unwrap_or_else(|| format!("{CONFIG_VERSION_KEY}: {ORIGINAL_CONFIG_VERSION}\n"));
+        let new = set_all(path, &base, changes)?;
+        if old.as_deref() == Some(new.as_str()) {
+            return Ok(false);
+        }
+        write_atomic(path, new.as_bytes(), crate::config::MODE)?;
+        Ok(true)
+    })
+}
+
+/// [`set_in_file`]'s edit of `text` (which came from `path`, for messages): every change
+/// applied, then verified.
+///
+/// # Errors
+///
+/// As [`set_in_file`].
+pub fn set_all(path: &Path, text: &str, changes: &[(&str, &str)]) -> Result<String, Error> {
+    let before = Config::parse(path, text)?;
+    let mut expected = before.document().clone();
+    let mut out = text.to_string();
+    for (key, value) in changes {
+        if before.raw(key) == Some(&Value::String((*value).to_string())) {
+            continue;
+        }
+        out = set(&out, key, value).map_err(|refusal| refused(path, key, refusal))?;
+        set_value(&mut expected, key, value);
+    }
+    let after = Config::parse(path, &out).map_err(|_| {
+        let keys: Vec<&str> = changes.iter().map(|(k, _)| *k).collect();
+        refused(path, &keys.join(", "), Refusal::Unverified)
+    })?;
+    if after.document() != &expected {
+        let keys: Vec<&str> = changes.iter().map(|(k, _)| *k).collect();
+        return Err(refused(path, &keys.join(", "), Refusal::Unverified));
+    }
+    Ok(out)
+}
+
+fn refused(path: &Path, key: &str, refusal: Refusal) -> Error {
+    Error::ConfigLayout {
+        path: path.to_path_buf(),
+        key: key.to_string(),
+        refusal,
+    }
+}
+
+/// The document with `dotted` set to the string `value`: what a correct edit must read as.
+fn set_value(doc: &mut Value, dotted: &str, value: &str) {
+    let mut node = doc;
+    let mut keys = dotted.split('.').peekable();
+    while let Some(key) = keys.next() {
+        if !node.is_mapping() {
+            *node = Value::Mapping(Mapping::new());
+        }
+        let Value::Mapping(map) = node else { return };
+        if keys.peek().is_none() {
+            map.insert(Value::from(key), Value::from(value));
+            return;
+        }
+        node = map
+            .entry(Value::from(key))
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
+    }
+}
+
+/// One line of the text: its content without the line ending, and the ending (`\n`, `\r\n`,
+/// or `""` for a last line without one).
+#[derive(Debug, Clone)]
+struct Line {
+    text: String,
+    eol: String,
+}
+
+impl Line {
+    fn indent(&self) -> usize {
+        self.text.len() - self.text.trim_start_matches(' ').len()
+    }
+
+    fn content(&self) -> &str {
+        &self.text[self.indent()..]
+    }
+
+    /// Blank or a comment: neither ends nor belongs to a mapping's structure.
+    fn is_filler(&self) -> bool {
+        let c = self.content().trim_end();
+        c.is_empty() || c.starts_with('#')
+    }
+
+    fn is_sequence_item(&self) -> bool {
+        let c = self.content();
+        c == "-" || c.starts_with("- ") || c.starts_with("-\t")
+    }
+}
+
+fn split_lines(text: &str) -> Vec<Line> {
+    text.split_inclusive('\n')
+        .map(|raw| {
+            let (body, eol) = match raw.strip_suffix("\r\n") {
+                Some(body) => (body, "\r\n"),
+                None => match raw.strip_suffix('\n') {
+                    Some(body) => (body, "\n"),
+                    None => (raw, ""),
+                },
+            };
+            Line {
+                text: body.to_string(),
+                eol: eol.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// A value as written after `key:` on its line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// Nothing (maybe a comment): null, or a nested block on the next lines.
+    Empty,
+    Plain,
+    Single,
+    Double,
+    Flow,
+    Block,
+    Anchor,
+    Tag,
+    Alias,
+}
+
+/// A `key: value` line: the key, where the value starts and ends (byte offsets in the line;
+/// what follows the end, such as a comment, is kept), and how the value is written.
+#[derive(Debug, Clone)]
+struct KeyLine {
+    key: String,
+    /// Just after the `:`.
+    colon_end: usize,
+    value_start: usize,
+    value_end: usize,
+    written: Written,
+}
+
+/// Reads `line` (at its indentation) as `key: value`; `Err` for a line that is not one.
+fn key_line(line: &Line, number: usize) -> Result<KeyLine, Refusal> {
+    let indent = line.indent();
+    let content = line.content();
+    let (key, after_key) = match content.chars().next() {
+        Some('"') => {
+            let end = double_quoted_end(content, 0).ok_or(Refusal::Unrecognized(number))?;
+            (unescape_double(&content[1..end]), end + 1)
+        }
+        Some('\'') => {
+            let end = single_quoted_end(content, 0).ok_or(Refusal::Unrecognized(number))?;
+            (content[1..end].replace("''", "'"), end + 1)
+        }
+        Some('?') | Some('{') | Some('[') | Some('&') | Some('!') | Some('*') | Some('-') => {
+            return Err(Refusal::Unrecognized(number));
+        }
+        _ => {
+            let colon = plain_key_colon(content).ok_or(Refusal::Unrecognized(number))?;
+            (content[..colon].trim_end().to_string(), colon)
+        }
+    };
+    let rest = &content[after_key..];
+    let colon = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+    let after_colon = &rest[colon..];
+    let Some(tail) = after_colon.strip_prefix(':') else {
+        return Err(Refusal::Unrecognized(number));
+    };
+    if !(tail.is_empty() || tail.starts_with([' ', '\t'])) {
+        return Err(Refusal::Unrecognized(number));
+    }
+    let colon_end = indent + after_key + colon + 1;
+    let value_start = colon_end + (tail.len() - tail.trim_start().len());
+    let value = &line.text[value_start..];
+    let (written, len) = match value.chars().next() {
+        None | Some('#') => (Written::Empty, 0),
+        Some('"') => match double_quoted_end(value, 0) {
+            Some(end) => (Written::Double, end + 1),
+            None => (Written::Block, value.len()),
+        },
+        Some('\'') => match single_quoted_end(value, 0) {
+            Some(end) => (Written::Single, end + 1),
+            None => (Written::Block, value.len()),
+        },
+        Some('{') | Some('[') => (Written::Flow, value.len()),
+        Some('|') | Some('>') => (Written::Block, value.len()),
+        Some('&') => (Written::Anchor, value.len()),
+        Some('!') => (Written::Tag, value.len()),
+        Some('*') => (Written::Alias, plain_end(value)),
+        Some(_) => (Written::Plain, plain_end(value)),
+    };
+    Ok(KeyLine {
+        key,
+        colon_end,
+        value_start,
+        value_end: value_start + len,
+        written,
+    })
+}
+
+/// Where a plain key ends: the first `:` followed by a blank or the end of the line, unless a
+/// comment starts first.
+fn plain_key_colon(content: &str) -> Option<usize> {
+    let bytes = content.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        match b {
+            b'#' if i > 0 && matches!(bytes[i - 1], b' ' | b'\t') => return None,
+            b':' if matches!(bytes.get(i + 1), None | Some(b' ') | Some(b'\t')) => {
+                return Some(i);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The end of a plain value: before ` #` (a comment) or the end of the line, blanks trimmed.
+fn plain_end(value: &str) -> usize {
+    let bytes = value.as_bytes();
+    let end = (1..bytes.len())
+        .find(|&i| bytes[i] == b'#' && matches!(bytes[i - 1], b' ' | b'\t'))
+        .unwrap_or(bytes.len());
+    value[..end].trim_end().len()
+}
+
+/// Index of the `"` closing the double-quoted scalar opening at `open`.
+fn double_quoted_end(s: &str, open: usize) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let mut i = open + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Index of the `'` closing the single-quoted scalar opening at `open` (`''` is a quote).
+fn single_quoted_end(s: &str, open: usize) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let mut i = open + 1;
+    while i < bytes.len() {
+        if bytes[i] == b'\'' {
+            if bytes.get(i + 1) == Some(&b'\'') {
+                i += 2;
+                continue;
+            }
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The text of a double-quoted key (the common escapes; a key needing others is compared
+/// as written, and so simply does not match).
+fn unescape_double(body: &str) -> String {
+    let mut out = String::new();
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+/// A block mapping's lines: `[start, end)` of the line list, the mapping's entries at `indent`.
+#[derive(Debug, Clone, Copy)]
+struct Region {
+    start: usize,
+    end: usize,
+}
+
+impl Region {
+    /// The indentation of the region's first structural line (`None`: nothing but fillers).
+    fn child_indent(self, lines: &[Line]) -> Option<usize> {
+        lines[self.start..self.end]
+            .iter()
+            .find(|l| !l.is_filler())
+            .map(Line::indent)
+    }
+
+    /// The last structural line (where new entries go after).
+    fn last_content(self, lines: &[Line]) -> Option<usize> {
+        (self.start..self.end)
+            .rev()
+            .find(|&i| !lines[i].is_filler())
+    }
+}
+
+/// The lines of the value of the key on line `at` (indented `indent`): up to the next
+/// structural line indented as much or less (a sequence item at the same indentation still
+/// belongs to the key, as YAML allows).
+fn value_region(lines: &[Line], at: usize, indent: usize) -> Region {
+    let mut end = at + 1;
+    while end < lines.len() {
+        let l = &lines[end];
+        if !l.is_filler()
+            && (l.indent() < indent || (l.indent() == indent && !l.is_sequence_item()))
+        {
+            break;
+        }
+        end += 1;
+    }
+    Region { start: at + 1, end }
+}
+
+/// The root mapping's region, after leading fillers, directives and one `---` line.
+fn root_region(lines: &[Line]) -> Result<Region, Refusal> {
+    let mut start = 0;
+    let mut seen_marker = false;
+    for (i, l) in lines.iter().enumerate() {
+        let c = l.text.trim_end();
+        if l.is_filler() || (!seen_marker && c.starts_with('%')) {
+            continue;
+        }
+        if !seen_marker && c == "---" {
+            seen_marker = true;
+            start = i + 1;
+            continue;
+        }
+        break;
+    }
+    for l in &lines[start..] {
+        let c = l.text.trim_end();
+        if c.starts_with("---") || c == "..." {
+            return Err(Refusal::Documents);
+        }
+    }
+    Ok(Region {
+        start,
+        end: lines.len(),
+    })
+}
+
+/// The file's indentation step: the first nesting found, else 2.
+fn indent_step(lines: &[Line]) -> usize {
+    for (i, l) in lines.iter().enumerate() {
+        if l.is_filler() {
+            continue;
+        }
+        let Some(next) = lines[i + 1..].iter().find(|n| !n.is_filler()) else {
+            break;
+        };
+        if next.indent() > l.indent() && !next.is_sequence_item() {
+            return next.indent() - l.indent();
+        }
+    }
+    2
+}
+
+/// Where the value goes.
+enum Target {
+    /// Replace bytes `[start, end)` of line `line`, written as `written`.
+    Replace {
+        line: usize,
+        colon_end: usize,
+        start: usize,
+        end: usize,
+        written: Written,
+    },
+    /// Insert new lines after line `after` (`None`: at the start), the first key at `indent`,
+    /// creating the mappings `keys[..last]`.
+    Insert {
+        after: Option<usize>,
+        indent: usize,
+        keys: Vec<String>,
+    },
+}
+
+/// Finds where `path`'s value is, or where it must be added.
+fn locate(lines: &[Line], path: &[&str]) -> Result<Target, Refusal> {
+    let mut region = root_region(lines)?;
+    let mut parent: Option<(usize, usize)> = None; // (line, indent) of the mapping's key
+    let step = indent_step(lines);
+    for (depth, key) in path.iter().enumerate() {
+        let dotted = path[..=depth].join(".");
+        let last = depth + 1 == path.len();
+        let Some(indent) = region.child_indent(lines) else {
+            // An empty mapping (or `key:` with nothing under it): everything left is new.
+            return Ok(Target::Insert {
+                after: parent.map(|(at, _)| at).or(region.last_content(lines)),
+                indent: parent.map_or(0, |(_, i)| i + step),
+                keys: path[depth..].iter().map(|k| k.to_string()).collect(),
+            });
+        };
+        if parent.is_some_and(|(_, i)| indent <= i) {
+            // Only a sequence can sit at its key's own indentation.
+            return Err(Refusal::NotAMapping(path[..depth].join(".")));
+        }
+        let mut found = None;
+        let mut i = region.start;
+        while i < region.end {
+            let l = &lines[i];
+            if l.is_filler() || l.indent() > indent {
+                i += 1;
+                continue;
+            }
+            if l.indent() < indent {
+                return Err(Refusal::Unrecognized(i + 1));
+            }
+            if l.is_sequence_item() {
+                let at = if depth == 0 {
+                    dotted.clone()
+                } else {
+                    path[..depth].join(".")
+                };
+                return Err(Refusal::NotAMapping(at));
+            }
+            let parsed = key_line(l, i + 1)?;
+            if parsed.key == *key {
+                if found.is_some() {
+                    return Err(Refusal::DuplicateKey(dotted));
+                }
+                found = Some((i, parsed));
+            }
+            // Past this key's value (a sequence may sit at the key's own indentation).
+            i = value_region(lines, i, indent).end;
+        }
+        let Some((at, found)) = found else {
+            return Ok(Target::Insert {
+                after: region.last_content(lines),
+                indent,
+                keys: path[depth..].iter().map(|k| k.to_string()).collect(),
+            });
+        };
+        let below = value_region(lines, at, indent);
+        let has_block = below.child_indent(lines).is_some();
+        match found.written {
+            Written::Anchor => return Err(Refusal::Anchor(dotted)),
+            Written::Tag => return Err(Refusal::Tag(dotted)),
+            Written::Flow if last => return Err(Refusal::NotAScalar(dotted)),
+            Written::Flow => return Err(Refusal::FlowStyle(dotted)),
+            Written::Block => return Err(Refusal::NotAScalar(dotted)),
+            Written::Alias if !last => return Err(Refusal::Alias(dotted)),
+            _ if last && has_block => return Err(Refusal::NotAScalar(dotted)),
+            _ if last => {
+                return Ok(Target::Replace {
+                    line: at,
+                    colon_end: found.colon_end,
+                    start: found.value_start,
+                    end: found.value_end,
+                    written: found.written,
+                });
+            }
+            Written::Empty => {}
+            _ => return Err(Refusal::NotAMapping(dotted)),
+        }
+        region = below;
+        parent = Some((at, indent));
+    }
+    Err(Refusal::InvalidKey(path.join(".")))
+}
+
+/// `text` with `dotted` set to the string `value` (not verified: [`set_all`] checks).
+fn set(text: &str, dotted: &str, value: &str) -> Result<String, Refusal> {
+    let path: Vec<&str> = dotted.split('.').collect();
+    if path.iter().any(|k| k.is_empty() || k.trim() != *k) {
+        return Err(Refusal::InvalidKey(dotted.to_string()));
+    }
+    let (bom, body) = match text.strip_prefix('\u{feff}') {
+        Some(body) => ("\u{feff}", body),
+        None => ("", text),
+    };
+    let mut lines = split_lines(body);
+    let eol = lines
+        .first()
+        .map(|l| l.eol.clone())
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| "\n".into());
+    match locate(&lines, &path)? {
+        Target::Replace {
+            line,
+            colon_end,
+            start,
+            end,
+            written,
+        } => {
+            let l = &mut lines[line];
+            let scalar = scalar(value, written);
+            if written == Written::Empty {
+                // `key:` or `key:  # note`: the value goes right after the colon.
+                l.text.insert_str(colon_end, &format!(" {scalar}"));
+            } else {
+                l.text.replace_range(start..end, &scalar);
+            }
+        }
+        Target::Insert {
+            after,
+            indent,
+            keys,
+        } => {
+            let step = indent_step(&lines);
+            let mut new = Vec::new();
+            for (j, key) in keys.iter().enumerate() {
+                let pad = " ".repeat(indent + j * step);
+                let text = if j + 1 == keys.len() {
+                    format!("{pad}{key}: {}", scalar(value, Written::Plain))
+                } else {
+                    format!("{pad}{key}:")
+                };
+                new.push(Line {
+                    text,
+                    eol: eol.clone(),
+                });
+            }
+            let at = match after {
+                Some(i) => {
+                    if lines[i].eol.is_empty() {
+                        lines[i].eol = eol.clone();
+                    }
+                    i + 1
+                }
+                None => {
+                    // At the end of a file with no structure yet (empty, or comments only).
+                    if let Some(last) = lines.last_mut()
+                        && last.eol.is_empty()
+                    {
+                        last.eol = eol.clone();
+                    }
+                    lines.len()
+                }
+            };
+            lines.splice(at..at, new);
+        }
+    }
+    let mut out = String::from(bom);
+    for l in &lines {
+        out.push_str(&l.text);
+        out.push_str(&l.eol);
+    }
+    Ok(out)
+}
+
+/// `value` as a YAML scalar: in the quoting style it replaces when that can hold it, plain
+/// when plain reads back as that very string (for YAML 1.1 readers too), else double-quoted.
+fn scalar(value: &str, replaces: Written) -> String {
+    let printable = !value.chars().any(char::is_control);
+    match replaces {
+        Written::Single if printable => format!("'{}'", value.replace('\'', "''")),
+        Written::Double => double_quoted(value),
+        _ if plain_is_safe(value) => value.to_string(),
+        _ => double_quoted(value),
+    }
+}
+
+/// Whether `value` written plain reads back as the same string: a conservative character
+/// set, a first character that cannot start a number, an indicator or a YAML 1.1 boolean or
+/// null (the original reads `yes`, `on`, `no` as booleans), and a check by the parser.
+fn plain_is_safe(value: &str) -> bool {
+    let Some(first) = value.chars().next() else {
+        return false;
+    };
+    let charset = value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_./:@+-%".contains(c));
+    let special = ["y", "n", "yes", "no", "on", "off", "true", "false", "null"]
+        .iter()
+        .any(|w| value.eq_ignore_ascii_case(w));
+    if !(first.is_ascii_alphabetic() || first == '_' || first == '/')
+        || !charset
+        || special
+        || value.ends_with(':')
+    {
+        return false;
+    }
+    yaml_serde::from_str::<Value>(&format!("k: {value}\n"))
+        .ok()
+        .and_then(|doc| doc.get("k").cloned())
+        == Some(Value::from(value))
+}
+
+/// `value` double-quoted, with `\`, `"` and every control character escaped.
+fn double_quoted(value: &str) -> String {
+    let mut out = String::from("\"");
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x100 && c.is_control() => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn edit(text: &str, changes: &[(&str, &str)]) -> Result<String, Error> {
+        set_all(Path::new("config.yaml"), text, changes)
+    }
+
+    fn refusal(text: &str, key: &str, value: &str) -> Refusal {
+        match edit(text, &[(key, value)]) {
+            Err(Error::ConfigLayout { refusal, .. }) => refusal,
+            other => panic!("expected a refusal for {key} in {text:?}, got {other:?}"),
+        }
+    }
+
+    const SEED: &str = "# Hermes configuration\n_config_version: 33\n\nmodel:\n  # The model.\n  default: \"\"   # empty = not configured\n  provider: auto\n  base_url: ''\n\n# memory\nmemory:\n  provider: \"\"\n\ngateway: {}\n";
+
+    #[test]
+    fn a_value_changes_and_nothing_else() {
+        let out = edit(SEED, &[("model.default", "gpt-4o-mini")]).unwrap();
+        assert_eq!(
+            out,
+            SEED.replace("default: \"\"   #", "default: \"gpt-4o-mini\"   #")
+        );
+        let out = edit(SEED, &[("model.provider", "openrouter")]).unwrap();
+        assert_eq!(out, SEED.replace("provider: auto", "provider: openrouter"));
+        // Single quotes stay single quotes, with `'` doubled.
+        let out = edit(SEED, &[("model.base_url", "http://x/it's")]).unwrap();
+        assert_eq!(
+            out,
+            SEED.replace("base_url: ''", "base_url: 'http://x/it''s'")
+        );
+    }
+
+    #[test]
+    fn several_changes_at_once_keep_order_and_comments() {
+        let out = edit(
+            SEED,
+            &[
+                ("model.default", "m"),
+                ("model.provider", "custom"),
+                ("model.base_url", "http://127.0.0.1:11434/v1"),
+            ],
+        )
+        .unwrap();
+        let expected = SEED
+            .replace("default: \"\"", "default: \"m\"")
+            .replace("provider: auto", "provider: custom")
+            .replace("base_url: ''", "base_url: 'http://127.0.0.1:11434/v1'");
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn an_unchanged_value_leaves_the_text_as_is() {
+        assert_eq!(edit(SEED, &[("model.provider", "auto")]).unwrap(), SEED);
+    }
+
+    #[test]
+    fn a_new_key_goes_at_the_end_of_its_mapping() {
+        let out = edit(SEED, &[("model.api_key", "${KEY}")]).unwrap();
+        assert_eq!(
+            out,
+            SEED.replace(
+                "  base_url: ''\n",
+                "  base_url: ''\n  api_key: \"${KEY}\"\n"
+            )
+        );
+        // Indentation follows the file's.
+        let four = "model:\n    provider: auto\nother: 1\n";
+        assert_eq!(
+            edit(four, &[("model.default", "x")]).unwrap(),
+            "model:\n    provider: auto\n    default: x\nother: 1\n"
+        );
+    }
+
+    #[test]
+    fn missing_parents_are_created_at_the_end_of_theirs() {
+        let text = "# top\nmemory:\n  provider: \"\"\n# trailing note\n";
+        let out = edit(text, &[("model.default", "gpt-4o")]).unwrap();
+        assert_eq!(
+            out,
+            "# top\nmemory:\n  provider: \"\"\nmodel:\n  default: gpt-4o\n# trailing note\n"
+        );
+        let out = edit("", &[("a.b.c", "v")]).unwrap();
+        assert_eq!(out, "a:\n  b:\n    c: v\n");
+        // A last line without its newline gets one before the new lines.
+        let out = edit("x: 1", &[("y", "2")]).unwrap();
+        assert_eq!(out, "x: 1\ny: \"2\"\n");
+    }
+
+    #[test]
+    fn an_empty_key_becomes_a_mapping() {
+        let out = edit("model:   # set below\nx: 1\n", &[("model.default", "m")]).unwrap();
+        assert_eq!(out, "model:   # set below\n  default: m\nx: 1\n");
+        let out = edit("model:\n", &[("model", "m")]).unwrap();
+        assert_eq!(out, "model: m\n");
+        let out = edit("model:  # none yet\n", &[("model", "m")]).unwrap();
+        assert_eq!(out, "model: m  # none yet\n");
+    }
+
+    #[test]
+    fn values_are_quoted_when_plain_would_read_otherwise() {
+        for (value, written) in [
+            ("gpt-4o", "gpt-4o"),
+            ("http://h:1/v1", "http://h:1/v1"),
+            ("yes", "\"yes\""),
+            ("On", "\"On\""),
+            ("null", "\"null\""),
+            ("123", "\"123\""),
+            ("1.5", "\"1.5\""),
+            ("", "\"\""),
+            ("a b", "\"a b\""),
+            ("x #y", "\"x #y\""),
+            ("a: b", "\"a: b\""),
+            ("q\"\\", "\"q\\\"\\\\\""),
+            ("line\nbreak\u{7}", "\"line\\nbreak\\x07\""),
+            ("- item", "\"- item\""),
+            ("&anchor", "\"&anchor\""),
+        ] {
+            let out = edit("k: old\n", &[("k", value)]).unwrap();
+            assert_eq!(out, format!("k: {written}\n"), "{value:?}");
+        }
+    }
+
+    #[test]
+    fn crlf_bom_and_quoted_keys_are_kept() {
+        let text = "\u{feff}# c\r\n\"model\":\r\n  'default': old # note\r\n";
+        let out = edit(text, &[("model.default", "new")]).unwrap();
+        assert_eq!(
+            out,
+            "\u{feff}# c\r\n\"model\":\r\n  'default': new # note\r\n"
+        );
+        let out = edit(text, &[("model.provider", "auto")]).unwrap();
+        assert_eq!(
+            out,
+            "\u{feff}# c\r\n\"model\":\r\n  'default': old # note\r\n  provider: auto\r\n"
+        );
+    }
+
+    #[test]
+    fn other_keys_with_odd_layouts_elsewhere_are_untouched() {
+        let text = "a: &x {k: 1}\nb: *x\nnote: |\n  model: not a key\n  text\nlist:\n- 1\n- 2\nmodel:\n  default: old\n";
+        let out = edit(text, &[("model.default", "new")]).unwrap();
+        assert_eq!(out, text.replace("default: old", "default: new"));
+    }
+
+    #[test]
+    fn layouts_it_cannot_edit_exactly_are_refused() {
+        assert_eq!(
+            refusal("model: {default: x}\n", "model.default", "y"),
+            Refusal::FlowStyle("model".into())
+        );
+        assert_eq!(
+            refusal("{model: x}\n", "model", "y"),
+            Refusal::Unrecognized(1)
+        );
+        assert_eq!(
+            refusal("base: &b\n  default: x\nmodel: *b\n", "base.default", "y"),
+            Refusal::Anchor("base".into())
+        );
+        assert_eq!(
+            refusal("base: &b\n  default: x\nmodel: *b\n", "model.default", "y"),
+            Refusal::Alias("model".into())
+        );
+        assert_eq!(
+            refusal("model: !!map\n  default: x\n", "model.default", "y"),
+            Refusal::Tag("model".into())
+        );
+        assert_eq!(
+            refusal("model: gpt-4o\n", "model.provider", "openai"),
+            Refusal::NotAMapping("model".into())
+        );
+        assert_eq!(
+            refusal("model:\n  - a\n", "model.default", "x"),
+            Refusal::NotAMapping("model".into())
+        );
+        assert_eq!(
+            refusal("model:\n  default: x\n", "model", "y"),
+            Refusal::NotAScalar("model".into())
+        );
+        assert_eq!(
+            refusal("model:\n  default: |\n    x\n", "model.default", "y"),
+            Refusal::NotAScalar("model.default".into())
+        );
+        assert_eq!(
+            refusal("model:\n  default: a\n    b\n", "model.default", "y"),
+            Refusal::NotAScalar("model.default".into())
+        );
+        assert_eq!(
+            refusal("model:\n  default: a\n  default: b\n", "model.default", "y"),
+            Refusal::DuplicateKey("model.default".into())
+        );
+        assert_eq!(refusal("a: 1\n...\n", "b", "y"), Refusal::Documents);
+        assert_eq!(
+            refusal("a: 1\n", "a..b", "y"),
+            Refusal::InvalidKey("a..b".into())
+        );
+        // A multi-line quoted value where the key goes.
+        assert_eq!(
+            refusal("k: \"one\n  two\"\n", "k", "y"),
+            Refusal::NotAScalar("k".into())
+        );
+    }
+
+    #[test]
+    fn a_result_that_reads_back_otherwise_is_refused() {
+        // A kept block scalar's trailing blank line would move after the new key, changing
+        // that value: the check catches what the line scanner cannot see.
+        let text = "model:\n  note: |+\n    text\n\nother: 1\n";
+        assert_eq!(refusal(text, "model.default", "x"), Refusal::Unverified);
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_is_not_edited() {
+        for text in ["a: [1\n", "a: 1\n---\nb: 2\n"] {
+            assert!(
+                matches!(edit(text, &[("a", "x")]), Err(Error::ConfigParse { .. })),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_file_keeps_its_mode_and_a_new_one_gets_the_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        assert!(set_in_file(&path, &[("model.default", "m")]).unwrap());
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "_config_version: 33\nmodel:\n  default: m\n"
+        );
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o640);
+        fs::write(&path, SEED).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(set_in_file(&path, &[("model.provider", "deepseek")]).unwrap());
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            SEED.replace("provider: auto", "provider: deepseek")
+        );
+        assert_eq!(mode(&path), 0o600);
+        // Nothing to change: not written.
+        assert!(!set_in_file(&path, &[("model.provider", "deepseek")]).unwrap());
+        // A refusal writes nothing.
+        let before = fs::read_to_string(&path).unwrap();
+        assert!(set_in_file(&path, &[("gateway.port", "1")]).is_err());
+        assert_eq!(fs::read_to_string(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn it_waits_for_the_config_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        fs::write(&path, "a: 1\n").unwrap();
+        let held = lock::hold(&lock::sidecar(&path));
+        lock::test_timeout::set(std::time::Duration::from_millis(100));
+        assert!(matches!(
+            set_in_file(&path, &[("a", "2")]),
+            Err(Error::LockTimeout { .. })
+        ));
+        drop(held);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "a: 1\n");
+    }
+}
