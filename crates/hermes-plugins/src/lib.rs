@@ -8,14 +8,16 @@
 //! target) and the same safety rules as every other runtime install, and a
 //! bundled plugin's pins are also its `memory.<name>` feature for
 //! `hermes deps` ([`features`]). This
-//! crate returns data and plain-text renderers; it never writes `.env` or
-//! `config.yaml` itself ([`setup::SetupPlan`] says what to write).
+//! crate returns data and plain-text renderers; [`setup::SetupPlan`] says what to
+//! write, and [`profile::apply_plan`] writes it with the `hermes-home` writers (the
+//! one place a setup touches `.env` and `config.yaml`, for the CLI and the dashboard).
 
 pub mod discovery;
 pub mod doctor;
 mod error;
 pub mod features;
 pub mod manifest;
+pub mod profile;
 pub mod setup;
 pub mod status;
 
@@ -25,7 +27,7 @@ pub use error::Error;
 pub use features::feature_registry;
 pub use manifest::{ExternalDependency, Manifest, PluginKind, Setting};
 pub use setup::{
-    ConfigWrite, EnvWrite, MemoryStatus, Question, SetupPlan, active_provider, find_provider,
-    memory_status, questions, setup_provider,
+    ConfigWrite, EnvWrite, InstallReport, MemoryStatus, Question, SetupPlan, Step, active_provider,
+    find_provider, install_provider, memory_status, questions, setup_provider,
 };
 pub use status::{PluginStatus, list_plugins, plugin_status, render_list};

@@ -51,6 +51,8 @@ pub struct SetupPlan {
     pub provider: String,
     /// Dependencies installed (or nothing to install) and the writes below are valid.
     pub ok: bool,
+    /// The pip dependencies that were missing before the install.
+    pub missing_before: Vec<String>,
     /// The dependency install (`ok` with an empty command when nothing was missing).
     pub install: InstallOutcome,
     /// Lines for `.env` (empty when `ok` is false).
@@ -198,17 +200,12 @@ fn plan_writes(
     Ok((env_writes, config_writes, missing))
 }
 
-/// Sets up a memory provider: validates `values` (setting key → value),
-/// installs missing pip dependencies through the installer, runs external
-/// checks, and returns what to write plus post-install availability.
-pub fn setup_provider(
-    discovery: &Discovery,
-    name: &str,
-    values: &BTreeMap<String, String>,
+/// The pip dependencies of `plugin` missing now (in a fresh interpreter), and their install
+/// through the installer (`ok` with an empty command when nothing was missing).
+fn install_missing(
+    plugin: &Plugin,
     options: &InstallOptions,
-) -> Result<SetupPlan, Error> {
-    let plugin = find_provider(discovery, name)?;
-    let (env_writes, config_writes, missing_settings) = plan_writes(plugin, values, &options.env)?;
+) -> Result<(Vec<String>, InstallOutcome), Error> {
     let before = plugin_status(plugin, options)?;
     let missing: Vec<String> = before
         .dependencies
@@ -224,6 +221,172 @@ pub fn setup_provider(
     } else {
         install_specs(&missing, options)
     };
+    Ok((missing, install))
+}
+
+/// What [`install_provider`] did: the dependency install alone, nothing activated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InstallReport {
+    /// The provider.
+    pub provider: String,
+    /// The pip dependencies that were missing before.
+    pub missing_before: Vec<String>,
+    /// The install (`ok` with an empty command when nothing was missing).
+    pub install: InstallOutcome,
+    /// Availability checked afresh after the install.
+    pub status: PluginStatus,
+}
+
+/// Installs a memory provider's missing pip dependencies through the installer (the same
+/// routing and refusals as `hermes memory setup`), then checks its availability afresh.
+/// Writes no configuration.
+pub fn install_provider(
+    discovery: &Discovery,
+    name: &str,
+    options: &InstallOptions,
+) -> Result<InstallReport, Error> {
+    let plugin = find_provider(discovery, name)?;
+    let (missing_before, install) = install_missing(plugin, options)?;
+    let status = plugin_status(plugin, options)?;
+    Ok(InstallReport {
+        provider: name.to_string(),
+        missing_before,
+        install,
+        status,
+    })
+}
+
+/// One step of an install or a setup, as a result row: what was done, whether it went well,
+/// what came of it, and what to do when it did not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// What the step is (`dependencies`, `install`, `re-check`, `external <name>`, …).
+    pub step: String,
+    /// It succeeded (or found what it looked for).
+    pub ok: bool,
+    /// What came of it, in one line.
+    pub detail: String,
+    /// What to do about a failure.
+    pub hint: Option<String>,
+    /// The installer's error output, on a failed install.
+    pub output: String,
+}
+
+impl Step {
+    fn new(step: impl Into<String>, ok: bool, detail: impl Into<String>) -> Self {
+        Self {
+            step: step.into(),
+            ok,
+            detail: detail.into(),
+            hint: None,
+            output: String::new(),
+        }
+    }
+
+    fn hint(mut self, hint: Option<String>) -> Self {
+        self.hint = hint;
+        self
+    }
+}
+
+/// The result rows of a dependency install: what was missing, the installer's run (or its
+/// refusal), the re-check in a fresh interpreter, external dependencies, unset variables,
+/// and the availability that follows.
+fn install_steps(missing: &[String], install: &InstallOutcome, status: &PluginStatus) -> Vec<Step> {
+    let mut steps = vec![Step::new(
+        "dependencies",
+        true,
+        match (status.dependencies.len(), missing.is_empty()) {
+            (0, _) => "no pip dependencies declared".to_string(),
+            (n, true) => format!("all {n} already installed"),
+            (_, false) => format!("missing: {}", missing.join(", ")),
+        },
+    )];
+    if !missing.is_empty() {
+        steps.push(install_step(install));
+    }
+    if !missing.is_empty() && install.ok {
+        steps.push(recheck_step(install));
+    }
+    for external in &status.external {
+        let step = format!("external {}", external.name);
+        steps.push(if external.found {
+            Step::new(step, true, "found")
+        } else {
+            Step::new(
+                step,
+                false,
+                "not found (Hermes does not run install commands)",
+            )
+            .hint(Some(format!("install it with: {}", external.install)))
+        });
+    }
+    if !status.env_missing.is_empty() {
+        steps.push(
+            Step::new(
+                "environment",
+                false,
+                format!("not set: {}", status.env_missing.join(", ")),
+            )
+            .hint(Some("set them in the profile's `.env`".into())),
+        );
+    }
+    steps.push(Step::new(
+        "available",
+        status.available,
+        if status.available {
+            "available"
+        } else {
+            "not available"
+        },
+    ));
+    steps
+}
+
+fn install_step(install: &InstallOutcome) -> Step {
+    let detail = match (install.ok, install.blocked) {
+        (true, _) => format!("ran: {}", install.command),
+        (false, true) => format!("blocked: {}", install.reason),
+        (false, false) => format!("failed: {}", install.reason),
+    };
+    let mut step = Step::new("install", install.ok, detail).hint(install.hint.clone());
+    if !install.ok {
+        step.output = install.stderr.trim_end().to_string();
+    }
+    step
+}
+
+fn recheck_step(install: &InstallOutcome) -> Step {
+    match (&install.recheck_error, install.still_missing.is_empty()) {
+        (Some(e), _) => Step::new("re-check", false, format!("could not check: {e}")),
+        (None, true) => Step::new("re-check", true, "importable in a fresh interpreter"),
+        (None, false) => Step::new(
+            "re-check",
+            false,
+            format!("still missing: {}", install.still_missing.join(", ")),
+        ),
+    }
+}
+
+impl InstallReport {
+    /// The install's result rows, one per step.
+    pub fn steps(&self) -> Vec<Step> {
+        install_steps(&self.missing_before, &self.install, &self.status)
+    }
+}
+
+/// Sets up a memory provider: validates `values` (setting key → value),
+/// installs missing pip dependencies through the installer, runs external
+/// checks, and returns what to write plus post-install availability.
+pub fn setup_provider(
+    discovery: &Discovery,
+    name: &str,
+    values: &BTreeMap<String, String>,
+    options: &InstallOptions,
+) -> Result<SetupPlan, Error> {
+    let plugin = find_provider(discovery, name)?;
+    let (env_writes, config_writes, missing_settings) = plan_writes(plugin, values, &options.env)?;
+    let (missing_before, install) = install_missing(plugin, options)?;
     // Re-check in a fresh interpreter, seeing the env as it will be once written.
     let mut after_opts = options.clone();
     for w in &env_writes {
@@ -240,6 +403,7 @@ pub fn setup_provider(
     Ok(SetupPlan {
         provider: name.to_string(),
         ok,
+        missing_before,
         install,
         env_writes: if ok { env_writes } else { Vec::new() },
         config_writes: if ok { config_writes } else { Vec::new() },
@@ -250,6 +414,35 @@ pub fn setup_provider(
 }
 
 impl SetupPlan {
+    /// The setup's result rows, one per step: the install's, then the activation (the
+    /// caller applies the writes only when `ok`).
+    pub fn steps(&self) -> Vec<Step> {
+        let mut steps = install_steps(&self.missing_before, &self.install, &self.status);
+        if !self.missing_settings.is_empty() {
+            steps.push(
+                Step::new(
+                    "settings",
+                    false,
+                    format!("required, not set: {}", self.missing_settings.join(", ")),
+                )
+                .hint(Some(format!(
+                    "set them with `hermes memory setup {}`",
+                    self.provider
+                ))),
+            );
+        }
+        steps.push(if self.ok {
+            Step::new(
+                "activate",
+                true,
+                format!("memory.provider = {}", self.provider),
+            )
+        } else {
+            Step::new("activate", false, "not activated; nothing was saved")
+        });
+        steps
+    }
+
     /// Plain-text report (secrets masked).
     pub fn render(&self, out: &mut dyn Write) -> std::io::Result<()> {
         if !self.install.command.is_empty() || !self.install.ok {
@@ -499,6 +692,69 @@ mod tests {
                 && text.contains("nothing was saved"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_blocked_install_says_why_in_its_rows_and_activates_nothing() {
+        let d = discover(None);
+        let env = Environment::default()
+            .with("HERMES_DISABLE_LAZY_INSTALLS", "1")
+            .with("HERMES_VENV", "/nonexistent/v");
+        let o = InstallOptions::new("/nonexistent/h", true, env);
+        let report = install_provider(&d, "mem0", &o).unwrap();
+        assert!(report.install.blocked && !report.status.available);
+        let steps = report.steps();
+        let names: Vec<&str> = steps.iter().map(|s| s.step.as_str()).collect();
+        assert_eq!(
+            names,
+            ["dependencies", "install", "environment", "available"]
+        );
+        let install = &steps[1];
+        assert!(
+            !install.ok && install.detail.starts_with("blocked: "),
+            "{install:?}"
+        );
+        assert!(
+            install
+                .hint
+                .as_deref()
+                .is_some_and(|h| h.contains("HERMES_LAZY_INSTALL_TARGET")),
+            "{install:?}"
+        );
+        assert!(steps[0].detail.starts_with("missing: "), "{:?}", steps[0]);
+
+        let plan = setup_provider(&d, "mem0", &BTreeMap::new(), &o).unwrap();
+        let rows = plan.steps();
+        let last = rows.last().unwrap();
+        assert_eq!((last.step.as_str(), last.ok), ("activate", false));
+        assert!(
+            rows.iter().any(|r| r.step == "settings" && !r.ok),
+            "{rows:?}"
+        );
+    }
+
+    #[test]
+    fn a_provider_without_dependencies_needs_no_install_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let plugin = dir.path().join("bare");
+        std::fs::create_dir_all(&plugin).unwrap();
+        std::fs::write(
+            plugin.join("plugin.yaml"),
+            "name: bare\nversion: 0.1.0\ndescription: no deps\nkind: memory\n",
+        )
+        .unwrap();
+        let d = discover(Some(dir.path()));
+        let o = InstallOptions::new("/nonexistent/h", true, Environment::default());
+        let report = install_provider(&d, "bare", &o).unwrap();
+        assert!(report.install.ok && report.install.command.is_empty());
+        let steps = report.steps();
+        assert_eq!(steps.len(), 2, "{steps:?}");
+        assert_eq!(steps[0].detail, "no pip dependencies declared");
+        assert!(steps[1].ok && steps[1].step == "available");
+        assert!(matches!(
+            install_provider(&d, "nope", &o),
+            Err(Error::UnknownProvider { .. })
+        ));
     }
 
     #[test]

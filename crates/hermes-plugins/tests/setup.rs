@@ -10,11 +10,10 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-#[path = "../../hermes-deps/tests/common/wheel.rs"]
-mod wheel;
-
 use std::collections::BTreeMap;
 use std::process::Command;
+
+use hermes_test_support::wheel;
 
 use hermes_deps::env::{DISABLE_VAR, TARGET_VAR, VENV_VAR};
 use hermes_deps::{Environment, InstallOptions, InstallerChoice};

@@ -1,3 +1,3 @@
 //! Shared helpers for the public-API tests.
 
-pub mod wheel;
+pub use hermes_test_support::wheel;

@@ -22,16 +22,10 @@ use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
 
-/// Installer options for a profile. A config that does not parse is an error here: we would
-/// not know whether the operator switched installs off.
+/// Installer options for a profile (`hermes_plugins::profile::install_options`, the same
+/// for the dashboard) from the process environment, with progress on a terminal.
 pub fn install_options(home: &Home) -> Result<InstallOptions, Failure> {
-    let config = Config::load(&home.config_path())?;
-    let dotenv = DotEnv::load(&home.env_path())?;
-    let mut env = Environment::from_process();
-    for (key, value) in dotenv.vars() {
-        env = env.with(key, value);
-    }
-    let mut options = InstallOptions::new(home.root(), config.allow_lazy_installs(), env);
+    let mut options = hermes_plugins::profile::install_options(home, Environment::from_process())?;
     if std::io::stderr().is_terminal() {
         options.progress = Some(Arc::new(|event: &InstallEvent| {
             if let Some(line) = describe(event) {
@@ -125,7 +119,7 @@ pub fn run_deps(ctx: &Context, command: DepsCommand) -> CommandResult {
 }
 
 fn discovery(home: &Home) -> Discovery {
-    hermes_plugins::discover(Some(&home.root().join("plugins")))
+    hermes_plugins::profile::discover_for(home)
 }
 
 /// `hermes plugins <sub>`.
@@ -158,8 +152,7 @@ pub fn run_memory(ctx: &Context, command: MemoryCommand) -> CommandResult {
     match command {
         MemoryCommand::Status(flag) => {
             let options = install_options(&home)?;
-            let config = Config::load(&home.config_path())?;
-            let raw = config.string("memory.provider", &|_| None);
+            let raw = hermes_plugins::profile::configured_provider(&home)?;
             let status =
                 hermes_plugins::memory_status(&discovery(&home), raw.as_deref(), &options)?;
             if flag.json {
@@ -232,7 +225,7 @@ fn setup(
 
     let plan: SetupPlan = hermes_plugins::setup_provider(&disc, &name, &values, &options)?;
     if plan.ok {
-        write_plan(home, &plan)?;
+        hermes_plugins::profile::apply_plan(home, &plan)?;
     }
     let mut text = render_to_string(|b| plan.render(b))?;
     if plan.ok {
@@ -247,37 +240,6 @@ fn setup(
     } else {
         ExitStatus::Failure
     })
-}
-
-/// Each file is changed under its lock (`edit`), so parallel setups keep each other's keys.
-fn write_plan(home: &Home, plan: &SetupPlan) -> Result<(), Failure> {
-    if !plan.env_writes.is_empty() {
-        DotEnv::edit(&home.env_path(), |dotenv| {
-            plan.env_writes
-                .iter()
-                .try_for_each(|write| dotenv.set(&write.key, &write.value))
-        })?;
-    }
-    if !plan.config_writes.is_empty() {
-        Config::edit(&home.config_path(), |config| {
-            for write in &plan.config_writes {
-                config.set(&write.path.join("."), yaml_value(&write.value));
-            }
-            Ok(())
-        })?;
-    }
-    Ok(())
-}
-
-/// Plugin settings are strings; keep booleans and integers typed in YAML.
-fn yaml_value(raw: &str) -> yaml_serde::Value {
-    match raw {
-        "true" => yaml_serde::Value::Bool(true),
-        "false" => yaml_serde::Value::Bool(false),
-        _ => raw
-            .parse::<i64>()
-            .map_or_else(|_| yaml_serde::Value::from(raw), yaml_serde::Value::from),
-    }
 }
 
 fn choose_provider(disc: &Discovery, interactive: bool) -> Result<String, Failure> {
