@@ -522,3 +522,32 @@ fn the_download_is_the_whole_file_as_an_attachment() {
     assert!(a.body == content, "the download differs from the file");
     assert_eq!(d.get("/api/logs/ghost/download").status, 404);
 }
+
+/// How many of this process's descriptors are open on `path` (the in-process dashboard's
+/// followers hold one each).
+fn open_on(path: &Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
+        .count()
+}
+
+#[test]
+fn a_stream_stops_following_when_its_client_goes() {
+    let d = Dashboard::start();
+    let log = d.log("ticker");
+    std::fs::write(&log, "a\n").unwrap();
+    let mut s = Stream::open(&d, "/api/logs/ticker/events", &[]);
+    assert_eq!(s.next().event, "start");
+    assert_eq!(open_on(&log), 1, "the stream's follower holds the log open");
+    let gone = Instant::now();
+    drop(s);
+    while open_on(&log) > 0 {
+        assert!(
+            gone.elapsed() < Duration::from_secs(5),
+            "the follower outlived its client"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
