@@ -202,6 +202,57 @@ fn the_health_path_is_public_and_the_page_loads_nothing_foreign() {
     );
 }
 
+/// The budget of a page with everything it loads (issue 15: under 100 kB transferred).
+const PAGE_BUDGET: usize = 100_000;
+
+#[test]
+fn every_page_with_what_it_loads_stays_under_budget_and_local() {
+    let d = token_mode();
+    let auth = format!("X-Hermes-Session-Token: {TOKEN}");
+    for page in [
+        "/",
+        "/logs",
+        "/profiles",
+        "/plugins",
+        "/sessions",
+        "/diagnostics",
+    ] {
+        let html = request(&d, "GET", page, &local(&d), std::slice::from_ref(&auth));
+        assert_eq!(html.status, 200, "{page}");
+        let mut total = html.body.len();
+        let refs: Vec<&str> = html
+            .body
+            .split(['"', '\''])
+            .zip(html.body.split(['"', '\'']).skip(1))
+            .filter(|(before, _)| {
+                // The `<base href>` is the prefix the links resolve against, not a resource.
+                (before.ends_with("src=") || before.ends_with("href="))
+                    && !before.ends_with("<base href=")
+            })
+            .map(|(_, url)| url)
+            .collect();
+        assert!(refs.len() >= 3, "{page}: {refs:?}");
+        for url in refs {
+            assert!(
+                !url.contains("//") && !url.starts_with('/'),
+                "{page}: every link is relative and local: {url}"
+            );
+            if url.starts_with("assets/") {
+                let asset = request(
+                    &d,
+                    "GET",
+                    &format!("/{url}"),
+                    &local(&d),
+                    std::slice::from_ref(&auth),
+                );
+                assert_eq!(asset.status, 200, "{url}");
+                total += asset.body.len();
+            }
+        }
+        assert!(total < PAGE_BUDGET, "{page} weighs {total} bytes");
+    }
+}
+
 #[test]
 fn without_a_supervisor_the_status_says_so() {
     let d = token_mode();

@@ -14,6 +14,9 @@ use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
 
+/// Threads for blocking work (control-socket calls, files, password hashes).
+const BLOCKING_THREADS: usize = 4;
+
 /// bcrypt's cost for new hashes: about a quarter of a second here, the common default.
 const HASH_COST: u32 = 12;
 
@@ -30,9 +33,11 @@ pub fn run(ctx: &Context, args: DashboardArgs) -> CommandResult {
     let settings =
         Settings::resolve(args.host, args.port, dotenv.over(&process)).map_err(failure)?;
     // Status and actions block on the control socket on the blocking pool; two workers
-    // serve the pages and the event streams.
+    // serve the pages and the event streams. The pool is capped: 32 clients asking at once
+    // queue for a few threads instead of each getting one (and its stack) for good.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(BLOCKING_THREADS)
         .enable_all()
         .build()?;
     runtime.block_on(async move {
