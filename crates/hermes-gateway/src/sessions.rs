@@ -30,6 +30,7 @@
 //! (whatever the umask) before SQLite opens it; SQLite gives its `-wal`, `-shm` and `-journal`
 //! side files the database file's mode. An existing `state.db` keeps the mode it has.
 
+pub mod browse;
 mod migrate;
 mod rows;
 mod schema;
