@@ -1,26 +1,718 @@
-//! The Profiles page. (Its content is built on this frame: page route, API, OpenAPI part.)
+//! The Profiles page: list, create (with clone) and delete profiles (to the trash, with a
+//! confirmation), edit `SOUL.md`, the model settings (`model.default`, `model.provider`,
+//! `model.base_url`) and `.env` keys (values masked, revealed one at a time on request).
+//!
+//! A client like `hermes profile …`: creating, listing and deleting go through
+//! `hermes_home::profile`; names through `ProfileName` / `ProfileRef`; `.env` through
+//! `DotEnv::edit` (comments and unknown lines kept); `config.yaml` through
+//! `hermes_home::yaml_edit` (every other byte kept); the gateway's own settings check
+//! (`hermes_gateway::live::SettingsSource`) says what a gateway would make of the result.
+//! The supervisor learns about a new profile's gateway, or forgets a deleted one, over the
+//! control socket as the CLI does; without a supervisor that happens at its next start.
 
-use axum::extract::State;
-use axum::response::Response;
-use axum::routing::get;
-use axum::{Extension, Router};
+mod model;
+
+use std::path::{Path, PathBuf};
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, put};
+use axum::{Extension, Json, Router};
+use hermes_home::config::Config;
+use hermes_home::dotenv::{self, DotEnv};
+use hermes_home::layout::read_active_profile;
+use hermes_home::profile::{self, CreateOptions, Disposal, alias};
+use hermes_home::{Home, ProfileName, ProfileRef};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::pages::{Page, shell};
-use crate::server::{App, Base};
+use crate::server::{App, Base, Vars, blocking, problem};
+use crate::status::CLIENT_TIMEOUT;
 
-const MAIN: &str = r#"<h2>Profiles</h2>"#;
+/// The largest `SOUL.md` the page saves. The gateway sends at most its context-file limit
+/// (20 000 to 500 000 characters, see `hermes_gateway::prompt`); a file far beyond the
+/// largest limit is a mistake, not a persona.
+pub const SOUL_MAX_BYTES: usize = 1 << 20;
+
+/// The largest request body the page's API reads (a `SOUL.md` escaped as JSON can double).
+const BODY_LIMIT: usize = 3 * SOUL_MAX_BYTES;
+
+const MAIN: &str = r#"<h2>Profiles</h2>
+<section id="profiles-list">
+<table id="profiles"><thead><tr><th>Name</th><th>Active</th><th>Gateway</th><th>Model</th><th>Description</th></tr></thead><tbody></tbody></table>
+<p id="profiles-supervisor" class="muted"></p>
+</section>
+<section id="profile-create">
+<h3>New profile</h3>
+<form id="create-form">
+<label>Name <input name="name" id="create-name" required pattern="[a-z0-9][a-z0-9_-]{0,63}" autocomplete="off"></label>
+<label>Clone from <select name="clone_from" id="create-clone"><option value="">(nothing: fresh files)</option></select></label>
+<button type="submit">Create</button>
+</form>
+<p class="muted">Cloning copies <code>config.yaml</code>, <code>.env</code>, <code>SOUL.md</code>, skills and memories. Each profile also has a gateway service, <code>gateway-&lt;name&gt;</code>: a running supervisor registers it at once (down until started from the Overview); without one it is registered when <code>hermes up</code> or the container starts.</p>
+<p id="create-result" class="muted"></p>
+</section>
+<section id="profile-panel" hidden>
+<h3 id="panel-title"></h3>
+<p id="panel-path" class="muted"></p>
+<h4>SOUL.md</h4>
+<form id="soul-form">
+<textarea id="soul-text" name="soul" rows="14" spellcheck="false"></textarea>
+<p id="soul-limit" class="muted"></p>
+<button type="submit" id="soul-save">Save</button> <span id="soul-result" class="muted"></span>
+</form>
+<h4>Model</h4>
+<form id="model-form">
+<label>Model <input name="default" id="model-default" autocomplete="off"></label>
+<label>Provider <input name="provider" id="model-provider" list="providers" autocomplete="off"></label>
+<datalist id="providers"></datalist>
+<label>Base URL <input name="base_url" id="model-base-url" autocomplete="off"></label>
+<button type="submit">Save model</button>
+</form>
+<ul id="model-errors" class="errors"></ul>
+<p id="model-check" class="muted"></p>
+<h4>.env</h4>
+<table id="env"><thead><tr><th>Key</th><th>Value</th><th></th></tr></thead><tbody></tbody></table>
+<form id="env-form">
+<label>Key <input name="key" id="env-key" autocomplete="off"></label>
+<label>Value <input name="value" id="env-value" type="password" autocomplete="off"></label>
+<button type="submit">Set</button>
+</form>
+<h4>Delete</h4>
+<form id="delete-form">
+<p id="delete-note" class="muted"></p>
+<label>Type the profile's name to confirm <input name="confirm" id="delete-confirm" autocomplete="off"></label>
+<button type="submit" id="delete-button" class="danger">Delete profile</button>
+</form>
+</section>"#;
 
 /// `/profiles` and its API.
 pub fn routes() -> Router<App> {
-    Router::new().route("/profiles", get(page))
+    Router::new()
+        .route("/profiles", get(page))
+        .route("/api/profiles", get(list).post(create))
+        .route("/api/profiles/{name}", get(show).delete(remove))
+        .route("/api/profiles/{name}/soul", put(save_soul))
+        .route("/api/profiles/{name}/model", put(save_model))
+        .route("/api/profiles/{name}/env", put(set_env))
+        .route("/api/profiles/{name}/env/{key}", delete(unset_env))
+        .route("/api/profiles/{name}/env/{key}/reveal", post(reveal_env))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
 }
 
 async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Response {
     shell(Page::Profiles, &base.0, app.token(), MAIN)
 }
 
+/// A handler step: its `Err` is already the answer (boxed: an answer is large).
+type Step<T> = Result<T, Box<Response>>;
+
+/// [`problem`] as a step's `Err`.
+fn refuse(status: StatusCode, detail: &str, hint: Option<String>) -> Box<Response> {
+    Box::new(problem(status, detail, hint))
+}
+
+/// An error of `hermes-home` as an answer: the status says whose fault it is.
+fn home_problem(e: &hermes_home::Error) -> Box<Response> {
+    use hermes_home::Error as E;
+    let status = match e {
+        E::InvalidProfileName { .. }
+        | E::ReservedProfileName { .. }
+        | E::EnvKeyInvalid { .. }
+        | E::EnvKeyDenied { .. } => StatusCode::BAD_REQUEST,
+        E::ProfileNotFound { .. } => StatusCode::NOT_FOUND,
+        E::ProfileExists { .. }
+        | E::DefaultProfileUndeletable
+        | E::ConfigLayout { .. }
+        | E::ConfigParse { .. }
+        | E::ConfigNotMapping { .. }
+        | E::NotUtf8 { .. } => StatusCode::CONFLICT,
+        E::LockTimeout { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    refuse(status, &hermes_errors::one_line(e), e.hint())
+}
+
+/// The profile named in the path, which must exist: a name outside the naming rule (a
+/// traversal such as `..` included) is a 400, before any file is touched.
+fn home_of(root: &Path, name: &str) -> Step<Home> {
+    let profile = ProfileRef::parse(name).map_err(|e| home_problem(&e))?;
+    Home::for_profile(root.to_path_buf(), profile).map_err(|e| home_problem(&e))
+}
+
+/// A JSON body of type `T`: a missing, oversized or malformed body is a 4xx `{detail, hint}`.
+fn body<T: DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> Step<T> {
+    let bytes = raw.map_err(|e| {
+        refuse(
+            e.status(),
+            &format!("cannot read the request body: {}", e.body_text()),
+            Some(format!("send a JSON body of at most {} bytes", BODY_LIMIT)),
+        )
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &format!("the request body is not the expected JSON: {e}"),
+            Some("see /api/openapi.json for this endpoint's body".into()),
+        )
+    })
+}
+
+/// Runs `work` on the blocking pool; its `Err` is already an answer.
+async fn run(work: impl FnOnce() -> Step<Response> + Send + 'static) -> Response {
+    match blocking(work).await {
+        Ok(Ok(answer)) | Err(answer) => answer,
+        Ok(Err(answer)) => *answer,
+    }
+}
+
+/// `GET /api/profiles`: every profile with whether it is active, its gateway's state as
+/// the supervisor says it (when one answers) and its model.
+async fn list(State(app): State<App>) -> Response {
+    run(move || {
+        let root = app.root.clone();
+        let entries = profile::list(&root).map_err(|e| home_problem(&e))?;
+        let active = read_active_profile(&root).unwrap_or(ProfileRef::Default);
+        let (states, supervisor) = gateway_states(&root, &app.vars);
+        let rows: Vec<Value> = entries
+            .iter()
+            .map(|entry| {
+                let name = entry.profile.name();
+                let service = hermes_services::gateway::service_name(name);
+                let (model, config_error) = model_name(&entry.dir, &app.vars);
+                json!({
+                    "name": name,
+                    "default": entry.profile == ProfileRef::Default,
+                    "active": entry.profile == active,
+                    "dir": entry.dir,
+                    "description": entry.description,
+                    "model": model,
+                    "config_error": config_error,
+                    "service": service,
+                    "gateway": states.as_ref().map(|s| {
+                        s.iter().find(|(n, _)| *n == service).map(|(_, st)| st.clone())
+                    }),
+                })
+            })
+            .collect();
+        Ok(Json(json!({ "profiles": rows, "supervisor": supervisor })).into_response())
+    })
+    .await
+}
+
+/// Each service's state from the supervisor (`None` when none answers), and what to say
+/// about the supervisor.
+fn gateway_states(root: &Path, vars: &Vars) -> (Option<Vec<(String, String)>>, Value) {
+    let rows = hermes_services::connect(root, &**vars, CLIENT_TIMEOUT)
+        .and_then(|mut c| c.status(None).map_err(hermes_services::Error::Supervisor));
+    match rows {
+        Ok(rows) => (
+            Some(
+                rows.into_iter()
+                    .map(|r| (r.name.clone(), state_word(&r)))
+                    .collect(),
+            ),
+            json!({ "reachable": true }),
+        ),
+        Err(e) => (
+            None,
+            json!({
+                "reachable": false,
+                "error": hermes_errors::one_line(&e),
+                "hint": e.hint(),
+            }),
+        ),
+    }
+}
+
+/// A service's state as the supervisor words it (`up`, `down`, …).
+fn state_word(status: &hermes_supervisor::ServiceStatus) -> String {
+    match serde_json::to_value(status) {
+        Ok(Value::Object(map)) => map
+            .get("state")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_string(),
+        _ => "unknown".into(),
+    }
+}
+
+/// The profile's model name as the gateway reads it (`${VAR}` from its `.env`, then the
+/// environment), or the reason `config.yaml` cannot be read — what `hermes profile list`
+/// shows.
+fn model_name(dir: &Path, vars: &Vars) -> (Option<String>, Option<String>) {
+    match Config::load(&dir.join("config.yaml")) {
+        Ok(config) => {
+            let env = DotEnv::load(&dir.join(".env")).unwrap_or_default();
+            (config.model(&env.over(&**vars)).default, None)
+        }
+        Err(e) => (None, Some(hermes_errors::one_line(&e))),
+    }
+}
+
+#[derive(Deserialize)]
+struct CreateBody {
+    name: String,
+    #[serde(default)]
+    clone_from: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+}
+
+/// `POST /api/profiles` `{name, clone_from?, description?}`: creates the profile
+/// (`hermes profile create`), then registers its gateway with a running supervisor.
+async fn create(State(app): State<App>, raw: Result<Bytes, BytesRejection>) -> Response {
+    let request: CreateBody = match body(raw) {
+        Ok(b) => b,
+        Err(answer) => return *answer,
+    };
+    run(move || {
+        let root = app.root.clone();
+        let name = ProfileName::parse(request.name.trim()).map_err(|e| home_problem(&e))?;
+        let clone_from = request
+            .clone_from
+            .as_deref()
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(ProfileRef::parse)
+            .transpose()
+            .map_err(|e| home_problem(&e))?;
+        let description = request
+            .description
+            .map(|d| d.trim().to_string())
+            .filter(|d| !d.is_empty());
+        let dir = profile::create(
+            &root,
+            &name,
+            &CreateOptions {
+                clone_from: clone_from.clone(),
+                description,
+            },
+        )
+        .map_err(|e| home_problem(&e))?;
+        let supervisor = register_gateway(&root, &name, &app.vars);
+        Ok((
+            StatusCode::CREATED,
+            Json(json!({
+                "name": name.as_str(),
+                "dir": dir,
+                "cloned_from": clone_from.as_ref().map(ProfileRef::name),
+                "service": hermes_services::gateway::service_name(name.as_str()),
+                "supervisor": supervisor,
+            })),
+        )
+            .into_response())
+    })
+    .await
+}
+
+/// Registers the new profile's gateway with a running supervisor (down until started), as
+/// `hermes profile create` does; says what happened, since the profile exists either way.
+fn register_gateway(root: &Path, name: &ProfileName, vars: &Vars) -> String {
+    let service = hermes_services::gateway::service_name(name.as_str());
+    let client = hermes_services::connect(root, &**vars, CLIENT_TIMEOUT);
+    let mut client = match client {
+        Ok(client) => client,
+        Err(hermes_services::Error::NotRunning { .. }) => {
+            return format!(
+                "No supervisor is running: `{service}` is registered when `hermes up` (or the container) starts"
+            );
+        }
+        Err(e) => {
+            return format!(
+                "The supervisor could not be reached to register `{service}`: {}",
+                hermes_errors::one_line(&e)
+            );
+        }
+    };
+    let home = match Home::for_profile(root.to_path_buf(), ProfileRef::Named(name.clone())) {
+        Ok(home) => home,
+        Err(e) => return hermes_errors::one_line(&e),
+    };
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));
+    let mut warnings = Vec::new();
+    match hermes_services::ensure_registered(&mut client, &home, &exe, false, &mut warnings) {
+        Ok(_) => format!(
+            "Registered `{service}` with the supervisor: it is down until started (Overview, or `hermes -p {name} gateway start`)"
+        ),
+        Err(e) => format!(
+            "Could not register `{service}`: {}",
+            hermes_errors::one_line(&e)
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+struct DeleteBody {
+    confirm: String,
+}
+
+/// `DELETE /api/profiles/{name}` `{confirm: name}`: moves the profile to
+/// `profiles/.trash/` (`hermes profile delete`), after the supervisor stopped and forgot its
+/// gateway. The confirmation must repeat the name; the default profile is never deleted.
+async fn remove(
+    State(app): State<App>,
+    UrlPath(name): UrlPath<String>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Response {
+    run(move || {
+        let root = app.root.clone();
+        let profile = ProfileRef::parse(&name).map_err(|e| home_problem(&e))?;
+        if profile == ProfileRef::Default {
+            return Err(home_problem(&hermes_home::Error::DefaultProfileUndeletable));
+        }
+        let home = home_of(&root, &name)?;
+        let request: DeleteBody = body(raw)?;
+        if request.confirm != name {
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                &format!("deleting profile `{name}` needs its name as confirmation"),
+                Some(format!("send {{\"confirm\": \"{name}\"}}")),
+            ));
+        }
+        // Stop and forget the gateway before its files move, as the CLI does: the supervisor
+        // answers once the process has exited, so nothing writes into a moving directory.
+        let service = hermes_services::gateway::service_name(&name);
+        let supervisor = match hermes_services::connect(&root, &*app.vars, CLIENT_TIMEOUT) {
+            Ok(mut client) => match client.unregister(&service) {
+                Ok(()) => format!("`{service}` was stopped and removed from the supervisor"),
+                Err(e) => {
+                    return Err(refuse(
+                        StatusCode::CONFLICT,
+                        &format!(
+                            "the supervisor did not remove `{service}`: {}",
+                            hermes_errors::one_line(&e)
+                        ),
+                        Some("the profile was not deleted; stop its gateway on the Overview and retry".into()),
+                    ));
+                }
+            },
+            Err(_) => format!("No supervisor answered: `{service}` is not started again"),
+        };
+        let deleted =
+            profile::delete(&root, home.profile(), Disposal::Trash).map_err(|e| home_problem(&e))?;
+        let alias_removed = match (alias_dir(&app.vars), home.profile()) {
+            (Some(bin), ProfileRef::Named(n)) => alias::remove(&bin, n).ok().flatten(),
+            _ => None,
+        };
+        Ok(Json(json!({
+            "deleted": name,
+            "trashed_to": deleted.trashed_to,
+            "active_reset": deleted.active_reset,
+            "alias_removed": alias_removed,
+            "supervisor": supervisor,
+        }))
+        .into_response())
+    })
+    .await
+}
+
+/// Where `hermes profile create` writes alias wrappers (`~/.local/bin`).
+fn alias_dir(vars: &Vars) -> Option<PathBuf> {
+    vars("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".local/bin"))
+}
+
+/// `GET /api/profiles/{name}`: `SOUL.md` with the limits, the model settings, the gateway's
+/// check of them, and the `.env` keys with masked values.
+async fn show(State(app): State<App>, UrlPath(name): UrlPath<String>) -> Response {
+    run(move || {
+        let home = home_of(&app.root, &name)?;
+        let active = read_active_profile(&app.root).unwrap_or(ProfileRef::Default);
+        let soul = soul_text(&home)?;
+        let env = env_rows(&home)?;
+        Ok(Json(json!({
+            "name": home.profile().name(),
+            "default": *home.profile() == ProfileRef::Default,
+            "active": *home.profile() == active,
+            "dir": home.dir(),
+            "service": hermes_services::gateway::service_name(home.profile().name()),
+            "soul": soul,
+            "model": model::current(&home),
+            "providers": model::provider_names(),
+            "gateway_check": model::gateway_check(&home),
+            "env": env,
+        }))
+        .into_response())
+    })
+    .await
+}
+
+/// `SOUL.md`'s text and the limits that apply to it.
+fn soul_text(home: &Home) -> Step<Value> {
+    let path = home.soul_path();
+    let text = match std::fs::read(&path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(_) => {
+                return Err(refuse(
+                    StatusCode::CONFLICT,
+                    &format!("`{}` is not valid UTF-8", path.display()),
+                    Some(
+                        "fix it by hand; the page does not overwrite a file it cannot show".into(),
+                    ),
+                ));
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            return Err(refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("cannot read `{}`: {e}", path.display()),
+                None,
+            ));
+        }
+    };
+    Ok(json!({
+        "chars": text.chars().count(),
+        "text": text,
+        "max_bytes": SOUL_MAX_BYTES,
+        "gateway_chars": model::gateway_soul_limit(home),
+    }))
+}
+
+#[derive(Deserialize)]
+struct SoulBody {
+    text: String,
+}
+
+/// `PUT /api/profiles/{name}/soul` `{text}`: replaces `SOUL.md` atomically, keeping its mode.
+async fn save_soul(
+    State(app): State<App>,
+    UrlPath(name): UrlPath<String>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Response {
+    run(move || {
+        let home = home_of(&app.root, &name)?;
+        let request: SoulBody = body(raw)?;
+        let bytes = request.text.len();
+        if bytes > SOUL_MAX_BYTES {
+            return Err(refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!(
+                    "SOUL.md would be {bytes} bytes; the dashboard saves at most {SOUL_MAX_BYTES}"
+                ),
+                Some(format!(
+                    "shorten it: the gateway sends at most {} characters of it anyway",
+                    model::gateway_soul_limit(&home)
+                )),
+            ));
+        }
+        // A new file gets the seed's mode; an existing one keeps its own.
+        hermes_home::atomic::write_atomic(&home.soul_path(), request.text.as_bytes(), 0o644)
+            .map_err(|e| home_problem(&e))?;
+        let chars = request.text.chars().count();
+        let limit = model::gateway_soul_limit(&home);
+        Ok(Json(json!({
+            "saved": true,
+            "bytes": bytes,
+            "chars": chars,
+            "gateway_chars": limit,
+            "cut_by_gateway": chars > limit,
+        }))
+        .into_response())
+    })
+    .await
+}
+
+/// `PUT /api/profiles/{name}/model` `{default, provider, base_url}`: checks the values as
+/// the gateway would, writes only the keys that change (every other byte of `config.yaml`
+/// kept), then reports the gateway's check of the result.
+async fn save_model(
+    State(app): State<App>,
+    UrlPath(name): UrlPath<String>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Response {
+    run(move || {
+        let home = home_of(&app.root, &name)?;
+        let request: model::ModelBody = body(raw)?;
+        let changes = model::validate(&home, &request).map_err(|errors| {
+            Box::new((
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Json(json!({
+                    "detail": errors.iter().map(|e| e.message.clone()).collect::<Vec<_>>().join("; "),
+                    "hint": "correct the fields and save again; nothing was written",
+                    "errors": errors,
+                })),
+            )
+                .into_response())
+        })?;
+        let changes = model::effective_changes(&home, changes).map_err(|e| home_problem(&e))?;
+        let pairs: Vec<(&str, &str)> = changes
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let written = hermes_home::yaml_edit::set_in_file(&home.config_path(), &pairs)
+            .map_err(|e| home_problem(&e))?;
+        Ok(Json(json!({
+            "written": written,
+            "model": model::current(&home),
+            "gateway_check": model::gateway_check(&home),
+        }))
+        .into_response())
+    })
+    .await
+}
+
+/// The `.env` keys in file order (the last assignment of each), values masked as
+/// `hermes auth list` masks keys.
+fn env_rows(home: &Home) -> Step<Value> {
+    let env = DotEnv::load(&home.env_path()).map_err(|e| home_problem(&e))?;
+    let mut keys: Vec<&str> = Vec::new();
+    for (key, _) in env.vars() {
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    let rows: Vec<Value> = keys
+        .iter()
+        .map(|key| {
+            let value = env.get(key).unwrap_or_default();
+            json!({
+                "key": key,
+                "masked": hermes_home::auth::mask_secret(value),
+                "empty": dotenv::nonblank(value).is_none(),
+            })
+        })
+        .collect();
+    Ok(json!({ "keys": rows, "unparsed_lines": env.unparsed_lines() }))
+}
+
+#[derive(Deserialize)]
+struct EnvBody {
+    key: String,
+    value: String,
+}
+
+/// `PUT /api/profiles/{name}/env` `{key, value}`: sets one key (`DotEnv::edit`: comments,
+/// order and other lines kept; invalid and denied names refused).
+async fn set_env(
+    State(app): State<App>,
+    UrlPath(name): UrlPath<String>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Response {
+    run(move || {
+        let home = home_of(&app.root, &name)?;
+        let request: EnvBody = body(raw)?;
+        let key = request.key.trim().to_string();
+        dotenv::validate_key(&key).map_err(|e| home_problem(&e))?;
+        DotEnv::edit(&home.env_path(), |env| env.set(&key, &request.value))
+            .map_err(|e| home_problem(&e))?;
+        Ok(Json(json!({ "set": key, "env": env_rows(&home)? })).into_response())
+    })
+    .await
+}
+
+/// `DELETE /api/profiles/{name}/env/{key}`: removes every assignment of the key.
+async fn unset_env(
+    State(app): State<App>,
+    UrlPath((name, key)): UrlPath<(String, String)>,
+) -> Response {
+    run(move || {
+        let home = home_of(&app.root, &name)?;
+        dotenv::validate_key(&key).map_err(|e| home_problem(&e))?;
+        let removed = DotEnv::edit(&home.env_path(), |env| Ok(env.unset(&key)))
+            .map_err(|e| home_problem(&e))?;
+        if !removed {
+            return Err(refuse(
+                StatusCode::NOT_FOUND,
+                &format!("`{key}` is not set in this profile's .env"),
+                None,
+            ));
+        }
+        Ok(Json(json!({ "unset": key, "env": env_rows(&home)? })).into_response())
+    })
+    .await
+}
+
+/// `POST /api/profiles/{name}/env/{key}/reveal`: one value in clear, only on this explicit
+/// request (a POST, so the session token is required like any change).
+async fn reveal_env(
+    State(app): State<App>,
+    UrlPath((name, key)): UrlPath<(String, String)>,
+) -> Response {
+    run(move || {
+        let home = home_of(&app.root, &name)?;
+        let env = DotEnv::load(&home.env_path()).map_err(|e| home_problem(&e))?;
+        match env.get(&key) {
+            Some(value) => Ok(Json(json!({ "key": key, "value": value })).into_response()),
+            None => Err(refuse(
+                StatusCode::NOT_FOUND,
+                &format!("`{key}` is not set in this profile's .env"),
+                None,
+            )),
+        }
+    })
+    .await
+}
+
 /// This page's part of the OpenAPI document.
 pub fn api_paths() -> Value {
-    json!({})
+    let problem = json!({ "description": "{detail, hint}" });
+    let name =
+        json!([{ "name": "name", "in": "path", "required": true, "schema": { "type": "string" } }]);
+    let name_key = json!([
+        { "name": "name", "in": "path", "required": true, "schema": { "type": "string" } },
+        { "name": "key", "in": "path", "required": true, "schema": { "type": "string" } },
+    ]);
+    json!({
+        "/api/profiles": {
+            "get": {
+                "summary": "Every profile: name, default, active, gateway state (when the supervisor answers), model",
+                "responses": { "200": { "description": "{profiles: [{name, default, active, dir, description, model, config_error, service, gateway}], supervisor: {reachable, error?, hint?}}" } },
+            },
+            "post": {
+                "summary": "Create a profile, optionally cloned from another; its gateway is registered with a running supervisor",
+                "requestBody": { "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" }, "clone_from": { "type": "string" }, "description": { "type": "string" } } } } } },
+                "responses": { "201": { "description": "{name, dir, cloned_from, service, supervisor}" }, "400": problem, "404": problem, "409": problem },
+            },
+        },
+        "/api/profiles/{name}": {
+            "get": {
+                "summary": "SOUL.md with its limits, model settings with the gateway's check, .env keys (values masked)",
+                "parameters": name,
+                "responses": { "200": { "description": "{name, default, active, dir, service, soul: {text, chars, max_bytes, gateway_chars}, model: {default, provider, base_url}, providers, gateway_check: {ok, detail?, hint?}, env: {keys: [{key, masked, empty}], unparsed_lines}}" }, "400": problem, "404": problem },
+            },
+            "delete": {
+                "summary": "Move the profile to profiles/.trash/ (its gateway is stopped and unregistered first); the default profile cannot be deleted",
+                "parameters": name,
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["confirm"], "properties": { "confirm": { "type": "string", "description": "the profile's name, repeated" } } } } } },
+                "responses": { "200": { "description": "{deleted, trashed_to, active_reset, alias_removed, supervisor}" }, "400": problem, "404": problem, "409": problem },
+            },
+        },
+        "/api/profiles/{name}/soul": { "put": {
+            "summary": "Replace SOUL.md (atomic, mode kept, at most 1 MiB)",
+            "parameters": name,
+            "requestBody": { "content": { "application/json": { "schema": { "type": "object", "required": ["text"], "properties": { "text": { "type": "string" } } } } } },
+            "responses": { "200": { "description": "{saved, bytes, chars, gateway_chars, cut_by_gateway}" }, "413": problem },
+        }},
+        "/api/profiles/{name}/model": { "put": {
+            "summary": "Set model.default, model.provider, model.base_url; every other byte of config.yaml kept",
+            "parameters": name,
+            "requestBody": { "content": { "application/json": { "schema": { "type": "object", "properties": { "default": { "type": "string" }, "provider": { "type": "string" }, "base_url": { "type": "string" } } } } } },
+            "responses": { "200": { "description": "{written, model, gateway_check}" }, "409": problem, "422": { "description": "{detail, hint, errors: [{field, message}]}" } },
+        }},
+        "/api/profiles/{name}/env": { "put": {
+            "summary": "Set one .env key (comments and other lines kept)",
+            "parameters": name,
+            "requestBody": { "content": { "application/json": { "schema": { "type": "object", "required": ["key", "value"], "properties": { "key": { "type": "string" }, "value": { "type": "string" } } } } } },
+            "responses": { "200": { "description": "{set, env}" }, "400": problem },
+        }},
+        "/api/profiles/{name}/env/{key}": { "delete": {
+            "summary": "Remove a .env key",
+            "parameters": name_key,
+            "responses": { "200": { "description": "{unset, env}" }, "400": problem, "404": problem },
+        }},
+        "/api/profiles/{name}/env/{key}/reveal": { "post": {
+            "summary": "One .env value in clear, on explicit request",
+            "parameters": name_key,
+            "responses": { "200": { "description": "{key, value}" }, "404": problem },
+        }},
+    })
 }
