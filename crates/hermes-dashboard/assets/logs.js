@@ -86,18 +86,26 @@
 
   // Follows from `cursor`; on a reconnect the browser sends the last event's id instead.
   function listen(cursor) {
-    source = new EventSource(api("/events?from=" + encodeURIComponent(cursor)));
-    source.addEventListener("start", function (e) {
+    var es = new EventSource(api("/events?from=" + encodeURIComponent(cursor)));
+    source = es;
+    es.addEventListener("start", function (e) {
       var d = JSON.parse(e.data);
       state.textContent = "live";
       if (d.restarted) note("— the log was rotated or truncated meanwhile: from its beginning —");
     });
-    source.addEventListener("lines", function (e) { arrived(JSON.parse(e.data).lines); });
-    source.addEventListener("rotated", function (e) {
+    es.addEventListener("lines", function (e) { arrived(JSON.parse(e.data).lines); });
+    es.addEventListener("rotated", function (e) {
       note(JSON.parse(e.data).truncated ? "— the log was truncated: from its beginning —" : "— the log was rotated: a new file —");
     });
-    source.addEventListener("problem", function (e) { Hermes.problem(JSON.parse(e.data)); });
-    source.onerror = function () { state.textContent = "connection lost; reconnecting…"; };
+    es.addEventListener("problem", function (e) { Hermes.problem(JSON.parse(e.data)); });
+    es.onerror = function () {
+      if (source !== es) return;
+      if (es.readyState !== EventSource.CLOSED) { state.textContent = "connection lost; reconnecting…"; return; }
+      // Refused on reconnecting (the log is gone, the dashboard restarted): start over shortly.
+      state.textContent = "disconnected; reopening…";
+      close();
+      retry = setTimeout(open, 3000);
+    };
   }
 
   function applyFilter() {
