@@ -551,3 +551,30 @@ fn a_stream_stops_following_when_its_client_goes() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn the_page_and_its_endpoints_are_described() {
+    let d = Dashboard::start();
+    let page = d.get("/logs?service=ticker");
+    assert_eq!(page.status, 200);
+    let html = String::from_utf8(page.body).unwrap();
+    for id in [
+        "log-service",
+        "log-filter",
+        "log-download",
+        "log-paused",
+        "\"log\"",
+    ] {
+        assert!(html.contains(id), "{id}");
+    }
+    assert!(html.contains("assets/logs.js"));
+    let (_, doc) = d.json("/api/openapi.json");
+    for path in [
+        "/api/logs",
+        "/api/logs/{service}",
+        "/api/logs/{service}/events",
+        "/api/logs/{service}/download",
+    ] {
+        assert!(doc["paths"][path]["get"].is_object(), "{path}");
+    }
+}

@@ -58,6 +58,9 @@ fn follow_a_service_log_live_filter_it_pause_and_download() {
         std::fs::read_to_string(&log).is_ok_and(|l| l.contains("first line from echoer"))
     });
 
+    wait_until("the service up", WAIT, || {
+        t.service("echoer")["state"] == "up"
+    });
     let Some(ui) = Ui::open(&t, &[]) else { return };
     ui.goto("logs?service=echoer");
     ui.browser.wait_until("the log's last lines", WAIT, |_| {
@@ -65,6 +68,9 @@ fn follow_a_service_log_live_filter_it_pause_and_download() {
     });
     assert_eq!(ui.browser.title(), "Hermes — Logs");
     assert_eq!(ui.browser.find("#log-service").value(), "echoer");
+    // The picker has the supervisor's state beside the name.
+    let label = ui.browser.find("#log-service option[value=echoer]").text();
+    assert_eq!(label, "echoer (up)");
     ui.browser.wait_until("the stream live", WAIT, |b| {
         b.find("#log-state").text() == "live"
     });
