@@ -506,3 +506,20 @@ fn the_page_and_its_openapi_part_are_served() {
         assert!(doc["paths"][p].is_object(), "{p}");
     }
 }
+
+#[test]
+fn reveals_are_rate_limited_per_home() {
+    let d = start();
+    fs::write(d.root().join(".env"), "K=value-of-k\n").unwrap();
+    let path = "/api/profiles/default/env/K/reveal";
+    for _ in 0..hermes_dashboard::pages::profiles::REVEALS_PER_WINDOW {
+        assert_eq!(send(&d, "POST", path, Some(""), true).status, 200);
+    }
+    let a = send(&d, "POST", path, Some(""), true);
+    assert_eq!(a.status, 429, "{}", a.body);
+    assert!(!a.body.contains("value-of-k"));
+    // Another home has its own allowance.
+    let other = start();
+    fs::write(other.root().join(".env"), "K=v\n").unwrap();
+    assert_eq!(send(&other, "POST", path, Some(""), true).status, 200);
+}

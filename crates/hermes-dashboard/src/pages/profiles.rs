@@ -12,7 +12,10 @@
 
 mod model;
 
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -39,6 +42,15 @@ use crate::status::CLIENT_TIMEOUT;
 /// largest limit is a mistake, not a persona.
 pub const SOUL_MAX_BYTES: usize = 1 << 20;
 
+/// Reveals of `.env` values allowed per [`REVEAL_WINDOW`] and home, as the original's
+/// `/api/env/reveal` allows (5 per 30 s): a stolen session cannot read every key at once.
+pub const REVEALS_PER_WINDOW: usize = 5;
+/// See [`REVEALS_PER_WINDOW`].
+const REVEAL_WINDOW: Duration = Duration::from_secs(30);
+
+/// Recent reveal times per `HERMES_HOME`.
+static REVEALS: Mutex<BTreeMap<PathBuf, VecDeque<Instant>>> = Mutex::new(BTreeMap::new());
+
 /// The largest request body the page's API reads (a `SOUL.md` escaped as JSON can double).
 const BODY_LIMIT: usize = 3 * SOUL_MAX_BYTES;
 
@@ -62,7 +74,7 @@ const MAIN: &str = r#"<h2>Profiles</h2>
 <p id="panel-path" class="muted"></p>
 <h4>SOUL.md</h4>
 <form id="soul-form">
-<textarea id="soul-text" name="soul" rows="14" spellcheck="false"></textarea>
+<textarea id="soul-text" name="soul" rows="8" spellcheck="false"></textarea>
 <p id="soul-limit" class="muted"></p>
 <button type="submit" id="soul-save">Save</button> <span id="soul-result" class="muted"></span>
 </form>
@@ -632,13 +644,24 @@ async fn unset_env(
 }
 
 /// `POST /api/profiles/{name}/env/{key}/reveal`: one value in clear, only on this explicit
-/// request (a POST, so the session token is required like any change).
+/// request (a POST, so the session token is required like any change), at most
+/// [`REVEALS_PER_WINDOW`] per 30 s.
 async fn reveal_env(
     State(app): State<App>,
     UrlPath((name, key)): UrlPath<(String, String)>,
 ) -> Response {
     run(move || {
         let home = home_of(&app.root, &name)?;
+        if !reveal_allowed(&app.root) {
+            return Err(refuse(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!(
+                    "more than {REVEALS_PER_WINDOW} values revealed in {} s",
+                    REVEAL_WINDOW.as_secs()
+                ),
+                Some("wait a moment and reveal again".into()),
+            ));
+        }
         let env = DotEnv::load(&home.env_path()).map_err(|e| home_problem(&e))?;
         match env.get(&key) {
             Some(value) => Ok(Json(json!({ "key": key, "value": value })).into_response()),
@@ -650,6 +673,26 @@ async fn reveal_env(
         }
     })
     .await
+}
+
+/// Counts one reveal for `root`; false when the window's allowance is used up.
+fn reveal_allowed(root: &Path) -> bool {
+    let now = Instant::now();
+    let mut reveals = REVEALS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let recent = reveals.entry(root.to_path_buf()).or_default();
+    while recent
+        .front()
+        .is_some_and(|t| now.duration_since(*t) >= REVEAL_WINDOW)
+    {
+        recent.pop_front();
+    }
+    if recent.len() >= REVEALS_PER_WINDOW {
+        return false;
+    }
+    recent.push_back(now);
+    true
 }
 
 /// This page's part of the OpenAPI document.
@@ -712,7 +755,7 @@ pub fn api_paths() -> Value {
         "/api/profiles/{name}/env/{key}/reveal": { "post": {
             "summary": "One .env value in clear, on explicit request",
             "parameters": name_key,
-            "responses": { "200": { "description": "{key, value}" }, "404": problem },
+            "responses": { "200": { "description": "{key, value}" }, "404": problem, "429": problem },
         }},
     })
 }
