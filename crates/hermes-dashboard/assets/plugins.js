@@ -41,8 +41,8 @@
     if (!installs.possible) {
       td.className = "blocked";
       td.dataset.blocked = "true";
+      // The hint (what to do) is said once, above the table.
       td.textContent = "blocked: " + installs.reason;
-      if (installs.hint) td.appendChild(Hermes.el("div", { class: "muted" }, "hint: " + installs.hint));
       return td;
     }
     var b = Hermes.el("button", { "data-action": "install" }, "Install");
