@@ -31,7 +31,7 @@ impl Dashboard {
     fn start() -> Dashboard {
         let home = tempfile::tempdir().unwrap();
         let run_dir = home.path().join("run").to_string_lossy().into_owned();
-        let env = vec![
+        let env = [
             ("HERMES_RUNTIME_DIR".to_string(), run_dir),
             (
                 "HERMES_DASHBOARD_SESSION_TOKEN".to_string(),
@@ -149,10 +149,7 @@ impl Chunked {
     fn decode(&mut self, more: &[u8]) -> Vec<u8> {
         self.pending.extend_from_slice(more);
         let mut out = Vec::new();
-        loop {
-            let Some(eol) = find(&self.pending, b"\r\n") else {
-                break;
-            };
+        while let Some(eol) = find(&self.pending, b"\r\n") {
             let size_text = String::from_utf8_lossy(&self.pending[..eol]).to_string();
             let size = usize::from_str_radix(size_text.trim(), 16).unwrap();
             if self.pending.len() < eol + 2 + size + 2 {
