@@ -4,10 +4,9 @@
 //! file goes through this module:
 //! * the gateway process records its own life with [`record_process`] ([`ProcessRecord`]:
 //!   `pid`, `kind`, `argv`, `start_time`, `hermes_home`, `gateway_state`, `exit_reason`,
-//!   `code_sha`, `code_version`, stamped with an ISO `updated_at`);
+//!   `code_sha`, `code_version`, stamped with `updated_at`);
 //! * the supervisor records the operator's choice with [`set_desired`] (`desired_state` =
-//!   `running` | `stopped`, with an integer-epoch `updated_at`, as the original's service
-//!   manager did);
+//!   `running` | `stopped`, stamped with `updated_at`);
 //! * the first boot of a container started with `HERMES_GATEWAY_BOOTSTRAP_STATE=running`
 //!   creates the file with [`bootstrap_running`] (only when there is none).
 //!
@@ -26,6 +25,12 @@
 //! `hermes gateway stop` and `hermes update` just before they SIGTERM a gateway): a gateway
 //! that finds one naming itself when it stops treats the stop as planned
 //! ([`consume_planned_stop`]).
+//!
+//! Every `updated_at` this module writes is one type: the ISO time the original's gateway
+//! writes (`gateway/status.py` `_utc_now_iso`, Python's `isoformat()` of an aware UTC time,
+//! `2026-05-20T10:11:12.123456+00:00`), which its readers parse with `fromisoformat`. (The
+//! original's service manager stamped `desired_state` with integer epoch seconds; a reader
+//! then met two types in one field.)
 //!
 //! The *effective* state decides boot autostart: `desired_state` when present and not null,
 //! else `gateway_state`, with `draining` and `degraded` counting as `running`.
@@ -161,8 +166,7 @@ pub fn merge(path: &Path, updates: Map<String, Value>) -> Result<Option<PathBuf>
 }
 
 /// Records one platform's state as the original's `write_runtime_status(platform=...)` does:
-/// `platforms.<platform>` gets `state`, `error_message` (`null` when `None`) and an ISO
-/// `updated_at`, keeping the platform's other keys, the other platforms and the rest of the
+/// `platforms.<platform>` gets `state`, `error_message` (`null` when `None`) and `updated_at`, keeping the platform's other keys, the other platforms and the rest of the
 /// file. Returns where an invalid previous file was preserved, if there was one.
 pub fn record_platform(
     path: &Path,
@@ -187,7 +191,7 @@ pub fn record_platform(
             if let Value::Object(entry) = entry {
                 entry.insert("state".into(), Value::from(state));
                 entry.insert("error_message".into(), Value::from(error_message));
-                entry.insert("updated_at".into(), Value::from(crate::time::iso_utc_now()));
+                entry.insert("updated_at".into(), Value::from(python_utc_now()));
             }
         }
     })
@@ -231,16 +235,11 @@ impl DesiredState {
     }
 }
 
-/// Records an operator's choice: `desired_state` plus an integer-epoch `updated_at`, as the
-/// original's service manager did.
+/// Records an operator's choice: `desired_state` plus `updated_at` (module doc).
 pub fn set_desired(path: &Path, desired: DesiredState) -> Result<(), Error> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
     let mut updates = Map::new();
     updates.insert("desired_state".into(), Value::from(desired.as_str()));
-    updates.insert("updated_at".into(), Value::from(now));
+    updates.insert("updated_at".into(), Value::from(python_utc_now()));
     merge(path, updates).map(|_| ())
 }
 
@@ -268,8 +267,7 @@ pub struct ProcessRecord<'a> {
     pub code_version: &'a str,
 }
 
-/// Merges a gateway's record of itself into the file at `path`, stamped with an ISO
-/// `updated_at`, keeping `desired_state` and every other key. Returns where an invalid
+/// Merges a gateway's record of itself into the file at `path`, stamped with `updated_at`, keeping `desired_state` and every other key. Returns where an invalid
 /// previous file was preserved, if there was one.
 pub fn record_process(path: &Path, record: &ProcessRecord<'_>) -> Result<Option<PathBuf>, Error> {
     let mut fields = Map::new();
@@ -283,7 +281,7 @@ pub fn record_process(path: &Path, record: &ProcessRecord<'_>) -> Result<Option<
     );
     fields.insert("gateway_state".into(), Value::from(record.gateway_state));
     fields.insert("exit_reason".into(), Value::from(record.exit_reason));
-    fields.insert("updated_at".into(), Value::from(crate::time::iso_utc_now()));
+    fields.insert("updated_at".into(), Value::from(python_utc_now()));
     fields.insert("code_sha".into(), Value::from(record.code_sha));
     fields.insert("code_version".into(), Value::from(record.code_version));
     merge(path, fields)
@@ -753,5 +751,42 @@ mod tests {
         assert_eq!(fields["exit_reason"], Value::Null);
         assert_eq!(state.state().unwrap().effective_state(), Some("stopped"));
         assert!(fields["updated_at"].is_string());
+    }
+
+    /// What the original's gateway writes (`2026-05-20T10:11:12.123456+00:00`).
+    fn is_python_iso(value: &Value) -> bool {
+        value.as_str().is_some_and(|t| {
+            t.len() == 32 && t.ends_with("+00:00") && parse_iso_with_offset(t).is_some()
+        })
+    }
+
+    #[test]
+    fn every_writer_stamps_updated_at_as_the_originals_iso_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = path(dir.path());
+        let stamp = |p: &Path| -> Value {
+            serde_json::from_str::<Value>(&fs::read_to_string(p).unwrap()).unwrap()["updated_at"]
+                .clone()
+        };
+        set_desired(&p, DesiredState::Stopped).unwrap();
+        assert!(is_python_iso(&stamp(&p)), "set_desired: {}", stamp(&p));
+        let argv = vec!["hermes".to_string()];
+        let record = ProcessRecord {
+            pid: 1,
+            kind: "hermes-gateway",
+            argv: &argv,
+            start_time: None,
+            hermes_home: dir.path(),
+            gateway_state: "running",
+            exit_reason: None,
+            code_sha: None,
+            code_version: "0.1.0",
+        };
+        record_process(&p, &record).unwrap();
+        assert!(is_python_iso(&stamp(&p)), "record_process: {}", stamp(&p));
+        record_platform(&p, "api_server", "connected", None).unwrap();
+        let v: Value = serde_json::from_str(&fs::read_to_string(&p).unwrap()).unwrap();
+        let platform = &v["platforms"]["api_server"]["updated_at"];
+        assert!(is_python_iso(platform), "record_platform: {platform}");
     }
 }

@@ -36,6 +36,9 @@ impl ExitStatus {
     }
 }
 
+/// The exit code of a command line clap rejects (its own convention, kept under `--json`).
+pub const USAGE_EXIT: u8 = 2;
+
 /// A user-facing failure: exit 1 with a one-line reason and, when we know one, a hint.
 #[derive(Debug)]
 pub struct Failure {
@@ -64,6 +67,27 @@ impl Failure {
         }
     }
 
+    /// A command line clap rejected, for `--json`: clap's first line without its `error: `,
+    /// its `tip:` as the hint (else where to read the usage), exit 2.
+    pub fn usage(error: &clap::Error) -> Self {
+        let text = error.render().to_string();
+        let mut lines = text.lines().map(str::trim);
+        let message = lines
+            .next()
+            .map(|line| line.strip_prefix("error: ").unwrap_or(line).to_string())
+            .unwrap_or_else(|| error.kind().to_string());
+        let hint = lines
+            .find_map(|line| line.strip_prefix("tip: "))
+            .map_or_else(|| "see the command's `--help`".to_string(), str::to_string);
+        Failure {
+            message,
+            causes: Vec::new(),
+            hint: Some(hint),
+            code: USAGE_EXIT,
+            io_kind: None,
+        }
+    }
+
     /// The message of `error`, its causes (each once: see [`hermes_errors::causes`]) and the
     /// hint.
     fn from_error(error: &(dyn std::error::Error + 'static), hint: Option<String>) -> Self {
@@ -83,6 +107,23 @@ impl Failure {
             .map(String::as_str)
             .collect::<Vec<_>>()
             .join(": ")
+    }
+
+    /// The failure as the JSON object a command run with `--json` prints on stdout:
+    /// `{"error", "hint", "exit_code"}`, and `causes` (outermost first) when there are any.
+    /// `hint` is always there (`null` when there is none), so a script can read it blindly.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut object = serde_json::json!({
+            "error": self.message,
+            "hint": self.hint,
+            "exit_code": self.code,
+        });
+        if !self.causes.is_empty()
+            && let Some(fields) = object.as_object_mut()
+        {
+            fields.insert("causes".into(), serde_json::json!(self.causes));
+        }
+        object
     }
 
     /// The text written to stderr.
@@ -174,6 +215,33 @@ mod tests {
         assert!(
             text.starts_with("error: could not read `/x/.env`\n  Caused by: denied\n\nhint: "),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn json_has_error_hint_exit_code_and_causes_only_when_there_are_some() {
+        let mut failure = Failure::new(
+            "no such profile `x`",
+            Some("run `hermes profile list`".into()),
+        );
+        failure.code = 78;
+        assert_eq!(
+            failure.to_json(),
+            serde_json::json!({"error": "no such profile `x`", "hint": "run `hermes profile list`", "exit_code": 78})
+        );
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        let with_cause = Failure::from(hermes_home::Error::Io {
+            action: "read",
+            path: "/x/.env".into(),
+            source: io,
+        });
+        let value = with_cause.to_json();
+        assert_eq!(value["causes"], serde_json::json!(["denied"]));
+        assert_eq!(value["exit_code"], 1);
+        let bare = Failure::new("failed", None).to_json();
+        assert!(
+            bare["hint"].is_null() && bare.get("causes").is_none(),
+            "{bare}"
         );
     }
 

@@ -27,39 +27,91 @@ fn main() -> ExitCode {
     // Before anything else (and while this is the only thread): root inside the image drops
     // to the service user, except `hermes init` itself, which is PID 1 and stays root.
     if let Err(failure) = commands::init::root_exec_shim() {
-        return report(&failure);
+        return report(&failure, Format::Text);
     }
     let args = arguments();
     let invocation = commands::handoff::route(&args, &cli::command());
     if let Err(failure) = commands::handoff::before_parse(&args, &invocation) {
-        return report(&failure);
+        return report(&failure, Format::Text);
     }
-    let parsed = cli::command()
-        .try_get_matches_from(&args)
-        .and_then(|matches| Cli::from_arg_matches(&matches));
-    let cli = match parsed {
-        Ok(cli) => cli,
+    let matches = match cli::command().try_get_matches_from(&args) {
+        Ok(matches) => matches,
         Err(e) => {
             if let Some(failure) = commands::handoff::after_rejection(&args, &invocation, &e) {
-                return report(&failure);
+                return report(&failure, Format::Text);
             }
-            // `--help` is not an error; everything else clap reports is a usage error (2).
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
+            return usage_error(&e, Format::asked_in(&args));
         }
+    };
+    let format = Format::of(&matches);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e, format),
     };
     match run(cli) {
         Ok(status) => ExitCode::from(status.code()),
         Err(failure) if is_broken_pipe(&failure) => ExitCode::SUCCESS,
-        Err(failure) => report(&failure),
+        Err(failure) => report(&failure, format),
     }
 }
 
-/// Writes `failure` to stderr; its exit code.
-fn report(failure: &failure::Failure) -> ExitCode {
+/// How a failure is reported: as text on stderr, or — for a command run with `--json` — also
+/// as one JSON object on stdout, so a script that reads stdout always gets JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+}
+
+impl Format {
+    /// `Json` when the command that was parsed takes `--json` and it was given. Read from
+    /// clap's matches (the innermost subcommand's `json` flag), so every command that gains
+    /// a `--json` flag reports its failures as JSON without being listed here.
+    fn of(matches: &clap::ArgMatches) -> Format {
+        let mut leaf = matches;
+        while let Some((_, sub)) = leaf.subcommand() {
+            leaf = sub;
+        }
+        match leaf.try_get_one::<bool>("json") {
+            Ok(Some(true)) => Format::Json,
+            _ => Format::Text,
+        }
+    }
+
+    /// For a command line clap rejected (so there are no matches): `Json` when `--json` is
+    /// among its options (before any `--`).
+    fn asked_in(args: &[std::ffi::OsString]) -> Format {
+        let json = args
+            .iter()
+            .skip(1)
+            .take_while(|a| *a != "--")
+            .any(|a| a == "--json");
+        if json { Format::Json } else { Format::Text }
+    }
+}
+
+/// Reports `failure` (see [`Format`]); its exit code. The `error:`/`hint:` text goes to stderr
+/// in both formats: messages belong there, and a person watching a script still reads them.
+fn report(failure: &failure::Failure, format: Format) -> ExitCode {
+    if format == Format::Json {
+        // Best effort, as stderr: a closed stdout leaves the exit code to say it.
+        let _ = output::json(&failure.to_json());
+    }
     output::stderr(&failure.render());
     ExitCode::from(failure.code)
+}
+
+/// A command line clap rejected: its message (exit 2), or the help it was asked for (exit 0).
+fn usage_error(e: &clap::Error, format: Format) -> ExitCode {
+    if !e.use_stderr() {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    if format == Format::Json {
+        let _ = output::json(&failure::Failure::usage(e).to_json());
+    }
+    let _ = e.print();
+    ExitCode::from(failure::USAGE_EXIT)
 }
 
 /// The command line, with one alias: invoked as `tini` (the image links `/usr/bin/tini` to

@@ -451,7 +451,11 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
         }));
     }
     if json_output {
-        output::json(&rows)?;
+        if detailed {
+            output::json(&rows)?;
+        } else {
+            output::json(&list_rows(&rows))?;
+        }
         return Ok(ExitStatus::Success);
     }
     let cell = |v: &Value| {
@@ -502,6 +506,21 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
     }
     output::stdout(&text)?;
     Ok(ExitStatus::Success)
+}
+
+/// `hermes gateway list --json`: what the profiles declare — each profile's gateway service
+/// and address — without the live state that is `gateway status`'s.
+fn list_rows(rows: &[Value]) -> Vec<Value> {
+    rows.iter()
+        .map(|r| {
+            json!({
+                "profile": r["profile"],
+                "service": r["service"],
+                "address": r["address"],
+                "api_server": r["api_server"],
+            })
+        })
+        .collect()
 }
 
 /// The engine that serves (or would serve) `home`'s gateway: `native`, `agent`, or `invalid`

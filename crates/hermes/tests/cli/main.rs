@@ -10,6 +10,7 @@
 //! * `handoff` — what our CLI does not implement goes to hermes-agent's CLI (a fake one, then the original)
 //! * `gateway` — gateway run, exit codes, lock, lifecycle under `hermes up`, chat
 //! * `gateway_clients` — the `openai` SDK and `hermes-agent-api-client` against `gateway run`
+//! * `json_errors` — `--json` failures as one JSON object on stdout; `gateway list` vs `status`
 //! * `plugins` — deps, plugins and memory setup refusals
 //! * `services` — `hermes up` and `hermes service` with real processes
 //! * `ui` and `ui_<page>` — the dashboard's pages in headless Chromium
@@ -30,6 +31,7 @@ mod formats;
 mod gateway;
 mod gateway_clients;
 mod handoff;
+mod json_errors;
 mod plugins;
 mod profiles;
 mod services;
