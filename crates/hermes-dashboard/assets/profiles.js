@@ -74,8 +74,12 @@
   }
 
   function showSoul(p) {
-    byId("soul-text").value = p.soul.text;
-    soulLimit(p.soul.chars, p.soul.gateway_chars, p.soul.max_bytes);
+    var unreadable = p.soul.text === null;
+    byId("soul-text").value = unreadable ? "" : p.soul.text;
+    byId("soul-text").disabled = unreadable;
+    byId("soul-save").disabled = unreadable;
+    if (unreadable) say(byId("soul-limit"), { detail: p.soul.error, hint: p.soul.hint });
+    else soulLimit(p.soul.chars, p.soul.gateway_chars, p.soul.max_bytes);
   }
 
   function soulLimit(chars, gatewayChars, maxBytes) {

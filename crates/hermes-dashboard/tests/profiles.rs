@@ -523,3 +523,27 @@ fn reveals_are_rate_limited_per_home() {
     fs::write(other.root().join(".env"), "K=v\n").unwrap();
     assert_eq!(send(&other, "POST", path, Some(""), true).status, 200);
 }
+
+#[test]
+fn a_soul_md_that_is_not_utf8_is_shown_as_such_and_not_replaced() {
+    let d = start();
+    let soul = d.root().join("SOUL.md");
+    fs::write(&soul, b"caf\xe9\n").unwrap();
+    let shown = api(&d, "GET", "/api/profiles/default", None);
+    assert_eq!(shown.status, 200, "{}", shown.body);
+    let shown = shown.json();
+    assert_eq!(shown["soul"]["text"], Value::Null);
+    assert!(shown["soul"]["error"].as_str().unwrap().contains("UTF-8"));
+    assert!(
+        shown["env"]["keys"].is_array(),
+        "the rest of the panel is there"
+    );
+    let a = api(
+        &d,
+        "PUT",
+        "/api/profiles/default/soul",
+        Some(json!({"text": "new"})),
+    );
+    assert_eq!(a.status, 409, "{}", a.body);
+    assert_eq!(fs::read(&soul).unwrap(), b"caf\xe9\n");
+}

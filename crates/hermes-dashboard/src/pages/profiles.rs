@@ -24,7 +24,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Extension, Json, Router};
-use hermes_home::config::Config;
 use hermes_home::dotenv::{self, DotEnv};
 use hermes_home::layout::read_active_profile;
 use hermes_home::profile::{self, CreateOptions, Disposal, alias};
@@ -254,15 +253,10 @@ fn state_word(status: &hermes_supervisor::ServiceStatus) -> String {
     }
 }
 
-/// The profile's model name as the gateway reads it (`${VAR}` from its `.env`, then the
-/// environment), or the reason `config.yaml` cannot be read — what `hermes profile list`
-/// shows.
+/// The profile's model name, or why `config.yaml` cannot be read (as `hermes profile list`).
 fn model_name(dir: &Path, vars: &Vars) -> (Option<String>, Option<String>) {
-    match Config::load(&dir.join("config.yaml")) {
-        Ok(config) => {
-            let env = DotEnv::load(&dir.join(".env")).unwrap_or_default();
-            (config.model(&env.over(&**vars)).default, None)
-        }
+    match profile::model_name(dir, &**vars) {
+        Ok(model) => (model, None),
         Err(e) => (None, Some(hermes_errors::one_line(&e))),
     }
 }
@@ -437,7 +431,7 @@ async fn show(State(app): State<App>, UrlPath(name): UrlPath<String>) -> Respons
     run(move || {
         let home = home_of(&app.root, &name)?;
         let active = read_active_profile(&app.root).unwrap_or(ProfileRef::Default);
-        let soul = soul_text(&home)?;
+        let soul = soul_text(&home);
         let env = env_rows(&home)?;
         Ok(Json(json!({
             "name": home.profile().name(),
@@ -456,37 +450,46 @@ async fn show(State(app): State<App>, UrlPath(name): UrlPath<String>) -> Respons
     .await
 }
 
-/// `SOUL.md`'s text and the limits that apply to it.
-fn soul_text(home: &Home) -> Step<Value> {
+/// Why `SOUL.md` cannot be shown (so it is not overwritten unseen either).
+struct Unreadable {
+    status: StatusCode,
+    detail: String,
+    hint: Option<String>,
+}
+
+/// `SOUL.md`'s text (empty when missing).
+fn read_soul(home: &Home) -> Result<String, Unreadable> {
     let path = home.soul_path();
-    let text = match std::fs::read(&path) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(_) => {
-                return Err(refuse(
-                    StatusCode::CONFLICT,
-                    &format!("`{}` is not valid UTF-8", path.display()),
-                    Some(
-                        "fix it by hand; the page does not overwrite a file it cannot show".into(),
-                    ),
-                ));
-            }
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            return Err(refuse(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &format!("cannot read `{}`: {e}", path.display()),
-                None,
-            ));
-        }
-    };
-    Ok(json!({
-        "chars": text.chars().count(),
-        "text": text,
+    match std::fs::read(&path) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|_| Unreadable {
+            status: StatusCode::CONFLICT,
+            detail: format!("`{}` is not valid UTF-8", path.display()),
+            hint: Some("fix it by hand; the page does not replace a file it cannot show".into()),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(Unreadable {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            detail: format!("cannot read `{}`: {e}", path.display()),
+            hint: None,
+        }),
+    }
+}
+
+/// `SOUL.md`'s text and the limits that apply to it, or why it cannot be shown (the rest of
+/// the panel still is).
+fn soul_text(home: &Home) -> Value {
+    let limits = json!({
         "max_bytes": SOUL_MAX_BYTES,
         "gateway_chars": model::gateway_soul_limit(home),
-    }))
+    });
+    let mut value = match read_soul(home) {
+        Ok(text) => json!({ "chars": text.chars().count(), "text": text }),
+        Err(e) => json!({ "text": null, "error": e.detail, "hint": e.hint }),
+    };
+    if let (Some(map), Value::Object(limits)) = (value.as_object_mut(), limits) {
+        map.extend(limits);
+    }
+    value
 }
 
 #[derive(Deserialize)]
@@ -515,6 +518,9 @@ async fn save_soul(
                     model::gateway_soul_limit(&home)
                 )),
             ));
+        }
+        if let Err(e) = read_soul(&home) {
+            return Err(refuse(e.status, &e.detail, e.hint));
         }
         // A new file gets the seed's mode; an existing one keeps its own.
         hermes_home::atomic::write_atomic(&home.soul_path(), request.text.as_bytes(), 0o644)

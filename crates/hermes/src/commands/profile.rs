@@ -3,7 +3,6 @@
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 
-use hermes_home::config::Config;
 use hermes_home::gateway_state;
 use hermes_home::layout::read_active_profile;
 use hermes_home::profile::{self, CreateOptions, Disposal, alias};
@@ -191,13 +190,8 @@ struct ProfileInfo {
 
 fn info(root: &std::path::Path, entry: &profile::ProfileEntry, active: &ProfileRef) -> ProfileInfo {
     let home = Home::for_profile(root.to_path_buf(), entry.profile.clone()).ok();
-    let (model, config_error) = match Config::load(&entry.dir.join("config.yaml")) {
-        Ok(config) => {
-            // `${VAR}` in the model name comes from the profile's `.env`, then the environment.
-            let dotenv =
-                hermes_home::dotenv::DotEnv::load(&entry.dir.join(".env")).unwrap_or_default();
-            (config.model(&dotenv.over(&Context::var)).default, None)
-        }
+    let (model, config_error) = match profile::model_name(&entry.dir, &Context::var) {
+        Ok(model) => (model, None),
         Err(e) => (None, Some(hermes_errors::one_line(&e))),
     };
     let gateway = home.and_then(|h| gateway_state::recorded_state(&h.gateway_state_path()));
