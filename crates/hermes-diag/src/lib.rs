@@ -3,7 +3,8 @@
 //! * [`identity`] — the commit this binary was built from (embedded, baked file, unknown);
 //! * [`install`] — how it was installed and how to upgrade it;
 //! * [`dump`] — the `hermes dump` support summary;
-//! * [`doctor`] — the `hermes doctor` checks.
+//! * [`doctor`] — the `hermes doctor` checks;
+//! * [`report`] — both, whole, for one home (the CLI and the dashboard).
 
 pub mod doctor;
 pub mod dump;
@@ -12,6 +13,7 @@ pub mod dump;
 mod git;
 pub mod identity;
 pub mod install;
+pub mod report;
 
 pub use identity::BuildIdentity;
 pub use install::{Install, InstallMethod};

@@ -1,6 +1,7 @@
 //! Doctor rows for plugins: the installer rows plus the active memory provider.
 
-use hermes_deps::{DoctorRow, InstallOptions, Status, installer_rows};
+use hermes_deps::{DoctorRow, Environment, InstallOptions, Status, installer_rows};
+use hermes_home::Home;
 
 use crate::discovery::Discovery;
 use crate::setup::memory_status;
@@ -58,6 +59,23 @@ pub fn doctor_rows(
         ));
     }
     rows
+}
+
+/// [`doctor_rows`] for `home`'s profile, as `hermes doctor` and the dashboard's Diagnostics
+/// page show them: the installer's options from `base` with the profile's `.env` over it
+/// ([`crate::profile::install_options`]). None when the profile's config or `.env` does not
+/// parse: doctor already reports that as a failure, and we could not know whether installs
+/// are switched off.
+pub fn profile_rows(home: &Home, base: Environment) -> Vec<DoctorRow> {
+    let Ok(options) = crate::profile::install_options(home, base) else {
+        return Vec::new();
+    };
+    let raw = crate::profile::configured_provider(home).ok().flatten();
+    doctor_rows(
+        &crate::profile::discover_for(home),
+        raw.as_deref(),
+        &options,
+    )
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@
 pub mod agent;
 pub mod dashboard;
 pub mod declared;
+pub mod diag;
 mod error;
 pub mod gateway;
 pub mod hooks;

@@ -1,26 +1,203 @@
-//! The Diagnostics page. (Its content is built on this frame: page route, API, OpenAPI part.)
+//! The Diagnostics page: `hermes dump` (to copy into a bug report) and `hermes doctor` (each
+//! check with its fix). Both are collected by the same functions the CLI calls
+//! (`hermes_diag::report`, with the supervisor's and the agent's views from
+//! `hermes_services::diag` and the plugins' rows from `hermes_plugins::doctor`), so the page
+//! shows exactly what the commands print for the same home and environment. Read-only: unlike
+//! `hermes doctor`, a request never seeds a missing home.
 
-use axum::extract::State;
-use axum::response::Response;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Extension, Router};
+use axum::{Extension, Json, Router};
+use hermes_deps::Environment;
+use hermes_diag::doctor::Check;
+use hermes_diag::{dump, report};
+use hermes_home::Home;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::pages::{Page, shell};
-use crate::server::{App, Base};
+use crate::server::{App, Base, blocking, problem};
 
-const MAIN: &str = r#"<h2>Diagnostics</h2>"#;
+const MAIN: &str = r#"<h2>Diagnostics</h2>
+<section id="doctor-section">
+<h3>Doctor <span id="doctor-summary" class="muted"></span></h3>
+<table><thead><tr><th></th><th>Check</th><th>Fix</th></tr></thead><tbody id="checks"></tbody></table>
+<p><button type="button" id="copy-doctor" disabled>Copy doctor output</button> <span id="copied-doctor" class="muted" role="status"></span></p>
+<details id="doctor-details"><summary>As <code>hermes doctor</code> prints it</summary><pre id="doctor-text" tabindex="0"></pre></details>
+</section>
+<section id="dump-section">
+<h3>Dump</h3>
+<p class="muted">What support needs to know, to paste into a bug report (key values are never shown: only whether each is set).</p>
+<p><button type="button" id="copy-dump" disabled>Copy</button> <span id="copied" class="muted" role="status"></span></p>
+<pre id="dump" tabindex="0">Loading…</pre>
+</section>"#;
 
 /// `/diagnostics` and its API.
 pub fn routes() -> Router<App> {
-    Router::new().route("/diagnostics", get(page))
+    Router::new()
+        .route("/diagnostics", get(page))
+        .route("/api/diagnostics/dump", get(api_dump))
+        .route("/api/diagnostics/doctor", get(api_doctor))
 }
 
 async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Response {
     shell(Page::Diagnostics, &base.0, app.token(), MAIN)
 }
 
+/// `?profile=P` (default: the active profile) and `?format=text` (the command's text) or
+/// `json` (the default).
+#[derive(Debug, Default, Deserialize)]
+struct Params {
+    profile: Option<String>,
+    format: Option<String>,
+}
+
+/// How an answer is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Json,
+    Text,
+}
+
+/// The request's profile and format, or the 400 that says what is wrong.
+fn params(
+    query: Result<Query<Params>, QueryRejection>,
+) -> Result<(Option<String>, Format), Box<Response>> {
+    let Query(p) = query.map_err(|e| {
+        Box::new(problem(
+            StatusCode::BAD_REQUEST,
+            &e.body_text(),
+            Some("query parameters: profile, format".into()),
+        ))
+    })?;
+    let format = match p.format.as_deref() {
+        None | Some("json") => Format::Json,
+        Some("text") => Format::Text,
+        Some(other) => {
+            return Err(Box::new(problem(
+                StatusCode::BAD_REQUEST,
+                &format!("unknown format `{other}`"),
+                Some("use format=json (the default) or format=text".into()),
+            )));
+        }
+    };
+    Ok((p.profile, format))
+}
+
+/// The profile's home as the CLI selects it (`-p P`, else the active profile), without
+/// creating anything: a bad name is a 400, an unknown profile a 404.
+fn home(app: &App, profile: Option<&str>) -> Result<Home, Box<Response>> {
+    Home::select(app.root.clone(), profile).map_err(|e| {
+        let status = match e {
+            hermes_home::Error::ProfileNotFound { .. } => StatusCode::NOT_FOUND,
+            hermes_home::Error::InvalidProfileName { .. }
+            | hermes_home::Error::ReservedProfileName { .. } => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        Box::new(problem(status, &hermes_errors::one_line(&e), e.hint()))
+    })
+}
+
+fn text(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
+}
+
+/// `GET /api/diagnostics/dump`: `{text, report}` — `text` is exactly what `hermes dump`
+/// prints, `report` exactly `hermes dump --json`; with `format=text`, the text alone.
+async fn api_dump(
+    State(app): State<App>,
+    query: Result<Query<Params>, QueryRejection>,
+) -> Response {
+    let (profile, format) = match params(query) {
+        Ok(p) => p,
+        Err(refusal) => return *refusal,
+    };
+    let home = match home(&app, profile.as_deref()) {
+        Ok(home) => home,
+        Err(refusal) => return *refusal,
+    };
+    let vars = app.vars.clone();
+    // The supervisor is asked over its socket and the files are read: blocking work.
+    let collected = blocking(move || {
+        report::dump_report(
+            &home,
+            &|k: &str| vars(k),
+            hermes_services::diag::supervisor_view(home.root(), |k: &str| vars(k)),
+            hermes_services::diag::agent_view(|k: &str| vars(k)),
+        )
+    })
+    .await;
+    match (collected, format) {
+        (Err(failed), _) => failed,
+        (Ok(r), Format::Text) => text(dump::render(&r)),
+        (Ok(r), Format::Json) => {
+            Json(json!({ "text": dump::render(&r), "report": r })).into_response()
+        }
+    }
+}
+
+/// `GET /api/diagnostics/doctor`: what `hermes doctor --json` prints (`{profile, home,
+/// checks: [{status, message, fix}]}`); with `format=text`, what `hermes doctor` prints
+/// (without colour).
+async fn api_doctor(
+    State(app): State<App>,
+    query: Result<Query<Params>, QueryRejection>,
+) -> Response {
+    let (profile, format) = match params(query) {
+        Ok(p) => p,
+        Err(refusal) => return *refusal,
+    };
+    let home = match home(&app, profile.as_deref()) {
+        Ok(home) => home,
+        Err(refusal) => return *refusal,
+    };
+    let vars = app.vars.clone();
+    let collected = blocking(move || {
+        // The installer's rows see the process environment, as `hermes doctor` does.
+        let plugins = hermes_plugins::doctor::profile_rows(&home, Environment::from_process());
+        report::doctor_report(
+            &home,
+            &|k: &str| vars(k),
+            plugins.into_iter().map(Check::from).collect(),
+        )
+    })
+    .await;
+    match (collected, format) {
+        (Err(failed), _) => failed,
+        (Ok(r), Format::Text) => text(r.render(false)),
+        (Ok(r), Format::Json) => Json(r).into_response(),
+    }
+}
+
 /// This page's part of the OpenAPI document.
 pub fn api_paths() -> Value {
-    json!({})
+    let params = json!([
+        { "name": "profile", "in": "query", "schema": { "type": "string" }, "description": "profile name (default: the active profile)" },
+        { "name": "format", "in": "query", "schema": { "enum": ["json", "text"] } },
+    ]);
+    let errors = json!({
+        "400": { "description": "A bad profile name or format: {detail, hint}" },
+        "401": { "description": "No valid session token or credentials" },
+        "404": { "description": "No such profile" },
+    });
+    let with = |ok: &str| {
+        let mut r = errors.clone();
+        r["200"] = json!({ "description": ok });
+        r
+    };
+    json!({
+        "/api/diagnostics/dump": { "get": {
+            "summary": "The support summary of `hermes dump` (key values are never included)",
+            "parameters": params.clone(),
+            "responses": with("{text (as `hermes dump` prints it), report (as `hermes dump --json`)}; text/plain with format=text"),
+        }},
+        "/api/diagnostics/doctor": { "get": {
+            "summary": "The checks of `hermes doctor`, each with its fix",
+            "parameters": params,
+            "responses": with("{profile, home, checks: [{status: ok|warn|fail, message, fix}]} as `hermes doctor --json`; text/plain with format=text"),
+        }},
+    })
 }

@@ -1,0 +1,129 @@
+//! `hermes dump` and `hermes doctor` for one home, whole: what the CLI prints and the
+//! dashboard's Diagnostics page serves, collected in one place so both show the same.
+//!
+//! Some parts come from crates this one sits below (the supervisor's status and the original
+//! agent from `hermes-services`, the plugins' rows from `hermes-plugins`, which depends on this
+//! crate): the caller collects those and hands them in — a [`SupervisorView`] and an
+//! [`AgentView`] for the dump, extra [`Check`]s for doctor.
+
+use std::path::PathBuf;
+
+use hermes_home::Home;
+use serde::Serialize;
+
+use crate::doctor::{self, Check};
+use crate::dump::{self, AgentView, DumpReport, SupervisorView};
+use crate::identity::BuildIdentity;
+use crate::install::Install;
+
+/// This binary's build and how it was installed.
+pub fn identity_and_install() -> (BuildIdentity, Install) {
+    let install = Install::current();
+    (BuildIdentity::current(install.dir.as_deref()), install)
+}
+
+/// The `hermes dump` report for `home`; `var` reads the environment.
+pub fn dump_report(
+    home: &Home,
+    var: &dyn Fn(&str) -> Option<String>,
+    supervisor: SupervisorView,
+    agent: AgentView,
+) -> DumpReport {
+    let (identity, install) = identity_and_install();
+    dump::collect(home, var, &identity, &install, supervisor, agent)
+}
+
+/// What `hermes doctor` found for one profile (`hermes doctor --json` is this, serialized).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DoctorReport {
+    /// The profile's name.
+    pub profile: String,
+    /// The profile's directory.
+    pub home: PathBuf,
+    /// The checks in order: the home's, then the caller's.
+    pub checks: Vec<Check>,
+}
+
+impl DoctorReport {
+    /// The report as `hermes doctor` prints it (`color`: ANSI colours for a terminal).
+    pub fn render(&self, color: bool) -> String {
+        let title = format!(
+            "hermes doctor — profile `{}` (`{}`)",
+            self.profile,
+            self.home.display()
+        );
+        doctor::render(&title, &self.checks, color)
+    }
+
+    /// Whether any check failed (`hermes doctor` then exits 1).
+    pub fn failed(&self) -> bool {
+        doctor::has_failures(&self.checks)
+    }
+}
+
+/// The `hermes doctor` report for `home`: the home's own checks, then `extra` (the rows of
+/// crates above this one). `var` reads the environment.
+pub fn doctor_report(
+    home: &Home,
+    var: &dyn Fn(&str) -> Option<String>,
+    extra: Vec<Check>,
+) -> DoctorReport {
+    let (identity, _) = identity_and_install();
+    let mut checks = doctor::home_checks(home, &identity, var);
+    checks.extend(extra);
+    DoctorReport {
+        profile: home.profile().name().to_string(),
+        home: home.dir().to_path_buf(),
+        checks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_callers_checks_follow_the_homes_and_a_failure_fails_the_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::select(dir.path().to_path_buf(), Some("default")).unwrap();
+        let none = |_: &str| None;
+        let fine = doctor_report(&home, &none, vec![Check::ok("extra row")]);
+        assert_eq!(fine.checks.last().unwrap().message, "extra row");
+        assert!(fine.checks.len() > 1);
+        assert_eq!(fine.profile, "default");
+        let text = fine.render(false);
+        assert!(
+            text.starts_with("hermes doctor — profile `default` (`"),
+            "{text}"
+        );
+        assert!(text.contains("  ✓ extra row\n"), "{text}");
+
+        let broken = doctor_report(&home, &none, vec![Check::fail("broken", "mend it")]);
+        assert!(broken.failed());
+        assert!(broken.render(false).contains("      fix: mend it\n"));
+        assert_eq!(
+            serde_json::to_value(&broken).unwrap()["checks"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap(),
+            &serde_json::json!({ "status": "fail", "message": "broken", "fix": "mend it" })
+        );
+    }
+
+    #[test]
+    fn the_dump_report_carries_the_callers_views() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::select(dir.path().to_path_buf(), None).unwrap();
+        let report = dump_report(
+            &home,
+            &|_| None,
+            SupervisorView::NotRunning,
+            AgentView::NotInstalled,
+        );
+        assert_eq!(report.supervisor, SupervisorView::NotRunning);
+        assert_eq!(report.agent, AgentView::NotInstalled);
+        assert_eq!(report.profile, "default");
+        assert!(dump::render(&report).starts_with("--- hermes dump ---\n"));
+    }
+}
