@@ -12,7 +12,6 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -320,17 +319,13 @@ async fn download(State(app): State<App>, Path(service): Path<String>) -> Respon
     let name = service.clone();
     let opened = blocking(move || {
         let (path, file) = hermes_services::open_log(&root, &name)?;
-        let len = file
-            .metadata()
-            .map_err(|source| hermes_services::Error::LogRead {
-                path: path.clone(),
-                source,
-            })?
-            .len();
-        Ok::<(PathBuf, std::fs::File, u64), hermes_services::Error>((path, file, len))
+        match file.metadata() {
+            Ok(meta) => Ok((file, meta.len())),
+            Err(source) => Err(hermes_services::Error::LogRead { path, source }),
+        }
     })
     .await;
-    let (_, file, len) = match opened {
+    let (file, len) = match opened {
         Ok(Ok(found)) => found,
         Ok(Err(e)) => return refused(&e),
         Err(answer) => return answer,
