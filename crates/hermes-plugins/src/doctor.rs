@@ -99,4 +99,19 @@ mod tests {
             r.detail
         );
     }
+
+    #[test]
+    fn a_profiles_rows_follow_its_config_and_none_when_it_does_not_parse() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::select(dir.path().to_path_buf(), None).unwrap();
+        std::fs::write(home.config_path(), "memory:\n  provider: mem0\n").unwrap();
+        let rows = profile_rows(&home, Environment::default());
+        let last = rows.last().unwrap();
+        assert_eq!(last.label, "memory provider");
+        assert_eq!(last.status, Status::Fail, "{}", last.detail);
+        assert!(rows.iter().any(|r| r.label == "installs"), "{rows:?}");
+
+        std::fs::write(home.config_path(), "memory: [unclosed\n").unwrap();
+        assert_eq!(profile_rows(&home, Environment::default()), Vec::new());
+    }
 }
