@@ -30,7 +30,10 @@
 //! * [`reconcile`](mod@reconcile) — [`reconcile()`], [`GatewayAction`];
 //! * [`hooks`] — [`DesiredStateHooks`];
 //! * [`logs`] — [`service_log_dir`], [`log_file`], [`tail`], [`open_service_log`],
-//!   [`Follower`].
+//!   [`Follower`];
+//! * [`last_error`](mod@last_error) — a failing service's last error in one line, from its log
+//!   and its gateway's state file;
+//! * [`readiness`] — starting a service and waiting until it is ready or clearly is not.
 //!
 //! The crate never prints: warnings go to the writer the caller passes, errors are [`Error`]
 //! with a [`hint`](Error::hint).
@@ -44,7 +47,9 @@ pub mod diag;
 mod error;
 pub mod gateway;
 pub mod hooks;
+pub mod last_error;
 pub mod logs;
+pub mod readiness;
 pub mod reconcile;
 pub mod runtime;
 
