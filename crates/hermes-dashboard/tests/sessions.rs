@@ -284,3 +284,77 @@ fn the_endpoints_are_in_the_openapi_document() {
         assert!(doc["paths"][path]["get"].is_object(), "{path}");
     }
 }
+
+/// A conversation the original agent wrote with its own `SessionDB` (title, tool call, tool
+/// answer) is listed, read and found; and its search agrees with ours on the hit. Opt-in: the
+/// original comes from PyPI (`HERMES_TEST_PYPI=1`).
+#[test]
+fn a_session_the_original_wrote_is_listed_read_and_found() {
+    let Some(agent) = hermes_test_support::original_agent() else {
+        return;
+    };
+    let d = token_mode();
+    let script = r#"
+import json, sys
+from pathlib import Path
+from hermes_state import SessionDB
+db = SessionDB(db_path=Path(sys.argv[1]))
+sid = '20260101_120000_a1b2c3'
+db.create_session(sid, source='cli', model='their-model')
+db.set_session_title(sid, 'Boxes and cats')
+db.append_message(sid, 'user', 'what is in the mysterybox?')
+db.append_message(sid, 'assistant', None, tool_calls=[{'id': 'call_1', 'type': 'function', 'function': {'name': 'lookup', 'arguments': '{}'}}])
+db.append_message(sid, 'tool', 'a cat', tool_call_id='call_1', tool_name='lookup')
+db.append_message(sid, 'assistant', 'A cat.')
+hits = db.search_messages(query='mysterybox')
+db.close()
+print(json.dumps([h['session_id'] for h in hits]))
+"#;
+    let out = std::process::Command::new(&agent.python)
+        .arg("-c")
+        .arg(script)
+        .arg(d.home.path().join("state.db"))
+        .env("HERMES_HOME", d.home.path())
+        .env("HOME", d.home.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
+
+    let list = get_json(&d, "/api/sessions", 200);
+    let s = &list["sessions"][0];
+    assert_eq!(s["id"], "20260101_120000_a1b2c3");
+    assert_eq!(s["title"], "Boxes and cats");
+    assert_eq!(s["source"], "cli");
+    assert_eq!(s["model"], "their-model");
+    assert_eq!(s["message_count"], 4);
+
+    let one = get_json(&d, "/api/sessions/20260101_120000_a1b2c3", 200);
+    let roles: Vec<&str> = one["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+    assert!(
+        one["messages"][1]["tool_calls"]
+            .as_str()
+            .unwrap()
+            .contains("lookup")
+    );
+    assert_eq!(one["messages"][2]["tool_name"], "lookup");
+
+    let ours = get_json(&d, "/api/sessions/search?q=mysterybox", 200);
+    let ours: Vec<&str> = ours["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ours, theirs);
+}
