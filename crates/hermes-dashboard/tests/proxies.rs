@@ -89,7 +89,7 @@ fn x_forwarded_prefix_counts_only_from_a_trusted_proxy() {
         "GET",
         &format!("/?token={TOKEN}"),
         &local(&trusted),
-        &[prefix.clone()],
+        std::slice::from_ref(&prefix),
     );
     assert_eq!(link.header("location").as_deref(), Some("/apps/hermes/"));
     // A hostile prefix is not a path: ignored, never echoed into the page.
@@ -138,7 +138,13 @@ fn a_trusted_proxys_user_header_signs_in_and_nothing_else_does() {
             ("HERMES_DASHBOARD_TRUSTED_PROXIES", "127.0.0.1"),
         ],
     );
-    let ok = request(&d, "GET", "/api/status", &local(&d), &[user.clone()]);
+    let ok = request(
+        &d,
+        "GET",
+        "/api/status",
+        &local(&d),
+        std::slice::from_ref(&user),
+    );
     assert_eq!(ok.status, 200, "{}", ok.body);
     let none = request(&d, "GET", "/api/status", &local(&d), &[]);
     assert_eq!(none.status, 401);
@@ -162,7 +168,7 @@ fn a_trusted_proxys_user_header_signs_in_and_nothing_else_does() {
         "POST",
         "/api/services/x/start",
         &local(&d),
-        &[user.clone()],
+        std::slice::from_ref(&user),
     );
     assert_eq!(post.status, 403);
 
@@ -211,7 +217,13 @@ fn a_bcrypt_password_hash_signs_in_and_is_checked_once_per_header() {
     );
     let right = basic("admin", "correct horse");
     let first = Instant::now();
-    let a = request(&d, "GET", "/api/status", &local(&d), &[right.clone()]);
+    let a = request(
+        &d,
+        "GET",
+        "/api/status",
+        &local(&d),
+        std::slice::from_ref(&right),
+    );
     let checked = first.elapsed();
     assert_eq!(a.status, 200, "{}", a.body);
     let again = Instant::now();
