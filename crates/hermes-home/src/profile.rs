@@ -365,6 +365,72 @@ pub mod alias {
         Ok(AliasOutcome::Written(wrapper))
     }
 
+    /// The `hermes` a wrapper should run, given this process's executable `current_exe`:
+    /// it must keep working after the build that wrote it is gone.
+    ///
+    /// * `current_exe` resolved (symlinks followed), unless it lies in a cargo build
+    ///   directory (`target/debug/hermes`: an ancestor holds cargo's `CACHEDIR.TAG` or
+    ///   `.rustc_info.json`), which `cargo clean` or the next build removes;
+    /// * then the first `hermes` on `path_var` that is not in a build directory (the
+    ///   installed one), resolved;
+    /// * else the build's path, with [`Hermes::build_only`] set so the caller can warn.
+    pub fn stable_hermes(current_exe: &Path, path_var: Option<&str>) -> Hermes {
+        let resolved = fs::canonicalize(current_exe).unwrap_or_else(|_| current_exe.to_owned());
+        if !in_cargo_build_dir(&resolved) {
+            return Hermes {
+                path: resolved,
+                build_only: false,
+            };
+        }
+        let installed = executables_on_path("hermes", path_var)
+            .map(|p| fs::canonicalize(&p).unwrap_or(p))
+            .find(|p| !in_cargo_build_dir(p));
+        match installed {
+            Some(path) => Hermes {
+                path,
+                build_only: false,
+            },
+            None => Hermes {
+                path: resolved,
+                build_only: true,
+            },
+        }
+    }
+
+    /// What [`stable_hermes`] chose.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Hermes {
+        /// The executable the wrapper runs.
+        pub path: PathBuf,
+        /// It is a cargo build's output and no installed `hermes` was found: the wrapper
+        /// breaks at the next `cargo clean`.
+        pub build_only: bool,
+    }
+
+    /// Whether a directory of `path`'s is a cargo target directory (cargo writes these two
+    /// files at its top, whatever `CARGO_TARGET_DIR` names it).
+    fn in_cargo_build_dir(path: &Path) -> bool {
+        path.ancestors()
+            .skip(1)
+            .any(|dir| dir.join("CACHEDIR.TAG").is_file() || dir.join(".rustc_info.json").is_file())
+    }
+
+    /// Whether `dir` is one of the directories of `path_var` (compared as written and
+    /// resolved, so `~/.local/bin/` and a symlinked home still match): when it is not, a
+    /// wrapper written there is not found by name.
+    pub fn dir_on_path(dir: &Path, path_var: Option<&str>) -> bool {
+        let wanted = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+        path_var
+            .unwrap_or("")
+            .split(':')
+            .filter(|entry| !entry.is_empty())
+            .map(Path::new)
+            .any(|entry| {
+                entry.components().eq(dir.components())
+                    || fs::canonicalize(entry).is_ok_and(|e| e == wanted)
+            })
+    }
+
     /// Removes the wrapper if it is ours; returns its path when it was removed.
     pub fn remove(bin_dir: &Path, name: &ProfileName) -> Result<Option<PathBuf>, Error> {
         let wrapper = bin_dir.join(name.as_str());
@@ -387,11 +453,20 @@ pub mod alias {
     }
 
     fn find_on_path(command: &str, path_var: Option<&str>) -> Option<PathBuf> {
-        path_var?
+        executables_on_path(command, path_var).next()
+    }
+
+    /// Every executable file named `command` in the directories of `path_var`, in order.
+    fn executables_on_path<'a>(
+        command: &'a str,
+        path_var: Option<&'a str>,
+    ) -> impl Iterator<Item = PathBuf> + 'a {
+        path_var
+            .unwrap_or("")
             .split(':')
             .filter(|dir| !dir.is_empty())
-            .map(|dir| Path::new(dir).join(command))
-            .find(|candidate| {
+            .map(move |dir| Path::new(dir).join(command))
+            .filter(|candidate| {
                 fs::metadata(candidate)
                     .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
                     .unwrap_or(false)
@@ -539,6 +614,69 @@ mod tests {
             "#!/bin/sh\nexec /usr/bin/hermes -p work \"$@\"\n"
         );
         assert_eq!(alias::remove(&bin, &name("work")).unwrap(), Some(path));
+    }
+
+    fn executable(path: &Path) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, "#!/bin/sh\n").unwrap();
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn a_wrapper_runs_the_installed_hermes_rather_than_a_cargo_build() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = fs::canonicalize(dir.path()).unwrap();
+        // A cargo target directory (its CACHEDIR.TAG) and a build in it.
+        let target = dir.join("checkout/target");
+        let build = target.join("debug/hermes");
+        executable(&build);
+        fs::write(
+            target.join("CACHEDIR.TAG"),
+            "Signature: 8a477f597d28d172789f06886806bc55\n",
+        )
+        .unwrap();
+        let installed = dir.join("home/.cargo/bin/hermes");
+        executable(&installed);
+        // An installed binary is used as it is, resolved.
+        let link = dir.join("usr-local-bin/hermes");
+        fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&installed, &link).unwrap();
+        let chosen = alias::stable_hermes(&link, None);
+        assert_eq!((chosen.path, chosen.build_only), (installed.clone(), false));
+        // A build prefers the `hermes` on PATH that is not a build itself.
+        let path_var = format!(
+            "{}:{}",
+            build.parent().unwrap().display(),
+            installed.parent().unwrap().display()
+        );
+        let chosen = alias::stable_hermes(&build, Some(&path_var));
+        assert_eq!((chosen.path, chosen.build_only), (installed, false));
+        // None installed: the build, said.
+        let chosen = alias::stable_hermes(&build, Some("/nonexistent"));
+        assert_eq!((chosen.path, chosen.build_only), (build, true));
+    }
+
+    #[test]
+    fn a_directory_is_on_path_as_written_or_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("home/.local/bin");
+        fs::create_dir_all(&bin).unwrap();
+        let link = dir.path().join("home-link");
+        std::os::unix::fs::symlink(dir.path().join("home"), &link).unwrap();
+        assert!(alias::dir_on_path(
+            &bin,
+            Some(&format!("/usr/bin:{}", bin.display()))
+        ));
+        assert!(alias::dir_on_path(
+            &bin,
+            Some(&format!("{}/", bin.display()))
+        ));
+        assert!(alias::dir_on_path(
+            &bin,
+            Some(&format!("{}/.local/bin", link.display()))
+        ));
+        assert!(!alias::dir_on_path(&bin, Some("/usr/bin:/bin")));
+        assert!(!alias::dir_on_path(&bin, None));
     }
 
     #[test]
