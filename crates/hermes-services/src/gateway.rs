@@ -143,10 +143,15 @@ pub fn ensure_registered(
 /// The systemd user unit that runs `profile`'s gateway on a host without `hermes up` — the
 /// same command, restart rule and grace as [`gateway_spec`]: `systemd` restarts it on failure
 /// but not after exit 78 (bad configuration), and waits the grace before SIGKILL.
+///
+/// `Type=notify`: the gateway sends `READY=1` once it listens (or has decided to serve
+/// nothing), so `systemctl --user start` returns when it serves and fails when it dies while
+/// starting; `NotifyAccess=main` takes that message from the gateway process only (the agent
+/// engine execs in the same process).
 pub fn systemd_user_unit(profile: &str, home: &Path, hermes_exe: &Path) -> String {
     format!(
         "[Unit]\nDescription=Hermes gateway for profile {profile}\nAfter=network-online.target\n\n\
-         [Service]\nEnvironment=HERMES_HOME={home}\n\
+         [Service]\nType=notify\nNotifyAccess=main\nEnvironment=HERMES_HOME={home}\n\
          ExecStart={exe} -p {profile} gateway run --no-supervise\n\
          Restart=on-failure\nRestartPreventExitStatus=78\nKillSignal=SIGTERM\nTimeoutStopSec={grace}\n\n\
          [Install]\nWantedBy=default.target\n",
@@ -231,6 +236,10 @@ mod tests {
         assert!(unit.contains("Environment=HERMES_HOME=/data\n"), "{unit}");
         assert!(unit.contains("TimeoutStopSec=35\n"), "{unit}");
         assert!(unit.contains("RestartPreventExitStatus=78\n"), "{unit}");
+        assert!(
+            unit.contains("[Service]\nType=notify\nNotifyAccess=main\n"),
+            "{unit}"
+        );
         assert_eq!(service_name("work"), "gateway-work");
     }
 

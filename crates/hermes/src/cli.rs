@@ -2,14 +2,77 @@
 //!
 //! Nothing in this module does work; `main.rs` turns these types into library settings.
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Arg, Args, CommandFactory, Parser, Subcommand};
 
-/// Our command tree with the `--help` section naming what is handed over to hermes-agent
-/// (`commands::handoff`). Parse and print help with this, never with `Cli::command()` alone.
+/// Our command tree with `-p` on the commands that act on one profile and the `--help`
+/// section naming what is handed over to hermes-agent (`commands::handoff`). Parse, print
+/// help and generate completions and the man page with this, never with `Cli::command()`
+/// alone.
 pub fn command() -> clap::Command {
-    let ours = Cli::command();
+    let ours = with_profile_flag(Cli::command(), &[]);
     let section = crate::commands::handoff::help_section(&ours);
     ours.after_help(section)
+}
+
+/// The commands that act on one profile, as paths of subcommand names: each takes
+/// `-p/--profile` after its name too (`hermes gateway start -p work`), and only these show
+/// it in their `--help`. Every other command is the same for every profile (`up`, `service`,
+/// `version`, …), or names its profile as an argument (`profile show NAME`), or is PID 1
+/// (`init`, whose `-p` is tini's signal).
+///
+/// `-p` before the command (`hermes -p work gateway start`) is the top level's own flag and
+/// is accepted before any command, as the profile aliases (`exec hermes -p work "$@"`) need.
+pub const PROFILE_COMMANDS: &[&[&str]] = &[
+    &["gateway", "run"],
+    &["gateway", "start"],
+    &["gateway", "stop"],
+    &["gateway", "restart"],
+    &["gateway", "install"],
+    &["gateway", "uninstall"],
+    &["chat"],
+    &["auth", "list"],
+    &["deps", "status"],
+    &["deps", "install"],
+    &["deps", "ensure"],
+    &["plugins", "list"],
+    &["memory", "setup"],
+    &["memory", "status"],
+    &["dump"],
+    &["doctor"],
+];
+
+/// The id of the `-p/--profile` argument, at the top level and on [`PROFILE_COMMANDS`].
+pub const PROFILE_ARG: &str = "profile";
+
+/// The `-p/--profile` argument of a command in [`PROFILE_COMMANDS`].
+fn profile_arg() -> Arg {
+    Arg::new(PROFILE_ARG)
+        .short('p')
+        .long("profile")
+        .value_name("NAME")
+        .help("Act on this profile instead of the active one (see `hermes profile use`)")
+}
+
+/// `command` (at subcommand path `path`) with [`profile_arg`] added to every command of
+/// [`PROFILE_COMMANDS`] below it. A lifecycle command's `--all` conflicts with it.
+fn with_profile_flag(command: clap::Command, path: &[&str]) -> clap::Command {
+    let mut command = command;
+    if !path.is_empty() && PROFILE_COMMANDS.contains(&path) {
+        command = command.arg(profile_arg());
+        if command.get_arguments().any(|a| a.get_id() == "all") {
+            command = command.mut_arg("all", |all| all.conflicts_with(PROFILE_ARG));
+        }
+    }
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_owned())
+        .collect();
+    for name in names {
+        let mut sub_path = path.to_vec();
+        sub_path.push(&name);
+        command = command.mut_subcommand(&name, |sub| with_profile_flag(sub, &sub_path));
+    }
+    command
 }
 
 /// Hermes: run AI agent profiles, their gateways and your services from one binary.
@@ -23,8 +86,9 @@ pub fn command() -> clap::Command {
     arg_required_else_help = false
 )]
 pub struct Cli {
-    /// Act on this profile instead of the active one (see `hermes profile use`).
-    #[arg(short = 'p', long = "profile", global = true, value_name = "NAME")]
+    /// Act on this profile instead of the active one (see `hermes profile use`). Commands
+    /// that act on one profile take it after their name too.
+    #[arg(short = 'p', long = "profile", value_name = "NAME")]
     pub profile: Option<String>,
 
     /// Print version information and exit.
@@ -89,6 +153,19 @@ pub enum Command {
     /// (exit 78). Settings come from the environment with the root .env over it. See
     /// docs/dashboard.md.
     Dashboard(DashboardArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell) for `hermes`.
+    ///
+    /// For example `hermes completions bash > ~/.local/share/bash-completion/completions/hermes`;
+    /// the README says where each shell looks for one.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the `hermes(1)` manual page (roff), or write every page to a directory.
+    ///
+    /// `hermes man | man -l -` reads it; packagers run `hermes man --dir DIR`.
+    Man(ManArgs),
     /// Run as the container's PID 1: boot, supervise, and run CMD as the main program.
     ///
     /// CMD routing: nothing runs `hermes`; a hermes subcommand or a word starting with `-`
@@ -96,6 +173,28 @@ pub enum Command {
     /// Exits with the main program's code (128 + signal when it was killed). Flags of tini
     /// (`-s -g -v -w -p SIG -e CODE`) are accepted; see docs/container.md.
     Init(InitArgs),
+}
+
+/// The shells `hermes completions` writes for.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Shell {
+    /// Bash.
+    Bash,
+    /// Zsh.
+    Zsh,
+    /// Fish.
+    Fish,
+    /// PowerShell.
+    Powershell,
+}
+
+/// `hermes man [--dir DIR]`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `hermes.1` and a page per command (`hermes-gateway-start.1`, …) into this
+    /// existing directory instead of printing `hermes.1`.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 /// `hermes up [--no-dashboard]`.
@@ -149,6 +248,10 @@ pub struct InitArgs {
     /// Report this exit code of the main program as 0 (repeatable; tini's `-e`).
     #[arg(short = 'e', value_name = "CODE")]
     pub success_codes: Vec<u8>,
+    /// Send this signal to the main program when hermes dies (tini's `-p`; a name such as
+    /// `SIGKILL` or `TERM`, or a number). Not a profile: `init` acts on every profile.
+    #[arg(short = 'p', value_name = "SIGNAL")]
+    pub parent_death_signal: Option<String>,
     /// The command to run as the main program (default: `hermes`).
     #[arg(
         trailing_var_arg = true,
@@ -350,7 +453,7 @@ pub enum GatewayCommand {
 /// Which gateways a lifecycle command acts on.
 #[derive(Debug, Args)]
 pub struct GatewayTarget {
-    /// Every profile's gateway instead of the selected profile's.
-    #[arg(long, conflicts_with = "profile")]
+    /// Every profile's gateway instead of the selected profile's (not with `-p`).
+    #[arg(long)]
     pub all: bool,
 }

@@ -44,15 +44,42 @@ fn main() -> ExitCode {
         }
     };
     let format = Format::of(&matches);
-    let cli = match Cli::from_arg_matches(&matches) {
+    let mut cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e, format),
     };
+    match profile_of(&matches) {
+        Ok(profile) => cli.profile = profile,
+        Err(e) => return usage_error(&e, format),
+    }
     match run(cli) {
         Ok(status) => ExitCode::from(status.code()),
         Err(failure) if is_broken_pipe(&failure) => ExitCode::SUCCESS,
         Err(failure) => report(&failure, format),
     }
+}
+
+/// The `-p/--profile` given: the command's own (`hermes gateway start -p work`, see
+/// `cli::PROFILE_COMMANDS`) over the top level's (`hermes -p work gateway start`). `--all`
+/// with the top level's is the conflict clap reports for the command's own.
+fn profile_of(matches: &clap::ArgMatches) -> Result<Option<String>, clap::Error> {
+    let top = matches.get_one::<String>(cli::PROFILE_ARG).cloned();
+    let mut leaf = matches;
+    while let Some((_, sub)) = leaf.subcommand() {
+        leaf = sub;
+    }
+    if let Ok(Some(own)) = leaf.try_get_one::<String>(cli::PROFILE_ARG)
+        && !std::ptr::eq(leaf, matches)
+    {
+        return Ok(Some(own.clone()));
+    }
+    if top.is_some() && matches!(leaf.try_get_one::<bool>("all"), Ok(Some(true))) {
+        return Err(cli::command().error(
+            clap::error::ErrorKind::ArgumentConflict,
+            "the argument '--all' cannot be used with '--profile <NAME>'",
+        ));
+    }
+    Ok(top)
 }
 
 /// How a failure is reported: as text on stderr, or — for a command run with `--json` — also
@@ -166,6 +193,13 @@ fn run(cli: Cli) -> CommandResult {
         Some(Command::Doctor(flag)) => commands::info::run_doctor(&ctx, flag.json),
         Some(Command::Health(flag)) => commands::health::run(&ctx, flag.json),
         Some(Command::Dashboard(args)) => commands::dashboard::run(&ctx, args),
-        Some(Command::Init(args)) => commands::init::run(args, ctx.profile_flag),
+        Some(Command::Completions { shell }) => commands::completions::run_completions(shell),
+        Some(Command::Man(args)) => commands::completions::run_man(&args),
+        Some(Command::Init(mut args)) => {
+            // tini's `-p SIG` is init's own flag; before `init` (`hermes -p SIG init`, which
+            // the global flag used to take) it still means the signal.
+            let signal = args.parent_death_signal.take().or(ctx.profile_flag);
+            commands::init::run(args, signal)
+        }
     }
 }

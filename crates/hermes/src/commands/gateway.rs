@@ -601,31 +601,85 @@ fn install(ctx: &Context, install: bool) -> CommandResult {
             )
         })?;
     let unit = base.join("systemd/user").join(&unit_name);
-    if !install {
-        match std::fs::remove_file(&unit) {
-            Ok(()) => output::stdout(&format!(
-                "Removed `{}`; run `systemctl --user disable --now {unit_name}; systemctl --user daemon-reload`\n",
-                unit.display()
-            ))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => output::stdout(&format!(
-                "No unit at `{}`; nothing to remove\n",
-                unit.display()
-            ))?,
-            Err(e) => return Err(e.into()),
-        }
-        return Ok(ExitStatus::Success);
+    if install {
+        write_unit(&home, &unit, &unit_name)
+    } else {
+        remove_unit(&unit, &unit_name)
     }
+}
+
+/// `gateway install`: the unit runs a `hermes` that outlives a cargo build (the one the
+/// profile aliases run, `alias::stable_hermes`).
+fn write_unit(home: &Home, unit: &Path, unit_name: &str) -> CommandResult {
     let exe = std::env::current_exe()?;
-    let contents = hermes_services::systemd_user_unit(&name, home.root(), &exe);
+    let hermes = profile::alias::stable_hermes(&exe, Context::var("PATH").as_deref());
+    let contents =
+        hermes_services::systemd_user_unit(home.profile().name(), home.root(), &hermes.path);
     if let Some(dir) = unit.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    hermes_home::atomic::write_atomic(&unit, contents.as_bytes(), 0o644)?;
+    hermes_home::atomic::write_atomic(unit, contents.as_bytes(), 0o644)?;
+    if hermes.build_only {
+        output::stderr(&format!(
+            "warning: the unit runs the build `{}`, which `cargo clean` removes\n\
+             hint: install hermes (e.g. `cargo install --path crates/hermes`) and run \
+             `hermes gateway install` again\n",
+            hermes.path.display()
+        ));
+    }
     output::stdout(&format!(
         "Wrote `{}`; enable it with `systemctl --user daemon-reload && systemctl --user enable --now {unit_name}`\n",
         unit.display()
     ))?;
     Ok(ExitStatus::Success)
+}
+
+/// `gateway uninstall`: an enabled unit is kept, with the command that disables and stops
+/// it (after the file is gone, `systemctl disable` no longer finds it); otherwise the file is
+/// removed and what is left to run is said.
+fn remove_unit(unit: &Path, unit_name: &str) -> CommandResult {
+    if !unit.exists() {
+        output::stdout(&format!(
+            "No unit at `{}`; nothing to remove\n",
+            unit.display()
+        ))?;
+        return Ok(ExitStatus::Success);
+    }
+    if let Some(dir) = unit.parent()
+        && let Some(wants) = enabled_by(dir, unit_name)
+    {
+        return Err(Failure::new(
+            format!(
+                "`{unit_name}` is enabled (`{}`): not removed while systemd still starts it",
+                wants.display()
+            ),
+            Some(format!(
+                "first run `systemctl --user disable --now {unit_name}`, then `hermes gateway uninstall` again"
+            )),
+        ));
+    }
+    std::fs::remove_file(unit)?;
+    output::stdout(&format!(
+        "Removed `{}`; if the gateway still runs, stop it with `systemctl --user stop {unit_name}`, \
+         then run `systemctl --user daemon-reload`\n",
+        unit.display()
+    ))?;
+    Ok(ExitStatus::Success)
+}
+
+/// The link that enables `unit_name` in the user unit directory `dir` (what `systemctl
+/// --user enable` writes: `<target>.wants/<unit>` or `.requires/`), if there is one.
+fn enabled_by(dir: &Path, unit_name: &str) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".wants") || name.ends_with(".requires")
+        })
+        .map(|entry| entry.path().join(unit_name))
+        .find(|link| link.symlink_metadata().is_ok())
 }
 
 /// The gateway's state file recorder, plus the terminal's part: where it listens, and any

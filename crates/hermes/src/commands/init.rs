@@ -34,9 +34,10 @@ pub fn invoked_as_tini() -> bool {
         .is_some_and(|argv0| argv0.file_name().is_some_and(|name| name == "tini"))
 }
 
-/// `hermes init [flags] [--] [CMD ...]`. tini's `-p SIG` arrives as the global `-p` flag.
+/// `hermes init [flags] [--] [CMD ...]`. tini's `-p SIG` arrives as `p_flag`.
 pub fn run(args: InitArgs, p_flag: Option<String>) -> CommandResult {
     let InitArgs {
+        parent_death_signal: _,
         subreaper: _,
         group: _,
         verbose,

@@ -89,15 +89,22 @@ fn create(
         )),
     }
     if with_alias {
-        let hermes = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));
         match alias_dir() {
             Some(bin) => {
-                match alias::write(&bin, &name, &hermes, Context::var("PATH").as_deref()) {
+                let path_var = Context::var("PATH");
+                let hermes = wrapper_target(path_var.as_deref());
+                match alias::write(&bin, &name, &hermes.path, path_var.as_deref()) {
                     Ok(alias::AliasOutcome::Written(path)) => {
                         text.push_str(&format!(
                             "Wrote alias `{}`: run `{name}` as a shortcut for `hermes -p {name}`\n",
                             path.display()
                         ));
+                        if hermes.build_only {
+                            output::stderr(&build_only_warning(&path, &hermes.path));
+                        }
+                        if !alias::dir_on_path(&bin, path_var.as_deref()) {
+                            output::stderr(&not_on_path_warning(&bin, &name));
+                        }
                     }
                     Ok(alias::AliasOutcome::Conflict(existing)) => text.push_str(&format!(
                         "No alias written: `{}` already exists; use `hermes -p {name}`\n",
@@ -111,6 +118,36 @@ fn create(
     }
     output::stdout(&text)?;
     Ok(ExitStatus::Success)
+}
+
+/// The `hermes` an alias wrapper runs: one that outlives a cargo build
+/// (`alias::stable_hermes`).
+fn wrapper_target(path_var: Option<&str>) -> alias::Hermes {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));
+    alias::stable_hermes(&exe, path_var)
+}
+
+/// Said when the only `hermes` to be found for `wrapper` is a cargo build's.
+fn build_only_warning(wrapper: &std::path::Path, hermes: &std::path::Path) -> String {
+    format!(
+        "warning: `{}` runs the build `{}`, which `cargo clean` removes\n\
+         hint: install hermes (e.g. `cargo install --path crates/hermes`) and put its path in \
+         the wrapper\n",
+        wrapper.display(),
+        hermes.display()
+    )
+}
+
+/// Said when the alias directory is not on `PATH`: the wrapper exists but `NAME` alone is
+/// not found.
+fn not_on_path_warning(bin: &std::path::Path, name: &ProfileName) -> String {
+    format!(
+        "warning: `{}` is not on your PATH, so `{name}` is not found as a command\n\
+         hint: add it in your shell's startup file: `export PATH=\"{}:$PATH\"`; until then use \
+         `hermes -p {name}`\n",
+        bin.display(),
+        bin.display()
+    )
 }
 
 fn delete(ctx: &Context, name: &str, yes: bool, purge: bool) -> CommandResult {

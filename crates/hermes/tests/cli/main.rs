@@ -3,6 +3,7 @@
 //! Table of contents:
 //! * `profiles` — create / clone / list / show / use / delete, names, aliases
 //! * `dashboard` — `hermes dashboard`: the fail-closed bind, the Overview's API against `hermes up`
+//! * `conventions` — completions, man page, colour, where `-p` applies, aliases, the systemd unit
 //! * `auth` — `auth list` and `dump` on stored credentials (masked keys)
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
 //! * `diagnostics` — version, dump (snapshot), doctor
@@ -24,6 +25,7 @@
 )]
 
 mod auth;
+mod conventions;
 mod dashboard;
 mod diagnostics;
 mod engine;
