@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use hermes_home::{Home, ProfileRef};
+use hermes_services::last_error;
 use hermes_supervisor::ServiceStatus;
 use serde_json::{Value, json};
 
@@ -14,7 +15,8 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// `GET /api/status`: `{"supervisor": {"reachable", "error", "hint"}, "services": [...]}`;
 /// a service row is the supervisor's (`name`, `state`, `pid`, `uptime_secs`, `restarts`,
-/// `last_exit`, `reason`, `profile`) plus `engine` and `port` for a profile gateway.
+/// `last_exit`, `reason`, `profile`), its `last_error` when failing, plus `engine` and `port`
+/// for a profile gateway.
 pub fn snapshot(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Value {
     let rows = hermes_services::connect(root, var, CLIENT_TIMEOUT)
         .and_then(|mut c| c.status(None).map_err(hermes_services::Error::Supervisor));
@@ -49,6 +51,7 @@ pub fn fingerprint(snapshot: &Value) -> String {
 
 fn row(root: &Path, status: &ServiceStatus, var: &dyn Fn(&str) -> Option<String>) -> Value {
     let mut value = serde_json::to_value(status).unwrap_or(Value::Null);
+    value["last_error"] = json!(last_error::of_failing(root, status).map(|e| e.message));
     let home = status
         .profile
         .as_deref()

@@ -73,6 +73,14 @@ pub fn last_error(home: &Path, service: &str) -> Option<LastError> {
     find(home, service, None, &[])
 }
 
+/// A profile gateway's failed start as its `gateway_state.json` records it (with the log's hint
+/// when the log's newest entry is the same error): what is known of a gateway that no
+/// supervisor runs. `None` for other services, or when the record says no such thing.
+pub fn recorded(home: &Path, service: &str) -> Option<LastError> {
+    let (message, _) = recorded_failure(home, service)?;
+    Some(with_logged_hint(home, service, message))
+}
+
 /// As [`last_error`], but only what the run(s) since a start wrote: a log entry stamped at
 /// or after `since` (a log timestamp, `hermes_supervisor::logs::timestamp`), a state file
 /// written by one of `pids`.
@@ -81,26 +89,31 @@ pub fn since(home: &Path, service: &str, since: &str, pids: &[i32]) -> Option<La
 }
 
 fn find(home: &Path, service: &str, since: Option<&str>, pids: &[i32]) -> Option<LastError> {
-    let logged = log_file(home, service)
-        .ok()
-        .and_then(|path| tail(&path, SEARCHED_LINES).ok())
-        .and_then(|lines| newest_entry(&lines))
-        .filter(|entry| since.is_none_or(|t| entry.at.as_deref().is_some_and(|at| at >= t)));
     let recorded = recorded_failure(home, service).filter(|(_, pid)| {
         since.is_none() || pid.is_some_and(|pid| pids.iter().any(|p| i64::from(*p) == pid))
     });
-    match (recorded, logged) {
-        (Some((message, _)), logged) => {
-            let hint = logged
-                .filter(|entry| entry.message == message)
-                .and_then(|entry| entry.hint);
-            Some(LastError {
-                message,
-                hint,
-                at: None,
-            })
-        }
-        (None, logged) => logged,
+    match recorded {
+        Some((message, _)) => Some(with_logged_hint(home, service, message)),
+        None => logged(home, service)
+            .filter(|entry| since.is_none_or(|t| entry.at.as_deref().is_some_and(|at| at >= t))),
+    }
+}
+
+/// The newest error entry of `service`'s log.
+fn logged(home: &Path, service: &str) -> Option<LastError> {
+    let path = log_file(home, service).ok()?;
+    newest_entry(&tail(&path, SEARCHED_LINES).ok()?)
+}
+
+/// A recorded `message`, with the hint of the log's newest entry when that is the same error.
+fn with_logged_hint(home: &Path, service: &str, message: String) -> LastError {
+    let hint = logged(home, service)
+        .filter(|entry| entry.message == message)
+        .and_then(|entry| entry.hint);
+    LastError {
+        message,
+        hint,
+        at: None,
     }
 }
 
@@ -262,9 +275,10 @@ mod tests {
         .unwrap();
         let found = last_error(home, "gateway-default").unwrap();
         assert_eq!(
-            (found.message.as_str(), found.hint.as_deref(), found.at),
+            (found.message.as_str(), found.hint.as_deref(), found.at.as_deref()),
             ("the settings are wrong", Some("fix them"), None)
         );
+        assert_eq!(recorded(home, "gateway-default").unwrap(), found);
         // Since a start: only what its runs wrote.
         assert!(since(home, "gateway-default", "2026-11-30T11:00:00.000Z", &[7]).is_none());
         assert!(since(home, "gateway-default", "2026-11-30T11:00:00.000Z", &[42]).is_some());
@@ -279,6 +293,7 @@ mod tests {
             last_error(home, "gateway-default").unwrap().at.as_deref(),
             Some("2026-11-30T10:00:00.000Z")
         );
+        assert_eq!(recorded(home, "gateway-default"), None);
         assert_eq!(last_error(home, "ticker"), None, "no log");
     }
 

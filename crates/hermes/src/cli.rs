@@ -392,20 +392,24 @@ pub enum ServiceCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Start a service.
+    /// Start a service and wait until it is ready (or say why it is not).
     Start {
         /// The service.
         name: String,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
     /// Stop a service (stop signal to its process group, SIGKILL after the grace period).
     Stop {
         /// The service.
         name: String,
     },
-    /// Restart a service.
+    /// Restart a service and wait until it is ready (or say why it is not).
     Restart {
         /// The service.
         name: String,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
     /// Print a service's log (`$HERMES_HOME/logs/<service>/current`).
     Logs {
@@ -434,12 +438,23 @@ pub enum GatewayCommand {
         #[arg(long)]
         no_supervise: bool,
     },
-    /// Start the gateway of this profile (or of every profile) under the running supervisor.
-    Start(GatewayTarget),
+    /// Start the gateway of this profile (or of every profile) under the running supervisor
+    /// and wait until it serves (or say why it does not).
+    Start {
+        #[command(flatten)]
+        target: GatewayTarget,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// Stop the gateway of this profile (or of every profile); it stays stopped after a restart.
     Stop(GatewayTarget),
-    /// Restart the gateway of this profile (or of every profile).
-    Restart(GatewayTarget),
+    /// Restart the gateway of this profile (or of every profile) and wait until it serves.
+    Restart {
+        #[command(flatten)]
+        target: GatewayTarget,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// Every profile's gateway: supervisor state, recorded state, address.
     Status(JsonFlag),
     /// Every profile's gateway service name and address.
@@ -448,6 +463,17 @@ pub enum GatewayCommand {
     Install,
     /// Remove the systemd user unit of this profile's gateway (hosts only).
     Uninstall,
+}
+
+/// How a start or restart waits for the service to be ready.
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// Wait at most this many seconds for readiness.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub timeout: u64,
+    /// Do not wait: return once the supervisor has the request.
+    #[arg(long, conflicts_with = "timeout")]
+    pub no_wait: bool,
 }
 
 /// Which gateways a lifecycle command acts on.

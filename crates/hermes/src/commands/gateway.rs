@@ -25,6 +25,7 @@ use hermes_home::Home;
 use hermes_home::gateway_state;
 use hermes_home::profile;
 use hermes_services::agent::{Engine, EngineProblem};
+use hermes_services::readiness::Request;
 use serde_json::{Value, json};
 
 use crate::cli::{GatewayCommand, GatewayTarget};
@@ -45,9 +46,13 @@ pub fn run(ctx: &Context, command: GatewayCommand) -> CommandResult {
             replace,
             no_supervise,
         } => run_gateway(ctx, replace, no_supervise),
-        GatewayCommand::Start(target) => lifecycle(ctx, target, Lifecycle::Start),
-        GatewayCommand::Stop(target) => lifecycle(ctx, target, Lifecycle::Stop),
-        GatewayCommand::Restart(target) => lifecycle(ctx, target, Lifecycle::Restart),
+        GatewayCommand::Start { target, wait } => {
+            lifecycle(ctx, target, Lifecycle::Start, service::wait_for(&wait))
+        }
+        GatewayCommand::Stop(target) => lifecycle(ctx, target, Lifecycle::Stop, None),
+        GatewayCommand::Restart { target, wait } => {
+            lifecycle(ctx, target, Lifecycle::Restart, service::wait_for(&wait))
+        }
         GatewayCommand::Status(flag) => status(ctx, flag.json, true),
         GatewayCommand::List(flag) => status(ctx, flag.json, false),
         GatewayCommand::Install => install(ctx, true),
@@ -278,7 +283,15 @@ enum Lifecycle {
     Restart,
 }
 
-fn lifecycle(ctx: &Context, target: GatewayTarget, action: Lifecycle) -> CommandResult {
+/// `gateway start|stop|restart`. A start or restart waits up to `wait` for each gateway to
+/// serve (`hermes_services::readiness`) and says how each went; the first failures are
+/// printed as they come, the last is the command's error (exit 1).
+fn lifecycle(
+    ctx: &Context,
+    target: GatewayTarget,
+    action: Lifecycle,
+    wait: Option<Duration>,
+) -> CommandResult {
     let root = ctx.root()?;
     let homes: Vec<Home> = if target.all {
         profile::list(&root)?
@@ -304,30 +317,57 @@ fn lifecycle(ctx: &Context, target: GatewayTarget, action: Lifecycle) -> Command
         }
         Err(_) => return Err(no_supervisor()),
     };
-    let mut text = String::new();
+    let mut failed = None;
     for home in &homes {
         let name = service_name(home.profile().name());
-        match action {
-            Lifecycle::Start => {
-                ensure_registered(home, &mut client, false)?;
-                client.start(&name)?;
-                text.push_str(&format!("Started `{name}`\n"));
-            }
+        let request = match action {
             Lifecycle::Stop => {
                 mark_planned_stop(home, &mut client, &name);
                 client.stop(&name)?;
-                text.push_str(&format!("Stopping `{name}`\n"));
+                output::stdout(&format!("Stopping `{name}`\n"))?;
+                continue;
             }
+            Lifecycle::Start => Request::Start,
             Lifecycle::Restart => {
                 ensure_registered(home, &mut client, false)?;
                 mark_planned_stop(home, &mut client, &name);
-                client.restart(&name)?;
-                text.push_str(&format!("Restarted `{name}`\n"));
+                Request::Restart
+            }
+        };
+        ensure_registered(home, &mut client, false)?;
+        let outcome =
+            hermes_services::readiness::start_and_wait(&mut client, &root, &name, request, wait)?;
+        let address = address(home);
+        // Beside the pid: `(pid 7, API server off)`, not `(pid 7, (API server off))`.
+        let detail = address
+            .strip_prefix('(')
+            .and_then(|a| a.strip_suffix(')'))
+            .unwrap_or(&address);
+        match service::report(&name, request, outcome, Some(detail)) {
+            Ok(line) => output::stdout(&line)?,
+            Err(failure) => {
+                if let Some(earlier) = failed.replace(failure) {
+                    output::stderr(&earlier.render());
+                }
             }
         }
     }
-    output::stdout(&text)?;
-    Ok(ExitStatus::Success)
+    failed.map_or(Ok(ExitStatus::Success), Err)
+}
+
+/// Where `home`'s gateway serves ([`address_of`] its settings).
+fn address(home: &Home) -> String {
+    address_of(settings(home).as_ref().map_err(|e| e.message.as_str()))
+}
+
+/// Where a gateway with these settings serves: `http://ADDR`, `(API server off)`, or
+/// `(invalid: why)`.
+fn address_of(settings: Result<&GatewaySettings, &str>) -> String {
+    match settings.map(GatewaySettings::api_addr) {
+        Ok(Some(addr)) => format!("http://{addr}"),
+        Ok(None) => "(API server off)".to_string(),
+        Err(why) => format!("(invalid: {why})"),
+    }
 }
 
 /// Before an operator stop (or restart) of a supervised gateway: the planned-stop marker naming
@@ -411,12 +451,17 @@ fn stop_unsupervised(homes: &[Home]) -> Result<usize, Failure> {
     Ok(stopped)
 }
 
+/// `gateway status` (`detailed`) and `gateway list`: one row per profile's gateway, with the
+/// last error of a failing one on a line of its own below it
+/// (`hermes_services::last_error`): its supervisor row failing, or — with no supervisor —
+/// its record saying its last start failed.
 fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
     let root = ctx.root()?;
     let supervised = service::connect(&root)
         .ok()
         .and_then(|mut c| c.status(None).ok());
     let mut rows = Vec::new();
+    let mut last_errors = Vec::new();
     for entry in profile::list(&root)? {
         let Ok(home) = Home::for_profile(root.clone(), entry.profile) else {
             continue;
@@ -425,13 +470,12 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
         let service = supervised
             .as_ref()
             .and_then(|all| all.iter().find(|s| s.name == name));
+        let last_error = match service {
+            Some(row) => hermes_services::last_error::of_failing(&root, row),
+            None => hermes_services::last_error::recorded(&root, &name),
+        };
         let recorded = gateway_state::recorded_state(&home.gateway_state_path());
         let resolved = settings(&home);
-        let address = match resolved.as_ref().map(GatewaySettings::api_addr) {
-            Ok(Some(addr)) => format!("http://{addr}"),
-            Ok(None) => "(API server off)".to_string(),
-            Err(e) => format!("(invalid: {})", e.message),
-        };
         let api_server = match resolved.as_ref().map(|s| &s.api_server) {
             Ok(ApiServer::On) => json!({"enabled": true}),
             Ok(ApiServer::Off { reason }) => json!({"enabled": false, "reason": reason}),
@@ -446,16 +490,14 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
             "pid": service.and_then(|s| s.pid),
             "reason": service.map(|s| s.reason.clone()),
             "recorded": recorded,
-            "address": address,
+            "address": address_of(resolved.as_ref().map_err(|e| e.message.as_str())),
             "api_server": api_server,
+            "last_error": last_error.as_ref().map(|e| e.message.clone()),
         }));
+        last_errors.push(last_error);
     }
     if json_output {
-        if detailed {
-            output::json(&rows)?;
-        } else {
-            output::json(&list_rows(&rows))?;
-        }
+        output::json(&rows)?;
         return Ok(ExitStatus::Success);
     }
     let cell = |v: &Value| {
@@ -470,55 +512,82 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
             str::to_string,
         )
     };
-    let mut text = String::new();
+    let mut table: Vec<Vec<String>> = Vec::new();
     if detailed {
-        text.push_str(&format!(
-            "{:<24}{:<8}{:<10}{:<8}{:<10}{:<28}REASON\n",
-            "SERVICE", "ENGINE", "STATE", "PID", "RECORDED", "ADDRESS"
-        ));
-        for r in &rows {
-            text.push_str(&format!(
-                "{:<24}{:<8}{:<10}{:<8}{:<10}{:<28}{}\n",
+        table.push(
+            [
+                "SERVICE", "ENGINE", "STATE", "PID", "RECORDED", "ADDRESS", "REASON",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+    }
+    for r in &rows {
+        table.push(if detailed {
+            let state = if supervised.is_some() {
+                cell(&r["state"])
+            } else {
+                "-".into()
+            };
+            let reason = match cell(&r["reason"]) {
+                empty if empty.is_empty() => "-".to_string(),
+                reason => reason,
+            };
+            vec![
                 cell(&r["service"]),
                 cell(&r["engine"]),
-                if supervised.is_some() {
-                    cell(&r["state"])
-                } else {
-                    "-".into()
-                },
+                state,
                 cell(&r["pid"]),
                 cell(&r["recorded"]),
                 cell(&r["address"]),
-                cell(&r["reason"]),
-            ));
+                reason,
+            ]
+        } else {
+            vec![cell(&r["service"]), cell(&r["address"])]
+        });
+    }
+    let header = usize::from(detailed);
+    let mut text = String::new();
+    for (i, line) in aligned(&table).iter().enumerate() {
+        text.push_str(line);
+        text.push('\n');
+        if let Some(Some(error)) = i.checked_sub(header).and_then(|row| last_errors.get(row)) {
+            text.push_str(&format!("  last error: {}\n", error.message));
         }
-        if supervised.is_none() {
-            text.push_str("(no supervisor is running: start one with `hermes up`)\n");
-        }
-    } else {
-        for r in &rows {
-            text.push_str(&format!(
-                "{:<24}{}\n",
-                cell(&r["service"]),
-                cell(&r["address"])
-            ));
-        }
+    }
+    if detailed && supervised.is_none() {
+        text.push_str("(no supervisor is running: start one with `hermes up`)\n");
     }
     output::stdout(&text)?;
     Ok(ExitStatus::Success)
 }
 
-/// `hermes gateway list --json`: what the profiles declare — each profile's gateway service
-/// and address — without the live state that is `gateway status`'s.
-fn list_rows(rows: &[Value]) -> Vec<Value> {
-    rows.iter()
-        .map(|r| {
-            json!({
-                "profile": r["profile"],
-                "service": r["service"],
-                "address": r["address"],
-                "api_server": r["api_server"],
-            })
+/// `table`'s rows as lines whose columns line up: each column as wide as its widest cell, two
+/// spaces between columns, the last one unpadded — so a long cell never runs into the next.
+fn aligned(table: &[Vec<String>]) -> Vec<String> {
+    let columns = table.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            table
+                .iter()
+                .filter_map(|row| row.get(c))
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    table
+        .iter()
+        .map(|row| {
+            let mut line = String::new();
+            for (c, cell) in row.iter().enumerate() {
+                line.push_str(cell);
+                if c + 1 < row.len() {
+                    let pad = widths[c] - cell.chars().count() + 2;
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+            }
+            line.trim_end().to_string()
         })
         .collect()
 }

@@ -295,10 +295,40 @@ fn show(ctx: &Context, name: &str, json_output: bool) -> CommandResult {
         .into_iter()
         .find(|e| e.profile == entry.profile)
         .and_then(|e| e.description);
+    // What the supervisor says of its gateway now: a recorded `running` must not hide a crash
+    // loop. Without a supervisor, only the record is known.
+    let service = crate::commands::gateway::service_name(&i.name);
+    let row = crate::commands::service::connect(&root)
+        .ok()
+        .and_then(|mut client| client.status(Some(&service)).ok())
+        .and_then(|rows| rows.into_iter().next());
+    let last_error = match &row {
+        Some(row) => hermes_services::last_error::of_failing(&root, row),
+        None => hermes_services::last_error::recorded(&root, &service),
+    };
     if json_output {
-        output::json(&i)?;
+        let mut value = serde_json::to_value(&i).map_err(std::io::Error::other)?;
+        value["service"] = serde_json::json!(row);
+        value["last_error"] = serde_json::json!(last_error.map(|e| e.message));
+        output::json(&value)?;
         return Ok(ExitStatus::Success);
     }
+    let gateway = match &row {
+        Some(row) => {
+            let mut line = row.state.to_string();
+            if let Some(pid) = row.pid {
+                line.push_str(&format!(" (pid {pid})"));
+            }
+            if row.state != hermes_supervisor::StateName::Up && !row.reason.is_empty() {
+                line.push_str(&format!(": {}", row.reason));
+            }
+            line
+        }
+        None => match i.gateway.as_deref() {
+            Some(recorded) => format!("{recorded} (recorded; the supervisor does not run it)"),
+            None => "never started".to_string(),
+        },
+    };
     let mut text = format!(
         "name:         {}{}\n",
         i.name,
@@ -313,10 +343,10 @@ fn show(ctx: &Context, name: &str, json_output: bool) -> CommandResult {
         "model:        {}\n",
         i.model.as_deref().unwrap_or("(not set)")
     ));
-    text.push_str(&format!(
-        "gateway:      {}\n",
-        i.gateway.as_deref().unwrap_or("never started")
-    ));
+    text.push_str(&format!("gateway:      {gateway}\n"));
+    if let Some(error) = &last_error {
+        text.push_str(&format!("last error:   {}\n", error.message));
+    }
     text.push_str(&format!(
         "alias:        {}\n",
         i.alias

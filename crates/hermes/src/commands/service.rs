@@ -5,10 +5,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use hermes_supervisor::{Client, render_status_table};
+use hermes_services::readiness::{self, Outcome, Request};
+use hermes_supervisor::{Client, ServiceStatus, StateName, render_status_table};
 use serde_json::json;
 
-use crate::cli::ServiceCommand;
+use crate::cli::{ServiceCommand, WaitArgs};
 use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
@@ -58,24 +59,49 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
                 ));
             }
             // A gateway's engine (`native` or `agent`) is the profile's, not the supervisor's.
+            let last_errors: Vec<Option<String>> = rows
+                .iter()
+                .map(|row| hermes_services::last_error::of_failing(&root, row).map(|e| e.message))
+                .collect();
             if json {
-                output::json(&super::gateway::with_engines(&root, &rows)?)?;
+                let mut values = super::gateway::with_engines(&root, &rows)?;
+                for (value, error) in values
+                    .as_array_mut()
+                    .into_iter()
+                    .flatten()
+                    .zip(&last_errors)
+                {
+                    value["last_error"] = json!(error);
+                }
+                output::json(&values)?;
             } else {
-                output::stdout(&render_status_table(&rows))?;
+                output::stdout(&with_last_errors(&render_status_table(&rows), &last_errors))?;
                 output::stdout(&super::gateway::engines_line(&root, &rows))?;
             }
         }
-        ServiceCommand::Start { name } => {
-            connect(&root)?.start(&name)?;
-            output::stdout(&format!("Started `{name}`\n"))?;
+        ServiceCommand::Start { name, wait } => {
+            let outcome = readiness::start_and_wait(
+                &mut connect(&root)?,
+                &root,
+                &name,
+                Request::Start,
+                wait_for(&wait),
+            )?;
+            output::stdout(&report(&name, Request::Start, outcome, None)?)?;
         }
         ServiceCommand::Stop { name } => {
             connect(&root)?.stop(&name)?;
             output::stdout(&format!("Stopping `{name}`\n"))?;
         }
-        ServiceCommand::Restart { name } => {
-            connect(&root)?.restart(&name)?;
-            output::stdout(&format!("Restarted `{name}`\n"))?;
+        ServiceCommand::Restart { name, wait } => {
+            let outcome = readiness::start_and_wait(
+                &mut connect(&root)?,
+                &root,
+                &name,
+                Request::Restart,
+                wait_for(&wait),
+            )?;
+            output::stdout(&report(&name, Request::Restart, outcome, None)?)?;
         }
         ServiceCommand::Logs {
             name,
@@ -102,4 +128,114 @@ pub fn logs(root: &Path, service: &str, lines: usize, follow: bool) -> Result<()
         }
     }
     Ok(())
+}
+
+/// How long a start waits for readiness (`None`: `--no-wait`).
+pub fn wait_for(args: &WaitArgs) -> Option<Duration> {
+    (!args.no_wait).then(|| Duration::from_secs(args.timeout))
+}
+
+/// The line that reports a start or restart that came to `outcome`
+/// (`hermes_services::readiness`), or the failure to return: the supervisor's reason, the
+/// service's own last error and hint, and where to look next. `detail` is said beside the pid
+/// of a ready service (a gateway's address).
+pub fn report(
+    name: &str,
+    request: Request,
+    outcome: Outcome,
+    detail: Option<&str>,
+) -> Result<String, Failure> {
+    let (done, verb) = match request {
+        Request::Start => ("Started", "start"),
+        Request::Restart => ("Restarted", "restart"),
+    };
+    let about = |row: &ServiceStatus| {
+        let pid = row.pid.map(|p| format!("pid {p}"));
+        let parts: Vec<String> = pid.into_iter().chain(detail.map(str::to_owned)).collect();
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join(", "))
+        }
+    };
+    match outcome {
+        Outcome::Ready { row, already: true } => {
+            Ok(format!("`{name}` is already running{}\n", about(&row)))
+        }
+        Outcome::Ready { row, .. } => Ok(format!("{done} `{name}`{}\n", about(&row))),
+        Outcome::Requested => Ok(format!(
+            "Asked the supervisor to {verb} `{name}` (not waiting: see `hermes service status \
+             {name}`)\n"
+        )),
+        Outcome::Failed { row, cause } => {
+            let mut message = format!("`{name}` did not {verb}: {}", what_happened(&row));
+            let mut hints = Vec::new();
+            if let Some(cause) = cause {
+                message.push_str(&format!(": {}", cause.message));
+                hints.extend(cause.hint);
+            }
+            hints.push(match row.state {
+                StateName::Failed => format!(
+                    "it stays stopped until started again; its log: `hermes service logs {name}`"
+                ),
+                StateName::Backoff | StateName::Starting | StateName::Up => format!(
+                    "the supervisor keeps retrying it (`hermes service stop {name}` stops it); its \
+                     log: `hermes service logs {name}`"
+                ),
+                _ => format!("its log: `hermes service logs {name}`"),
+            });
+            Err(Failure::new(message, Some(hints.join("; "))))
+        }
+        Outcome::TimedOut { row } => {
+            let state = match (row.state, row.reason.as_str()) {
+                (StateName::Up, _) if name.starts_with(hermes_services::GATEWAY_PREFIX) => {
+                    "up, but the gateway has not recorded that it serves".to_string()
+                }
+                (state, "") => state.to_string(),
+                (state, reason) => format!("{state}: {reason}"),
+            };
+            Err(Failure::new(
+                format!("`{name}` is not ready yet ({state})"),
+                Some(format!(
+                    "it may still be starting: see `hermes service status {name}` and `hermes \
+                     service logs {name}`, or wait longer with `--timeout SECS`"
+                )),
+            ))
+        }
+    }
+}
+
+/// What ended the start, in the supervisor's words: its reason up to the retry schedule
+/// (`exited with code 1`, `configuration error (exit 78)`, `cannot start: …`), or how the
+/// watched run ended when another has begun since.
+fn what_happened(row: &ServiceStatus) -> String {
+    let head = || {
+        row.reason
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    match (row.state, row.last_exit) {
+        (StateName::Starting | StateName::Up, Some(exit)) => format!("exited with {exit}"),
+        (StateName::Stopping, _) => "it was stopped meanwhile".to_string(),
+        _ if row.reason.is_empty() => row.state.to_string(),
+        _ => head(),
+    }
+}
+
+/// The status table with `  last error: …` under the row of each failing service: `table` is
+/// a header line then one line per row, in the order of `last_errors`.
+fn with_last_errors(table: &str, last_errors: &[Option<String>]) -> String {
+    let mut text = String::new();
+    let mut errors = std::iter::once(&None).chain(last_errors);
+    for line in table.lines() {
+        text.push_str(line);
+        text.push('\n');
+        if let Some(Some(error)) = errors.next() {
+            text.push_str(&format!("  last error: {error}\n"));
+        }
+    }
+    text
 }

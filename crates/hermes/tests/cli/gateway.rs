@@ -437,3 +437,180 @@ fn gateway_warnings_reach_stderr_without_the_secret() {
     assert!(err.contains("OPENAI_API_KEY"), "{err}");
     assert!(!err.contains("sk-must-not-be-printed"), "{err}");
 }
+
+/// issue 16, item 3: `gateway start` waits for the gateway to serve and reports what really
+/// happened: its pid and address; or, when it dies at once, exit 1 with the supervisor's
+/// reason, the gateway's own error and hint — a port already in use (the gateway exits 1,
+/// retried) and a configuration error (exit 78, parked).
+#[test]
+fn gateway_start_waits_for_readiness_and_reports_a_failed_start_with_its_cause() {
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    t.free_ports(&[]);
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = holder.local_addr().unwrap().port();
+    let work_env = t.root().join("profiles/work/.env");
+    fs::write(&work_env, api_env(taken)).unwrap();
+    let _up = t.start_up();
+
+    let out = t.run(&["-p", "work", "gateway", "start"]);
+    let text = render(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(out.stdout.is_empty(), "{text}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: `gateway-work` did not start: exited with code 1: port "),
+        "{text}"
+    );
+    assert!(stderr.contains(&format!("port {taken} ")), "{text}");
+    assert!(stderr.contains("already in use"), "{text}");
+    assert!(
+        stderr.contains("hint: each profile needs its own port")
+            && stderr.contains("the supervisor keeps retrying it"),
+        "the gateway's own hint, then what the supervisor does: {text}"
+    );
+
+    // A configuration error: exit 78, parked, said as such.
+    t.ok(&["service", "stop", "gateway-work"]);
+    fs::write(t.root().join("profiles/work/config.yaml"), "model: [\n").unwrap();
+    let out = t.run(&["-p", "work", "gateway", "restart"]);
+    let text = render(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "error: `gateway-work` did not restart: configuration error (exit 78): cannot load"
+        ) && text.contains("it stays stopped until started again"),
+        "{text}"
+    );
+    assert_eq!(t.service("gateway-work")["state"], "failed");
+
+    // Fixed: the start waits until the gateway serves and says where.
+    fs::write(t.root().join("profiles/work/config.yaml"), "{}\n").unwrap();
+    let port = free_port();
+    fs::write(&work_env, api_env(port)).unwrap();
+    let out = t.ok(&["-p", "work", "gateway", "start"]);
+    let row = t.service("gateway-work");
+    assert_eq!(row["state"], "up", "ready when the start returns: {row}");
+    assert_eq!(
+        out,
+        format!(
+            "Started `gateway-work` (pid {}, http://127.0.0.1:{port})\n",
+            row["pid"]
+        )
+    );
+    assert!(http_get(port, "/health").is_some_and(|r| r.contains("200 OK")));
+    assert_eq!(
+        t.ok(&["-p", "work", "gateway", "start"]),
+        format!(
+            "`gateway-work` is already running (pid {}, http://127.0.0.1:{port})\n",
+            row["pid"]
+        )
+    );
+    assert!(
+        t.ok(&["-p", "work", "gateway", "restart", "--no-wait"])
+            .starts_with("Asked the supervisor to restart `gateway-work` (not waiting")
+    );
+    drop(holder);
+}
+
+/// issue 16, item 4: the status commands show a failing gateway's last error in one line under
+/// its row — `gateway status`, `gateway list`, `service status`, `profile show` (whose
+/// `gateway:` is what the supervisor says now, not a recorded `running`) — and columns stay
+/// apart however long a cell is.
+#[test]
+fn status_commands_show_the_last_error_of_a_failing_gateway() {
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = holder.local_addr().unwrap().port();
+    fs::write(t.root().join(".env"), api_env(taken)).unwrap();
+    fs::write(t.root().join("profiles/work/.env"), api_env(free_port())).unwrap();
+    fs::write(t.root().join("profiles/work/config.yaml"), "model: [\n").unwrap();
+    // A fresh home starts the default gateway: it crash-loops on the taken port.
+    let _up = t.start_up();
+    wait_until(
+        "gateway-default backing off",
+        Duration::from_secs(30),
+        || t.service("gateway-default")["state"] == "backoff",
+    );
+    assert_eq!(
+        t.run(&["-p", "work", "gateway", "start"]).status.code(),
+        Some(1)
+    );
+    let in_use = format!("last error: port {taken} on `127.0.0.1` is already in use");
+
+    let status = t.ok(&["gateway", "status"]);
+    let lines: Vec<&str> = status.lines().collect();
+    let row = |name: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in:\n{status}"))
+    };
+    let default = row("gateway-default ");
+    assert!(
+        lines[default + 1].starts_with(&format!("  {in_use}")),
+        "{status}"
+    );
+    let work = row("gateway-work ");
+    assert!(
+        lines[work + 1].starts_with("  last error: cannot load the profile's settings: ")
+            && lines[work + 1].contains("is not valid YAML"),
+        "{status}"
+    );
+    // The long `(invalid: …)` address and the reason stay apart, in their columns.
+    let reason_col = lines[0].find("REASON").unwrap();
+    assert_eq!(
+        lines[work].find("configuration error (exit 78)"),
+        Some(reason_col),
+        "{status}"
+    );
+    assert!(
+        lines[work][..reason_col].ends_with(")  "),
+        "two spaces at least: {status}"
+    );
+
+    let list = t.ok(&["gateway", "list"]);
+    assert!(list.contains(&format!("\n  {in_use}")), "{list}");
+    let json: serde_json::Value =
+        serde_json::from_str(&t.ok(&["gateway", "status", "--json"])).unwrap();
+    assert!(
+        json[0]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("already in use")),
+        "{json}"
+    );
+
+    let services = t.ok(&["service", "status"]);
+    let at = services
+        .lines()
+        .position(|l| l.starts_with("gateway-default "))
+        .unwrap();
+    assert!(
+        services
+            .lines()
+            .nth(at + 1)
+            .unwrap()
+            .starts_with(&format!("  {in_use}")),
+        "{services}"
+    );
+    let one: serde_json::Value =
+        serde_json::from_str(&t.ok(&["service", "status", "gateway-work", "--json"])).unwrap();
+    assert!(
+        one[0]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not valid YAML")),
+        "{one}"
+    );
+
+    let shown = t.ok(&["profile", "show", "default"]);
+    assert!(
+        shown.contains("gateway:      backoff: ")
+            && shown.contains(&format!(
+                "\n{}",
+                in_use.replacen("last error: ", "last error:   ", 1)
+            )),
+        "a crash loop, not `running`: {shown}"
+    );
+    drop(holder);
+}

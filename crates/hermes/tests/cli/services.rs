@@ -218,7 +218,8 @@ fn health_follows_the_supervisor() {
     );
 
     fs::remove_file(t.root().join("ok")).unwrap();
-    t.ok(&["service", "start", "flaky"]);
+    let start = t.run(&["service", "start", "flaky"]);
+    assert_eq!(start.status.code(), Some(1), "the start says it failed");
     wait_until("flaky crash-looping", Duration::from_secs(20), || {
         t.service("flaky")["restarts"].as_u64() >= Some(2)
     });
@@ -233,4 +234,36 @@ fn health_follows_the_supervisor() {
         "{}",
         crate::util::render(&text)
     );
+}
+
+/// issue 16, item 3: `service start|restart NAME` waits for the service to be up and names
+/// its pid; one that exits at once is an error with its exit code and its last error line.
+#[test]
+fn service_start_waits_and_reports_an_exit_with_its_error() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    fs::write(
+        t.root().join("config.yaml"),
+        "services:\n  sleeper:\n    command: 'sleep 60'\n    enabled: false\n  \
+         broken:\n    command: 'echo \"error: the frobnicator is missing\" >&2; exit 3'\n    \
+         enabled: false\n",
+    )
+    .unwrap();
+    let _up = t.start_up();
+
+    let out = t.ok(&["service", "start", "sleeper"]);
+    let row = t.service("sleeper");
+    assert_eq!(row["state"], "up", "{row}");
+    assert_eq!(out, format!("Started `sleeper` (pid {})\n", row["pid"]));
+
+    let out = t.run(&["service", "start", "broken"]);
+    let text = render(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "error: `broken` did not start: exited with code 3: the frobnicator is missing"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("`hermes service logs broken`"), "{text}");
 }
