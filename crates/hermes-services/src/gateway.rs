@@ -140,6 +140,41 @@ pub fn ensure_registered(
     Ok(true)
 }
 
+/// What [`register_new_gateway`] did with a new profile's gateway service.
+#[derive(Debug)]
+pub enum Registration {
+    /// Registered now with the running supervisor: `down` until an operator starts it.
+    Registered,
+    /// The supervisor already had a service of that name.
+    Known,
+    /// No supervisor runs: reconciliation registers it when one starts.
+    NoSupervisor,
+    /// A supervisor runs but could not be reached, or refused the registration.
+    Failed(Error),
+}
+
+/// Tells the supervisor of `home`'s root, if one runs, about the gateway of `home`'s profile
+/// (just created; it does not autostart): what `hermes profile create` and the dashboard's
+/// Profiles page both do. Warnings about its `gateway.command` go to `out`.
+pub fn register_new_gateway(
+    home: &Home,
+    var: impl Fn(&str) -> Option<String>,
+    hermes_exe: &Path,
+    timeout: Duration,
+    out: &mut dyn Write,
+) -> Registration {
+    let mut client = match crate::connect(home.root(), var, timeout) {
+        Ok(client) => client,
+        Err(Error::NotRunning { .. }) => return Registration::NoSupervisor,
+        Err(e) => return Registration::Failed(e),
+    };
+    match ensure_registered(&mut client, home, hermes_exe, false, out) {
+        Ok(true) => Registration::Registered,
+        Ok(false) => Registration::Known,
+        Err(e) => Registration::Failed(e),
+    }
+}
+
 /// The systemd user unit that runs `profile`'s gateway on a host without `hermes up` — the
 /// same command, restart rule and grace as [`gateway_spec`]: `systemd` restarts it on failure
 /// but not after exit 78 (bad configuration), and waits the grace before SIGKILL.

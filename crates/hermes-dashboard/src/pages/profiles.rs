@@ -320,36 +320,32 @@ async fn create(State(app): State<App>, raw: Result<Bytes, BytesRejection>) -> R
 /// Registers the new profile's gateway with a running supervisor (down until started), as
 /// `hermes profile create` does; says what happened, since the profile exists either way.
 fn register_gateway(root: &Path, name: &ProfileName, vars: &Vars) -> String {
+    use hermes_services::gateway::{Registration, register_new_gateway};
     let service = hermes_services::gateway::service_name(name.as_str());
-    let client = hermes_services::connect(root, &**vars, CLIENT_TIMEOUT);
-    let mut client = match client {
-        Ok(client) => client,
-        Err(hermes_services::Error::NotRunning { .. }) => {
-            return format!(
-                "No supervisor is running: `{service}` is registered when `hermes up` (or the container) starts"
-            );
-        }
-        Err(e) => {
-            return format!(
-                "The supervisor could not be reached to register `{service}`: {}",
-                hermes_errors::one_line(&e)
-            );
-        }
-    };
     let home = match Home::for_profile(root.to_path_buf(), ProfileRef::Named(name.clone())) {
         Ok(home) => home,
         Err(e) => return hermes_errors::one_line(&e),
     };
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));
     let mut warnings = Vec::new();
-    match hermes_services::ensure_registered(&mut client, &home, &exe, false, &mut warnings) {
-        Ok(_) => format!(
+    let registration = register_new_gateway(&home, &**vars, &exe, CLIENT_TIMEOUT, &mut warnings);
+    let warnings = String::from_utf8_lossy(&warnings).trim().to_string();
+    let said = match registration {
+        Registration::Registered | Registration::Known => format!(
             "Registered `{service}` with the supervisor: it is down until started (Overview, or `hermes -p {name} gateway start`)"
         ),
-        Err(e) => format!(
-            "Could not register `{service}`: {}",
+        Registration::NoSupervisor => format!(
+            "No supervisor is running: `{service}` is registered when `hermes up` (or the container) starts"
+        ),
+        Registration::Failed(e) => format!(
+            "Could not register `{service}` with the supervisor: {}",
             hermes_errors::one_line(&e)
         ),
+    };
+    if warnings.is_empty() {
+        said
+    } else {
+        format!("{said} ({warnings})")
     }
 }
 

@@ -7,6 +7,7 @@ use hermes_home::gateway_state;
 use hermes_home::layout::read_active_profile;
 use hermes_home::profile::{self, CreateOptions, Disposal, alias};
 use hermes_home::{Home, ProfileName, ProfileRef};
+use hermes_services::gateway::Registration;
 use serde::Serialize;
 
 use crate::cli::ProfileCommand;
@@ -65,26 +66,30 @@ fn create(
     // A running supervisor learns about the new profile's gateway at once (down until started).
     // Not reaching one is said, never skipped in silence: with none running the gateway is
     // picked up at the next start; a supervisor that runs but cannot be reached is a problem.
-    match hermes_services::connect(&root, Context::var, CONNECT_TIMEOUT) {
-        Ok(mut client) => {
-            let home = Home::for_profile(root.clone(), ProfileRef::Named(name.clone()))?;
-            match crate::commands::gateway::ensure_registered(&home, &mut client, false) {
-                Ok(()) => text.push_str(&format!(
-                    "Registered `{}` with the supervisor (start it with `hermes -p {name} gateway start`)\n",
-                    crate::commands::gateway::service_name(name.as_str())
-                )),
-                Err(e) => output::stderr(&format!(
-                    "warning: could not register the gateway: {}\n",
-                    e.message
-                )),
-            }
-        }
-        Err(hermes_services::Error::NotRunning { .. }) => text.push_str(
+    let home = Home::for_profile(root.clone(), ProfileRef::Named(name.clone()))?;
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hermes"));
+    let mut warnings = Vec::new();
+    let registration = hermes_services::gateway::register_new_gateway(
+        &home,
+        Context::var,
+        &exe,
+        CONNECT_TIMEOUT,
+        &mut warnings,
+    );
+    if !warnings.is_empty() {
+        output::stderr(&String::from_utf8_lossy(&warnings));
+    }
+    match registration {
+        Registration::Registered | Registration::Known => text.push_str(&format!(
+            "Registered `{}` with the supervisor (start it with `hermes -p {name} gateway start`)\n",
+            crate::commands::gateway::service_name(name.as_str())
+        )),
+        Registration::NoSupervisor => text.push_str(
             "No supervisor is running: its gateway is registered when `hermes up` (or the \
              container) starts\n",
         ),
-        Err(e) => output::stderr(&format!(
-            "warning: could not reach the supervisor to register the gateway: {}\n",
+        Registration::Failed(e) => output::stderr(&format!(
+            "warning: could not register the gateway with the supervisor: {}\n",
             hermes_errors::one_line(&e)
         )),
     }
