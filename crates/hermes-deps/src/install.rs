@@ -211,6 +211,10 @@ pub struct InstallOutcome {
     pub still_missing: Vec<String>,
     /// Why the post-install re-check could not run, if it could not.
     pub recheck_error: Option<String>,
+    /// The installer ran with `--dry-run`: it only resolved, nothing was installed.
+    pub dry_run: bool,
+    /// A dry run's plan in the installer's own words (`Would install 1 package`, ` + six==1.17.0`).
+    pub would: Vec<String>,
 }
 
 impl InstallOutcome {
@@ -246,15 +250,26 @@ impl InstallOutcome {
     }
 
     /// Plain-text rendering: the command, then `error:`/`hint:` lines and the
-    /// installer's stderr on failure.
+    /// installer's stderr on failure. A dry run says what would run, the installer's plan and
+    /// that nothing changed — never `ran:` or `installed`.
     pub fn render(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         if !self.command.is_empty() {
             writeln!(
                 out,
                 "{} {}",
-                if self.blocked { "would run:" } else { "ran:" },
+                if self.blocked || self.dry_run {
+                    "would run:"
+                } else {
+                    "ran:"
+                },
                 self.command
             )?;
+        }
+        if self.ok && self.dry_run {
+            for line in &self.would {
+                writeln!(out, "  {line}")?;
+            }
+            return writeln!(out, "dry run: nothing was installed or changed");
         }
         if self.ok {
             if self.still_missing.is_empty() {
@@ -300,6 +315,18 @@ pub fn display_command(installer: &str, target: Option<&Path>, specs: &[String])
     }
     parts.extend(specs.iter().map(|s| shell_word(s)));
     parts.join(" ")
+}
+
+/// The command line `cmd` runs, as printed (`ran: …`, the progress line): its program and
+/// every argument in order — the real flags (`--python`, `--dry-run`, `--constraint`, …),
+/// not a summary — each quoted where a shell would mangle it, so it can be re-run by hand.
+/// (The environment it runs with is not part of it.)
+pub fn command_line(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|word| shell_word(&word.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Installs `specs` where the routing says, never panicking and never
@@ -353,6 +380,10 @@ pub fn install_specs(specs: &[impl AsRef<str>], options: &InstallOptions) -> Ins
         Ok(o) => o,
         Err((err, command)) => InstallOutcome::failed(&err, command.unwrap_or(uv_display)),
     };
+    if options.dry_run {
+        outcome.dry_run = true;
+        outcome.would = dry_run_plan(&outcome.stdout, &outcome.stderr);
+    }
     if outcome.ok && !options.dry_run {
         options.emit(InstallEvent::Rechecking);
         match options.interpreter().map(|i| i.missing(&specs)) {
@@ -499,7 +530,6 @@ fn run_install(
     }
 
     if let Some(uv) = options.uv() {
-        let command = display_command("uv pip install", target, specs);
         let mut cmd = Command::new(program(&uv));
         cmd.current_dir(workdir)
             .env_clear()
@@ -511,6 +541,7 @@ fn run_install(
             .arg(&python)
             .args(["--compile-bytecode", "--no-config"]);
         cmd.args(&extra).args(specs);
+        let command = command_line(&cmd);
         options.emit(InstallEvent::Running {
             command: command.clone(),
         });
@@ -533,13 +564,13 @@ fn run_install(
         }
     }
 
-    let command = display_command(
+    // What would run, for a failure before pip runs (the real command line is said below).
+    let planned = display_command(
         &format!("{} -m pip install", python.display()),
         target,
         specs,
     );
-    ensure_pip(options, &python, target.is_some(), workdir)
-        .map_err(|e| (e, Some(command.clone())))?;
+    ensure_pip(options, &python, target.is_some(), workdir).map_err(|e| (e, Some(planned)))?;
     let mut cmd = Command::new(&python);
     cmd.current_dir(workdir)
         .env_clear()
@@ -560,6 +591,7 @@ fn run_install(
         cmd.arg("--upgrade");
     }
     cmd.args(&extra).args(specs);
+    let command = command_line(&cmd);
     options.emit(InstallEvent::Running {
         command: command.clone(),
     });
@@ -612,6 +644,26 @@ fn ensure_pip(
         Ok(o) => Err(pip_missing(tail(o.stderr.trim(), 400).to_string())),
         Err(e) => Err(pip_missing(hermes_errors::one_line(&e))),
     }
+}
+
+/// A dry run's plan as the installer printed it: pip's `Would install six-1.17.0` (stdout),
+/// uv's `Would install 1 package` followed by ` + six==1.17.0` lines, or `Would make no
+/// changes` (stderr). Resolution chatter (`Resolved 1 package in 3ms`) is left out.
+fn dry_run_plan(stdout: &str, stderr: &str) -> Vec<String> {
+    let mut plan = Vec::new();
+    let mut in_plan = false;
+    for line in stdout.lines().chain(stderr.lines()) {
+        let line = line.trim_end();
+        if line.starts_with("Would ") {
+            in_plan = true;
+            plan.push(line.to_string());
+        } else if in_plan && (line.starts_with(" + ") || line.starts_with(" - ")) {
+            plan.push(line.to_string());
+        } else {
+            in_plan = false;
+        }
+    }
+    plan
 }
 
 fn finish(program: &str, out: Captured, command: String) -> InstallOutcome {
@@ -778,6 +830,25 @@ mod tests {
     }
 
     #[test]
+    fn the_command_line_is_every_argument_in_order_quoted_for_a_shell() {
+        let mut cmd = Command::new("/opt/data/bin/uv");
+        cmd.args([
+            "pip",
+            "install",
+            "--python",
+            "/venv/bin/python3",
+            "--dry-run",
+        ])
+        .args(["mem0ai>=2.0.10,<3", "it's"])
+        .env("UV_INDEX_URL", "https://example.invalid/simple");
+        assert_eq!(
+            command_line(&cmd),
+            "/opt/data/bin/uv pip install --python /venv/bin/python3 --dry-run \
+             'mem0ai>=2.0.10,<3' 'it'\\''s'"
+        );
+    }
+
+    #[test]
     fn command_display_venv_vs_target() {
         let specs = vec!["honcho-ai".to_string(), "mem0ai>=2.0.10,<3".to_string()];
         assert_eq!(
@@ -825,6 +896,31 @@ mod tests {
             text.contains("error: `pip install` failed")
                 && text.contains("hint: ")
                 && text.contains("THE-END")
+        );
+    }
+
+    #[test]
+    fn a_dry_run_says_what_would_run_and_that_nothing_changed() {
+        let uv = "Using Python 3.11.7 environment at: v\nResolved 1 package in 3ms\nWould install 1 package\n + six==1.17.0\n";
+        let pip = "Collecting six\n  Using cached six-1.17.0.whl\nWould install six-1.17.0\n";
+        assert_eq!(
+            dry_run_plan("", uv),
+            vec!["Would install 1 package", " + six==1.17.0"]
+        );
+        assert_eq!(dry_run_plan(pip, ""), vec!["Would install six-1.17.0"]);
+        let outcome = InstallOutcome {
+            ok: true,
+            command: "uv pip install six".into(),
+            dry_run: true,
+            would: dry_run_plan("", uv),
+            ..InstallOutcome::default()
+        };
+        let mut buf = Vec::new();
+        outcome.render(&mut buf).unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "would run: uv pip install six\n  Would install 1 package\n   + six==1.17.0\n\
+             dry run: nothing was installed or changed\n"
         );
     }
 }

@@ -7,6 +7,7 @@
 //! * `auth` — `auth list` and `dump` on stored credentials (masked keys)
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
 //! * `diagnostics` — version, dump (snapshot), doctor
+//! * `dry_run` — `deps install --dry-run` says what would run and that nothing changed
 //! * `engine` — the gateway engine: unusable settings, the original agent's gateway under `hermes up`
 //! * `handoff` — what our CLI does not implement goes to hermes-agent's CLI (a fake one, then the original)
 //! * `gateway` — gateway run, exit codes, lock, lifecycle under `hermes up`, chat
@@ -28,6 +29,7 @@ mod auth;
 mod conventions;
 mod dashboard;
 mod diagnostics;
+mod dry_run;
 mod engine;
 mod formats;
 mod gateway;
