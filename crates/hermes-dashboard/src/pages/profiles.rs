@@ -394,7 +394,20 @@ async fn remove(
                     ));
                 }
             },
-            Err(_) => format!("No supervisor answered: `{service}` is not started again"),
+            Err(hermes_services::Error::NotRunning { .. }) => {
+                format!("No supervisor is running: `{service}` is not started again")
+            }
+            // One runs but does not answer: its gateway may be writing into the profile.
+            Err(e) => {
+                return Err(refuse(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!(
+                        "the supervisor did not answer, so `{service}` may still run: {}",
+                        hermes_errors::one_line(&e)
+                    ),
+                    Some("the profile was not deleted; retry in a moment".into()),
+                ));
+            }
         };
         let deleted =
             profile::delete(&root, home.profile(), Disposal::Trash).map_err(|e| home_problem(&e))?;
