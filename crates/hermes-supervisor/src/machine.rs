@@ -519,6 +519,18 @@ impl Machine {
         self.shutdown != Shutdown::Running
     }
 
+    /// The services being stopped right now, in the order their stop signals went out (newest
+    /// start first, as shutdown stops them): what a supervisor in the foreground says it stops.
+    pub fn stopping(&self) -> Vec<String> {
+        let mut stopping: Vec<&Service> = self
+            .services
+            .iter()
+            .filter(|s| matches!(s.state, ServiceState::Stopping { .. }))
+            .collect();
+        stopping.sort_by_key(|s| std::cmp::Reverse(s.seq));
+        stopping.iter().map(|s| s.spec.name.clone()).collect()
+    }
+
     /// The earliest instant at which [`Event::Tick`] has work to do.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.services

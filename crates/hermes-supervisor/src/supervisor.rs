@@ -101,6 +101,13 @@ pub trait Hooks {
     /// PID 1 gives back memory only the boot needed here. A loop that ends sooner never
     /// calls it, so short-lived runs pay nothing.
     fn settled(&mut self) {}
+
+    /// Shutdown has begun: `stopping` are the services whose stop signal just went out, in that
+    /// order (empty when none was running). Called once; [`Supervisor::run`] returns when they
+    /// have all exited. `hermes up` says so on its stderr.
+    fn shutting_down(&mut self, stopping: &[String]) {
+        let _ = stopping;
+    }
 }
 
 /// Hooks that do nothing.
@@ -358,6 +365,7 @@ impl Supervisor {
         let boot = self.machine.handle(Event::Boot, Instant::now());
         self.execute(boot, hooks, out, &mut outcome);
         let mut settle_at = Some(Instant::now() + SETTLE_AFTER);
+        let mut announced = false;
         while outcome.is_none() {
             let ready = self.wait(&sfd, settle_at, out);
             let now = Instant::now();
@@ -401,6 +409,12 @@ impl Supervisor {
             let acts = self.machine.handle(Event::Tick, now);
             self.execute(acts, hooks, out, &mut outcome);
             self.service_clients(&ready.conns, now, hooks, out, &mut outcome);
+            // In the turn shutdown began, before any stopped service's exit is handled: every
+            // service signalled is still `stopping`.
+            if !announced && self.machine.is_shutting_down() {
+                announced = true;
+                hooks.shutting_down(&self.machine.stopping());
+            }
             out.flush(Instant::now(), ready.mirror);
         }
         self.drain_pipes(out);

@@ -141,10 +141,20 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
             failure.code = hermes_gateway::error::EXIT_CONFIG;
             Err(failure)
         }
-        other => Err(Failure::new(
-            format!("the gateway stopped unexpectedly: {other:?}"),
-            None,
-        )),
+        // A way of ending this binary does not know (the enum is non-exhaustive): its exit
+        // code, never its debug form.
+        other => {
+            let mut failure = Failure::new(
+                format!(
+                    "the gateway stopped for a reason this version of hermes cannot name (exit \
+                     code {})",
+                    other.exit_code()
+                ),
+                Some("see the lines above; report it if they do not explain it".into()),
+            );
+            failure.code = other.exit_code();
+            Err(failure)
+        }
     }
 }
 

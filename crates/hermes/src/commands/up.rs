@@ -13,7 +13,7 @@
 //! (`hermes_services::dashboard`).
 
 use hermes_home::config::Config;
-use hermes_supervisor::{Options, Supervisor};
+use hermes_supervisor::{Desired, Hooks, Options, ServiceSpec, Supervisor};
 
 use hermes_services::dashboard::{
     DASHBOARD_VAR, Host, add_unless_declared, dashboard_enabled, dashboard_spec,
@@ -35,7 +35,7 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     let (gateways, actions) = hermes_services::reconcile(&root, &exe, None, true, &mut notes);
     let mut lines = String::from_utf8_lossy(&notes).into_owned();
     for action in &actions {
-        lines.push_str(&format!("hermes up: {}\n", action.describe()));
+        lines.push_str(&format!("hermes up: {}\n", describe(action)));
     }
     specs.extend(gateways);
     let dashboard =
@@ -63,10 +63,52 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     // An operator's start/stop is written to the profile's `gateway_state.json` as
     // `desired_state` (the hooks PID 1 wraps; a host command keeps its code pages).
     let mut stderr = std::io::stderr();
-    let mut hooks = hermes_services::DesiredStateHooks {
+    let mut hooks = UpHooks(hermes_services::DesiredStateHooks {
         home: root,
         log: &mut stderr,
-    };
+    });
     supervisor.run(&mut hooks, &mut std::io::stdout())?;
+    output::stderr("hermes up: every service has stopped; done\n");
     Ok(ExitStatus::Success)
+}
+
+/// What `hermes up` does with a profile's gateway, in words (the boot log keeps the
+/// original's `profile=… prior_state=… action=…` line, `GatewayAction::describe`).
+fn describe(action: &hermes_services::GatewayAction) -> String {
+    let service = hermes_services::service_name(&action.profile);
+    let recorded = match action.prior_state.as_deref() {
+        Some(state) => format!("its recorded state is `{state}`"),
+        None => "it has no recorded state".to_string(),
+    };
+    if action.started {
+        format!("starting `{service}` ({recorded})")
+    } else {
+        format!(
+            "`{service}` is registered, not started ({recorded}; start it with `hermes -p {} gateway start`)",
+            action.profile
+        )
+    }
+}
+
+/// The desired-state hooks (`hermes_services::DesiredStateHooks`), and the operator told on
+/// stderr what a Ctrl-C or SIGTERM stops.
+struct UpHooks<'a>(hermes_services::DesiredStateHooks<'a>);
+
+impl Hooks for UpHooks<'_> {
+    fn desired_state_changed(&mut self, service: &ServiceSpec, desired: Desired) {
+        self.0.desired_state_changed(service, desired);
+    }
+
+    fn shutting_down(&mut self, stopping: &[String]) {
+        let text = if stopping.is_empty() {
+            "hermes up: stopping; no service is running\n".to_string()
+        } else {
+            let names: Vec<String> = stopping.iter().map(|name| format!("`{name}`")).collect();
+            format!(
+                "hermes up: stopping {} (in this order; a second Ctrl-C kills them)\n",
+                names.join(", ")
+            )
+        };
+        output::stderr(&text);
+    }
 }

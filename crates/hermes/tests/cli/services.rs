@@ -267,3 +267,53 @@ fn service_start_waits_and_reports_an_exit_with_its_error() {
     );
     assert!(text.contains("`hermes service logs broken`"), "{text}");
 }
+
+/// issue 16, item 9: `hermes up` says in words what it does with each gateway, and on stderr
+/// what a SIGTERM stops (in the order it stops them) and when it is done — no Rust debug
+/// formatting (`prior_state=None`) anywhere.
+#[test]
+fn up_says_what_it_stops_and_when_it_is_done() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    t.free_ports(&[]);
+    fs::write(
+        t.root().join("config.yaml"),
+        "services:\n  ticker:\n    command: 'exec sleep 60'\n",
+    )
+    .unwrap();
+    let mut up = t.start_up();
+    wait_until("both up", Duration::from_secs(30), || {
+        state_of(&t, "ticker") == "up" && state_of(&t, "gateway-default") == "up"
+    });
+    assert_eq!(up.stop(), Some(0));
+    let mut stderr = String::new();
+    use std::io::Read;
+    up.0.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        stderr.contains("hermes up: starting `gateway-default` (it has no recorded state)\n"),
+        "{stderr}"
+    );
+    let stopping = stderr
+        .lines()
+        .position(|l| l.starts_with("hermes up: stopping "))
+        .unwrap_or_else(|| panic!("no stopping line: {stderr}"));
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines[stopping],
+        "hermes up: stopping `gateway-default`, `ticker` (in this order; a second Ctrl-C kills \
+         them)",
+        "newest start first: {stderr}"
+    );
+    assert_eq!(
+        lines.last(),
+        Some(&"hermes up: every service has stopped; done"),
+        "{stderr}"
+    );
+    for internal in ["prior_state=", "None", "Some("] {
+        assert!(!stderr.contains(internal), "{internal}: {stderr}");
+    }
+}
