@@ -785,6 +785,20 @@ mod tests {
     }
 
     #[test]
+    fn a_new_key_goes_after_a_nested_last_child_and_odd_plain_values_are_kept() {
+        let text = "model :\n  default: a#b\n  extra:\n    a: 1\n    list:\n    - x\nother: 2\n";
+        let out = edit(text, &[("model.provider", "p")]).unwrap();
+        assert_eq!(
+            out,
+            "model :\n  default: a#b\n  extra:\n    a: 1\n    list:\n    - x\n  provider: p\nother: 2\n"
+        );
+        let out = edit(text, &[("model.default", "c")]).unwrap();
+        assert_eq!(out, text.replace("a#b", "c"));
+        let out = edit(text, &[("model.extra.a", "2")]).unwrap();
+        assert_eq!(out, text.replace("    a: 1", "    a: \"2\""));
+    }
+
+    #[test]
     fn an_empty_key_becomes_a_mapping() {
         let out = edit("model:   # set below\nx: 1\n", &[("model.default", "m")]).unwrap();
         assert_eq!(out, "model:   # set below\n  default: m\nx: 1\n");
