@@ -284,7 +284,8 @@ pub enum Event {
     SpawnFailed {
         /// Service name.
         service: String,
-        /// The error, in words.
+        /// The error in one line naming what failed (`cannot start: …`, `cannot change to
+        /// directory …`): the state's reason as it is.
         reason: String,
         /// The shell's code for it: [`EXIT_SPAWN_FAILED`] or [`EXIT_NOT_EXECUTABLE`].
         code: i32,
@@ -621,7 +622,9 @@ impl Machine {
                 code,
             } => {
                 if let Some(i) = self.find(&service) {
-                    let why = format!("cannot start: {reason}");
+                    // The reason is a whole line already (`cannot start: …`, `cannot change
+                    // to directory …`): the spawn knows which step failed.
+                    let why = reason;
                     // The main program never started: nothing will ever end the loop
                     // otherwise. Said in one line, with the shell's code (127 not found, 126
                     // not executable), as a shell would.
@@ -1957,13 +1960,18 @@ mod tests {
         m.handle(
             Event::SpawnFailed {
                 service: "a".into(),
-                reason: "no such file".into(),
+                reason: "cannot start: `x`: command not found".into(),
                 code: EXIT_SPAWN_FAILED,
             },
             t0,
         );
         let st = m.status_of("a", t0).unwrap();
         assert_eq!(st.state, StateName::Backoff);
-        assert!(st.reason.contains("cannot start: no such file"));
+        assert!(
+            st.reason
+                .starts_with("cannot start: `x`: command not found; retrying"),
+            "the spawn's words, then the schedule: {}",
+            st.reason
+        );
     }
 }

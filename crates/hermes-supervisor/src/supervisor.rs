@@ -10,7 +10,7 @@
 //! directories), [`Supervisor::run`], the wait, signals and reaping, and executing actions.
 //! The jobs the loop hands out live beside it, each an `impl Supervisor` block:
 //! * `spawn` — starting a service (everything prepared before `fork`, only async-signal-safe
-//!   calls after) and its readiness socket;
+//!   calls after) and its readiness socket; `spawn_error` words why a start failed;
 //! * `capture` — service output: pipes into lines, log files and the mirror;
 //! * `control` — the control server: accepting clients, frames, replies, client limits, and
 //!   what a non-root client may register ([`confine_run_as`], [`confine_log`]).
@@ -35,6 +35,7 @@
 mod capture;
 mod control;
 mod spawn;
+mod spawn_error;
 
 use std::collections::HashMap;
 use std::fs::{self, File};

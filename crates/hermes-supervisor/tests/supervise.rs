@@ -676,3 +676,64 @@ fn a_service_registered_by_a_non_root_client_runs_as_that_client() {
         assert_eq!(fs::read_to_string(&file).unwrap().trim(), "65534", "{name}");
     }
 }
+
+/// A start that fails names its real cause: std reports only an errno, the same `ENOENT` for
+/// a missing working directory as for a missing program, which used to be blamed on the
+/// program (`/bin/sh`).
+#[test]
+fn a_failed_start_names_its_real_cause() {
+    let files = tempfile::tempdir().unwrap();
+    let noexec = files.path().join("noexec");
+    fs::write(&noexec, "#!/bin/sh\necho never\n").unwrap();
+    fs::set_permissions(&noexec, fs::Permissions::from_mode(0o644)).unwrap();
+    let noexec = noexec.display().to_string();
+    let missing = files.path().join("missing").display().to_string();
+    let h = Harness::start(
+        &format!(
+            r#"
+services:
+  nodir:
+    command: "exec sleep 60"
+    cwd: {missing}
+    restart: never
+  filedir:
+    command: ["sleep", "60"]
+    cwd: {noexec}
+    restart: never
+  nocmd:
+    command: ["hermes-test-no-such-command"]
+    restart: never
+  noexec:
+    command: ["{noexec}"]
+    restart: never
+  fine:
+    command: "exec sleep 60"
+    cwd: {dir}
+"#,
+            dir = files.path().display(),
+        ),
+        &[],
+    );
+    let reason = |name: &str| h.wait_state(name, StateName::Failed).reason;
+    assert_eq!(
+        reason("nodir"),
+        format!(
+            "cannot change to directory `{missing}` (service `nodir`): no such file or directory"
+        )
+    );
+    assert_eq!(
+        reason("filedir"),
+        format!("cannot change to directory `{noexec}` (service `filedir`): not a directory")
+    );
+    assert_eq!(
+        reason("nocmd"),
+        "cannot start: `hermes-test-no-such-command`: command not found"
+    );
+    let denied = reason("noexec");
+    assert!(
+        denied.starts_with(&format!("cannot start: `{noexec}`: permission denied")),
+        "{denied}"
+    );
+    // A directory that exists is entered: the service runs.
+    h.wait_state("fine", StateName::Up);
+}

@@ -6,28 +6,33 @@
 //! mask the loop blocked, take the terminal's foreground for PID 1's main program, apply the
 //! verified privilege drop, ask for SIGTERM when the supervisor dies). A service's stdout and
 //! stderr become non-blocking pipes handed to `capture`; its process group is recorded in the
-//! runtime directory ([`crate::groups`]). A spawn that fails is an event with the shell's code
+//! runtime directory ([`crate::groups`]). A spawn that fails is an event with its real cause
+//! (the working directory, the program, its interpreter: [`SpawnError`]) and the shell's code
 //! (126 not executable, 127 not found), never an error of the loop.
 //!
 //! Readiness: one datagram socket per service at `<runtime dir>/notify/<service>.sock`, passed
 //! as `NOTIFY_SOCKET`. The socket identifies the service, so no credential lookup can race a
 //! short-lived sender (such as `systemd-notify`); `READY=1` on it is [`Event::Ready`].
 
+use std::ffi::CString;
 use std::fs::{self, File};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use hermes_privilege::DropPlan;
+use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use nix::unistd::{Pid, Uid};
 
 use super::Supervisor;
 use super::capture::Pipe;
+use super::spawn_error::{SpawnError, program_exists};
 use crate::logs::LineBuffer;
 use crate::machine::Event;
 use crate::mirror::MirrorOut;
@@ -42,21 +47,32 @@ pub(super) struct Notify {
 impl Supervisor {
     /// Spawns a service; the returned event says how it went.
     pub(super) fn spawn(&mut self, name: &str, out: &mut MirrorOut<'_>) -> Event {
-        let failed = |reason: String| Event::SpawnFailed {
+        let failed = |error: SpawnError| Event::SpawnFailed {
             service: name.to_string(),
-            reason,
-            code: crate::machine::EXIT_SPAWN_FAILED,
+            reason: error.to_string(),
+            code: error.exit_code(),
         };
         let Some(spec) = self.machine.spec(name).cloned() else {
-            return failed("unknown service".into());
+            return failed(SpawnError::Nothing("unknown service"));
         };
         let Some((prog, args)) = spec.argv.split_first() else {
-            return failed("empty command".into());
+            return failed(SpawnError::Nothing("empty command"));
         };
         let mut cmd = Command::new(prog);
         cmd.args(args).envs(&spec.env).process_group(0);
-        if let Some(cwd) = &spec.cwd {
-            cmd.current_dir(cwd);
+        // Before the privilege drop below, as std's own `current_dir` would be: the directory
+        // is entered with the supervisor's rights.
+        let change_dir = match spec
+            .cwd
+            .as_deref()
+            .map(|dir| ChangeDir::new(name, dir, prog))
+        {
+            Some(Err(error)) => return failed(error),
+            Some(Ok(change_dir)) => Some(change_dir),
+            None => None,
+        };
+        if let Some(change_dir) = &change_dir {
+            change_dir.install(&mut cmd);
         }
         // The main program (PID 1's CMD) gets the container environment unchanged: it has
         // no readiness protocol to speak, and an extra `NOTIFY_SOCKET` would leak into it.
@@ -113,22 +129,30 @@ impl Supervisor {
         unsafe {
             cmd.pre_exec(move || parent_death_signal(supervisor));
         }
-        let mut child = match cmd.spawn() {
+        let spawned = cmd.spawn();
+        let mut child = match spawned {
             Ok(c) => c,
             Err(e) => {
-                // As a shell: found but not runnable is 126, not found (the program or its
-                // `#!` interpreter) is 127.
-                let code = match e.raw_os_error() {
-                    Some(libc::EACCES | libc::ENOEXEC | libc::EPERM | libc::EISDIR) => {
-                        crate::machine::EXIT_NOT_EXECUTABLE
-                    }
-                    _ => crate::machine::EXIT_SPAWN_FAILED,
+                let errno = e
+                    .raw_os_error()
+                    .map_or(Errno::UnknownErrno, Errno::from_raw);
+                let error = match (&change_dir, &spec.cwd) {
+                    (Some(change_dir), Some(dir)) if change_dir.failed() => SpawnError::Cwd {
+                        service: name.to_string(),
+                        dir: dir.clone(),
+                        errno,
+                    },
+                    _ => SpawnError::Exec {
+                        program: prog.clone(),
+                        errno,
+                        exists: program_exists(
+                            prog,
+                            spec.cwd.as_deref(),
+                            child_path(&spec).as_deref(),
+                        ),
+                    },
                 };
-                return Event::SpawnFailed {
-                    service: name.to_string(),
-                    reason: format!("`{prog}`: {e}"),
-                    code,
-                };
+                return failed(error);
             }
         };
         let pid = child.id() as i32;
@@ -208,6 +232,83 @@ impl Supervisor {
             events.push(Event::Ready { pid });
         }
     }
+}
+
+/// The service's working directory, entered by the child before `exec`, and the pipe on which
+/// the child says that this step failed: std reports a failed spawn as a bare errno, the same
+/// `ENOENT` for a missing directory as for a missing program.
+struct ChangeDir {
+    /// The directory, NUL-terminated before the fork (the child must not allocate).
+    dir: CString,
+    /// Readable (non-blocking) in the parent: one byte when the child's `chdir` failed.
+    failed_read: OwnedFd,
+    /// The child's end; close-on-exec, so a successful `exec` leaves the pipe empty.
+    failed_write: OwnedFd,
+}
+
+impl ChangeDir {
+    /// Prepares `service`'s entering `dir` before it runs `program`: a path with a NUL byte
+    /// cannot be entered, and without a pipe (no file descriptor left) nothing can start.
+    fn new(service: &str, dir: &Path, program: &str) -> Result<Self, SpawnError> {
+        let c_dir = CString::new(dir.as_os_str().as_bytes()).map_err(|_| SpawnError::Cwd {
+            service: service.to_string(),
+            dir: dir.to_path_buf(),
+            errno: Errno::EINVAL,
+        })?;
+        let (failed_read, failed_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
+            .map_err(|errno| SpawnError::Exec {
+                program: program.to_string(),
+                errno,
+                exists: true,
+            })?;
+        Ok(Self {
+            dir: c_dir,
+            failed_read,
+            failed_write,
+        })
+    }
+
+    /// Adds the step to `cmd`'s child (in the order of the `pre_exec` calls).
+    fn install(&self, cmd: &mut Command) {
+        let dir = self.dir.clone();
+        let failed = self.failed_write.as_raw_fd();
+        #[allow(unsafe_code)]
+        // SAFETY: runs between fork and exec; `enter_dir` only calls chdir and write on data
+        // prepared before the fork, without allocating. The write end stays open in the
+        // parent until `cmd.spawn()` has returned.
+        unsafe {
+            cmd.pre_exec(move || enter_dir(&dir, failed));
+        }
+    }
+
+    /// After a failed spawn: whether it was the child's `chdir` that failed (std's spawn returns
+    /// only once the child has reported its error, so the byte is there by then).
+    fn failed(&self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(nix::unistd::read(&self.failed_read, &mut byte), Ok(1))
+    }
+}
+
+/// In the child before `exec`: enters the service's directory or, failing that, says so on
+/// `failed` and returns `chdir`'s error (which std reports as the spawn's).
+fn enter_dir(dir: &std::ffi::CStr, failed: RawFd) -> std::io::Result<()> {
+    if let Err(errno) = nix::unistd::chdir(dir) {
+        #[allow(unsafe_code)]
+        // SAFETY: `failed` is the open write end of a pipe; one byte from a static buffer.
+        unsafe {
+            libc::write(failed, b"d".as_ptr().cast(), 1);
+        }
+        return Err(errno.into());
+    }
+    Ok(())
+}
+
+/// The `PATH` the child's `exec` searches: the spec's own, else the supervisor's.
+fn child_path(spec: &ServiceSpec) -> Option<String> {
+    spec.env
+        .get("PATH")
+        .cloned()
+        .or_else(|| std::env::var("PATH").ok())
 }
 
 /// In the child before `exec`, after any privilege drop: asks for SIGTERM when the supervisor
