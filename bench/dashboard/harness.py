@@ -186,6 +186,8 @@ def ours(args, work, driver):
            "HERMES_AGENT_CLI": "", "HERMES_DASHBOARD": "1",
            "HERMES_DASHBOARD_PORT": str(port), "HERMES_DASHBOARD_SESSION_TOKEN": TOKEN,
            "HERMES_RUNTIME_DIR": os.path.join(work, "run")}
+    if "MALLOC_ARENA_MAX" in os.environ:  # an allocator experiment, passed on when asked
+        env["MALLOC_ARENA_MAX"] = os.environ["MALLOC_ARENA_MAX"]
     up = common.spawn([args.hermes, "up"], env=env, stdout=subprocess.DEVNULL,
                       stderr=open(os.path.join(work, "up.log"), "w"))
     try:

@@ -21,6 +21,9 @@ pub const DASHBOARD_SERVICE: &str = "dashboard";
 /// The original's switch.
 pub const DASHBOARD_VAR: &str = "HERMES_DASHBOARD";
 
+/// glibc's `MALLOC_ARENA_MAX` for the dashboard.
+const MALLOC_ARENAS: &str = "1";
+
 /// Where the supervisor runs, which decides the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Host {
@@ -46,6 +49,14 @@ pub fn dashboard_spec(exe: &Path, enabled: bool, identity: Option<&Identity>) ->
         vec![exe.to_string_lossy().into_owned(), "dashboard".into()],
     );
     spec.enabled = enabled;
+    // One malloc arena: the dashboard's few threads do not contend, and each extra arena
+    // keeps pages after a burst of clients (measured: RSS after 32 clients 16.0 → 14.3 MiB,
+    // bench/dashboard). An operator's own setting wins: the supervisor passes its whole
+    // environment on, and `env` would override it.
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        spec.env
+            .insert("MALLOC_ARENA_MAX".into(), MALLOC_ARENAS.into());
+    }
     if let Some(id) = identity {
         run_as_identity(&mut spec, id);
     }
