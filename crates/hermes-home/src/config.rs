@@ -13,7 +13,11 @@
 //! A file that fails to parse is reported with its line and column and is never rewritten.
 //! A missing file reads as an empty mapping (every default applies). The only way to write is
 //! [`Config::edit`], which holds `config.yaml.lock` from the read to the write, so concurrent
-//! writers never lose each other's settings.
+//! writers never lose each other's settings, and writes through the byte-preserving editor
+//! ([`crate::yaml_edit`]): only the keys a change sets or removes are touched; comments,
+//! quoting, order, indentation, line endings, the mode and the owner stay. A layout the editor
+//! cannot change exactly is refused with [`Error::ConfigLayout`] and nothing is written — never
+//! a re-serialization of the whole file, which would silently drop every comment.
 //!
 //! Keys Hermes reads (defaults in `seeds/config.yaml`, documented in `docs/configuration.md`):
 //!
@@ -36,8 +40,7 @@ use std::path::{Path, PathBuf};
 use yaml_serde::{Mapping, Value};
 
 use crate::Error;
-use crate::atomic::write_atomic;
-use crate::{damage, lock};
+use crate::{damage, lock, yaml_edit};
 
 /// The mode of `config.yaml` and of its lock file.
 pub(crate) const MODE: u32 = 0o640;
@@ -291,31 +294,73 @@ impl Config {
         }
     }
 
-    /// Changes the `config.yaml` at `path`: loads it, runs `change` and writes the document
-    /// back (atomically, mode 0640, every other key kept) if `change` changed it, all while
-    /// holding `config.yaml.lock`, so a setting another process writes meanwhile is never lost.
-    /// A file that does not parse is an error and is not rewritten; when `change` fails
-    /// nothing is written. A file this creates also gets `_config_version:`
+    /// Removes the value at a dotted path, and then every mapping on the path left empty by
+    /// that (as the original's `hermes config unset` does). Returns whether the key was there.
+    pub fn unset(&mut self, dotted: &str) -> bool {
+        let keys: Vec<&str> = dotted.split('.').collect();
+        remove_path(&mut self.doc, &keys)
+    }
+
+    /// Changes the `config.yaml` at `path`: loads it, runs `change` and, if `change` changed
+    /// the document, writes exactly those changes into the file's text through
+    /// [`crate::yaml_edit`] (every other byte kept, atomically, keeping mode and owner), all
+    /// while holding `config.yaml.lock`, so a setting another process writes meanwhile is
+    /// never lost. A file that does not parse is an error and is not rewritten; when `change`
+    /// fails nothing is written. A file this creates also gets `_config_version:`
     /// [`ORIGINAL_CONFIG_VERSION`], so the original does not take it for a legacy file.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ConfigLayout`] when the change touches a part of the file the editor cannot
+    /// change exactly (flow style, anchors, a list as the new value, …): nothing is written.
     pub fn edit<T>(
         path: &Path,
         change: impl FnOnce(&mut Config) -> Result<T, Error>,
     ) -> Result<T, Error> {
         lock::with_locked(&lock::sidecar(path), MODE, || {
-            let mut config = Config::load(path)?;
+            let old = yaml_edit::read_text(path)?;
+            let mut config = match &old {
+                Some(text) => Config::parse(path, text)?,
+                None => Config::empty(path),
+            };
             let before = config.doc.clone();
             let out = change(&mut config)?;
-            if config.doc != before {
-                if !config.exists && config.raw(CONFIG_VERSION_KEY).is_none() {
-                    config.set(CONFIG_VERSION_KEY, Value::from(ORIGINAL_CONFIG_VERSION));
-                }
-                let text = yaml_serde::to_string(&config.doc)
-                    .map_err(|e| Error::io("serialize", path, io::Error::other(e.to_string())))?;
-                write_atomic(path, text.as_bytes(), MODE)?;
+            if config.doc == before {
+                return Ok(out);
             }
+            let changes = yaml_edit::diff(&before, &config.doc).map_err(|refusal| {
+                let at = match &refusal {
+                    yaml_edit::Refusal::UnaddressableKey(at) => at.clone(),
+                    _ => String::new(),
+                };
+                yaml_edit::refused(path, &at, refusal)
+            })?;
+            let new = yaml_edit::apply(path, &yaml_edit::base_text(old.as_deref()), &changes)?;
+            yaml_edit::write_if_changed(path, old.as_deref(), &new)?;
             Ok(out)
         })
     }
+}
+
+/// Removes `keys` from `node` and the mappings the removal leaves empty; whether it was there.
+fn remove_path(node: &mut Value, keys: &[&str]) -> bool {
+    let Some((first, rest)) = keys.split_first() else {
+        return false;
+    };
+    let Value::Mapping(map) = node else {
+        return false;
+    };
+    if rest.is_empty() {
+        return map.shift_remove(*first).is_some();
+    }
+    let Some(child) = map.get_mut(*first) else {
+        return false;
+    };
+    let removed = remove_path(child, rest);
+    if removed && child.as_mapping().is_some_and(Mapping::is_empty) {
+        map.shift_remove(*first);
+    }
+    removed
 }
 
 /// A YAML document read the way PyYAML's `safe_load` reads it: a key repeated in a mapping
@@ -735,5 +780,140 @@ mod tests {
             "lost {} of {n} sections: {lost:?}",
             lost.len()
         );
+    }
+
+    /// A file with comments, quoting, flow and block lists, odd indentation and CRLF endings.
+    const HAND_WRITTEN: &str = "# my settings\r\nmodel:\r\n   default: 'gpt-4o'   # pinned\r\n   provider: \"openrouter\"\r\ntoolsets: [web, terminal]\r\nallow:\r\n- a\r\n-   b\r\nmemory:\r\n   provider: ''  # built-in for now\r\n\r\n# end\r\n";
+
+    #[test]
+    fn edit_changes_only_the_keys_it_sets_and_keeps_every_other_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        fs::write(&path, HAND_WRITTEN).unwrap();
+        Config::edit(&path, |cfg| {
+            cfg.set("memory.provider", Value::from("honcho"));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            HAND_WRITTEN.replace("provider: ''  #", "provider: 'honcho'  #")
+        );
+        // Typed values stay typed; a new key goes at the end of its mapping.
+        Config::edit(&path, |cfg| {
+            cfg.set("agent.max_turns", Value::from(64));
+            cfg.set("model.stream", Value::Bool(false));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            HAND_WRITTEN
+                .replace("provider: ''  #", "provider: 'honcho'  #")
+                .replace(
+                    "   provider: \"openrouter\"\r\n",
+                    "   provider: \"openrouter\"\r\n   stream: false\r\n"
+                )
+                .replace(
+                    "built-in for now\r\n",
+                    "built-in for now\r\nagent:\r\n   max_turns: 64\r\n"
+                )
+        );
+        let cfg = Config::load(&path).unwrap();
+        assert_eq!(cfg.raw("agent.max_turns").and_then(Value::as_u64), Some(64));
+        assert_eq!(cfg.raw("model.stream"), Some(&Value::Bool(false)));
+    }
+
+    #[test]
+    fn unset_removes_the_key_and_parents_it_leaves_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        let text = "a: 1\nmodel:\n  # the model\n  default: x\n  extra:\n    deep: 1\n# after model\nb: 2\n";
+        fs::write(&path, text).unwrap();
+        let removed = Config::edit(&path, |cfg| Ok(cfg.unset("model.extra.deep"))).unwrap();
+        assert!(removed);
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "a: 1\nmodel:\n  # the model\n  default: x\n# after model\nb: 2\n"
+        );
+        assert!(!Config::edit(&path, |cfg| Ok(cfg.unset("model.nothing"))).unwrap());
+        Config::edit(&path, |cfg| Ok(cfg.unset("model.default"))).unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "a: 1\n# after model\nb: 2\n"
+        );
+    }
+
+    #[test]
+    fn a_layout_the_editor_refuses_is_an_error_and_the_file_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        let text = "# flow\nmemory: {provider: ''}\n";
+        fs::write(&path, text).unwrap();
+        let err = Config::edit(&path, |cfg| {
+            cfg.set("memory.provider", Value::from("honcho"));
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(
+            matches!(&err, Error::ConfigLayout { key, .. } if key == "memory.provider"),
+            "{err:?}"
+        );
+        assert_eq!(fs::read_to_string(&path).unwrap(), text);
+        // A list as a new value is not written either.
+        fs::write(&path, "a: 1\n").unwrap();
+        let err = Config::edit(&path, |cfg| {
+            cfg.set("toolsets", Value::Sequence(vec![Value::from("web")]));
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(matches!(err, Error::ConfigLayout { .. }), "{err:?}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "a: 1\n");
+    }
+
+    #[test]
+    fn a_scalar_that_becomes_a_mapping_is_rewritten_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        fs::write(&path, "# c\nmodel: gpt-4o\nother: 1\n").unwrap();
+        Config::edit(&path, |cfg| {
+            cfg.set("model.default", Value::from("m"));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "# c\nother: 1\nmodel:\n  default: m\n"
+        );
+    }
+
+    #[test]
+    fn root_leaves_the_file_with_its_owner() {
+        use std::os::unix::fs::{MetadataExt, chown};
+        if !nix::unistd::geteuid().is_root() {
+            // Not root: a file cannot be given away, so there is nothing to check.
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        fs::write(&path, "a: 1\n").unwrap();
+        chown(&path, Some(12345), Some(12346)).unwrap();
+        Config::edit(&path, |cfg| {
+            cfg.set("a", Value::from(2));
+            Ok(())
+        })
+        .unwrap();
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (12345, 12346));
+        // A file it creates belongs to the directory's owner.
+        chown(dir.path(), Some(12347), Some(12348)).unwrap();
+        let created = dir.path().join("new.yaml");
+        Config::edit(&created, |cfg| {
+            cfg.set("a", Value::from(1));
+            Ok(())
+        })
+        .unwrap();
+        let meta = fs::metadata(&created).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (12347, 12348));
     }
 }

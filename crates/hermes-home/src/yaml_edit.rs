@@ -1,9 +1,16 @@
-//! Byte-preserving edits of `config.yaml`: set one dotted key's scalar value and leave every
-//! other byte of the file as it was (comments, quoting, order, indentation, line endings).
+//! Byte-preserving edits of `config.yaml`: set a dotted key's scalar value, or remove a key,
+//! and leave every other byte of the file as it was (comments, quoting, order, indentation,
+//! line endings).
 //!
-//! [`Config::edit`](crate::config::Config::edit) re-serializes the whole document, which drops
-//! comments and reformats the file; this editor changes text lines instead, for callers that
-//! must keep what they do not understand (the dashboard's settings form).
+//! Every writer of `config.yaml` goes through here: [`Config::edit`](crate::config::Config::edit)
+//! turns what its closure changed into [`Change`]s (the dashboard's settings form, `hermes
+//! memory setup`, `hermes config set|unset`). Values are strings, numbers, booleans and null
+//! (and an empty `{}` or `[]`); a list or a mapping with content as a new value is refused
+//! ([`Refusal::Collection`]). Removing a key removes its line and its value's lines (comments
+//! after them are kept: they usually introduce what follows).
+//!
+//! The file keeps its mode, and its owner when root writes it (a root `docker exec` leaves it
+//! the service user's); a file this creates gets the owner of its directory.
 //!
 //! What it handles: block-style mappings (`key: value`, one key per line), plain, single- and
 //! double-quoted scalars on the key's line, trailing comments (kept), a key with no value
@@ -68,6 +75,30 @@ pub enum Refusal {
     /// The edited text does not read back as exactly the intended change.
     #[error("the edited file would not read back as exactly that change")]
     Unverified,
+    /// A list or a mapping with content as the new value: only one-line values are written.
+    #[error("the new value of `{0}` is a list or a mapping, which the editor does not write")]
+    Collection(String),
+    /// A key that is not a string, or holds a `.`, in a mapping that changed.
+    #[error("a key under `{0}` is not a plain name a dotted path can address")]
+    UnaddressableKey(String),
+}
+
+/// One change to a `config.yaml`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Set the dotted key to a one-line value (string, number, boolean, null, `{}`, `[]`),
+    /// creating missing parent mappings.
+    Set(String, Value),
+    /// Remove the dotted key (its line and its value's lines); a missing key is no change.
+    Remove(String),
+}
+
+impl Change {
+    fn key(&self) -> &str {
+        match self {
+            Change::Set(key, _) | Change::Remove(key) => key,
+        }
+    }
 }
 
 /// Sets each `(dotted key, value)` of `changes` to that string in the `config.yaml` at `path`,
@@ -82,22 +113,80 @@ pub enum Refusal {
 /// [`Error::ConfigLayout`] when a layout is refused (nothing is written), the errors of
 /// [`Config::parse`] for a file that does not parse, [`Error::NotUtf8`], and I/O errors.
 pub fn set_in_file(path: &Path, changes: &[(&str, &str)]) -> Result<bool, Error> {
+    apply_in_file(path, &string_changes(changes))
+}
+
+/// [`set_in_file`] for any [`Change`]s.
+///
+/// # Errors
+///
+/// As [`set_in_file`].
+pub fn apply_in_file(path: &Path, changes: &[Change]) -> Result<bool, Error> {
     lock::with_locked(&lock::sidecar(path), crate::config::MODE, || {
-        let old = match fs::read(path) {
-            Ok(bytes) => Some(damage::decode_text(path, &bytes)?.to_string()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(Error::io("read", path, e)),
-        };
-        let base = old
-            .clone()
-            .unwrap_or_else(|| format!("{CONFIG_VERSION_KEY}: {ORIGINAL_CONFIG_VERSION}\n"));
-        let new = set_all(path, &base, changes)?;
-        if old.as_deref() == Some(new.as_str()) {
-            return Ok(false);
-        }
-        write_atomic(path, new.as_bytes(), crate::config::MODE)?;
-        Ok(true)
+        let old = read_text(path)?;
+        let new = apply(path, &base_text(old.as_deref()), changes)?;
+        write_if_changed(path, old.as_deref(), &new)
     })
+}
+
+/// The text of `path`, `None` when it does not exist (the caller holds the lock).
+pub(crate) fn read_text(path: &Path) -> Result<Option<String>, Error> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(damage::decode_text(path, &bytes)?.to_string())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("read", path, e)),
+    }
+}
+
+/// What an edit starts from: the file's text, or for a missing file one holding the
+/// original's schema version (so the original does not take a file we create for a legacy one).
+pub(crate) fn base_text(old: Option<&str>) -> String {
+    old.map_or_else(
+        || format!("{CONFIG_VERSION_KEY}: {ORIGINAL_CONFIG_VERSION}\n"),
+        str::to_string,
+    )
+}
+
+/// Writes `new` over `path` (whose text was `old`) unless it is the same: atomically, keeping
+/// the file's mode and owner. Returns whether it wrote.
+pub(crate) fn write_if_changed(path: &Path, old: Option<&str>, new: &str) -> Result<bool, Error> {
+    if old == Some(new) {
+        return Ok(false);
+    }
+    let owner = owner_to_keep(path, old.is_some());
+    write_atomic(path, new.as_bytes(), crate::config::MODE)?;
+    if let Some((uid, gid)) = owner {
+        keep_owner(path, uid, gid)?;
+    }
+    Ok(true)
+}
+
+/// Who must own the file after a write: its owner before (or, for a new file, its
+/// directory's), when that is not who writes it — only root can give a file away, and root
+/// writing a file of the service user's volume must leave it the service user's.
+fn owner_to_keep(path: &Path, existed: bool) -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    if !nix::unistd::geteuid().is_root() {
+        return None;
+    }
+    let from = if existed {
+        fs::metadata(path).ok()?
+    } else {
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty())?;
+        fs::metadata(dir).ok()?
+    };
+    ((from.uid(), from.gid()) != (0, 0)).then_some((from.uid(), from.gid()))
+}
+
+fn keep_owner(path: &Path, uid: u32, gid: u32) -> Result<(), Error> {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(|e| Error::io("chown", path, e))
+}
+
+fn string_changes(changes: &[(&str, &str)]) -> Vec<Change> {
+    changes
+        .iter()
+        .map(|(key, value)| Change::Set((*key).to_string(), Value::from(*value)))
+        .collect()
 }
 
 /// [`set_in_file`]'s edit of `text` (which came from `path`, for messages): every change
@@ -107,28 +196,109 @@ pub fn set_in_file(path: &Path, changes: &[(&str, &str)]) -> Result<bool, Error>
 ///
 /// As [`set_in_file`].
 pub fn set_all(path: &Path, text: &str, changes: &[(&str, &str)]) -> Result<String, Error> {
+    apply(path, text, &string_changes(changes))
+}
+
+/// [`set_all`] for any [`Change`]s: each applied to the text in order, then the result
+/// verified against the document with exactly those changes.
+///
+/// # Errors
+///
+/// As [`set_in_file`].
+pub fn apply(path: &Path, text: &str, changes: &[Change]) -> Result<String, Error> {
     let before = Config::parse(path, text)?;
     let mut expected = before.document().clone();
     let mut out = text.to_string();
-    for (key, value) in changes {
-        if before.raw(key) == Some(&Value::String((*value).to_string())) {
-            continue;
+    for change in changes {
+        let key = change.key();
+        match change {
+            Change::Set(_, value) => {
+                if before.raw(key) == Some(value) {
+                    continue;
+                }
+                out = set(&out, key, value).map_err(|refusal| refused(path, key, refusal))?;
+                set_value(&mut expected, key, value.clone());
+            }
+            Change::Remove(_) => {
+                if before.raw(key).is_none() {
+                    continue;
+                }
+                out = remove(&out, key).map_err(|refusal| refused(path, key, refusal))?;
+                remove_value(&mut expected, key);
+            }
         }
-        out = set(&out, key, value).map_err(|refusal| refused(path, key, refusal))?;
-        set_value(&mut expected, key, value);
     }
-    let after = Config::parse(path, &out).map_err(|_| {
-        let keys: Vec<&str> = changes.iter().map(|(k, _)| *k).collect();
+    let unverified = || {
+        let keys: Vec<&str> = changes.iter().map(Change::key).collect();
         refused(path, &keys.join(", "), Refusal::Unverified)
-    })?;
+    };
+    let after = Config::parse(path, &out).map_err(|_| unverified())?;
     if after.document() != &expected {
-        let keys: Vec<&str> = changes.iter().map(|(k, _)| *k).collect();
-        return Err(refused(path, &keys.join(", "), Refusal::Unverified));
+        return Err(unverified());
     }
     Ok(out)
 }
 
-fn refused(path: &Path, key: &str, refusal: Refusal) -> Error {
+/// The changes that turn the document `old` into `new`, as [`Change`]s of their leaves: a
+/// mapping in both is compared key by key, anything else that differs is set, a key only in
+/// `old` is removed. Keys are in `new`'s order.
+///
+/// # Errors
+///
+/// [`Refusal::UnaddressableKey`] for a changed mapping with a key that is not a plain name.
+pub fn diff(old: &Value, new: &Value) -> Result<Vec<Change>, Refusal> {
+    let mut changes = Vec::new();
+    diff_into("", Some(old), new, &mut changes)?;
+    Ok(changes)
+}
+
+/// The changes at `at` from `old` (`None`: the key is absent) to `new`.
+fn diff_into(
+    at: &str,
+    old: Option<&Value>,
+    new: &Value,
+    out: &mut Vec<Change>,
+) -> Result<(), Refusal> {
+    let empty = Mapping::new();
+    let (old_map, new_map) = match (old, new) {
+        (Some(Value::Mapping(old_map)), Value::Mapping(new_map)) => (old_map, new_map),
+        // A mapping with content where there was none: its leaves are set one by one (the
+        // editor creates the mapping), after the old value is removed.
+        (old, Value::Mapping(new_map)) if !new_map.is_empty() && !at.is_empty() => {
+            if old.is_some() {
+                out.push(Change::Remove(at.to_string()));
+            }
+            (&empty, new_map)
+        }
+        _ => {
+            if old != Some(new) {
+                out.push(Change::Set(at.to_string(), new.clone()));
+            }
+            return Ok(());
+        }
+    };
+    if old_map == new_map {
+        return Ok(());
+    }
+    let dotted = |key: &Value| match key {
+        Value::String(name) if !name.is_empty() && !name.contains('.') => Ok(if at.is_empty() {
+            name.clone()
+        } else {
+            format!("{at}.{name}")
+        }),
+        _ => Err(Refusal::UnaddressableKey(at.to_string())),
+    };
+    for (key, value) in new_map {
+        diff_into(&dotted(key)?, old_map.get(key), value, out)?;
+    }
+    for key in old_map.keys().filter(|k| !new_map.contains_key(*k)) {
+        out.push(Change::Remove(dotted(key)?));
+    }
+    Ok(())
+}
+
+/// The error for a refused change of `key` in `path`.
+pub(crate) fn refused(path: &Path, key: &str, refusal: Refusal) -> Error {
     Error::ConfigLayout {
         path: path.to_path_buf(),
         key: key.to_string(),
@@ -136,8 +306,27 @@ fn refused(path: &Path, key: &str, refusal: Refusal) -> Error {
     }
 }
 
-/// The document with `dotted` set to the string `value`: what a correct edit must read as.
-fn set_value(doc: &mut Value, dotted: &str, value: &str) {
+/// The document with `dotted` removed: what a correct removal must read as.
+fn remove_value(doc: &mut Value, dotted: &str) {
+    let Some((parent, last)) = dotted
+        .rsplit_once('.')
+        .map_or(Some((None, dotted)), |(p, l)| Some((Some(p), l)))
+    else {
+        return;
+    };
+    let node = match parent {
+        Some(parent) => parent
+            .split('.')
+            .try_fold(&mut *doc, |node, key| node.get_mut(key)),
+        None => Some(doc),
+    };
+    if let Some(Value::Mapping(map)) = node {
+        map.shift_remove(last);
+    }
+}
+
+/// The document with `dotted` set to `value`: what a correct edit must read as.
+fn set_value(doc: &mut Value, dotted: &str, value: Value) {
     let mut node = doc;
     let mut keys = dotted.split('.').peekable();
     while let Some(key) = keys.next() {
@@ -146,7 +335,7 @@ fn set_value(doc: &mut Value, dotted: &str, value: &str) {
         }
         let Value::Mapping(map) = node else { return };
         if keys.peek().is_none() {
-            map.insert(Value::from(key), Value::from(value));
+            map.insert(Value::from(key), value);
             return;
         }
         node = map
@@ -449,8 +638,19 @@ fn indent_step(lines: &[Line]) -> usize {
     2
 }
 
+/// What [`locate`] looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Goal {
+    /// Where a one-line value goes.
+    Set,
+    /// The key's line, whatever its value, to remove it.
+    Remove,
+}
+
 /// Where the value goes.
 enum Target {
+    /// ([`Goal::Remove`]) The key is on line `line`, indented `indent`.
+    Found { line: usize, indent: usize },
     /// Replace bytes `[start, end)` of line `line`, written as `written`.
     Replace {
         line: usize,
@@ -469,7 +669,7 @@ enum Target {
 }
 
 /// Finds where `path`'s value is, or where it must be added.
-fn locate(lines: &[Line], path: &[&str]) -> Result<Target, Refusal> {
+fn locate(lines: &[Line], path: &[&str], goal: Goal) -> Result<Target, Refusal> {
     let mut region = root_region(lines)?;
     let mut parent: Option<(usize, usize)> = None; // (line, indent) of the mapping's key
     let step = indent_step(lines);
@@ -526,6 +726,13 @@ fn locate(lines: &[Line], path: &[&str]) -> Result<Target, Refusal> {
         };
         let below = value_region(lines, at, indent);
         let has_block = below.child_indent(lines).is_some();
+        if last && goal == Goal::Remove {
+            // Other keys may refer to an anchored value: removing it would change them too.
+            return match found.written {
+                Written::Anchor => Err(Refusal::Anchor(dotted)),
+                _ => Ok(Target::Found { line: at, indent }),
+            };
+        }
         match found.written {
             Written::Anchor => return Err(Refusal::Anchor(dotted)),
             Written::Tag => return Err(Refusal::Tag(dotted)),
@@ -552,23 +759,65 @@ fn locate(lines: &[Line], path: &[&str]) -> Result<Target, Refusal> {
     Err(Refusal::InvalidKey(path.join(".")))
 }
 
-/// `text` with `dotted` set to the string `value` (not verified: [`set_all`] checks).
-fn set(text: &str, dotted: &str, value: &str) -> Result<String, Refusal> {
+/// The dotted key's names, each non-empty and without surrounding blanks.
+fn key_path(dotted: &str) -> Result<Vec<&str>, Refusal> {
     let path: Vec<&str> = dotted.split('.').collect();
     if path.iter().any(|k| k.is_empty() || k.trim() != *k) {
         return Err(Refusal::InvalidKey(dotted.to_string()));
     }
-    let (bom, body) = match text.strip_prefix('\u{feff}') {
-        Some(body) => ("\u{feff}", body),
-        None => ("", text),
+    Ok(path)
+}
+
+/// `text` as lines, with its byte order mark set aside.
+fn text_lines(text: &str) -> (&'static str, Vec<Line>) {
+    match text.strip_prefix('\u{feff}') {
+        Some(body) => ("\u{feff}", split_lines(body)),
+        None => ("", split_lines(text)),
+    }
+}
+
+fn join_lines(bom: &str, lines: &[Line]) -> String {
+    let mut out = String::from(bom);
+    for l in lines {
+        out.push_str(&l.text);
+        out.push_str(&l.eol);
+    }
+    out
+}
+
+/// `text` without `dotted`: its line and its value's lines, up to the value's last line
+/// (comments and blank lines after it stay). Not verified: [`apply`] checks.
+fn remove(text: &str, dotted: &str) -> Result<String, Refusal> {
+    let path = key_path(dotted)?;
+    let (bom, mut lines) = text_lines(text);
+    let Target::Found { line, indent } = locate(&lines, &path, Goal::Remove)? else {
+        return Ok(text.to_string());
     };
-    let mut lines = split_lines(body);
+    let region = value_region(&lines, line, indent);
+    let last = region.last_content(&lines).unwrap_or(line).max(line);
+    let eol = lines[last].eol.clone();
+    lines.drain(line..=last);
+    // The removed value ended the file without a newline: so does what is left.
+    if eol.is_empty()
+        && line == lines.len()
+        && let Some(prev) = lines.last_mut()
+    {
+        prev.eol.clear();
+    }
+    Ok(join_lines(bom, &lines))
+}
+
+/// `text` with `dotted` set to `value` (not verified: [`apply`] checks).
+fn set(text: &str, dotted: &str, value: &Value) -> Result<String, Refusal> {
+    let path = key_path(dotted)?;
+    let (bom, mut lines) = text_lines(text);
     let eol = lines
         .first()
         .map(|l| l.eol.clone())
         .filter(|e| !e.is_empty())
         .unwrap_or_else(|| "\n".into());
-    match locate(&lines, &path)? {
+    match locate(&lines, &path, Goal::Set)? {
+        Target::Found { .. } => return Err(Refusal::Unverified),
         Target::Replace {
             line,
             colon_end,
@@ -576,8 +825,9 @@ fn set(text: &str, dotted: &str, value: &str) -> Result<String, Refusal> {
             end,
             written,
         } => {
+            let scalar =
+                render(value, written).ok_or_else(|| Refusal::Collection(dotted.into()))?;
             let l = &mut lines[line];
-            let scalar = scalar(value, written);
             if written == Written::Empty {
                 // `key:` or `key:  # note`: the value goes right after the colon.
                 l.text.insert_str(colon_end, &format!(" {scalar}"));
@@ -595,7 +845,9 @@ fn set(text: &str, dotted: &str, value: &str) -> Result<String, Refusal> {
             for (j, key) in keys.iter().enumerate() {
                 let pad = " ".repeat(indent + j * step);
                 let text = if j + 1 == keys.len() {
-                    format!("{pad}{key}: {}", scalar(value, Written::Plain))
+                    let scalar = render(value, Written::Plain)
+                        .ok_or_else(|| Refusal::Collection(dotted.into()))?;
+                    format!("{pad}{key}: {scalar}")
                 } else {
                     format!("{pad}{key}:")
                 };
@@ -624,12 +876,22 @@ fn set(text: &str, dotted: &str, value: &str) -> Result<String, Refusal> {
             lines.splice(at..at, new);
         }
     }
-    let mut out = String::from(bom);
-    for l in &lines {
-        out.push_str(&l.text);
-        out.push_str(&l.eol);
-    }
-    Ok(out)
+    Ok(join_lines(bom, &lines))
+}
+
+/// `value` as one line of YAML: a string through [`scalar`] (in the style it replaces),
+/// numbers, booleans and null plain, empty collections as `{}` / `[]`; `None` for a
+/// collection with content.
+fn render(value: &Value, replaces: Written) -> Option<String> {
+    Some(match value {
+        Value::String(s) => scalar(s, replaces),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Null => "null".into(),
+        Value::Mapping(m) if m.is_empty() => "{}".into(),
+        Value::Sequence(s) if s.is_empty() => "[]".into(),
+        _ => return None,
+    })
 }
 
 /// `value` as a YAML scalar: in the quoting style it replaces when that can hold it, plain
@@ -970,5 +1232,67 @@ mod tests {
         ));
         drop(held);
         assert_eq!(fs::read_to_string(&path).unwrap(), "a: 1\n");
+    }
+
+    #[test]
+    fn typed_values_removals_and_their_refusals() {
+        let p = Path::new("config.yaml");
+        let text = "a:\n  n: \"old\"  # note\n  list:\n  - x\n  # kept\nb: &b 1\n";
+        let out = apply(
+            p,
+            text,
+            &[
+                Change::Set("a.n".into(), Value::from(64)),
+                Change::Set("c".into(), Value::Bool(true)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "a:\n  n: 64  # note\n  list:\n  - x\n  # kept\nb: &b 1\nc: true\n"
+        );
+        let out = apply(p, text, &[Change::Remove("a.list".into())]).unwrap();
+        assert_eq!(out, "a:\n  n: \"old\"  # note\n  # kept\nb: &b 1\n");
+        // Missing: no change.
+        assert_eq!(
+            apply(p, text, &[Change::Remove("a.zz".into())]).unwrap(),
+            text
+        );
+        let refusal = |change: Change| match apply(p, text, &[change]) {
+            Err(Error::ConfigLayout { refusal, .. }) => refusal,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            refusal(Change::Remove("b".into())),
+            Refusal::Anchor("b".into())
+        );
+        assert_eq!(
+            refusal(Change::Set(
+                "c".into(),
+                Value::Sequence(vec![Value::from(1)])
+            )),
+            Refusal::Collection("c".into())
+        );
+    }
+
+    #[test]
+    fn diff_lists_the_changed_leaves() {
+        let old: Value = yaml_serde::from_str("a: {x: 1, y: 2}\nb: s\nl: [1]\n").unwrap();
+        let new: Value = yaml_serde::from_str("a: {x: 1, y: 3}\nb: {k: v}\nc: null\n").unwrap();
+        assert_eq!(
+            diff(&old, &new).unwrap(),
+            vec![
+                Change::Set("a.y".into(), Value::from(3)),
+                Change::Remove("b".into()),
+                Change::Set("b.k".into(), Value::from("v")),
+                Change::Set("c".into(), Value::Null),
+                Change::Remove("l".into()),
+            ]
+        );
+        let dotted: Value = yaml_serde::from_str("\"a.b\": 1\n").unwrap();
+        assert_eq!(
+            diff(&Value::Mapping(Mapping::new()), &dotted),
+            Err(Refusal::UnaddressableKey(String::new()))
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `hermes` binary, each in a fresh temporary home.
 //!
 //! Table of contents:
+//! * `config_cmd` — `hermes config` and byte-preserving `config.yaml` writes
 //! * `profiles` — create / clone / list / show / use / delete, names, aliases
 //! * `dashboard` — `hermes dashboard`: the fail-closed bind, the Overview's API against `hermes up`
 //! * `conventions` — completions, man page, colour, where `-p` applies, aliases, the systemd unit
@@ -26,6 +27,7 @@
 )]
 
 mod auth;
+mod config_cmd;
 mod conventions;
 mod dashboard;
 mod diagnostics;
