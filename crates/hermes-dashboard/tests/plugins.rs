@@ -333,11 +333,10 @@ fn a_second_install_while_one_runs_is_refused_with_409() {
         let a = json(&first);
         let install = step(&a, "install");
         assert_eq!(install["ok"], true, "{a}");
+        // The command that ran, with its real flags (the fake uv's full path first).
+        let detail = install["detail"].as_str().unwrap();
         assert!(
-            install["detail"]
-                .as_str()
-                .unwrap()
-                .starts_with("ran: uv pip install"),
+            detail.starts_with("ran: ") && detail.contains("uv pip install --python "),
             "{install}"
         );
         // The fake installer installed nothing: the fresh re-check says so, and the answer is

@@ -345,7 +345,12 @@ fn uv_installs_into_a_venv_when_available() {
     o.installer = InstallerChoice::Auto;
     let out = install_specs(&["hermes-uvpkg==1.0"], &o);
     assert!(out.ok, "{out:?}");
-    assert!(out.command.starts_with("uv pip install"), "{}", out.command);
+    // The command that ran, with its real flags (`hermes_deps::install::command_line`).
+    assert!(
+        out.command.contains("uv pip install --python "),
+        "{}",
+        out.command
+    );
     assert!(out.still_missing.is_empty());
 }
 
@@ -375,8 +380,10 @@ fn uv_installs_into_a_durable_target_when_available() {
     chmod_tree(&venv, true);
     assert!(out.ok, "{out:?}");
     assert!(
-        out.command
-            .starts_with(&format!("uv pip install --target {}", target.display())),
+        out.command.contains("uv pip install --python ")
+            && out
+                .command
+                .contains(&format!(" --target {} ", target.display())),
         "{}",
         out.command
     );
@@ -676,7 +683,14 @@ fn uv_runs_in_a_fresh_private_directory_not_the_callers() {
     let o = InstallOptions::new(&home, true, env);
     let out = install_specs(&["hermes-cwd-probe"], &o);
     assert!(out.ok, "{out:?}");
-    assert!(out.command.starts_with("uv pip install"), "{}", out.command);
+    assert!(
+        out.command.starts_with(&format!(
+            "{} pip install --python ",
+            home.join("bin/uv").display()
+        )),
+        "{}",
+        out.command
+    );
     let runs = read_record(&record);
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert!(runs[0].args.starts_with("pip install --python"), "{runs:?}");

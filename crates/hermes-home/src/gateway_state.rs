@@ -166,7 +166,8 @@ pub fn merge(path: &Path, updates: Map<String, Value>) -> Result<Option<PathBuf>
 }
 
 /// Records one platform's state as the original's `write_runtime_status(platform=...)` does:
-/// `platforms.<platform>` gets `state`, `error_message` (`null` when `None`) and `updated_at`, keeping the platform's other keys, the other platforms and the rest of the
+/// `platforms.<platform>` gets `state`, `error_message` (`null` when `None`) and
+/// `updated_at`, keeping the platform's other keys, the other platforms and the rest of the
 /// file. Returns where an invalid previous file was preserved, if there was one.
 pub fn record_platform(
     path: &Path,

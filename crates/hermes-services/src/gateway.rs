@@ -179,14 +179,21 @@ pub fn register_new_gateway(
 /// same command, restart rule and grace as [`gateway_spec`]: `systemd` restarts it on failure
 /// but not after exit 78 (bad configuration), and waits the grace before SIGKILL.
 ///
-/// `Type=notify`: the gateway sends `READY=1` once it listens (or has decided to serve
-/// nothing), so `systemctl --user start` returns when it serves and fails when it dies while
-/// starting; `NotifyAccess=main` takes that message from the gateway process only (the agent
-/// engine execs in the same process).
-pub fn systemd_user_unit(profile: &str, home: &Path, hermes_exe: &Path) -> String {
+/// With `notify` (the native engine, which sends `READY=1` once it listens or has decided
+/// to serve nothing) the unit is `Type=notify`, so `systemctl --user start` returns when the
+/// gateway serves and fails when it dies while starting; `NotifyAccess=main` takes that
+/// message from the gateway process only. The original agent sends `READY=1` only under its
+/// opt-in watchdog, so its unit (`notify` false) is `Type=simple`, as the original writes it
+/// then: a `Type=notify` unit would wait for a message that never comes and kill it.
+pub fn systemd_user_unit(profile: &str, home: &Path, hermes_exe: &Path, notify: bool) -> String {
+    let service_type = if notify {
+        "Type=notify\nNotifyAccess=main\n"
+    } else {
+        "Type=simple\n"
+    };
     format!(
         "[Unit]\nDescription=Hermes gateway for profile {profile}\nAfter=network-online.target\n\n\
-         [Service]\nType=notify\nNotifyAccess=main\nEnvironment=HERMES_HOME={home}\n\
+         [Service]\n{service_type}Environment=HERMES_HOME={home}\n\
          ExecStart={exe} -p {profile} gateway run --no-supervise\n\
          Restart=on-failure\nRestartPreventExitStatus=78\nKillSignal=SIGTERM\nTimeoutStopSec={grace}\n\n\
          [Install]\nWantedBy=default.target\n",
@@ -263,7 +270,7 @@ mod tests {
 
     #[test]
     fn the_unit_runs_the_same_command_with_the_same_grace() {
-        let unit = systemd_user_unit("work", Path::new("/data"), Path::new("/bin/hermes"));
+        let unit = systemd_user_unit("work", Path::new("/data"), Path::new("/bin/hermes"), true);
         assert!(
             unit.contains("ExecStart=/bin/hermes -p work gateway run --no-supervise\n"),
             "{unit}"
@@ -274,6 +281,11 @@ mod tests {
         assert!(
             unit.contains("[Service]\nType=notify\nNotifyAccess=main\n"),
             "{unit}"
+        );
+        let agent = systemd_user_unit("work", Path::new("/data"), Path::new("/bin/hermes"), false);
+        assert!(
+            agent.contains("[Service]\nType=simple\n") && !agent.contains("Notify"),
+            "{agent}"
         );
         assert_eq!(service_name("work"), "gateway-work");
     }

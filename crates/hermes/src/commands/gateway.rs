@@ -507,7 +507,11 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
         last_errors.push(last_error);
     }
     if json_output {
-        output::json(&rows)?;
+        if detailed {
+            output::json(&rows)?;
+        } else {
+            output::json(&list_rows(&rows))?;
+        }
         return Ok(ExitStatus::Success);
     }
     let cell = |v: &Value| {
@@ -602,6 +606,21 @@ fn aligned(table: &[Vec<String>]) -> Vec<String> {
         .collect()
 }
 
+/// `hermes gateway list --json`: what the profiles declare — each profile's gateway service
+/// and address — without the live state that is `gateway status`'s.
+fn list_rows(rows: &[Value]) -> Vec<Value> {
+    rows.iter()
+        .map(|r| {
+            json!({
+                "profile": r["profile"],
+                "service": r["service"],
+                "address": r["address"],
+                "api_server": r["api_server"],
+            })
+        })
+        .collect()
+}
+
 /// The engine that serves (or would serve) `home`'s gateway: `native`, `agent`, or `invalid`
 /// for a setting that cannot be honoured (the gateway then exits 78 and says why).
 fn engine_of(home: &Home) -> &'static str {
@@ -692,8 +711,15 @@ fn install(ctx: &Context, install: bool) -> CommandResult {
 fn write_unit(home: &Home, unit: &Path, unit_name: &str) -> CommandResult {
     let exe = std::env::current_exe()?;
     let hermes = profile::alias::stable_hermes(&exe, Context::var("PATH").as_deref());
-    let contents =
-        hermes_services::systemd_user_unit(home.profile().name(), home.root(), &hermes.path);
+    // Only the native gateway always says when it is ready (see `systemd_user_unit`); a
+    // profile that changes engine later needs `gateway install` again.
+    let notify = engine_of(home) == "native";
+    let contents = hermes_services::systemd_user_unit(
+        home.profile().name(),
+        home.root(),
+        &hermes.path,
+        notify,
+    );
     if let Some(dir) = unit.parent() {
         std::fs::create_dir_all(dir)?;
     }

@@ -3,11 +3,12 @@
 //!
 //! The installer (`hermes-deps`) and plugin logic (`hermes-plugins`) return data; this module
 //! builds their options from the profile (its `.env` over the process environment, its
-//! `security.allow_lazy_installs`), prints progress on a terminal, and writes what a memory
+//! `security.allow_lazy_installs`), prints progress (one line per step on stderr, on a
+//! terminal or not, so a log shows how far an install got), and writes what a memory
 //! setup asks for with the `hermes-home` writers (which keep every other key).
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::Arc;
 
 use hermes_deps::{Environment, InstallEvent, InstallOptions};
@@ -23,16 +24,16 @@ use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
 
 /// Installer options for a profile (`hermes_plugins::profile::install_options`, the same
-/// for the dashboard) from the process environment, with progress on a terminal.
+/// for the dashboard) from the process environment, with progress: one plain line per step
+/// on stderr whether or not it is a terminal (no spinner, no `\r`), so `docker logs` and CI
+/// show a long install's steps as they happen.
 pub fn install_options(home: &Home) -> Result<InstallOptions, Failure> {
     let mut options = hermes_plugins::profile::install_options(home, Environment::from_process())?;
-    if std::io::stderr().is_terminal() {
-        options.progress = Some(Arc::new(|event: &InstallEvent| {
-            if let Some(line) = describe(event) {
-                output::stderr(&format!("{line}\n"));
-            }
-        }));
-    }
+    options.progress = Some(Arc::new(|event: &InstallEvent| {
+        if let Some(line) = describe(event) {
+            output::stderr(&format!("{line}\n"));
+        }
+    }));
     Ok(options)
 }
 

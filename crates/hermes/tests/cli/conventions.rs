@@ -1,13 +1,15 @@
 //! The conventions of a command-line tool: shell completions and a man page from the parser's
 //! own definitions, colour only where it is wanted, `-p` only where it applies, profile
-//! aliases that outlive a cargo build and say when they cannot be found, and a systemd unit
-//! that is uninstalled in the right order.
+//! aliases that outlive a cargo build and say when they cannot be found, a systemd unit
+//! that is uninstalled in the right order, and an install's progress in a log.
 
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Stdio;
+
+use hermes_test_support::wheel::{WheelIndex, write_wheel};
 
 use crate::util::{TestContext, render};
 
@@ -289,6 +291,20 @@ fn the_gateway_unit_is_type_notify_and_uninstall_says_what_to_run_first() {
         )),
         "{text}"
     );
+    // A profile served by the original agent, which sends no `READY=1` without its
+    // watchdog: `Type=simple`, or systemd would kill it for never being ready.
+    t.ok(&["profile", "create", "agent", "--no-alias"]);
+    fs::write(
+        t.root().join("profiles/agent/config.yaml"),
+        "gateway:\n  engine: agent\n",
+    )
+    .unwrap();
+    t.ok(&["gateway", "install", "-p", "agent"]);
+    let agent = fs::read_to_string(dir.join("hermes-gateway-agent.service")).unwrap();
+    assert!(
+        agent.contains("Type=simple\n") && !agent.contains("Type=notify"),
+        "{agent}"
+    );
     // Enabled as `systemctl --user enable` does: uninstall keeps it and says what to run.
     let wants = dir.join("default.target.wants");
     fs::create_dir_all(&wants).unwrap();
@@ -312,4 +328,86 @@ fn the_gateway_unit_is_type_notify_and_uninstall_says_what_to_run_first() {
             && stdout.contains("daemon-reload"),
         "{stdout}"
     );
+}
+
+/// A Python environment for `hermes deps install` and a loopback index serving one wheel,
+/// or `None` (said) where there is no `python3` on the tests' `PATH`.
+fn venv_and_index(t: &TestContext) -> Option<(std::path::PathBuf, WheelIndex)> {
+    let Some(python) = ["/usr/bin/python3", "/bin/python3"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file())
+    else {
+        hermes_test_support::skip("no python3 in /usr/bin or /bin (the PATH `hermes` runs with)");
+        return None;
+    };
+    let venv = t.dir.path().join("venv");
+    let made = std::process::Command::new(python)
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let wheels = t.dir.path().join("wheels");
+    write_wheel(&wheels, "hermes_progress_pkg", "1.0", &[]);
+    Some((venv, WheelIndex::serve(&wheels)))
+}
+
+/// The command of the `running `…`…` progress line on `stderr`.
+fn running_line(stderr: &str) -> Option<&str> {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("running `")?.strip_suffix("`…"))
+}
+
+#[test]
+fn an_install_shows_its_steps_without_a_terminal_and_the_command_that_ran() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let Some((venv, index)) = venv_and_index(&t) else {
+        return;
+    };
+    let url = index.url();
+    let install = |extra: &[&str]| {
+        let mut args = vec!["deps", "install"];
+        args.extend_from_slice(extra);
+        args.push("hermes-progress-pkg==1.0");
+        // stderr is a pipe here, as under `docker logs` or CI.
+        t.cmd(&args)
+            .env("HERMES_VENV", &venv)
+            .env("PIP_INDEX_URL", &url)
+            .env("UV_INDEX_URL", &url)
+            .env("PIP_CONFIG_FILE", "/dev/null")
+            .output()
+            .unwrap()
+    };
+
+    // A dry run: the progress line names the flag that makes it one.
+    let out = install(&["--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let command = running_line(&stderr).unwrap_or_else(|| panic!("no progress: {stderr}"));
+    assert!(command.contains(" --dry-run "), "{command}");
+
+    // A real install: one line per step, and the command printed is the one that ran, with
+    // the flags only the real command line has (pip's `--no-input`, uv's `--python`).
+    let out = install(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", render(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let command = running_line(&stderr).unwrap_or_else(|| panic!("no progress: {stderr}"));
+    assert!(
+        command.contains(" --no-input ") || command.contains(" --python "),
+        "{command}"
+    );
+    assert!(!command.contains("--dry-run"), "{command}");
+    assert!(stderr.contains("checking availability…"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.lines().any(|l| l == format!("ran: {command}")),
+        "stdout names another command than the one that ran:\n{stdout}\nran: {command}"
+    );
+    let check = std::process::Command::new(venv.join("bin/python"))
+        .args(["-c", "import hermes_progress_pkg"])
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", render(&check));
 }
