@@ -179,8 +179,9 @@ pub fn report(
                     "it stays stopped until started again; its log: `hermes service logs {name}`"
                 ),
                 StateName::Backoff | StateName::Starting | StateName::Up => format!(
-                    "the supervisor keeps retrying it (`hermes service stop {name}` stops it); its \
-                     log: `hermes service logs {name}`"
+                    "the supervisor keeps retrying it (`{}` stops it); its log: `hermes service \
+                     logs {name}`",
+                    stop_command(name)
                 ),
                 _ => format!("its log: `hermes service logs {name}`"),
             });
@@ -202,6 +203,15 @@ pub fn report(
                 )),
             ))
         }
+    }
+}
+
+/// The command that stops `name`: a profile's gateway through `gateway stop` (which tells the
+/// gateway the stop is planned), any other service through `service stop`.
+fn stop_command(name: &str) -> String {
+    match name.strip_prefix(hermes_services::GATEWAY_PREFIX) {
+        Some(profile) => format!("hermes -p {profile} gateway stop"),
+        None => format!("hermes service stop {name}"),
     }
 }
 

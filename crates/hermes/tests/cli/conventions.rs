@@ -139,10 +139,10 @@ fn profile_flag_works_before_and_after_the_command() {
     }
 }
 
-/// Runs `hermes doctor` with its stdout on a pseudo-terminal; what it wrote there.
-fn doctor_on_a_terminal(t: &TestContext, env: &[(&str, &str)]) -> String {
+/// Runs `hermes ARGS` with its stdout on a pseudo-terminal; what it wrote there.
+fn on_a_terminal(t: &TestContext, args: &[&str], env: &[(&str, &str)]) -> String {
     let pty = nix::pty::openpty(None, None).unwrap();
-    let mut cmd = t.cmd(&["doctor"]);
+    let mut cmd = t.cmd(args);
     cmd.env_remove("NO_COLOR").env_remove("TERM");
     for (key, value) in env {
         cmd.env(key, value);
@@ -173,21 +173,24 @@ fn doctor_on_a_terminal(t: &TestContext, env: &[(&str, &str)]) -> String {
 fn colour_only_on_a_terminal_that_wants_it() {
     let t = TestContext::new();
     t.ok(&["version"]);
-    let coloured = doctor_on_a_terminal(&t, &[("TERM", "xterm-256color")]);
-    assert!(
-        coloured.contains('\x1b'),
-        "colour on a terminal: {coloured:?}"
-    );
-    for env in [
-        &[("TERM", "dumb")][..],
-        &[("TERM", "xterm-256color"), ("NO_COLOR", "1")],
-    ] {
-        let plain = doctor_on_a_terminal(&t, env);
+    // Our own colour (doctor's marks) and clap's (the help's headings).
+    for args in [&["doctor"][..], &["gateway", "--help"]] {
+        let coloured = on_a_terminal(&t, args, &[("TERM", "xterm-256color")]);
         assert!(
-            plain.contains("hermes doctor") || plain.contains('✓'),
-            "{plain:?}"
+            coloured.contains('\x1b'),
+            "{args:?} on a terminal: {coloured:?}"
         );
-        assert!(!plain.contains('\x1b'), "{env:?}: {plain:?}");
+        for env in [
+            &[("TERM", "dumb")][..],
+            &[("TERM", "xterm-256color"), ("NO_COLOR", "1")],
+        ] {
+            let plain = on_a_terminal(&t, args, env);
+            assert!(
+                plain.contains("doctor") || plain.contains("Usage"),
+                "{plain:?}"
+            );
+            assert!(!plain.contains('\x1b'), "{args:?} {env:?}: {plain:?}");
+        }
     }
 }
 
