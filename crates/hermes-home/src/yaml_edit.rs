@@ -129,8 +129,47 @@ pub fn apply_in_file(path: &Path, changes: &[Change]) -> Result<bool, Error> {
     })
 }
 
-/// The text of `path`, `None` when it does not exist (the caller holds the lock).
-pub(crate) fn read_text(path: &Path) -> Result<Option<String>, Error> {
+/// What [`replace_in_file`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replaced {
+    /// The new text is in place.
+    Written,
+    /// The file already held that text.
+    Unchanged,
+    /// The file is no longer the text the caller started from: another writer changed it
+    /// meanwhile, and nothing was written.
+    ChangedMeanwhile,
+}
+
+/// Replaces the whole `config.yaml` at `path` by `new` (an edited copy of `started_from`, the
+/// text the caller read; `None`: the file did not exist) — for `hermes config edit`, which
+/// edits a copy. Under the lock, only when the file is still `started_from`, and only text
+/// that parses as a config; atomically, keeping mode and owner.
+///
+/// # Errors
+///
+/// The errors of [`Config::parse`] for `new`, and I/O errors; nothing is written then.
+pub fn replace_in_file(
+    path: &Path,
+    started_from: Option<&str>,
+    new: &str,
+) -> Result<Replaced, Error> {
+    Config::parse(path, new)?;
+    lock::with_locked(&lock::sidecar(path), crate::config::MODE, || {
+        let old = read_text(path)?;
+        if old.as_deref() != started_from {
+            return Ok(Replaced::ChangedMeanwhile);
+        }
+        Ok(if write_if_changed(path, old.as_deref(), new)? {
+            Replaced::Written
+        } else {
+            Replaced::Unchanged
+        })
+    })
+}
+
+/// The text of `path`, `None` when it does not exist (a read-modify-write holds the lock).
+pub fn read_text(path: &Path) -> Result<Option<String>, Error> {
     match fs::read(path) {
         Ok(bytes) => Ok(Some(damage::decode_text(path, &bytes)?.to_string())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -140,7 +179,7 @@ pub(crate) fn read_text(path: &Path) -> Result<Option<String>, Error> {
 
 /// What an edit starts from: the file's text, or for a missing file one holding the
 /// original's schema version (so the original does not take a file we create for a legacy one).
-pub(crate) fn base_text(old: Option<&str>) -> String {
+pub fn base_text(old: Option<&str>) -> String {
     old.map_or_else(
         || format!("{CONFIG_VERSION_KEY}: {ORIGINAL_CONFIG_VERSION}\n"),
         str::to_string,

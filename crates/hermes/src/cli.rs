@@ -37,6 +37,12 @@ pub const PROFILE_COMMANDS: &[&[&str]] = &[
     &["plugins", "list"],
     &["memory", "setup"],
     &["memory", "status"],
+    &["config", "get"],
+    &["config", "set"],
+    &["config", "unset"],
+    &["config", "path"],
+    &["config", "env-path"],
+    &["config", "edit"],
     &["dump"],
     &["doctor"],
 ];
@@ -136,6 +142,15 @@ pub enum Command {
     /// Configure and inspect the memory provider.
     #[command(subcommand)]
     Memory(MemoryCommand),
+    /// Read and change config.yaml as hermes-agent's `hermes config` does: get, set, unset,
+    /// path, env-path, edit (show, check and migrate are hermes-agent's).
+    ///
+    /// Writes change only the key they set (comments, quoting and order stay). `set` reads
+    /// true/yes/on and false/no/off as booleans and digits as numbers.
+    Config {
+        #[command(subcommand)]
+        command: Option<ConfigCommand>,
+    },
     /// Print the version, build commit, install method and directory, and hermes-agent's version.
     Version(JsonFlag),
     /// Print a support summary to paste into a bug report (never prints secret values).
@@ -356,6 +371,42 @@ pub enum DepsCommand {
 pub enum PluginsCommand {
     /// List plugins with their dependencies, environment and availability.
     List(JsonFlag),
+}
+
+/// `hermes config ...`
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print a value of config.yaml (a mapping or list as YAML); secrets such as
+    /// OPENROUTER_API_KEY come from .env.
+    Get {
+        /// Dotted key, e.g. `model.default` or `agent.max_turns`.
+        key: String,
+        /// Print the value as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set a value, e.g. `hermes config set model.default x/y` or `agent.max_turns 64`.
+    Set {
+        /// Dotted key; a secret's name (`OPENROUTER_API_KEY`) goes to .env.
+        key: String,
+        /// The value: true/yes/on, false/no/off, digits and decimals are typed, the rest is
+        /// text (a key holding text stays text).
+        value: String,
+        /// Accepted for scripts written for hermes-agent (it skips an unknown-key notice).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Remove a value (and the sections it leaves empty).
+    Unset {
+        /// Dotted key.
+        key: String,
+    },
+    /// Print the path of config.yaml.
+    Path,
+    /// Print the path of .env.
+    EnvPath,
+    /// Open config.yaml in $EDITOR (else $VISUAL, else vi); saved only if it parses.
+    Edit,
 }
 
 /// `hermes memory ...`

@@ -188,6 +188,7 @@ fn run(cli: Cli) -> CommandResult {
         Some(Command::Deps(command)) => commands::plugins::run_deps(&ctx, command),
         Some(Command::Plugins(command)) => commands::plugins::run_plugins(&ctx, command),
         Some(Command::Memory(command)) => commands::plugins::run_memory(&ctx, command),
+        Some(Command::Config { command }) => commands::config::run(&ctx, command),
         Some(Command::Version(flag)) => commands::info::run_version(flag.json),
         Some(Command::Dump(flag)) => commands::info::run_dump(&ctx, flag.json),
         Some(Command::Doctor(flag)) => commands::info::run_doctor(&ctx, flag.json),

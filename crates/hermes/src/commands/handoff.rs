@@ -133,6 +133,12 @@ pub const AGENT_SUBCOMMANDS: &[(&str, &[&str])] = &[
             "enroll",
         ],
     ),
+    (
+        "config",
+        &[
+            "show", "edit", "get", "set", "unset", "path", "env-path", "check", "migrate",
+        ],
+    ),
     ("memory", &["setup", "status", "off", "reset"]),
     (
         "plugins",

@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod completions;
+pub mod config;
 pub mod dashboard;
 pub mod gateway;
 pub mod handoff;

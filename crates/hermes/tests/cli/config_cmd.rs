@@ -33,3 +33,208 @@ fn memory_setup_changes_only_memory_provider() {
     let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 }
+
+#[test]
+fn set_get_unset_change_only_their_key_with_the_originals_value_parsing() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let path = t.root().join("config.yaml");
+    fs::write(&path, HAND_WRITTEN).unwrap();
+    let out = t.ok(&["config", "set", "model.default", "x/y"]);
+    assert_eq!(
+        out,
+        format!("✓ Set model.default = x/y in {}\n", path.display())
+    );
+    let out = t.ok(&["config", "set", "agent.max_turns", "64"]);
+    assert_eq!(
+        out,
+        format!("✓ Set agent.max_turns = 64 in {}\n", path.display())
+    );
+    t.ok(&["config", "set", "memory.provider", "off"]);
+    t.ok(&["config", "set", "display.bell_on_complete", "yes"]);
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        HAND_WRITTEN
+            .replace("default: 'gpt-4o'", "default: 'x/y'")
+            .replace("provider: ''  #", "provider: 'off'  #")
+            .replace(
+                "built-in for now\r\n",
+                "built-in for now\r\nagent:\r\n   max_turns: 64\r\ndisplay:\r\n   bell_on_complete: true\r\n"
+            )
+    );
+    assert_eq!(t.ok(&["config", "get", "agent.max_turns"]), "64\n");
+    assert_eq!(t.ok(&["config", "get", "model.default"]), "x/y\n");
+    assert_eq!(
+        t.ok(&["config", "get", "display.bell_on_complete"]),
+        "true\n"
+    );
+    assert_eq!(t.ok(&["config", "get", "allow"]), "- a\n- b\n");
+    let out = t.ok(&["config", "unset", "agent.max_turns"]);
+    assert_eq!(
+        out,
+        format!("✓ Unset agent.max_turns from {}\n", path.display())
+    );
+    let text = fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("agent:"), "{text:?}");
+    // Unset again: not set, exit 1 with a hint; a key inside a list is refused.
+    let out = t.run(&["config", "unset", "agent.max_turns"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(render(&out).contains("hint:"), "{}", render(&out));
+    let out = t.run(&["config", "set", "allow.0", "z"]);
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    assert_eq!(fs::read_to_string(&path).unwrap(), text);
+    // Secrets by name go to .env.
+    t.ok(&["config", "set", "OPENROUTER_API_KEY", "sk-or-123"]);
+    let env = fs::read_to_string(t.root().join(".env")).unwrap();
+    assert!(env.contains("OPENROUTER_API_KEY=sk-or-123"), "{env}");
+    assert_eq!(
+        t.ok(&["config", "get", "OPENROUTER_API_KEY"]),
+        "sk-or-123\n"
+    );
+}
+
+#[test]
+fn paths_and_writes_follow_the_profile_flag() {
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work"]);
+    let work = t.root().join("profiles/work");
+    assert_eq!(
+        t.ok(&["-p", "work", "config", "path"]),
+        format!("{}\n", work.join("config.yaml").display())
+    );
+    assert_eq!(
+        t.ok(&["config", "env-path", "-p", "work"]),
+        format!("{}\n", work.join(".env").display())
+    );
+    let root_before = fs::read(t.root().join("config.yaml")).unwrap();
+    t.ok(&["-p", "work", "config", "set", "model.default", "w"]);
+    assert_eq!(
+        t.ok(&["-p", "work", "config", "get", "model.default"]),
+        "w\n"
+    );
+    assert_eq!(fs::read(t.root().join("config.yaml")).unwrap(), root_before);
+    let out = t.run(&["-p", "nosuch", "config", "path"]);
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+}
+
+#[test]
+fn as_root_the_file_keeps_its_owner() {
+    use std::os::unix::fs::{MetadataExt, chown};
+    if !nix::unistd::geteuid().is_root() {
+        hermes_test_support::skip("not root: a file cannot be given away");
+        return;
+    }
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let path = t.root().join("config.yaml");
+    chown(&path, Some(12345), Some(12345)).unwrap();
+    t.ok(&["config", "set", "model.default", "m"]);
+    t.ok(&["config", "unset", "model.default"]);
+    let meta = fs::metadata(&path).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (12345, 12345));
+}
+
+/// An `EDITOR` that runs `script` on the file (`$1`).
+fn editor(t: &TestContext, script: &str) -> String {
+    let path = t.dir.path().join("editor.sh");
+    fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn edit_saves_a_valid_edit_and_keeps_the_file_on_a_broken_one() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let path = t.root().join("config.yaml");
+    fs::write(&path, HAND_WRITTEN).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    let good = editor(&t, "sed -i 's/gpt-4o/gpt-5/' \"$1\"");
+    let out = t
+        .cmd(&["config", "edit"])
+        .env("EDITOR", &good)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", render(&out));
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        HAND_WRITTEN.replace("gpt-4o", "gpt-5")
+    );
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    let before = fs::read(&path).unwrap();
+    let broken = editor(&t, "printf 'model: [unclosed\\n' > \"$1\"");
+    let out = t
+        .cmd(&["config", "edit"])
+        .env("VISUAL", &broken)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = render(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("does not parse") && text.contains("hint:"),
+        "{text}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), before);
+    assert_eq!(
+        fs::read_to_string(t.root().join("config.yaml.rejected")).unwrap(),
+        "model: [unclosed\n"
+    );
+    // No copy is left behind.
+    let strays: Vec<_> = fs::read_dir(t.root())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".config.yaml.edit")
+        })
+        .collect();
+    assert!(strays.is_empty(), "{strays:?}");
+}
+
+/// `path` and `get` print what the original's `hermes config` prints on the same home.
+#[test]
+fn path_and_get_match_the_original() {
+    let Some(agent) = hermes_test_support::original_agent() else {
+        return;
+    };
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    t.ok(&["config", "set", "model.default", "x/y"]);
+    t.ok(&["config", "set", "agent.max_turns", "64"]);
+    t.ok(&["config", "set", "display.bell_on_complete", "on"]);
+    let original = |args: &[&str]| {
+        let out = std::process::Command::new(&agent.hermes)
+            .arg("config")
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", t.home())
+            .env("HERMES_HOME", t.root())
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", render(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for args in [
+        &["path"][..],
+        &["env-path"],
+        &["get", "model.default"],
+        &["get", "agent.max_turns"],
+        &["get", "display.bell_on_complete"],
+    ] {
+        let mut ours = vec!["config"];
+        ours.extend_from_slice(args);
+        assert_eq!(t.ok(&ours), original(args), "{args:?}");
+    }
+    // What the original's `set` wrote reads back the same through ours.
+    original(&["set", "agent.max_turns", "32"]);
+    assert_eq!(t.ok(&["config", "get", "agent.max_turns"]), "32\n");
+}

@@ -1,0 +1,446 @@
+//! `hermes config`: read and change a profile's `config.yaml` as hermes-agent's `hermes
+//! config` does, so scripts written for the original keep working.
+//!
+//! * `get KEY [--json]`, `set KEY VALUE [--force]`, `unset KEY`, `path`, `env-path` and `edit`
+//!   are ours; `show` (and bare `hermes config`), `check` and `migrate` describe the
+//!   original's schema and defaults and are handed over to it (`commands::handoff`).
+//! * Keys are dotted paths (`model.default`); a key without a dot that names a secret
+//!   (`OPENROUTER_API_KEY`, `*_API_KEY`, `*_TOKEN`, `TERMINAL_SSH*`) lives in `.env`, as in the
+//!   original.
+//! * `set` reads VALUE as the original does: `true|yes|on` and `false|no|off` are booleans,
+//!   digits an integer, digits with one dot a float, anything else a string — except where the
+//!   file already holds a string there, which stays a string (`approvals.mode off`).
+//! * Every write goes through the byte-preserving editor under `config.yaml.lock`
+//!   (`hermes_home::config::Config::edit`): only the key changes, the mode and the owner stay.
+//! * `edit` works like `visudo`: the editor gets a copy; only a copy that parses replaces the
+//!   file (and only if nobody changed the file meanwhile); a broken copy is reported with its
+//!   line, and on a terminal the editor is offered again, otherwise it is kept next to the file.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use hermes_home::Home;
+use hermes_home::config::Config;
+use hermes_home::dotenv::DotEnv;
+use hermes_home::yaml_edit::{self, Replaced};
+use yaml_serde::Value;
+
+use crate::cli::ConfigCommand;
+use crate::context::Context;
+use crate::failure::{CommandResult, ExitStatus, Failure};
+use crate::output;
+
+use super::{handoff, prompt};
+
+/// `hermes config <sub>`; `None` is bare `hermes config`, the original's `show`.
+pub fn run(ctx: &Context, command: Option<ConfigCommand>) -> CommandResult {
+    let Some(command) = command else {
+        return Err(hand_over("hermes config"));
+    };
+    let home = ctx.home()?;
+    match command {
+        ConfigCommand::Path => path_line(&home.config_path()),
+        ConfigCommand::EnvPath => path_line(&home.env_path()),
+        ConfigCommand::Get { key, json } => get(&home, &key, json),
+        ConfigCommand::Set { key, value, .. } => set(&home, &key, &value),
+        ConfigCommand::Unset { key } => unset(&home, &key),
+        ConfigCommand::Edit => edit(&home.config_path()),
+    }
+}
+
+/// Hands this invocation over to hermes-agent (exec; returns only on failure).
+fn hand_over(what: &str) -> Failure {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    handoff::hand_over(&args, what)
+}
+
+fn path_line(path: &Path) -> CommandResult {
+    output::stdout(&format!("{}\n", path.display()))?;
+    Ok(ExitStatus::Success)
+}
+
+/// Whether `key` is one the original keeps in `.env` (its `_is_env_config_key`).
+fn is_env_key(key: &str) -> bool {
+    const LISTED: &[&str] = &[
+        "OPENROUTER_API_KEY",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "VOICE_TOOLS_OPENAI_KEY",
+        "EXA_API_KEY",
+        "PARALLEL_API_KEY",
+        "FIRECRAWL_API_KEY",
+        "FIRECRAWL_API_URL",
+        "FIRECRAWL_GATEWAY_URL",
+        "TOOL_GATEWAY_DOMAIN",
+        "TOOL_GATEWAY_SCHEME",
+        "TOOL_GATEWAY_USER_TOKEN",
+        "TAVILY_API_KEY",
+        "BROWSERBASE_API_KEY",
+        "BROWSERBASE_PROJECT_ID",
+        "BROWSER_USE_API_KEY",
+        "FAL_KEY",
+        "TELEGRAM_BOT_TOKEN",
+        "DISCORD_BOT_TOKEN",
+        "SUDO_PASSWORD",
+        "SLACK_BOT_TOKEN",
+        "SLACK_APP_TOKEN",
+        "GITHUB_TOKEN",
+        "HONCHO_API_KEY",
+    ];
+    if key.contains('.') {
+        return false;
+    }
+    let upper = key.to_ascii_uppercase();
+    LISTED.contains(&upper.as_str())
+        || upper.ends_with("_API_KEY")
+        || upper.ends_with("_TOKEN")
+        || upper.starts_with("TERMINAL_SSH")
+}
+
+fn get(home: &Home, key: &str, json: bool) -> CommandResult {
+    let value = if is_env_key(key) {
+        DotEnv::load(&home.env_path())?
+            .get(&key.to_ascii_uppercase())
+            .map(Value::from)
+    } else {
+        Config::load(&home.config_path())?.raw(key).cloned()
+    };
+    let Some(value) = value else {
+        // Not in the file: hermes-agent knows the default that applies.
+        if handoff::installed().is_some() {
+            return Err(hand_over("hermes config get"));
+        }
+        return Err(not_set(home, key));
+    };
+    if json {
+        output::json(&value)?;
+    } else {
+        output::stdout(&format!("{}\n", display_get(&value)))?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn not_set(home: &Home, key: &str) -> Failure {
+    Failure::new(
+        format!(
+            "config key not set: `{key}` (not in `{}`)",
+            home.config_path().display()
+        ),
+        Some(format!(
+            "set it with `hermes config set {key} VALUE`; without it hermes-agent's default applies"
+        )),
+    )
+}
+
+/// A value as the original's `hermes config get` prints it: booleans `true`/`false`, null
+/// `null`, a mapping or a list as YAML, anything else as its text.
+fn display_get(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "null".into(),
+        Value::Number(n) => n.to_string(),
+        other => yaml_serde::to_string(other)
+            .unwrap_or_default()
+            .trim_end()
+            .to_string(),
+    }
+}
+
+/// VALUE as the original's `hermes config set` reads it (module doc).
+fn parse_value(raw: &str, current: Option<&Value>) -> Value {
+    if matches!(current, Some(Value::String(_))) {
+        return Value::from(raw);
+    }
+    let lower = raw.to_ascii_lowercase();
+    if ["true", "yes", "on"].contains(&lower.as_str()) {
+        return Value::Bool(true);
+    }
+    if ["false", "no", "off"].contains(&lower.as_str()) {
+        return Value::Bool(false);
+    }
+    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    if digits(raw)
+        && let Ok(n) = raw.parse::<u64>()
+    {
+        return Value::from(n);
+    }
+    if let Some((int, frac)) = raw.split_once('.')
+        && (digits(int) || int.is_empty())
+        && (digits(frac) || frac.is_empty())
+        && !(int.is_empty() && frac.is_empty())
+        && let Ok(f) = raw.parse::<f64>()
+    {
+        return Value::from(f);
+    }
+    Value::from(raw)
+}
+
+/// The value as the original echoes it after `✓ Set` (Python's `str`), secrets masked.
+fn display_set(key: &str, value: &Value) -> String {
+    const SECRET_LEAVES: &[&str] = &[
+        "api_key",
+        "apikey",
+        "key",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "secret",
+    ];
+    let leaf = key.rsplit('.').next().unwrap_or(key).to_ascii_lowercase();
+    match value {
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::String(s) if SECRET_LEAVES.contains(&leaf.as_str()) && !s.is_empty() => mask(s),
+        other => display_get(other),
+    }
+}
+
+/// A secret shown as its first and last four characters, or `***` when short.
+fn mask(secret: &str) -> String {
+    let chars: Vec<char> = secret.chars().collect();
+    if chars.len() < 12 {
+        return "***".into();
+    }
+    let head: String = chars[..4].iter().collect();
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    format!("{head}...{tail}")
+}
+
+/// A dotted key that goes through a list (`custom_providers.0.api_key`): the editor changes
+/// mappings only, so such a key is refused rather than turning the list into a mapping.
+fn through_a_list(config: &Config, key: &str) -> Option<String> {
+    let parts: Vec<&str> = key.split('.').collect();
+    (1..parts.len()).find_map(|n| {
+        let prefix = parts[..n].join(".");
+        matches!(config.raw(&prefix), Some(Value::Sequence(_))).then_some(prefix)
+    })
+}
+
+fn check_key(key: &str) -> Result<(), Failure> {
+    if key.is_empty() || key.split('.').any(|k| k.is_empty() || k.trim() != k) {
+        return Err(Failure::new(
+            format!("`{key}` is not a configuration key"),
+            Some("give a dotted path of names, e.g. `model.default` or `agent.max_turns`".into()),
+        ));
+    }
+    Ok(())
+}
+
+fn set(home: &Home, key: &str, raw: &str) -> CommandResult {
+    check_key(key)?;
+    if is_env_key(key) {
+        let path = hermes_home::dotenv::set_var(&home.env_path(), &key.to_ascii_uppercase(), raw)?;
+        output::stdout(&format!("✓ Set {key} in {}\n", path.display()))?;
+        return Ok(ExitStatus::Success);
+    }
+    let path = home.config_path();
+    let value = Config::edit(&path, |config| {
+        if let Some(list) = through_a_list(config, key) {
+            return Ok(Err(list));
+        }
+        let value = parse_value(raw, config.raw(key));
+        config.set(key, value.clone());
+        Ok(Ok(value))
+    })?
+    .map_err(|list| {
+        Failure::new(
+            format!(
+                "`{key}` goes into the list `{list}`, which `hermes config set` does not change"
+            ),
+            Some("change it with `hermes config edit`".into()),
+        )
+    })?;
+    output::stdout(&format!(
+        "✓ Set {key} = {} in {}\n",
+        display_set(key, &value),
+        path.display()
+    ))?;
+    Ok(ExitStatus::Success)
+}
+
+fn unset(home: &Home, key: &str) -> CommandResult {
+    check_key(key)?;
+    if is_env_key(key) {
+        let path = home.env_path();
+        let removed = DotEnv::edit(&path, |env| Ok(env.unset(&key.to_ascii_uppercase())))?;
+        if !removed {
+            return Err(not_set(home, key));
+        }
+        output::stdout(&format!("✓ Unset {key} from {}\n", path.display()))?;
+        return Ok(ExitStatus::Success);
+    }
+    let path = home.config_path();
+    if !Config::edit(&path, |config| Ok(config.unset(key)))? {
+        return Err(not_set(home, key));
+    }
+    output::stdout(&format!("✓ Unset {key} from {}\n", path.display()))?;
+    Ok(ExitStatus::Success)
+}
+
+/// The editor command: `$EDITOR`, else `$VISUAL`, else `vi` (run by `sh`, so it may carry
+/// arguments such as `code -w`).
+fn editor() -> String {
+    ["EDITOR", "VISUAL"]
+        .iter()
+        .filter_map(|name| Context::var(name))
+        .find(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "vi".into())
+}
+
+fn edit(path: &Path) -> CommandResult {
+    let started_from = yaml_edit::read_text(path)?;
+    let copy = Copy::create(path, &yaml_edit::base_text(started_from.as_deref()))?;
+    loop {
+        run_editor(&copy.0)?;
+        let text = std::fs::read_to_string(&copy.0).map_err(|e| io_failure("read", &copy.0, e))?;
+        match yaml_edit::replace_in_file(path, started_from.as_deref(), &text) {
+            Ok(Replaced::Written) => {
+                output::stdout(&format!("✓ Saved {}\n", path.display()))?;
+                return Ok(ExitStatus::Success);
+            }
+            Ok(Replaced::Unchanged) => {
+                output::stdout(&format!("No changes to {}\n", path.display()))?;
+                return Ok(ExitStatus::Success);
+            }
+            Ok(Replaced::ChangedMeanwhile) => {
+                let kept = keep_copy(copy, path)?;
+                return Err(Failure::new(
+                    format!(
+                        "`{}` changed while you edited it; it was left as it is now",
+                        path.display()
+                    ),
+                    Some(format!(
+                        "your version is in `{}`: merge it with `hermes config edit`",
+                        kept.display()
+                    )),
+                ));
+            }
+            Err(
+                error @ (hermes_home::Error::ConfigParse { .. }
+                | hermes_home::Error::ConfigNotMapping { .. }),
+            ) => {
+                let problem = hermes_errors::one_line(&error);
+                if std::io::stdin().is_terminal() && prompt::interactive() {
+                    output::stderr(&format!("error: {problem}\n"));
+                    let answer = prompt::ask("Edit again? [Y/n] ", false)?;
+                    if !answer.trim().to_ascii_lowercase().starts_with('n') {
+                        continue;
+                    }
+                }
+                let kept = keep_copy(copy, path)?;
+                let mut failure = Failure::new(
+                    format!(
+                        "your edit does not parse, so `{}` was left unchanged",
+                        path.display()
+                    ),
+                    Some(format!(
+                        "your edit is in `{}`: fix it there and copy it over, or run `hermes config edit` again",
+                        kept.display()
+                    )),
+                );
+                failure.causes.push(problem);
+                return Err(failure);
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+}
+
+/// Runs the editor on `file` and waits for it.
+fn run_editor(file: &Path) -> Result<(), Failure> {
+    let editor = editor();
+    let status = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(file)
+        .status()
+        .map_err(|e| io_failure("run the editor for", file, e))?;
+    if status.success() {
+        return Ok(());
+    }
+    Err(Failure::new(
+        format!("the editor `{editor}` failed ({status}); nothing was saved"),
+        Some("set `EDITOR` (or `VISUAL`) to an editor that works here, e.g. `EDITOR=nano`".into()),
+    ))
+}
+
+/// The copy the editor gets, next to the file (same filesystem, private mode); removed when
+/// dropped unless kept.
+struct Copy(PathBuf);
+
+impl Copy {
+    fn create(path: &Path, text: &str) -> Result<Copy, Failure> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let copy = path.with_file_name(format!(".config.yaml.edit-{}.yaml", std::process::id()));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&copy)
+            .map_err(|e| io_failure("create a copy to edit in", &copy, e))?;
+        let copy = Copy(copy);
+        file.write_all(text.as_bytes())
+            .map_err(|e| io_failure("write", &copy.0, e))?;
+        Ok(copy)
+    }
+}
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Keeps the edited copy next to the file as `config.yaml.rejected` and says where.
+fn keep_copy(copy: Copy, path: &Path) -> Result<PathBuf, Failure> {
+    let kept = path.with_file_name("config.yaml.rejected");
+    std::fs::rename(&copy.0, &kept).map_err(|e| io_failure("keep your edit in", &kept, e))?;
+    Ok(kept)
+}
+
+fn io_failure(what: &str, path: &Path, error: std::io::Error) -> Failure {
+    let mut failure = Failure::new(
+        format!("cannot {what} `{}`", path.display()),
+        Some("check the directory's permissions and free space".into()),
+    );
+    failure.causes.push(error.to_string());
+    failure
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_read_as_the_original_reads_them() {
+        assert_eq!(parse_value("64", None), Value::from(64u64));
+        assert_eq!(parse_value("0.5", None), Value::from(0.5));
+        assert_eq!(parse_value("Yes", None), Value::Bool(true));
+        assert_eq!(parse_value("off", None), Value::Bool(false));
+        assert_eq!(parse_value("x/y", None), Value::from("x/y"));
+        assert_eq!(parse_value("1.2.3", None), Value::from("1.2.3"));
+        assert_eq!(parse_value("-1", None), Value::from("-1"));
+        // Where the file holds a string, a string stays.
+        assert_eq!(
+            parse_value("off", Some(&Value::from("manual"))),
+            Value::from("off")
+        );
+    }
+
+    #[test]
+    fn env_keys_and_masking_follow_the_original() {
+        assert!(is_env_key("openrouter_api_key"));
+        assert!(is_env_key("MY_TOKEN"));
+        assert!(!is_env_key("model.api_key"));
+        assert!(!is_env_key("model"));
+        assert_eq!(
+            display_set("model.api_key", &Value::from("sk-1234567890abcd")),
+            "sk-1...abcd"
+        );
+        assert_eq!(display_set("agent.verbose", &Value::Bool(true)), "True");
+    }
+}
