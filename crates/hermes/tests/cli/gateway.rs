@@ -466,7 +466,9 @@ fn gateway_start_waits_for_readiness_and_reports_a_failed_start_with_its_cause()
     assert!(stderr.contains("already in use"), "{text}");
     assert!(
         stderr.contains("hint: each profile needs its own port")
-            && stderr.contains("the supervisor keeps retrying it"),
+            && stderr.contains(
+                "the supervisor keeps retrying it (`hermes -p work gateway stop` stops it)"
+            ),
         "the gateway's own hint, then what the supervisor does: {text}"
     );
 
