@@ -27,13 +27,15 @@ pub enum Error {
     #[error("both HERMES_DASHBOARD_BASIC_AUTH_PASSWORD and _PASSWORD_HASH are set")]
     PasswordTwice,
     /// `HERMES_DASHBOARD_BASIC_AUTH_PASSWORD_HASH` is not a bcrypt hash.
-    #[error("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD_HASH is not a bcrypt hash")]
+    #[error("`HERMES_DASHBOARD_BASIC_AUTH_PASSWORD_HASH` is not a bcrypt hash")]
     InvalidPasswordHash,
     /// A password without a user name.
     #[error("a dashboard password is set without HERMES_DASHBOARD_BASIC_AUTH_USERNAME")]
     UsernameMissing,
     /// A proxy's user header without a list of trusted proxies: anyone could send it.
-    #[error("HERMES_DASHBOARD_PROXY_AUTH_HEADER is set without HERMES_DASHBOARD_TRUSTED_PROXIES")]
+    #[error(
+        "`HERMES_DASHBOARD_PROXY_AUTH_HEADER` is set without `HERMES_DASHBOARD_TRUSTED_PROXIES`"
+    )]
     ProxyAuthWithoutProxies,
     /// An entry of `HERMES_DASHBOARD_TRUSTED_PROXIES` is not an address or network.
     #[error("invalid trusted proxy `{value}`")]

@@ -139,7 +139,10 @@ impl Error {
                 "install uv (`pip install uv`) or pip into the core environment".to_string()
             }
             Self::UnknownFeature { .. } => "run `hermes deps status` to list the known features".to_string(),
-            Self::Registry { .. } => return None,
+            // The registry is compiled into the binary: a broken one is a build defect.
+            Self::Registry { .. } => "the feature list built into this binary is damaged: \
+                reinstall Hermes, and report it with the output of `hermes version`"
+                .to_string(),
         })
     }
 }

@@ -18,6 +18,7 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use hermes_gateway::GatewaySettings;
 use hermes_home::Home;
 use hermes_home::auth::{AuthStore, describe_uid};
 use hermes_home::config::Config;
@@ -101,14 +102,18 @@ pub fn home_checks(
     let auth = check_readable(&home.auth_path(), service_uid, Missing::Fine);
     let auth_ok = auth.status == Status::Ok;
     checks.push(auth);
-    if auth_ok {
+    if auth_ok && home.auth_path().exists() {
+        checks.push(check_private_mode(&home.auth_path(), "credentials"));
         checks.extend(check_auth_parses(&home.auth_path()));
     }
-    let env = check_readable(&home.env_path(), service_uid, Missing::Warn);
+    let env = match check_readable(&home.env_path(), service_uid, Missing::Warn) {
+        missing if missing.status == Status::Warn => missing_env(home),
+        env => env,
+    };
     let env_ok = env.status == Status::Ok;
     checks.push(env);
     if env_ok {
-        checks.push(check_env_mode(&home.env_path()));
+        checks.push(check_private_mode(&home.env_path(), "secrets"));
         checks.push(check_env_parses(&home.env_path()));
     }
     let config = check_readable(&home.config_path(), service_uid, Missing::Warn);
@@ -131,6 +136,11 @@ pub fn home_checks(
                 }
                 if let Some(provider) = model.provider.as_deref() {
                     checks.extend(original_provider_check(provider));
+                }
+                // A `.env` that does not parse has its own ✗ above; the gateway's reading
+                // of it would only repeat that.
+                if let Ok(dotenv) = DotEnv::load(&home.env_path()) {
+                    checks.push(check_gateway_settings(home, &config, &dotenv, var));
                 }
             }
             Err(e) => checks.push(Check::fail(
@@ -280,19 +290,106 @@ fn check_readable(path: &Path, service_uid: Option<u32>, missing: Missing) -> Ch
     Check::ok(format!("`{name}` readable ({detail})"))
 }
 
-fn check_env_mode(path: &Path) -> Check {
+/// ⚠ for a file of secrets (`.env`, `auth.json`) that group or other users can read: chat
+/// still works, but the keys are exposed. The original writes both 0600.
+fn check_private_mode(path: &Path, what: &str) -> Check {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     match fs::metadata(path) {
-        Ok(meta) if meta.mode() & 0o077 == 0 => Check::ok("`.env` mode is 0600"),
+        Ok(meta) if meta.mode() & 0o077 == 0 => Check::ok(format!("`{name}` mode is 0600")),
         Ok(meta) => Check::warn(
             format!(
-                "`.env` mode is {:04o}: other users can read your secrets",
+                "`{name}` mode is {:04o}: other users can read your {what}",
                 meta.mode() & 0o7777
             ),
             format!("run `chmod 600 {}`", path.display()),
         ),
         Err(e) => Check::fail(
-            format!("cannot inspect `.env`: {}", short_io(&e)),
+            format!("cannot inspect `{name}`: {}", short_io(&e)),
             owner_fix(path),
+        ),
+    }
+}
+
+/// The row for a missing `.env`. The root's is seeded again by any `hermes` command; a named
+/// profile's never is, so its fix is the command that writes one, private, with the key of
+/// the profile's provider.
+fn missing_env(home: &Home) -> Check {
+    let path = home.env_path();
+    if matches!(home.profile(), hermes_home::ProfileRef::Default) {
+        return Check::warn("`.env` is missing", "run any `hermes` command to seed it");
+    }
+    let key_var = Config::load(&home.config_path())
+        .ok()
+        .and_then(|config| config.model(&|_| None).provider)
+        .and_then(|name| hermes_home::providers::find(&name))
+        .unwrap_or_else(|| hermes_home::providers::default_provider())
+        .key_var;
+    Check::warn(
+        format!(
+            "`.env` is missing: profile `{}` has no keys of its own",
+            home.profile().name()
+        ),
+        format!(
+            "create it with your key: `(umask 077 && printf '%s\\n' '{key_var}=<your key>' > {})`",
+            shell_quote(&path.display().to_string())
+        ),
+    )
+}
+
+/// `text` as one word for `sh`.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// What the gateway would say of this profile's settings, asked through its own resolution
+/// (`GatewaySettings::resolve_with_auth`, as `gateway run` and `chat` use it) with what
+/// doctor has read, so doctor refuses exactly what the gateway refuses: a provider without
+/// the `base_url` it needs, a `${VAR}` in a key that is not set, a public bind without a
+/// key. ✗ with the gateway's own reason and hint.
+///
+/// The gateway's environment is `.env` over the process environment; the process's is
+/// read through `var` (the names of this process's variables, their values as `var` gives
+/// them), so a caller that controls `var` controls what is seen.
+fn check_gateway_settings(
+    home: &Home,
+    config: &Config,
+    dotenv: &DotEnv,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Check {
+    let process = std::env::vars_os().filter_map(|(name, _)| {
+        let name = name.into_string().ok()?;
+        let value = var(&name)?;
+        Some((name, value))
+    });
+    let env = dotenv.overlay(process);
+    // `parse`, not the gateway's `load_auth`: that one copies a damaged file aside, and
+    // doctor only looks (a damaged `auth.json` has its own row).
+    let auth = fs::read(home.auth_path())
+        .ok()
+        .and_then(|bytes| AuthStore::parse(&bytes).ok())
+        .unwrap_or_default();
+    let resolved = GatewaySettings::resolve_with_auth(
+        home.profile().name(),
+        home.dir(),
+        None,
+        config,
+        &env,
+        &auth,
+    );
+    match resolved {
+        Ok(settings) => match settings.provider {
+            Some(provider) => Check::ok(format!(
+                "the gateway accepts the model settings: {}",
+                provider.describe()
+            )),
+            None => Check::ok("the gateway accepts the settings"),
+        },
+        Err(e) => Check::fail(
+            format!("the gateway refuses the settings: {e}"),
+            e.hint().unwrap_or_else(|| owner_fix(&home.config_path())),
         ),
     }
 }
@@ -527,6 +624,71 @@ mod tests {
             failed.fix.as_deref().unwrap().contains("chown"),
             "{failed:?}"
         );
+    }
+
+    #[test]
+    fn auth_json_others_can_read_warns_and_chmod_mends_it() {
+        let (dir, home) = fresh_home();
+        let auth = dir.path().join("auth.json");
+        fs::write(&auth, "{\"providers\": {}}").unwrap();
+        fs::set_permissions(&auth, fs::Permissions::from_mode(0o644)).unwrap();
+        let checks = home_checks(&home, &BuildIdentity::resolve("", None), &|_| None);
+        let row = find(&checks, "`auth.json` mode is 0644");
+        assert_eq!(row.status, Status::Warn, "{row:?}");
+        assert!(row.message.contains("credentials"), "{row:?}");
+        assert_eq!(
+            row.fix.as_deref(),
+            Some(format!("run `chmod 600 {}`", auth.display()).as_str())
+        );
+        // The fix, followed.
+        fs::set_permissions(&auth, fs::Permissions::from_mode(0o600)).unwrap();
+        let checks = home_checks(&home, &BuildIdentity::resolve("", None), &|_| None);
+        assert_eq!(find(&checks, "`auth.json` mode is 0600").status, Status::Ok);
+    }
+
+    #[test]
+    fn settings_the_gateway_refuses_fail_with_its_reason() {
+        let (dir, home) = fresh_home();
+        let config = dir.path().join("config.yaml");
+        let doctor = || home_checks(&home, &BuildIdentity::resolve("", None), &|_| None);
+        let gateway_row = |checks: &[Check]| find(checks, "the gateway").clone();
+
+        // A provider the gateway cannot reach by name needs `model.base_url`.
+        fs::write(&config, "model:\n  default: m\n  provider: together\n").unwrap();
+        let row = gateway_row(&doctor());
+        assert_eq!(row.status, Status::Fail, "{row:?}");
+        assert!(
+            row.message.contains("`model.base_url`") && row.message.contains("together"),
+            "{row:?}"
+        );
+        assert!(
+            row.fix
+                .as_deref()
+                .is_some_and(|f| f.contains("model.base_url"))
+        );
+
+        // With it, a key naming an unset variable is refused rather than sent as text.
+        fs::write(
+            &config,
+            "model:\n  default: m\n  provider: together\n  base_url: https://api.together.xyz/v1\n  api_key: ${TOGETHER_KEY}\n",
+        )
+        .unwrap();
+        let row = gateway_row(&doctor());
+        assert_eq!(row.status, Status::Fail, "{row:?}");
+        assert!(row.message.contains("`TOGETHER_KEY` is not set"), "{row:?}");
+
+        // Following the fix (the variable set in `.env`) passes.
+        fs::write(dir.path().join(".env"), "TOGETHER_KEY=tk-123\n").unwrap();
+        let checks = doctor();
+        let row = gateway_row(&checks);
+        assert_eq!(row.status, Status::Ok, "{row:?}");
+        assert!(
+            row.message.contains("https://api.together.xyz/v1"),
+            "{row:?}"
+        );
+        assert!(!has_failures(&checks), "{checks:#?}");
+        let text = render("doctor", &checks, false);
+        assert!(!text.contains("tk-123"), "no key in the report: {text}");
     }
 
     fn find<'a>(checks: &'a [Check], needle: &str) -> &'a Check {

@@ -289,13 +289,19 @@ impl Error {
                 "check that `{}` is a writable SQLite database",
                 path.display()
             )),
-            Error::InvalidSessionId { .. } => None,
+            Error::InvalidSessionId { .. } => Some(
+                "use an id as `hermes chat` prints it (`chat-…`), or leave `--session` out to start a new conversation"
+                    .into(),
+            ),
             Error::NoModel { home, .. } => Some(format!(
                 "set `model.default` (and `model.base_url` for a non-OpenAI provider) in `{}`, and the provider key `OPENAI_API_KEY` in `{}`",
                 home.join("config.yaml").display(),
                 home.join(".env").display()
             )),
-            Error::HttpClient { .. } => None,
+            Error::HttpClient { .. } => Some(
+                "check the system's TLS certificates (`ca-certificates`) and any `HTTPS_PROXY` or `ALL_PROXY` setting"
+                    .into(),
+            ),
             Error::ProviderAuth {
                 withheld_key: Some(var),
                 ..
@@ -327,7 +333,9 @@ impl Error {
             Error::UnsupportedRequest { .. } => {
                 Some("change the request, or use a provider that speaks chat completions".into())
             }
-            Error::Task { .. } => None,
+            Error::Task { .. } => Some(
+                "retry; if it happens again, report it with the output of `hermes dump`".into(),
+            ),
         }
     }
 

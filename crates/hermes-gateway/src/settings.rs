@@ -59,7 +59,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use hermes_home::config::Config;
+use hermes_home::config::{Config, expand_vars};
 use hermes_home::dotenv::{self, DotEnv};
 use hermes_home::providers::{self, ModelProvider};
 use hermes_home::{DEFAULT_PROFILE, Home};
@@ -905,6 +905,17 @@ impl Resolver<'_, '_> {
             },
         };
         let base_url = base_url.trim_end_matches('/');
+        // An unset variable stays as written (`expand_vars`): sending it would put the text
+        // `Bearer ${NAME}` on the wire and earn a confusing 401, so the endpoint is refused.
+        if let Some(name) = spec.api_key.as_deref().and_then(unexpanded_var) {
+            return Err(Error::InvalidSetting {
+                key: format!("{origin}.api_key"),
+                value: format!("${{{name}}}"),
+                reason: format!(
+                    "the variable `{name}` is not set, so there is no key to send: set `{name}` in the profile's `.env`, or write the key itself"
+                ),
+            });
+        }
         let key = choose_provider_key(configured, base_url, spec.api_key.as_deref(), self.get_env);
         let mut p = ProviderSettings::new(base_url, spec.model.clone());
         p.name = configured.map_or_else(|| "auto".into(), |n| n.trim().to_string());
@@ -1186,6 +1197,17 @@ fn provider_kind<'a>(
     }
 }
 
+/// The first `${NAME}` (or `${env:NAME}`) left in an expanded value: `expand_vars` keeps a
+/// reference to an unset variable as written, so what remains names one that is not set.
+fn unexpanded_var(expanded: &str) -> Option<String> {
+    let first = std::cell::RefCell::new(None::<String>);
+    expand_vars(expanded, &|name| {
+        first.borrow_mut().get_or_insert_with(|| name.to_string());
+        None
+    });
+    first.into_inner()
+}
+
 /// `auto`: the first known provider whose key is set, else the first known one (OpenAI).
 fn auto_provider<'a>(get_env: &dyn Fn(&str) -> Option<&'a str>) -> Option<KnownProvider> {
     known_providers()
@@ -1349,6 +1371,42 @@ mod tests {
             rem = (rem * 256 + u128::from(*b)) % 600;
         }
         assert_eq!(u128::from(default_port("work")), 9200 + rem);
+    }
+
+    #[test]
+    fn an_api_key_naming_an_unset_variable_is_refused_not_sent_as_text() {
+        let config = cfg(
+            "model:\n  default: m\n  base_url: http://127.0.0.1:1/v1\n  api_key: ${LOCAL_KEY}\nfallback_providers:\n  - provider: custom\n    model: f\n    base_url: http://127.0.0.1:2/v1\n    api_key: ${env:FALLBACK_KEY}\n",
+        );
+        let err =
+            GatewaySettings::resolve("p", Path::new("/h"), None, &config, &map(&[])).unwrap_err();
+        let Error::InvalidSetting { key, value, reason } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(
+            (key.as_str(), value.as_str()),
+            ("model.api_key", "${LOCAL_KEY}")
+        );
+        assert!(
+            reason.contains("set `LOCAL_KEY` in the profile's `.env`"),
+            "{reason}"
+        );
+        assert!(err.is_config(), "the gateway refuses to start (78)");
+
+        // Set, it is the key; the fallback whose variable is unset is skipped, never sent.
+        let s = GatewaySettings::resolve(
+            "p",
+            Path::new("/h"),
+            None,
+            &config,
+            &map(&[("LOCAL_KEY", "sk-local")]),
+        )
+        .unwrap();
+        let p = s.provider.unwrap();
+        assert_eq!(p.api_key.as_deref(), Some("sk-local"));
+        assert!(p.fallbacks.is_empty(), "{:?}", p.fallbacks);
+        assert_eq!(unexpanded_var("sk-${A}-${B}").as_deref(), Some("A"));
+        assert_eq!(unexpanded_var("sk-plain $A ${open"), None);
     }
 
     #[test]

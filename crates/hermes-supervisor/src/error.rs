@@ -78,6 +78,33 @@ pub enum Error {
     },
 }
 
+/// What to do when the supervisor refuses a request with `code`.
+fn refused_hint(code: &ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::UnknownService => "list services with `hermes service status`",
+        ErrorCode::Forbidden => "only root and the service user may use the control socket",
+        ErrorCode::Busy => "the supervisor has too many clients at once: retry in a moment",
+        ErrorCode::ShuttingDown => {
+            "the supervisor is stopping: wait for it to exit, then start it again with `hermes up`"
+        }
+        ErrorCode::AlreadyRegistered => {
+            "a service of that name runs with another definition: stop it, or choose another name"
+        }
+        // A request this binary built was refused as malformed or too large, or a code this
+        // binary does not know: the running supervisor is another version of Hermes.
+        ErrorCode::TooLarge
+        | ErrorCode::InvalidRequest
+        | ErrorCode::UnsupportedVersion
+        | ErrorCode::Other(_) => {
+            "the running supervisor may be another version of Hermes: restart it (`hermes up`) \
+             with this binary"
+        }
+        ErrorCode::Internal => {
+            "this is a bug in the supervisor: report it with the output of `hermes dump`"
+        }
+    }
+}
+
 impl Error {
     /// The "what to do" line shown under the error, when there is one.
     pub fn hint(&self) -> Option<String> {
@@ -91,14 +118,12 @@ impl Error {
             Error::PermissionDenied { .. } => {
                 Some("run as root or as the service user; the socket is mode 0660".to_string())
             }
-            Error::Refused {
-                code: ErrorCode::UnknownService,
-                ..
-            } => Some("list services with `hermes service status`".to_string()),
-            Error::Refused {
-                code: ErrorCode::Forbidden,
-                ..
-            } => Some("only root and the service user may use the control socket".to_string()),
+            Error::Refused { code, .. } => Some(refused_hint(code).to_string()),
+            Error::Protocol { .. } => Some(
+                "check that the supervisor still answers (`hermes service status`); if it hangs, \
+                 read its log and restart it"
+                    .to_string(),
+            ),
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
                 Some(
                     "give the directory to this user with mode 0755 (or remove it), or set \
@@ -115,7 +140,6 @@ impl Error {
             Error::InvalidSpec { .. } => {
                 Some("service names use letters, digits and `-_.@`; commands are non-empty".into())
             }
-            _ => None,
         }
     }
 

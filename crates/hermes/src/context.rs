@@ -27,6 +27,22 @@ impl Context {
         Ok(root)
     }
 
+    /// Refuses a `-p NAME` that names no profile, for every command it is given to — also
+    /// those that act on every profile or none (`gateway status`, `service status`, `up`),
+    /// which would otherwise ignore it and leave a typo unnoticed. Reads only: the home is
+    /// neither created nor seeded.
+    ///
+    /// # Errors
+    ///
+    /// `hermes_home`'s profile-not-found (or invalid name) error, with its hint.
+    pub fn check_profile_flag(&self) -> Result<(), Failure> {
+        let Some(name) = self.profile_flag.as_deref() else {
+            return Ok(());
+        };
+        Home::select(resolve_root(Self::var)?, Some(name))?;
+        Ok(())
+    }
+
     /// The selected profile's home.
     pub fn home(&self) -> Result<Home, Failure> {
         let root = self.root()?;

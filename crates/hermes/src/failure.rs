@@ -272,6 +272,15 @@ mod tests {
                     && m.chars().next().is_some_and(|c| !c.is_uppercase()),
                 "{crate_name} {pattern}: message style: {m}"
             );
+            // Every `error:` a user meets says what to do about it.
+            assert!(
+                failure
+                    .hint
+                    .as_deref()
+                    .is_some_and(|h| !h.trim().is_empty()),
+                "{crate_name} {pattern}: no hint: {}",
+                failure.render()
+            );
             assert!(
                 failure
                     .causes
@@ -344,6 +353,27 @@ mod tests {
     fn every_supervisor_error() {
         let all = failures(hermes_supervisor::Error::every_variant());
         insta::assert_snapshot!(render_all("hermes_supervisor", all));
+    }
+
+    #[test]
+    fn every_refusal_of_the_supervisor_has_a_hint() {
+        // `every_variant` lists one `Refused`; the others differ only by their code.
+        let codes = hermes_supervisor::protocol::ErrorCode::KNOWN
+            .into_iter()
+            .chain([hermes_supervisor::protocol::ErrorCode::Other(
+                "new_code".into(),
+            )]);
+        for code in codes {
+            let failure = Failure::from(hermes_supervisor::Error::Refused {
+                code: code.clone(),
+                message: "refused".into(),
+            });
+            assert!(
+                failure.hint.as_deref().is_some_and(|h| !h.is_empty()),
+                "{code:?}: {}",
+                failure.render()
+            );
+        }
     }
 
     #[test]

@@ -163,6 +163,10 @@ fn run(cli: Cli) -> CommandResult {
     let ctx = Context {
         profile_flag: cli.profile,
     };
+    // Under `init`, `-p` is tini's signal, not a profile.
+    if !matches!(cli.command, Some(Command::Init(_))) {
+        ctx.check_profile_flag()?;
+    }
     if cli.version {
         return commands::info::run_version(false);
     }

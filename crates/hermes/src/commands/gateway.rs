@@ -826,8 +826,19 @@ impl StateRecorder for CliRecorder {
 
 /// `hermes chat -q TEXT`.
 pub fn chat(ctx: &Context, query: &str, session: Option<&str>) -> CommandResult {
+    // Checked before anything is read or sent: an empty message is a mistake (an unset shell
+    // variable in `-q "$Q"`), not a question for the model.
+    if query.trim().is_empty() {
+        return Err(Failure::new(
+            "the message is empty: nothing was sent",
+            Some("write the question after `-q`, e.g. `hermes chat -q \"hello\"`".into()),
+        ));
+    }
     let home = ctx.home()?;
     let settings = settings(&home)?;
+    if let Some(id) = session {
+        existing_session(&settings.state_db, id)?;
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -858,6 +869,69 @@ pub fn chat(ctx: &Context, query: &str, session: Option<&str>) -> CommandResult 
     Ok(ExitStatus::Success)
 }
 
+/// `--session ID` continues a conversation, so `ID` must name a stored one: a mistyped id
+/// would otherwise start a new conversation without its history, unnoticed. As the
+/// original's `--resume`, which says "Session not found"; a new conversation is `chat`
+/// without `--session` (its id is printed afterwards).
+fn existing_session(state_db: &Path, id: &str) -> Result<(), Failure> {
+    use hermes_gateway::sessions::browse::{MAX_LIMIT, Reader};
+    hermes_gateway::sessions::validate_session_id(id)?;
+    let reader = Reader::open(state_db)?;
+    let known = match &reader {
+        Some(reader) if reader.session(id)?.is_some() => return Ok(()),
+        Some(reader) => reader.list(MAX_LIMIT, None)?,
+        None => Vec::new(),
+    };
+    let close = close_matches(id, known.iter().map(|s| s.id.as_str()));
+    let hint = match close.as_slice() {
+        [] => "list conversations on the dashboard's Sessions page, or leave `--session` out to \
+               start a new one"
+            .to_string(),
+        [one] => format!("did you mean `--session {one}`?"),
+        many => format!(
+            "did you mean one of: {}?",
+            many.iter()
+                .map(|id| format!("`{id}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Err(Failure::new(
+        format!("no conversation `{id}` in `{}`", state_db.display()),
+        Some(hint),
+    ))
+}
+
+/// The ids in `known` that `typed` may have meant: one is a prefix of the other, or they are
+/// at most two edits apart. At most five, the closest first.
+fn close_matches<'a>(typed: &str, known: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut close: Vec<(usize, &str)> = known
+        .filter_map(|id| {
+            let prefix = !typed.is_empty() && (id.starts_with(typed) || typed.starts_with(id));
+            let distance = edit_distance(typed, id);
+            (prefix || distance <= 2).then_some((distance, id))
+        })
+        .collect();
+    close.sort();
+    close.into_iter().take(5).map(|(_, id)| id).collect()
+}
+
+/// Levenshtein distance in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
 /// `chat-` and 16 random hex digits.
 fn new_session_id() -> String {
     use std::io::Read;
@@ -875,4 +949,28 @@ fn new_session_id() -> String {
         "chat-{}",
         bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
     )
+}
+
+#[cfg(test)]
+mod chat_tests {
+    use super::*;
+
+    #[test]
+    fn close_matches_are_prefixes_or_near_misses_closest_first() {
+        let known = [
+            "chat-0123456789abcdef",
+            "chat-0123456789abcdeg",
+            "chat-ffff",
+            "other",
+        ];
+        assert_eq!(
+            close_matches("chat-0123456789abcdfe", known.into_iter()),
+            ["chat-0123456789abcdef", "chat-0123456789abcdeg"]
+        );
+        assert_eq!(close_matches("chat-ff", known.into_iter()), ["chat-ffff"]);
+        assert!(close_matches("nothing-alike", known.into_iter()).is_empty());
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("même", "meme"), 1);
+    }
 }

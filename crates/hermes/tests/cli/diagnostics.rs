@@ -158,3 +158,106 @@ fn a_closed_stdout_is_a_quiet_success() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+/// The text between `start` and the next backtick after it in `line` (a fix's command).
+fn command_in<'a>(text: &'a str, start: &str) -> &'a str {
+    let from = text
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start:?} in {text}"))
+        + start.len();
+    let len = text[from..].find("`\n").expect("command ends the fix line");
+    &text[from..from + len]
+}
+
+fn sh(command: &str) {
+    let status = std::process::Command::new("sh")
+        .args(["-c", command])
+        .status()
+        .unwrap();
+    assert!(status.success(), "{command}");
+}
+
+/// What breaks chat is a ✗ (or a ⚠ where chat still works) with a fix that, followed as
+/// printed, makes the row pass.
+#[test]
+fn doctor_finds_what_breaks_chat_and_its_fixes_work() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    let work = t.root().join("profiles/work");
+
+    // A named profile without `.env`: the printed command creates it, private, with a key.
+    fs::remove_file(work.join(".env")).unwrap();
+    let stdout = t.ok(&["doctor", "-p", "work"]);
+    assert!(
+        stdout.contains("⚠ `.env` is missing: profile `work` has no keys of its own"),
+        "{stdout}"
+    );
+    let create = command_in(&stdout, "create it with your key: `");
+    sh(&create.replace("<your key>", "sk-test-0123456789"));
+    let stdout = t.ok(&["doctor", "-p", "work"]);
+    assert!(
+        stdout.contains("✓ `.env` mode is 0600") && !stdout.contains("`.env` is missing"),
+        "{stdout}"
+    );
+    assert_eq!(
+        fs::read_to_string(work.join(".env")).unwrap(),
+        "OPENAI_API_KEY=sk-test-0123456789\n"
+    );
+
+    // `auth.json` others can read (⚠), then one that is damaged (✗): `chmod`, then `mv`.
+    let auth = work.join("auth.json");
+    fs::write(&auth, "{\"providers\": {}}").unwrap();
+    fs::set_permissions(&auth, fs::Permissions::from_mode(0o644)).unwrap();
+    let stdout = t.ok(&["doctor", "-p", "work"]);
+    assert!(stdout.contains("⚠ `auth.json` mode is 0644"), "{stdout}");
+    sh(command_in(&stdout, "fix: run `"));
+    let stdout = t.ok(&["doctor", "-p", "work"]);
+    assert!(stdout.contains("✓ `auth.json` mode is 0600"), "{stdout}");
+    fs::write(&auth, "{\"providers\": ").unwrap();
+    let out = t.run(&["doctor", "-p", "work"]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("auth.json` is damaged"), "{stdout}");
+    let aside = command_in(&stdout, "move it aside (`");
+    sh(aside.split('`').next().unwrap());
+    t.ok(&["doctor", "-p", "work"]);
+
+    // A provider the gateway cannot reach by name, without `model.base_url`.
+    let config = work.join("config.yaml");
+    fs::write(&config, "model:\n  default: m\n  provider: custom\n").unwrap();
+    let out = t.run(&["doctor", "-p", "work"]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("✗ the gateway refuses the settings: invalid `model.base_url`"),
+        "{stdout}"
+    );
+    // A key naming a variable that is not set.
+    fs::write(
+        &config,
+        "model:\n  default: m\n  provider: custom\n  base_url: http://127.0.0.1:1/v1\n  api_key: ${LOCAL_LLM_KEY}\n",
+    )
+    .unwrap();
+    let out = t.run(&["doctor", "-p", "work"]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("the variable `LOCAL_LLM_KEY` is not set")
+            && stdout.contains("set `LOCAL_LLM_KEY` in the profile's `.env`"),
+        "{stdout}"
+    );
+    fs::write(
+        work.join(".env"),
+        "OPENAI_API_KEY=sk-test-0123456789\nLOCAL_LLM_KEY=local-secret\n",
+    )
+    .unwrap();
+    let stdout = t.ok(&["doctor", "-p", "work"]);
+    assert!(
+        stdout.contains(
+            "✓ the gateway accepts the model settings: custom m at http://127.0.0.1:1/v1"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("local-secret"), "{stdout}");
+}

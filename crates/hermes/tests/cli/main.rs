@@ -12,6 +12,7 @@
 //! * `engine` — the gateway engine: unusable settings, the original agent's gateway under `hermes up`
 //! * `handoff` — what our CLI does not implement goes to hermes-agent's CLI (a fake one, then the original)
 //! * `gateway` — gateway run, exit codes, lock, lifecycle under `hermes up`, chat
+//! * `input_checks` — empty chat messages, mistyped `--session`, `-p` naming no profile
 //! * `gateway_clients` — the `openai` SDK and `hermes-agent-api-client` against `gateway run`
 //! * `json_errors` — `--json` failures as one JSON object on stdout; `gateway list` vs `status`
 //! * `plugins` — deps, plugins and memory setup refusals
@@ -37,6 +38,7 @@ mod formats;
 mod gateway;
 mod gateway_clients;
 mod handoff;
+mod input_checks;
 mod json_errors;
 mod plugins;
 mod profiles;
