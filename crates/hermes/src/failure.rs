@@ -172,7 +172,14 @@ impl From<hermes_init::Error> for Failure {
 
 impl From<std::io::Error> for Failure {
     fn from(error: std::io::Error) -> Self {
-        let mut failure = Failure::from_error(&error, None);
+        // A bare I/O error names no file: doctor checks the home's files one by one.
+        let hint = match error.kind() {
+            std::io::ErrorKind::PermissionDenied => {
+                "run `hermes doctor`: it names each file of the home this user cannot read or write"
+            }
+            _ => "run `hermes doctor` to check the home and its files, and retry",
+        };
+        let mut failure = Failure::from_error(&error, Some(hint.into()));
         failure.io_kind = Some(error.kind());
         failure
     }
@@ -353,6 +360,51 @@ mod tests {
     fn every_supervisor_error() {
         let all = failures(hermes_supervisor::Error::every_variant());
         insta::assert_snapshot!(render_all("hermes_supervisor", all));
+    }
+
+    /// The binary's own failures (`Failure::new(message, hint)` in its commands) have a hint
+    /// too: no call passes `None`.
+    #[test]
+    fn every_failure_the_commands_build_has_a_hint() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = vec![src.join("main.rs"), src.join("context.rs")];
+        for entry in std::fs::read_dir(src.join("commands")).unwrap() {
+            files.push(entry.unwrap().path());
+        }
+        let mut calls = 0;
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (at, _) in text.match_indices("Failure::new(") {
+                let args = call_arguments(&text[at + "Failure::new(".len()..]);
+                calls += 1;
+                assert!(
+                    !args.trim_end().trim_end_matches(',').ends_with("None"),
+                    "{}: a failure without a hint: Failure::new({args})",
+                    file.display()
+                );
+            }
+        }
+        assert!(calls > 10, "the scan found the calls ({calls})");
+    }
+
+    /// The text up to the `)` that closes a call whose arguments start `rest`, skipping
+    /// string literals (which may hold parentheses).
+    fn call_arguments(rest: &str) -> &str {
+        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+        for (i, c) in rest.char_indices() {
+            match (in_string, c) {
+                (true, _) if escaped => escaped = false,
+                (true, '\\') => escaped = true,
+                (true, '"') => in_string = false,
+                (true, _) => {}
+                (false, '"') => in_string = true,
+                (false, '(' | '[' | '{') => depth += 1,
+                (false, ')') if depth == 0 => return &rest[..i],
+                (false, ')' | ']' | '}') => depth -= 1,
+                _ => {}
+            }
+        }
+        rest
     }
 
     #[test]

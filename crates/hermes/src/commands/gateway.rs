@@ -695,7 +695,10 @@ fn install(ctx: &Context, install: bool) -> CommandResult {
         .ok_or_else(|| {
             Failure::new(
                 "cannot locate the systemd user directory: `HOME` is not set",
-                None,
+                Some(
+                    "set `HOME` (or `XDG_CONFIG_HOME`) to the user's directories and run it again"
+                        .into(),
+                ),
             )
         })?;
     let unit = base.join("systemd/user").join(&unit_name);

@@ -275,7 +275,13 @@ fn choose_provider(disc: &Discovery, interactive: bool) -> Result<String, Failur
         .and_then(|n| names.get(n.wrapping_sub(1)).map(|s| s.to_string()))
         .unwrap_or_else(|| answer.trim().to_string());
     if chosen.is_empty() {
-        return Err(Failure::new("cancelled: no provider chosen", None));
+        return Err(Failure::new(
+            "cancelled: no provider chosen",
+            Some(
+                "name one: `hermes memory setup <provider>` (`hermes plugins list` lists them)"
+                    .into(),
+            ),
+        ));
     }
     Ok(chosen)
 }

@@ -212,7 +212,12 @@ fn confirm(name: &str, dir: &std::path::Path) -> Result<(), Failure> {
     let mut answer = String::new();
     stdin.lock().read_line(&mut answer)?;
     if answer.trim() != name {
-        return Err(Failure::new("cancelled: the name did not match", None));
+        return Err(Failure::new(
+            "cancelled: the name did not match",
+            Some(format!(
+                "type `{name}` exactly to delete it, or pass `--yes` to delete without a prompt"
+            )),
+        ));
     }
     Ok(())
 }
