@@ -145,7 +145,8 @@ fn install_a_memory_provider_from_a_local_wheel_and_activate_it() {
     });
     assert!(text(&ui, "#steps tr[data-step=activate]").contains("memory.provider = uimem"));
     let config = std::fs::read_to_string(t.root().join("config.yaml")).unwrap();
-    assert!(config.contains("provider: uimem"), "{config}");
+    // Written into the seed's `provider: ""`, its quotes kept.
+    assert!(config.contains("provider: \"uimem\""), "{config}");
     // The CLI sees the same state.
     let status = t.ok(&["memory", "status"]);
     assert!(status.contains("provider: uimem"), "{status}");
@@ -199,7 +200,7 @@ fn a_sealed_image_without_target_shows_why_installs_are_blocked() {
     assert!(
         !t.root().join("config.yaml").exists() || {
             let c = std::fs::read_to_string(t.root().join("config.yaml")).unwrap();
-            !c.contains("provider: uimem")
+            !c.contains("uimem")
         }
     );
     assert!(!t.root().join("venv").exists(), "nothing ran");
