@@ -50,6 +50,18 @@ pub struct ServiceLine {
     pub pid: Option<u32>,
 }
 
+/// An entry of `services:` in the root's `config.yaml` that no supervisor runs because it is
+/// invalid (found by `hermes_services::declared`, the supervisors' own parser).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InvalidService {
+    /// The entry's name.
+    pub name: String,
+    /// What is wrong, in one line.
+    pub reason: String,
+    /// What to do, in one line.
+    pub fix: String,
+}
+
 /// What is known about the supervisor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
@@ -153,6 +165,9 @@ pub struct DumpReport {
     pub profiles: Vec<String>,
     /// Supervisor and gateways.
     pub supervisor: SupervisorView,
+    /// Declared services left out as invalid (the caller finds them; none is not listed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub invalid_services: Vec<InvalidService>,
     /// Install method.
     pub install_method: String,
     /// Install directory.
@@ -218,6 +233,7 @@ pub fn collect(
             .unwrap_or_else(|| "built-in".into()),
         profiles,
         supervisor,
+        invalid_services: Vec::new(),
         install_method: install.method.as_str().to_string(),
         install_dir: install
             .dir
@@ -342,6 +358,17 @@ pub fn render(report: &DumpReport) -> String {
                 out.push_str(&format!("  {:<20}{}{pid}\n", service.name, service.state));
             }
         }
+    }
+    if !report.invalid_services.is_empty()
+        && !matches!(report.supervisor, SupervisorView::Running { .. })
+    {
+        out.push_str("services:\n");
+    }
+    for service in &report.invalid_services {
+        out.push_str(&format!(
+            "  {:<20}invalid: {}\n",
+            service.name, service.reason
+        ));
     }
     for warning in &report.warnings {
         out.push_str(&format!("warning:          {warning}\n"));

@@ -1,10 +1,11 @@
 //! `hermes dump` and `hermes doctor` for one home, whole: what the CLI prints and the
 //! dashboard's Diagnostics page serves, collected in one place so both show the same.
 //!
-//! Some parts come from crates this one sits below (the supervisor's status and the original
-//! agent from `hermes-services`, the plugins' rows from `hermes-plugins`, which depends on this
-//! crate): the caller collects those and hands them in — a [`SupervisorView`] and an
-//! [`AgentView`] for the dump, extra [`Check`]s for doctor.
+//! Some parts come from crates this one sits below (the supervisor's status, the invalid
+//! entries of `services:` and the original agent from `hermes-services`, the plugins' rows from
+//! `hermes-plugins`, which depends on this crate): the caller collects those and hands them in
+//! — a [`SupervisorView`], [`InvalidService`]s and an [`AgentView`] for the dump, extra
+//! [`Check`]s for doctor (`hermes_services::diag::service_checks` among them).
 
 use std::path::PathBuf;
 
@@ -12,7 +13,7 @@ use hermes_home::Home;
 use serde::Serialize;
 
 use crate::doctor::{self, Check};
-use crate::dump::{self, AgentView, DumpReport, SupervisorView};
+use crate::dump::{self, AgentView, DumpReport, InvalidService, SupervisorView};
 use crate::identity::BuildIdentity;
 use crate::install::Install;
 
@@ -22,15 +23,19 @@ pub fn identity_and_install() -> (BuildIdentity, Install) {
     (BuildIdentity::current(install.dir.as_deref()), install)
 }
 
-/// The `hermes dump` report for `home`; `var` reads the environment.
+/// The `hermes dump` report for `home`; `var` reads the environment. `invalid_services` are
+/// listed under the services, whether a supervisor runs or not.
 pub fn dump_report(
     home: &Home,
     var: &dyn Fn(&str) -> Option<String>,
     supervisor: SupervisorView,
+    invalid_services: Vec<InvalidService>,
     agent: AgentView,
 ) -> DumpReport {
     let (identity, install) = identity_and_install();
-    dump::collect(home, var, &identity, &install, supervisor, agent)
+    let mut report = dump::collect(home, var, &identity, &install, supervisor, agent);
+    report.invalid_services = invalid_services;
+    report
 }
 
 /// What `hermes doctor` found for one profile (`hermes doctor --json` is this, serialized).
@@ -119,11 +124,52 @@ mod tests {
             &home,
             &|_| None,
             SupervisorView::NotRunning,
+            Vec::new(),
             AgentView::NotInstalled,
         );
         assert_eq!(report.supervisor, SupervisorView::NotRunning);
         assert_eq!(report.agent, AgentView::NotInstalled);
         assert_eq!(report.profile, "default");
-        assert!(dump::render(&report).starts_with("--- hermes dump ---\n"));
+        let text = dump::render(&report);
+        assert!(text.starts_with("--- hermes dump ---\n"));
+        assert!(!text.contains("services:"), "{text}");
+        assert!(serde_json::to_value(&report).unwrap()["invalid_services"].is_null());
+    }
+
+    #[test]
+    fn invalid_services_are_listed_under_services_with_or_without_a_supervisor() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::select(dir.path().to_path_buf(), None).unwrap();
+        let bad = InvalidService {
+            name: "bad".into(),
+            reason: "unknown key `comand`; the command is missing".into(),
+            fix: "`comand`: did you mean `command`?".into(),
+        };
+        let running = SupervisorView::Running {
+            services: vec![dump::ServiceLine {
+                name: "web".into(),
+                state: "up".into(),
+                pid: Some(7),
+            }],
+        };
+        for supervisor in [SupervisorView::NotRunning, running] {
+            let report = dump_report(
+                &home,
+                &|_| None,
+                supervisor,
+                vec![bad.clone()],
+                AgentView::NotInstalled,
+            );
+            let text = dump::render(&report);
+            let services = text.find("services:\n").expect(&text);
+            let line =
+                "  bad                 invalid: unknown key `comand`; the command is missing\n";
+            assert!(text[services..].contains(line), "{text}");
+            assert_eq!(text.matches("services:").count(), 1, "{text}");
+            assert_eq!(
+                serde_json::to_value(&report).unwrap()["invalid_services"][0]["fix"],
+                "`comand`: did you mean `command`?"
+            );
+        }
     }
 }

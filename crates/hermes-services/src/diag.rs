@@ -1,13 +1,16 @@
-//! What `hermes dump` shows of this crate's world, in `hermes-diag`'s terms: the supervisor
-//! of a home and the original agent. The CLI's `hermes dump` and the dashboard's Diagnostics
-//! page both take them from here, so they report the same.
+//! What `hermes dump` and `hermes doctor` show of this crate's world, in `hermes-diag`'s
+//! terms: the supervisor of a home, the invalid entries of its `services:` and the original
+//! agent. The CLI's `hermes dump` / `hermes doctor` and the dashboard's Diagnostics page all
+//! take them from here, so they report the same.
 
 use std::path::Path;
 use std::time::Duration;
 
-use hermes_diag::dump::{AgentView, ServiceLine, SupervisorView};
+use hermes_diag::doctor::Check;
+use hermes_diag::dump::{AgentView, InvalidService, ServiceLine, SupervisorView};
 
 use crate::Error;
+use crate::declared::{Declared, declared_in};
 
 /// How long `dump` waits for the supervisor: a report must come back even when it hangs.
 pub const DUMP_TIMEOUT: Duration = Duration::from_secs(2);
@@ -34,6 +37,74 @@ pub fn supervisor_view(root: &Path, var: impl Fn(&str) -> Option<String>) -> Sup
     }
 }
 
+/// The entries of `services:` in the `config.yaml` of `root` that no supervisor runs, as `dump`
+/// lists them (none when the file cannot be read: `dump` warns about that itself).
+pub fn invalid_services(root: &Path) -> Vec<InvalidService> {
+    let Ok(declared) = declared_in(root) else {
+        return Vec::new();
+    };
+    declared
+        .invalid
+        .iter()
+        .map(|entry| InvalidService {
+            name: entry.name.clone(),
+            reason: entry.reason(),
+            fix: entry.fix(),
+        })
+        .collect()
+}
+
+/// `doctor`'s rows about the services declared in the `config.yaml` of `root`: ✗ for each
+/// entry left out (and for a section that is no mapping) with its fix, ✓ when every entry is
+/// valid; nothing when none is declared.
+pub fn service_checks(root: &Path) -> Vec<Check> {
+    let path = root.join("config.yaml");
+    match declared_in(root) {
+        Ok(declared) => declared_checks(&declared, &path),
+        Err(e) => vec![Check::warn(
+            format!(
+                "cannot check the services declared in `{}`: {}",
+                path.display(),
+                hermes_errors::one_line(&e)
+            ),
+            e.hint()
+                .unwrap_or_else(|| format!("make `{}` readable YAML", path.display())),
+        )],
+    }
+}
+
+/// The rows of [`service_checks`] for what `path` declares.
+fn declared_checks(declared: &Declared, path: &Path) -> Vec<Check> {
+    let path = path.display();
+    let mut checks: Vec<Check> = declared
+        .section
+        .iter()
+        .map(|flaw| {
+            Check::fail(
+                format!("`services:` in `{path}`: {}", flaw.problem),
+                &flaw.fix,
+            )
+        })
+        .collect();
+    checks.extend(declared.invalid.iter().map(|entry| {
+        Check::fail(
+            format!(
+                "service `{}` in `{path}` is invalid and left out: {}",
+                entry.name,
+                entry.reason()
+            ),
+            entry.fix(),
+        )
+    }));
+    if checks.is_empty() && !declared.specs.is_empty() {
+        checks.push(Check::ok(format!(
+            "`services:` in `{path}`: {} declared, all valid",
+            declared.specs.len()
+        )));
+    }
+    checks
+}
+
 /// The original agent whose commands are handed over ([`crate::agent::locate`]), as `version`
 /// and `dump` show it.
 pub fn agent_view(var: impl Fn(&str) -> Option<String>) -> AgentView {
@@ -49,6 +120,50 @@ pub fn agent_view(var: impl Fn(&str) -> Option<String>) -> AgentView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hermes_diag::doctor::Status;
+
+    #[test]
+    fn invalid_entries_are_doctor_failures_with_their_fix_and_dump_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(service_checks(dir.path()), vec![], "nothing declared");
+        let config = dir.path().join("config.yaml");
+        std::fs::write(
+            &config,
+            "services:\n  web:\n    command: x\n  typo:\n    comand: y\n",
+        )
+        .unwrap();
+        let checks = service_checks(dir.path());
+        assert_eq!(checks.len(), 1, "{checks:?}");
+        assert_eq!(checks[0].status, Status::Fail);
+        assert_eq!(
+            checks[0].message,
+            format!(
+                "service `typo` in `{}` is invalid and left out: unknown key `comand`; the command is missing",
+                config.display()
+            )
+        );
+        let fix = checks[0].fix.as_deref().unwrap_or_default();
+        assert!(
+            fix.starts_with("`comand`: did you mean `command`?"),
+            "{fix}"
+        );
+        assert!(fix.contains("`command`: give a shell string"), "{fix}");
+        let lines = invalid_services(dir.path());
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].name, "typo");
+        assert_eq!(lines[0].fix, fix);
+
+        std::fs::write(&config, "services:\n  web:\n    command: x\n").unwrap();
+        let checks = service_checks(dir.path());
+        assert_eq!(checks.len(), 1);
+        assert_eq!(checks[0].status, Status::Ok, "{checks:?}");
+        assert!(invalid_services(dir.path()).is_empty());
+
+        std::fs::write(&config, "services: [a]\n").unwrap();
+        let checks = service_checks(dir.path());
+        assert_eq!(checks[0].status, Status::Fail, "{checks:?}");
+        assert!(checks[0].message.contains("mapping"), "{checks:?}");
+    }
 
     #[test]
     fn no_supervisor_and_no_agent_are_said_as_such() {

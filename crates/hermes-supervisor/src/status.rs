@@ -116,33 +116,44 @@ pub fn human_duration(secs: f64) -> String {
     }
 }
 
+/// The columns of the status table.
+pub const STATUS_COLUMNS: [&str; 7] = [
+    "NAME",
+    "STATE",
+    "PID",
+    "UPTIME",
+    "RESTARTS",
+    "LAST EXIT",
+    "REASON",
+];
+
 /// Renders the aligned status table: `NAME STATE PID UPTIME RESTARTS LAST EXIT REASON`.
 pub fn render_status_table(rows: &[ServiceStatus]) -> String {
-    let header = [
-        "NAME",
-        "STATE",
-        "PID",
-        "UPTIME",
-        "RESTARTS",
-        "LAST EXIT",
-        "REASON",
-    ];
-    let mut cells: Vec<[String; 7]> = vec![header.map(String::from)];
-    for r in rows {
-        cells.push([
-            r.name.clone(),
-            r.state.to_string(),
-            r.pid.map_or("-".into(), |p| p.to_string()),
-            r.uptime_secs.map_or("-".into(), human_duration),
-            r.restarts.to_string(),
-            r.last_exit.map_or("-".into(), |e| e.to_string()),
-            if r.reason.is_empty() {
-                "-".into()
-            } else {
-                r.reason.clone()
-            },
-        ]);
-    }
+    render_table_rows(rows.iter().map(status_cells))
+}
+
+/// One row's cells, in the order of [`STATUS_COLUMNS`].
+pub fn status_cells(r: &ServiceStatus) -> [String; 7] {
+    [
+        r.name.clone(),
+        r.state.to_string(),
+        r.pid.map_or("-".into(), |p| p.to_string()),
+        r.uptime_secs.map_or("-".into(), human_duration),
+        r.restarts.to_string(),
+        r.last_exit.map_or("-".into(), |e| e.to_string()),
+        if r.reason.is_empty() {
+            "-".into()
+        } else {
+            r.reason.clone()
+        },
+    ]
+}
+
+/// The header and `rows` aligned in columns two spaces apart: rows of [`status_cells`], and
+/// rows a caller adds of what no supervisor runs (an invalid declared service).
+pub fn render_table_rows(rows: impl IntoIterator<Item = [String; 7]>) -> String {
+    let mut cells: Vec<[String; 7]> = vec![STATUS_COLUMNS.map(String::from)];
+    cells.extend(rows);
     let mut widths = [0usize; 7];
     for row in &cells {
         for (w, c) in widths.iter_mut().zip(row.iter()) {

@@ -126,6 +126,7 @@ async fn api_dump(
             &home,
             &|k: &str| vars(k),
             hermes_services::diag::supervisor_view(home.root(), |k: &str| vars(k)),
+            hermes_services::diag::invalid_services(home.root()),
             hermes_services::diag::agent_view(|k: &str| vars(k)),
         )
     })
@@ -158,11 +159,9 @@ async fn api_doctor(
     let collected = blocking(move || {
         // The installer's rows see the process environment, as `hermes doctor` does.
         let plugins = hermes_plugins::doctor::profile_rows(&home, Environment::from_process());
-        report::doctor_report(
-            &home,
-            &|k: &str| vars(k),
-            plugins.into_iter().map(Check::from).collect(),
-        )
+        let mut extra = hermes_services::diag::service_checks(home.root());
+        extra.extend(plugins.into_iter().map(Check::from));
+        report::doctor_report(&home, &|k: &str| vars(k), extra)
     })
     .await;
     match (collected, format) {

@@ -61,6 +61,7 @@ pub fn run_dump(ctx: &Context, json_output: bool) -> CommandResult {
         &home,
         &Context::var,
         hermes_services::diag::supervisor_view(home.root(), Context::var),
+        hermes_services::diag::invalid_services(home.root()),
         agent_view(),
     );
     if json_output {
@@ -82,11 +83,9 @@ pub fn run_doctor(ctx: &Context, json_output: bool) -> CommandResult {
         Err(e) => return Err(Failure::from(e)),
     };
     let plugins = hermes_plugins::doctor::profile_rows(&home, Environment::from_process());
-    let report = report::doctor_report(
-        &home,
-        &Context::var,
-        plugins.into_iter().map(Check::from).collect(),
-    );
+    let mut extra = hermes_services::diag::service_checks(home.root());
+    extra.extend(plugins.into_iter().map(Check::from));
+    let report = report::doctor_report(&home, &Context::var, extra);
     if json_output {
         output::json(&report)?;
     } else {

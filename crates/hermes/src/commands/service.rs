@@ -5,8 +5,10 @@
 use std::path::Path;
 use std::time::Duration;
 
+use hermes_services::declared::{Invalid, declared_in};
 use hermes_services::readiness::{self, Outcome, Request};
-use hermes_supervisor::{Client, ServiceStatus, StateName, render_status_table};
+use hermes_supervisor::status::{render_table_rows, status_cells};
+use hermes_supervisor::{Client, ErrorCode, ServiceStatus, StateName};
 use serde_json::json;
 
 use crate::cli::{ServiceCommand, WaitArgs};
@@ -49,9 +51,22 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
             }
         }
         ServiceCommand::Status { name, json } => {
-            let rows = connect(&root)?.status(name.as_deref())?;
+            let mut client = connect(&root)?;
+            let invalid: Vec<Invalid> = invalid_entries(&root)
+                .into_iter()
+                .filter(|entry| name.as_ref().is_none_or(|name| entry.name == *name))
+                .collect();
+            // A name only the configuration knows (as an invalid entry) is shown as such.
+            let rows = match client.status(name.as_deref()) {
+                Err(hermes_supervisor::Error::Refused {
+                    code: ErrorCode::UnknownService,
+                    ..
+                }) if !invalid.is_empty() => Vec::new(),
+                rows => rows?,
+            };
             if let Some(name) = &name
                 && rows.is_empty()
+                && invalid.is_empty()
             {
                 return Err(Failure::new(
                     format!("the supervisor has no service `{name}`"),
@@ -73,15 +88,23 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
                 {
                     value["last_error"] = json!(error);
                 }
+                if let Some(values) = values.as_array_mut() {
+                    values.extend(invalid.iter().map(invalid_json));
+                }
                 output::json(&values)?;
             } else {
-                output::stdout(&with_last_errors(&render_status_table(&rows), &last_errors))?;
+                let table = render_table_rows(
+                    rows.iter()
+                        .map(status_cells)
+                        .chain(invalid.iter().map(invalid_cells)),
+                );
+                output::stdout(&with_last_errors(&table, &last_errors))?;
                 output::stdout(&super::gateway::engines_line(&root, &rows))?;
             }
         }
         ServiceCommand::Start { name, wait } => {
             let outcome = readiness::start_and_wait(
-                &mut connect(&root)?,
+                &mut connect_to_start(&root, &name)?,
                 &root,
                 &name,
                 Request::Start,
@@ -95,7 +118,7 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
         }
         ServiceCommand::Restart { name, wait } => {
             let outcome = readiness::start_and_wait(
-                &mut connect(&root)?,
+                &mut connect_to_start(&root, &name)?,
                 &root,
                 &name,
                 Request::Restart,
@@ -110,6 +133,79 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
         } => logs(&root, &name, lines, follow)?,
     }
     Ok(ExitStatus::Success)
+}
+
+/// The entries of `services:` in the root's `config.yaml` left out as invalid
+/// (`hermes_services::declared`, the supervisors' own parser); none when it cannot be read.
+fn invalid_entries(root: &Path) -> Vec<Invalid> {
+    declared_in(root).map(|d| d.invalid).unwrap_or_default()
+}
+
+/// An invalid entry as a status row: state `invalid`, what is wrong as its reason.
+fn invalid_cells(entry: &Invalid) -> [String; 7] {
+    let none = || "-".to_string();
+    [
+        entry.name.clone(),
+        "invalid".into(),
+        none(),
+        none(),
+        none(),
+        none(),
+        entry.reason(),
+    ]
+}
+
+/// An invalid entry as a `status --json` row: the keys of a supervised one (empty), the
+/// reason, the fix, and each problem with its key.
+fn invalid_json(entry: &Invalid) -> serde_json::Value {
+    let problems: Vec<serde_json::Value> = entry
+        .flaws
+        .iter()
+        .map(|f| json!({ "key": f.key, "problem": f.problem, "fix": f.fix }))
+        .collect();
+    json!({
+        "name": entry.name,
+        "state": "invalid",
+        "pid": null,
+        "uptime_secs": null,
+        "since_secs": null,
+        "restarts": 0,
+        "last_exit": null,
+        "reason": entry.reason(),
+        "profile": null,
+        "last_error": null,
+        "fix": entry.fix(),
+        "problems": problems,
+    })
+}
+
+/// Connects to start or restart `name`. An entry of `services:` left out as invalid is the
+/// error (what is wrong and how to fix it) unless the supervisor runs a service of that name
+/// (a gateway, or one started from an earlier `config.yaml`): no supervisor would run it.
+fn connect_to_start(root: &Path, name: &str) -> Result<Client, Failure> {
+    let Some(entry) = invalid_entries(root)
+        .into_iter()
+        .find(|entry| entry.name == name)
+    else {
+        return connect(root);
+    };
+    if let Ok(mut client) = connect(root)
+        && client.status(Some(name)).is_ok_and(|rows| !rows.is_empty())
+    {
+        return Ok(client);
+    }
+    let config = root.join("config.yaml");
+    Err(Failure::new(
+        format!(
+            "service `{name}` in `{}` is invalid, so no supervisor runs it: {}",
+            config.display(),
+            entry.reason()
+        ),
+        Some(format!(
+            "{}; then restart `hermes up` (in the container: the container) to run it",
+            entry.fix()
+        )),
+    ))
 }
 
 /// Prints the last `lines` lines of `service`'s log and, with `follow`, what is appended to

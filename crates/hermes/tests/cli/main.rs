@@ -4,6 +4,7 @@
 //! * `config_cmd` — `hermes config` and byte-preserving `config.yaml` writes
 //! * `profiles` — create / clone / list / show / use / delete, names, aliases
 //! * `dashboard` — `hermes dashboard`: the fail-closed bind, the Overview's API against `hermes up`
+//! * `declared` — invalid `services:` entries in status, start, dump and doctor; a start's real cause
 //! * `conventions` — completions, man page, colour, where `-p` applies, aliases, the systemd unit
 //! * `auth` — `auth list` and `dump` on stored credentials (masked keys)
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
@@ -31,6 +32,7 @@ mod auth;
 mod config_cmd;
 mod conventions;
 mod dashboard;
+mod declared;
 mod diagnostics;
 mod dry_run;
 mod engine;

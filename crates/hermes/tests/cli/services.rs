@@ -43,8 +43,16 @@ fn up_supervises_config_services_and_reports_bad_ones() {
         assert!(table.lines().next().unwrap().contains(column), "{table}");
     }
     assert!(
-        table.contains("ticker") && !table.contains("bad"),
+        table.contains("ticker"),
         "valid services still run:\n{table}"
+    );
+    let bad = table
+        .lines()
+        .find(|l| l.starts_with("bad "))
+        .unwrap_or_default();
+    assert!(
+        bad.contains(" invalid ") && bad.contains("bad restart policy"),
+        "the bad one is shown as invalid, not run:\n{table}"
     );
     wait_until("ticker up", Duration::from_secs(10), || {
         state_of(&t, "ticker") == "up"
