@@ -98,18 +98,21 @@ fn is_env_key(key: &str) -> bool {
 }
 
 fn get(home: &Home, key: &str, json: bool) -> CommandResult {
+    let dotenv = DotEnv::load(&home.env_path())?;
+    let var = dotenv.over(&Context::var);
     let value = if is_env_key(key) {
-        DotEnv::load(&home.env_path())?
-            .get(&key.to_ascii_uppercase())
-            .map(Value::from)
+        var(&key.to_ascii_uppercase()).map(Value::from)
     } else {
-        Config::load(&home.config_path())?.raw(key).cloned()
+        Config::load(&home.config_path())?
+            .raw(key)
+            .map(|value| expanded(value, &var))
     };
+    // Not in the file, or a section: hermes-agent knows the defaults that apply (its `get`
+    // prints a section merged with them).
+    if matches!(value, None | Some(Value::Mapping(_))) && handoff::installed().is_some() {
+        return Err(hand_over("hermes config get"));
+    }
     let Some(value) = value else {
-        // Not in the file: hermes-agent knows the default that applies.
-        if handoff::installed().is_some() {
-            return Err(hand_over("hermes config get"));
-        }
         return Err(not_set(home, key));
     };
     if json {
@@ -130,6 +133,77 @@ fn not_set(home: &Home, key: &str) -> Failure {
             "set it with `hermes config set {key} VALUE`; without it hermes-agent's default applies"
         )),
     )
+}
+
+/// `value` with `${VAR}` in its strings expanded through `var` (the profile's `.env` over the
+/// process environment), as the original's loader does; an unset variable stays as written.
+fn expanded(value: &Value, var: &dyn Fn(&str) -> Option<String>) -> Value {
+    match value {
+        Value::String(s) => Value::from(hermes_home::config::expand_vars(s, var)),
+        Value::Sequence(items) => Value::Sequence(items.iter().map(|v| expanded(v, var)).collect()),
+        Value::Mapping(map) => Value::Mapping(
+            map.iter()
+                .map(|(k, v)| (k.clone(), expanded(v, var)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The `.env` variable the original mirrors a `terminal.*` key into (its terminal tool reads
+/// the environment); `terminal.cwd` is not mirrored on `set`/`unset`.
+fn terminal_env_var(key: &str) -> Option<&'static str> {
+    const MAP: &[(&str, &str)] = &[
+        ("backend", "TERMINAL_ENV"),
+        ("modal_mode", "TERMINAL_MODAL_MODE"),
+        ("timeout", "TERMINAL_TIMEOUT"),
+        ("lifetime_seconds", "TERMINAL_LIFETIME_SECONDS"),
+        ("docker_image", "TERMINAL_DOCKER_IMAGE"),
+        ("docker_forward_env", "TERMINAL_DOCKER_FORWARD_ENV"),
+        ("singularity_image", "TERMINAL_SINGULARITY_IMAGE"),
+        ("modal_image", "TERMINAL_MODAL_IMAGE"),
+        ("daytona_image", "TERMINAL_DAYTONA_IMAGE"),
+        ("ssh_host", "TERMINAL_SSH_HOST"),
+        ("ssh_user", "TERMINAL_SSH_USER"),
+        ("ssh_port", "TERMINAL_SSH_PORT"),
+        ("ssh_key", "TERMINAL_SSH_KEY"),
+        ("container_cpu", "TERMINAL_CONTAINER_CPU"),
+        ("container_memory", "TERMINAL_CONTAINER_MEMORY"),
+        ("container_disk", "TERMINAL_CONTAINER_DISK"),
+        ("container_persistent", "TERMINAL_CONTAINER_PERSISTENT"),
+        ("docker_volumes", "TERMINAL_DOCKER_VOLUMES"),
+        ("docker_env", "TERMINAL_DOCKER_ENV"),
+        (
+            "docker_mount_cwd_to_workspace",
+            "TERMINAL_DOCKER_MOUNT_CWD_TO_WORKSPACE",
+        ),
+        ("docker_network", "TERMINAL_DOCKER_NETWORK"),
+        ("docker_extra_args", "TERMINAL_DOCKER_EXTRA_ARGS"),
+        (
+            "docker_run_as_host_user",
+            "TERMINAL_DOCKER_RUN_AS_HOST_USER",
+        ),
+        (
+            "docker_persist_across_processes",
+            "TERMINAL_DOCKER_PERSIST_ACROSS_PROCESSES",
+        ),
+        ("docker_orphan_reaper", "TERMINAL_DOCKER_ORPHAN_REAPER"),
+        ("sandbox_dir", "TERMINAL_SANDBOX_DIR"),
+        ("persistent_shell", "TERMINAL_PERSISTENT_SHELL"),
+    ];
+    let field = key.strip_prefix("terminal.")?;
+    MAP.iter()
+        .find(|(name, _)| *name == field)
+        .map(|(_, var)| *var)
+}
+
+/// `model.api_base` (or `api_base`) is the original's alias of `model.base_url`.
+fn canonical_key(key: &str) -> Option<&'static str> {
+    matches!(
+        key.trim().to_ascii_lowercase().as_str(),
+        "model.api_base" | "api_base"
+    )
+    .then_some("model.base_url")
 }
 
 /// A value as the original's `hermes config get` prints it: booleans `true`/`false`, null
@@ -190,10 +264,8 @@ fn display_set(key: &str, value: &Value) -> String {
     ];
     let leaf = key.rsplit('.').next().unwrap_or(key).to_ascii_lowercase();
     match value {
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
         Value::String(s) if SECRET_LEAVES.contains(&leaf.as_str()) && !s.is_empty() => mask(s),
-        other => display_get(other),
+        other => python_str(other),
     }
 }
 
@@ -235,6 +307,15 @@ fn set(home: &Home, key: &str, raw: &str) -> CommandResult {
         output::stdout(&format!("✓ Set {key} in {}\n", path.display()))?;
         return Ok(ExitStatus::Success);
     }
+    let key = match canonical_key(key) {
+        Some(canonical) => {
+            output::stdout(&format!(
+                "  (note: 'api_base' is an alias — saved as {canonical})\n"
+            ))?;
+            canonical
+        }
+        None => key,
+    };
     let path = home.config_path();
     let value = Config::edit(&path, |config| {
         if let Some(list) = through_a_list(config, key) {
@@ -252,12 +333,25 @@ fn set(home: &Home, key: &str, raw: &str) -> CommandResult {
             Some("change it with `hermes config edit`".into()),
         )
     })?;
+    if let Some(var) = terminal_env_var(key) {
+        hermes_home::dotenv::set_var(&home.env_path(), var, &python_str(&value))?;
+    }
     output::stdout(&format!(
         "✓ Set {key} = {} in {}\n",
         display_set(key, &value),
         path.display()
     ))?;
     Ok(ExitStatus::Success)
+}
+
+/// A scalar as Python's `str` writes it (booleans `True`/`False`, null `None`).
+fn python_str(value: &Value) -> String {
+    match value {
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Null => "None".into(),
+        other => display_get(other),
+    }
 }
 
 fn unset(home: &Home, key: &str) -> CommandResult {
@@ -272,7 +366,11 @@ fn unset(home: &Home, key: &str) -> CommandResult {
         return Ok(ExitStatus::Success);
     }
     let path = home.config_path();
-    if !Config::edit(&path, |config| Ok(config.unset(key)))? {
+    let mut removed = Config::edit(&path, |config| Ok(config.unset(key)))?;
+    if let Some(var) = terminal_env_var(key) {
+        removed |= DotEnv::edit(&home.env_path(), |env| Ok(env.unset(var)))?;
+    }
+    if !removed {
         return Err(not_set(home, key));
     }
     output::stdout(&format!("✓ Unset {key} from {}\n", path.display()))?;

@@ -197,17 +197,91 @@ fn edit_saves_a_valid_edit_and_keeps_the_file_on_a_broken_one() {
     assert!(strays.is_empty(), "{strays:?}");
 }
 
-/// `path` and `get` print what the original's `hermes config` prints on the same home.
+/// A stand-in for hermes-agent's CLI that prints the arguments it got.
+fn fake_agent(t: &TestContext) -> std::path::PathBuf {
+    let venv = t.dir.path().join("agent");
+    let cli = venv.join("bin/hermes");
+    fs::create_dir_all(cli.parent().unwrap()).unwrap();
+    fs::create_dir_all(venv.join("lib/python3.11/site-packages/hermes_agent-9.9.9.dist-info"))
+        .unwrap();
+    fs::write(&cli, "#!/bin/sh\necho \"agent: $*\"\n").unwrap();
+    fs::set_permissions(&cli, fs::Permissions::from_mode(0o755)).unwrap();
+    cli
+}
+
 #[test]
-fn path_and_get_match_the_original() {
+fn show_check_migrate_and_defaults_are_the_agents() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let agent = fake_agent(&t);
+    let run = |args: &[&str]| {
+        let out = t
+            .cmd(args)
+            .env("HERMES_AGENT_CLI", &agent)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", render(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(run(&["config"]), "agent: config\n");
+    assert_eq!(run(&["config", "show"]), "agent: config show\n");
+    assert_eq!(run(&["config", "check"]), "agent: config check\n");
+    assert_eq!(run(&["config", "migrate"]), "agent: config migrate\n");
+    // A key the file does not set, or a section: the agent knows the defaults.
+    assert_eq!(
+        run(&["config", "get", "agent.max_turns"]),
+        "agent: config get agent.max_turns\n"
+    );
+    assert_eq!(
+        run(&["config", "get", "model"]),
+        "agent: config get model\n"
+    );
+    // A value the file sets is ours.
+    t.ok(&["config", "set", "model.default", "m"]);
+    assert_eq!(run(&["config", "get", "model.default"]), "m\n");
+    // Without the agent: one line, exit 127.
+    let out = t.run(&["config", "show"]);
+    assert_eq!(out.status.code(), Some(127), "{}", render(&out));
+}
+
+#[test]
+fn get_expands_variables_and_terminal_keys_are_mirrored_in_env() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    fs::write(t.root().join(".env"), "# keys\nXKEY=from-env-file\n").unwrap();
+    t.ok(&["config", "set", "model.api_key", "${XKEY}"]);
+    assert_eq!(t.ok(&["config", "get", "model.api_key"]), "from-env-file\n");
+    assert!(
+        fs::read_to_string(t.root().join("config.yaml"))
+            .unwrap()
+            .contains("${XKEY}"),
+        "the reference is stored, never the secret"
+    );
+    t.ok(&["config", "set", "terminal.backend", "docker"]);
+    let env = fs::read_to_string(t.root().join(".env")).unwrap();
+    assert_eq!(env, "# keys\nXKEY=from-env-file\nTERMINAL_ENV=docker\n");
+    t.ok(&["config", "unset", "terminal.backend"]);
+    let env = fs::read_to_string(t.root().join(".env")).unwrap();
+    assert_eq!(env, "# keys\nXKEY=from-env-file\n");
+    let out = t.ok(&["config", "set", "model.api_base", "http://h/v1"]);
+    assert!(
+        out.starts_with("  (note: 'api_base' is an alias — saved as model.base_url)\n✓ Set model.base_url = http://h/v1 in "),
+        "{out}"
+    );
+    assert_eq!(t.ok(&["config", "get", "model.base_url"]), "http://h/v1\n");
+}
+
+/// `path`, `get` and `set` print what the original's `hermes config` prints on the same home,
+/// and what either writes the other reads back.
+#[test]
+fn path_get_and_set_match_the_original() {
     let Some(agent) = hermes_test_support::original_agent() else {
         return;
     };
     let t = TestContext::new();
     t.ok(&["profile", "list"]);
-    t.ok(&["config", "set", "model.default", "x/y"]);
-    t.ok(&["config", "set", "agent.max_turns", "64"]);
-    t.ok(&["config", "set", "display.bell_on_complete", "on"]);
+    fs::write(t.root().join(".env"), "XKEY=from-env-file\n").unwrap();
+    let config = t.root().join("config.yaml");
     let original = |args: &[&str]| {
         let out = std::process::Command::new(&agent.hermes)
             .arg("config")
@@ -223,18 +297,49 @@ fn path_and_get_match_the_original() {
         assert!(out.status.success(), "{}", render(&out));
         String::from_utf8(out.stdout).unwrap()
     };
+    let ours = |args: &[&str]| {
+        let mut full = vec!["config"];
+        full.extend_from_slice(args);
+        t.ok(&full)
+    };
+    // The same `set` on the same file prints the same line (each run on the same text).
+    for args in [
+        &["set", "model.default", "x/y"][..],
+        &["set", "agent.max_turns", "64"],
+        &["set", "display.bell_on_complete", "on"],
+        &["set", "model.api_key", "${XKEY}"],
+        &["set", "model.api_base", "http://h/v1"],
+        &["set", "compression.threshold", "0.6"],
+    ] {
+        let before = fs::read(&config).unwrap();
+        let theirs = original(args);
+        let theirs_text = fs::read(&config).unwrap();
+        fs::write(&config, &before).unwrap();
+        assert_eq!(ours(args), theirs, "{args:?}");
+        // What each wrote means the same: our `get` of the original's file equals ours.
+        let key = if args[1] == "model.api_base" {
+            "model.base_url"
+        } else {
+            args[1]
+        };
+        let mine = ours(&["get", key]);
+        let ours_text = fs::read(&config).unwrap();
+        fs::write(&config, &theirs_text).unwrap();
+        assert_eq!(ours(&["get", key]), mine, "{args:?}");
+        fs::write(&config, &ours_text).unwrap();
+    }
     for args in [
         &["path"][..],
         &["env-path"],
         &["get", "model.default"],
         &["get", "agent.max_turns"],
         &["get", "display.bell_on_complete"],
+        &["get", "model.api_key"],
+        &["get", "compression.threshold"],
     ] {
-        let mut ours = vec!["config"];
-        ours.extend_from_slice(args);
-        assert_eq!(t.ok(&ours), original(args), "{args:?}");
+        assert_eq!(ours(args), original(args), "{args:?}");
     }
     // What the original's `set` wrote reads back the same through ours.
     original(&["set", "agent.max_turns", "32"]);
-    assert_eq!(t.ok(&["config", "get", "agent.max_turns"]), "32\n");
+    assert_eq!(ours(&["get", "agent.max_turns"]), "32\n");
 }
