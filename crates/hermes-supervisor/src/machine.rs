@@ -921,9 +921,10 @@ impl Machine {
             s.streak = 0;
         }
         let park = |reason: String| ServiceState::Down { since: now, reason };
+        let exited = exited_with(&s.spec, status);
         if self.shutdown != Shutdown::Running || self.main.as_deref() == Some(s.spec.name.as_str())
         {
-            s.state = park(format!("exited with {status}"));
+            s.state = park(exited);
             return;
         }
         match (status, s.spec.restart) {
@@ -949,7 +950,7 @@ impl Machine {
             (_, RestartPolicy::Never) => {
                 s.state = ServiceState::Failed {
                     since: now,
-                    reason: format!("exited with {status} (restart: never)"),
+                    reason: format!("{exited} (restart: never)"),
                 };
             }
             (ExitStatus::Code(_) | ExitStatus::Signal(_), RestartPolicy::Always)
@@ -957,7 +958,7 @@ impl Machine {
                 let why = if status == ExitStatus::Code(0) {
                     "exited cleanly".to_string()
                 } else {
-                    format!("exited with {status}")
+                    exited
                 };
                 self.failure(i, why, was_up, now, out);
             }
@@ -1206,6 +1207,24 @@ fn retrying(d: Duration) -> String {
         format!("retrying in {}ms", d.as_millis())
     } else {
         format!("retrying in {:.1}s", d.as_secs_f64())
+    }
+}
+
+/// How a run ended, in words: `exited with code 3`. A service run through `/bin/sh -c` (a
+/// `command:` string) that ends with the shell's own 127 or 126 also says what the shell meant,
+/// since the spawn itself succeeded and only the shell's line in the log names the command.
+fn exited_with(spec: &ServiceSpec, status: ExitStatus) -> String {
+    let shell = matches!(spec.argv.as_slice(), [sh, c, _] if sh == "/bin/sh" && c == "-c");
+    match status {
+        ExitStatus::Code(EXIT_SPAWN_FAILED) if shell => format!(
+            "exited with {status} (command not found, as the shell says it; its log names the \
+             command)"
+        ),
+        ExitStatus::Code(EXIT_NOT_EXECUTABLE) if shell => format!(
+            "exited with {status} (permission denied or not executable, as the shell says it; \
+             its log names the command)"
+        ),
+        _ => format!("exited with {status}"),
     }
 }
 
@@ -1973,5 +1992,44 @@ mod tests {
             "the spawn's words, then the schedule: {}",
             st.reason
         );
+    }
+
+    #[test]
+    fn a_shells_127_and_126_are_said_as_the_shell_means_them() {
+        let mut argv = svc("argv", RestartPolicy::Never);
+        argv.argv = vec!["prog".into()];
+        let (mut m, t0) = machine(vec![
+            svc("missing", RestartPolicy::Never),
+            svc("denied", RestartPolicy::Always),
+            argv,
+        ]);
+        m.handle(Event::Boot, t0);
+        for (name, pid) in [("missing", 1), ("denied", 2), ("argv", 3)] {
+            m.handle(
+                Event::Spawned {
+                    service: name.into(),
+                    pid,
+                },
+                t0,
+            );
+        }
+        exit(&mut m, 1, ExitStatus::Code(127), t0);
+        exit(&mut m, 2, ExitStatus::Code(126), t0);
+        exit(&mut m, 3, ExitStatus::Code(127), t0);
+        let reason = |name: &str| m.status_of(name, t0).unwrap().reason;
+        assert_eq!(
+            reason("missing"),
+            "exited with code 127 (command not found, as the shell says it; its log names the \
+             command) (restart: never)"
+        );
+        assert!(
+            reason("denied").starts_with(
+                "exited with code 126 (permission denied or not executable, as the shell says it"
+            ),
+            "{}",
+            reason("denied")
+        );
+        // A program run directly says its own code: 127 is no shell's verdict there.
+        assert_eq!(reason("argv"), "exited with code 127 (restart: never)");
     }
 }

@@ -737,3 +737,48 @@ services:
     // A directory that exists is entered: the service runs.
     h.wait_state("fine", StateName::Up);
 }
+
+/// A `command:` string runs through `/bin/sh -c`: the spawn succeeds and the shell itself
+/// reports a missing command (127) or one it may not run (126); the reason says which.
+#[test]
+fn a_shell_commands_missing_or_unrunnable_program_is_named() {
+    let files = tempfile::tempdir().unwrap();
+    let noexec = files.path().join("noexec");
+    fs::write(&noexec, "echo never\n").unwrap();
+    fs::set_permissions(&noexec, fs::Permissions::from_mode(0o644)).unwrap();
+    let h = Harness::start(
+        &format!(
+            r#"
+services:
+  missing:
+    command: "hermes-test-no-such-command --flag"
+    restart: never
+  denied:
+    command: "{}"
+    restart: never
+"#,
+            noexec.display()
+        ),
+        &[],
+    );
+    let missing = h.wait_state("missing", StateName::Failed);
+    assert!(
+        missing
+            .reason
+            .starts_with("exited with code 127 (command not found"),
+        "{}",
+        missing.reason
+    );
+    let denied = h.wait_state("denied", StateName::Failed);
+    assert!(
+        denied
+            .reason
+            .starts_with("exited with code 126 (permission denied or not executable"),
+        "{}",
+        denied.reason
+    );
+    // The shell's own line, in the service's log, names the command.
+    h.wait_for("the shell's line in the log", || {
+        h.log("missing").contains("hermes-test-no-such-command")
+    });
+}
