@@ -35,17 +35,27 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
     match command {
         ServiceCommand::List(flag) => {
             let rows = connect(&root)?.status(None)?;
+            // The supervisor's services, then the declared entries it never got (invalid).
+            let names: Vec<(String, String)> = rows
+                .iter()
+                .map(|r| (r.name.clone(), r.state.to_string()))
+                .chain(
+                    invalid_entries(&root)
+                        .into_iter()
+                        .map(|entry| (entry.name, "invalid".to_string())),
+                )
+                .collect();
             if flag.json {
-                let list: Vec<_> = rows
+                let list: Vec<_> = names
                     .iter()
-                    .map(|r| json!({ "name": r.name, "state": r.state }))
+                    .map(|(name, state)| json!({ "name": name, "state": state }))
                     .collect();
                 output::json(&list)?;
             } else {
-                let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
-                let text: String = rows
+                let width = names.iter().map(|(n, _)| n.len()).max().unwrap_or(4).max(4);
+                let text: String = names
                     .iter()
-                    .map(|r| format!("{:<width$}  {}\n", r.name, r.state))
+                    .map(|(name, state)| format!("{name:<width$}  {state}\n"))
                     .collect();
                 output::stdout(&text)?;
             }

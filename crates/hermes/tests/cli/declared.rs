@@ -123,6 +123,12 @@ fn invalid_services_are_shown_by_status_start_dump_and_doctor() {
     assert!(row("loose").contains("invalid"), "{table}");
     assert!(row("ticker").contains(" up "), "{table}");
 
+    let list = t.ok(&["service", "list"]);
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("typo ") && l.ends_with("  invalid")),
+        "{list}"
+    );
     let rows: serde_json::Value =
         serde_json::from_slice(&t.run(&["service", "status", "--json"]).stdout).unwrap();
     let typo = rows
