@@ -540,8 +540,26 @@ fn status_commands_show_the_last_error_of_a_failing_gateway() {
         Some(1)
     );
     let in_use = format!("last error: port {taken} on `127.0.0.1` is already in use");
+    // The crash-looping gateway is `starting` for a moment at each retry, when it is not
+    // failing: the output of a command run while it stayed in `backoff` (same state and
+    // restart count before and after).
+    let while_backing_off = |args: &[&str]| -> String {
+        for _ in 0..200 {
+            let before = t.service("gateway-default");
+            let out = t.ok(args);
+            let after = t.service("gateway-default");
+            if before["state"] == "backoff"
+                && after["state"] == "backoff"
+                && before["restarts"] == after["restarts"]
+            {
+                return out;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("gateway-default never stayed in backoff through `{args:?}`");
+    };
 
-    let status = t.ok(&["gateway", "status"]);
+    let status = while_backing_off(&["gateway", "status"]);
     let lines: Vec<&str> = status.lines().collect();
     let row = |name: &str| {
         lines
@@ -572,10 +590,10 @@ fn status_commands_show_the_last_error_of_a_failing_gateway() {
         "two spaces at least: {status}"
     );
 
-    let list = t.ok(&["gateway", "list"]);
+    let list = while_backing_off(&["gateway", "list"]);
     assert!(list.contains(&format!("\n  {in_use}")), "{list}");
     let json: serde_json::Value =
-        serde_json::from_str(&t.ok(&["gateway", "status", "--json"])).unwrap();
+        serde_json::from_str(&while_backing_off(&["gateway", "status", "--json"])).unwrap();
     assert!(
         json[0]["last_error"]
             .as_str()
@@ -583,7 +601,7 @@ fn status_commands_show_the_last_error_of_a_failing_gateway() {
         "{json}"
     );
 
-    let services = t.ok(&["service", "status"]);
+    let services = while_backing_off(&["service", "status"]);
     let at = services
         .lines()
         .position(|l| l.starts_with("gateway-default "))
@@ -605,7 +623,7 @@ fn status_commands_show_the_last_error_of_a_failing_gateway() {
         "{one}"
     );
 
-    let shown = t.ok(&["profile", "show", "default"]);
+    let shown = while_backing_off(&["profile", "show", "default"]);
     assert!(
         shown.contains("gateway:      backoff: ")
             && shown.contains(&format!(
