@@ -16,7 +16,6 @@
 //!   file (and only if nobody changed the file meanwhile); a broken copy is reported with its
 //!   line, and on a terminal the editor is offered again, otherwise it is kept next to the file.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use hermes_home::Home;
@@ -390,60 +389,86 @@ fn editor() -> String {
 fn edit(path: &Path) -> CommandResult {
     let started_from = yaml_edit::read_text(path)?;
     let copy = Copy::create(path, &yaml_edit::base_text(started_from.as_deref()))?;
-    loop {
+    let text = loop {
         run_editor(&copy.0)?;
         let text = std::fs::read_to_string(&copy.0).map_err(|e| io_failure("read", &copy.0, e))?;
-        match yaml_edit::replace_in_file(path, started_from.as_deref(), &text) {
-            Ok(Replaced::Written) => {
-                output::stdout(&format!("✓ Saved {}\n", path.display()))?;
-                return Ok(ExitStatus::Success);
+        let Some(problem) = edit_problem(path, &text) else {
+            break text;
+        };
+        // As `visudo` and `crontab -e`: on a terminal, offer the editor again.
+        if prompt::interactive() {
+            output::stderr(&format!("error: {problem}\n"));
+            if ask_again()? {
+                continue;
             }
-            Ok(Replaced::Unchanged) => {
-                output::stdout(&format!("No changes to {}\n", path.display()))?;
-                return Ok(ExitStatus::Success);
-            }
-            Ok(Replaced::ChangedMeanwhile) => {
-                let kept = keep_copy(copy, path)?;
-                return Err(Failure::new(
-                    format!(
-                        "`{}` changed while you edited it; it was left as it is now",
-                        path.display()
-                    ),
-                    Some(format!(
-                        "your version is in `{}`: merge it with `hermes config edit`",
-                        kept.display()
-                    )),
-                ));
-            }
-            Err(
-                error @ (hermes_home::Error::ConfigParse { .. }
-                | hermes_home::Error::ConfigNotMapping { .. }),
-            ) => {
-                let problem = hermes_errors::one_line(&error);
-                if std::io::stdin().is_terminal() && prompt::interactive() {
-                    output::stderr(&format!("error: {problem}\n"));
-                    let answer = prompt::ask("Edit again? [Y/n] ", false)?;
-                    if !answer.trim().to_ascii_lowercase().starts_with('n') {
-                        continue;
-                    }
-                }
-                let kept = keep_copy(copy, path)?;
-                let mut failure = Failure::new(
-                    format!(
-                        "your edit does not parse, so `{}` was left unchanged",
-                        path.display()
-                    ),
-                    Some(format!(
-                        "your edit is in `{}`: fix it there and copy it over, or run `hermes config edit` again",
-                        kept.display()
-                    )),
-                );
-                failure.causes.push(problem);
-                return Err(failure);
-            }
-            Err(other) => return Err(other.into()),
+        }
+        let kept = keep_copy(copy, path)?;
+        let mut failure = Failure::new(
+            format!(
+                "your edit does not parse, so `{}` was left unchanged",
+                path.display()
+            ),
+            Some(format!(
+                "your edit is in `{}`: fix it there and copy it over, or run `hermes config edit` again",
+                kept.display()
+            )),
+        );
+        failure.causes.push(problem);
+        return Err(failure);
+    };
+    match yaml_edit::replace_in_file(path, started_from.as_deref(), &text)? {
+        Replaced::Written => output::stdout(&format!("✓ Saved {}\n", path.display()))?,
+        Replaced::Unchanged => output::stdout(&format!("No changes to {}\n", path.display()))?,
+        Replaced::ChangedMeanwhile => {
+            let kept = keep_copy(copy, path)?;
+            return Err(Failure::new(
+                format!(
+                    "`{}` changed while you edited it; it was left as it is now",
+                    path.display()
+                ),
+                Some(format!(
+                    "your version is in `{}`: merge it with `hermes config edit`",
+                    kept.display()
+                )),
+            ));
         }
     }
+    Ok(ExitStatus::Success)
+}
+
+/// What is wrong with the edited `text` (for `path`), in words about the edit; `None` when it
+/// reads as a config.
+fn edit_problem(path: &Path, text: &str) -> Option<String> {
+    match Config::parse(path, text) {
+        Ok(_) => None,
+        Err(hermes_home::Error::ConfigParse {
+            line,
+            column,
+            message,
+            ..
+        }) => Some(format!(
+            "your edit is not valid YAML (line {line}, column {column}): {message}"
+        )),
+        Err(hermes_home::Error::ConfigNotMapping { .. }) => {
+            Some("your edit is not a mapping of settings at the top level".into())
+        }
+        Err(other) => Some(hermes_errors::one_line(&other)),
+    }
+}
+
+/// Asks whether to open the editor again: Enter or `y` is yes; `n` or the end of input (a
+/// closed terminal) is no, so a script never loops.
+fn ask_again() -> Result<bool, Failure> {
+    use std::io::{BufRead, Write};
+    let mut err = std::io::stderr().lock();
+    write!(err, "Edit again? [Y/n] ")?;
+    err.flush()?;
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer)? == 0 {
+        writeln!(err)?;
+        return Ok(false);
+    }
+    Ok(!answer.trim().to_ascii_lowercase().starts_with('n'))
 }
 
 /// Runs the editor on `file` and waits for it.

@@ -343,3 +343,85 @@ fn path_get_and_set_match_the_original() {
     original(&["set", "agent.max_turns", "32"]);
     assert_eq!(ours(&["get", "agent.max_turns"]), "32\n");
 }
+
+/// `hermes config edit` on a terminal (`script` gives it one): `answer` is typed at the
+/// prompt (then the input ends); the editor writes a broken file first, a valid one after.
+fn edit_on_a_terminal(t: &TestContext, answer: &str) -> Option<std::process::Output> {
+    let script = ["/usr/bin/script", "/bin/script"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).is_file());
+    let Some(script) = script else {
+        hermes_test_support::skip("no `script` to give `hermes config edit` a terminal");
+        return None;
+    };
+    let state = t.dir.path().join("edited-once");
+    let editor = editor(
+        t,
+        &format!(
+            "if [ -e '{0}' ]; then printf 'model:\\n  default: fixed\\n' > \"$1\"; \
+             else printf 'model: [x\\n' > \"$1\"; touch '{0}'; fi",
+            state.display()
+        ),
+    );
+    let hermes = t.cmd(&[]);
+    let mut cmd = std::process::Command::new(script);
+    cmd.env_clear();
+    for (key, value) in hermes.get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    let mut child = cmd
+        .env("EDITOR", editor)
+        .args(["-qec"])
+        .arg(format!(
+            "'{}' config edit",
+            hermes.get_program().to_string_lossy()
+        ))
+        .arg("/dev/null")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answer.as_bytes())
+        .unwrap();
+    Some(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn on_a_terminal_a_broken_edit_is_offered_again() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let path = t.root().join("config.yaml");
+    let Some(out) = edit_on_a_terminal(&t, "\n") else {
+        return;
+    };
+    let text = render(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("your edit is not valid YAML (line 2"),
+        "{text}"
+    );
+    assert!(text.contains("Edit again? [Y/n]"), "{text}");
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        "model:\n  default: fixed\n"
+    );
+
+    // Input that ends at the prompt is a no: the file stays, the edit is kept, exit 1.
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let before = fs::read(t.root().join("config.yaml")).unwrap();
+    let Some(out) = edit_on_a_terminal(&t, "") else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    assert_eq!(fs::read(t.root().join("config.yaml")).unwrap(), before);
+    assert!(t.root().join("config.yaml.rejected").is_file());
+}
