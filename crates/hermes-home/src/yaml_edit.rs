@@ -192,12 +192,27 @@ pub(crate) fn write_if_changed(path: &Path, old: Option<&str>, new: &str) -> Res
     if old == Some(new) {
         return Ok(false);
     }
-    let owner = owner_to_keep(path, old.is_some());
-    write_atomic(path, new.as_bytes(), crate::config::MODE)?;
+    keeping_owner(path, || {
+        write_atomic(path, new.as_bytes(), crate::config::MODE)
+    })?;
+    Ok(true)
+}
+
+/// Runs `write`, which replaces or creates the file at `path`, and gives the file back to the
+/// owner it had (a new file: its directory's owner) when root wrote it — a root `hermes
+/// config set` leaves the service user's volume the service user's. Used for `config.yaml`
+/// here and by `hermes config` for the `.env` keys it writes.
+///
+/// # Errors
+///
+/// `write`'s error, or the failed `chown` as an I/O error.
+pub fn keeping_owner<T>(path: &Path, write: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    let owner = owner_to_keep(path, path.exists());
+    let out = write()?;
     if let Some((uid, gid)) = owner {
         keep_owner(path, uid, gid)?;
     }
-    Ok(true)
+    Ok(out)
 }
 
 /// Who must own the file after a write: its owner before (or, for a new file, its
@@ -697,6 +712,9 @@ enum Target {
         start: usize,
         end: usize,
         written: Written,
+        /// The value's block below the key line (`key:` then a nested mapping or list), up to
+        /// this line: removed, the new value replacing it on the key's line.
+        block_end: Option<usize>,
     },
     /// Insert new lines after line `after` (`None`: at the start), the first key at `indent`,
     /// creating the mappings `keys[..last]`.
@@ -779,6 +797,19 @@ fn locate(lines: &[Line], path: &[&str], goal: Goal) -> Result<Target, Refusal> 
             Written::Flow => return Err(Refusal::FlowStyle(dotted)),
             Written::Block => return Err(Refusal::NotAScalar(dotted)),
             Written::Alias if !last => return Err(Refusal::Alias(dotted)),
+            // `key:` and a nested block: a section replaced by a value (`hermes config set
+            // model gpt-4o`), in place. Text after a value on the key's line is a multi-line
+            // scalar instead, which the editor does not rewrite.
+            Written::Empty if last && has_block => {
+                return Ok(Target::Replace {
+                    line: at,
+                    colon_end: found.colon_end,
+                    start: found.value_start,
+                    end: found.value_end,
+                    written: found.written,
+                    block_end: below.last_content(lines),
+                });
+            }
             _ if last && has_block => return Err(Refusal::NotAScalar(dotted)),
             _ if last => {
                 return Ok(Target::Replace {
@@ -787,6 +818,7 @@ fn locate(lines: &[Line], path: &[&str], goal: Goal) -> Result<Target, Refusal> 
                     start: found.value_start,
                     end: found.value_end,
                     written: found.written,
+                    block_end: None,
                 });
             }
             Written::Empty => {}
@@ -863,6 +895,7 @@ fn set(text: &str, dotted: &str, value: &Value) -> Result<String, Refusal> {
             start,
             end,
             written,
+            block_end,
         } => {
             let scalar =
                 render(value, written).ok_or_else(|| Refusal::Collection(dotted.into()))?;
@@ -872,6 +905,11 @@ fn set(text: &str, dotted: &str, value: &Value) -> Result<String, Refusal> {
                 l.text.insert_str(colon_end, &format!(" {scalar}"));
             } else {
                 l.text.replace_range(start..end, &scalar);
+            }
+            if let Some(last) = block_end.filter(|&last| last > line) {
+                let eol = lines[last].eol.clone();
+                lines.drain(line + 1..=last);
+                lines[line].eol = eol;
             }
         }
         Target::Insert {
@@ -1186,10 +1224,6 @@ mod tests {
             Refusal::NotAMapping("model".into())
         );
         assert_eq!(
-            refusal("model:\n  default: x\n", "model", "y"),
-            Refusal::NotAScalar("model".into())
-        );
-        assert_eq!(
             refusal("model:\n  default: |\n    x\n", "model.default", "y"),
             Refusal::NotAScalar("model.default".into())
         );
@@ -1333,5 +1367,16 @@ mod tests {
             diff(&Value::Mapping(Mapping::new()), &dotted),
             Err(Refusal::UnaddressableKey(String::new()))
         );
+    }
+
+    #[test]
+    fn a_section_replaced_by_a_value_stays_in_place() {
+        let text = "# c\nmodel:   # the model\n  # which one\n  default: x\n  list:\n  - a\n# next\nother: 1\n";
+        assert_eq!(
+            edit(text, &[("model", "gpt-4o")]).unwrap(),
+            "# c\nmodel: gpt-4o   # the model\n# next\nother: 1\n"
+        );
+        let last = "a: 1\nmodel:\n  - x\n  - y";
+        assert_eq!(edit(last, &[("model", "m")]).unwrap(), "a: 1\nmodel: m");
     }
 }

@@ -302,7 +302,10 @@ fn check_key(key: &str) -> Result<(), Failure> {
 fn set(home: &Home, key: &str, raw: &str) -> CommandResult {
     check_key(key)?;
     if is_env_key(key) {
-        let path = hermes_home::dotenv::set_var(&home.env_path(), &key.to_ascii_uppercase(), raw)?;
+        let env = home.env_path();
+        let path = yaml_edit::keeping_owner(&env, || {
+            hermes_home::dotenv::set_var(&env, &key.to_ascii_uppercase(), raw)
+        })?;
         output::stdout(&format!("✓ Set {key} in {}\n", path.display()))?;
         return Ok(ExitStatus::Success);
     }
@@ -333,7 +336,10 @@ fn set(home: &Home, key: &str, raw: &str) -> CommandResult {
         )
     })?;
     if let Some(var) = terminal_env_var(key) {
-        hermes_home::dotenv::set_var(&home.env_path(), var, &python_str(&value))?;
+        let env = home.env_path();
+        yaml_edit::keeping_owner(&env, || {
+            hermes_home::dotenv::set_var(&env, var, &python_str(&value))
+        })?;
     }
     output::stdout(&format!(
         "✓ Set {key} = {} in {}\n",
@@ -357,7 +363,9 @@ fn unset(home: &Home, key: &str) -> CommandResult {
     check_key(key)?;
     if is_env_key(key) {
         let path = home.env_path();
-        let removed = DotEnv::edit(&path, |env| Ok(env.unset(&key.to_ascii_uppercase())))?;
+        let removed = yaml_edit::keeping_owner(&path, || {
+            DotEnv::edit(&path, |env| Ok(env.unset(&key.to_ascii_uppercase())))
+        })?;
         if !removed {
             return Err(not_set(home, key));
         }
@@ -367,7 +375,8 @@ fn unset(home: &Home, key: &str) -> CommandResult {
     let path = home.config_path();
     let mut removed = Config::edit(&path, |config| Ok(config.unset(key)))?;
     if let Some(var) = terminal_env_var(key) {
-        removed |= DotEnv::edit(&home.env_path(), |env| Ok(env.unset(var)))?;
+        let env = home.env_path();
+        removed |= yaml_edit::keeping_owner(&env, || DotEnv::edit(&env, |e| Ok(e.unset(var))))?;
     }
     if !removed {
         return Err(not_set(home, key));

@@ -127,11 +127,45 @@ fn as_root_the_file_keeps_its_owner() {
     let t = TestContext::new();
     t.ok(&["profile", "list"]);
     let path = t.root().join("config.yaml");
-    chown(&path, Some(12345), Some(12345)).unwrap();
+    let env = t.root().join(".env");
+    for file in [&path, &env] {
+        chown(file, Some(12345), Some(12345)).unwrap();
+    }
     t.ok(&["config", "set", "model.default", "m"]);
     t.ok(&["config", "unset", "model.default"]);
-    let meta = fs::metadata(&path).unwrap();
-    assert_eq!((meta.uid(), meta.gid()), (12345, 12345));
+    t.ok(&["config", "set", "OPENROUTER_API_KEY", "sk-or-1"]);
+    t.ok(&["config", "set", "terminal.backend", "docker"]);
+    t.ok(&["config", "unset", "OPENROUTER_API_KEY"]);
+    for file in [&path, &env] {
+        let meta = fs::metadata(file).unwrap();
+        assert_eq!(
+            (meta.uid(), meta.gid()),
+            (12345, 12345),
+            "{}",
+            file.display()
+        );
+    }
+}
+
+/// The original's own example: a whole section replaced by a value, in place.
+#[test]
+fn a_section_set_to_a_value_is_replaced_in_place() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let path = t.root().join("config.yaml");
+    fs::write(&path, HAND_WRITTEN).unwrap();
+    t.ok(&["config", "set", "model", "anthropic/claude-sonnet-4"]);
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        HAND_WRITTEN.replace(
+            "model:\r\n   default: 'gpt-4o'   # pinned\r\n   provider: \"openrouter\"\r\n",
+            "model: anthropic/claude-sonnet-4\r\n"
+        )
+    );
+    assert_eq!(
+        t.ok(&["config", "get", "model"]),
+        "anthropic/claude-sonnet-4\n"
+    );
 }
 
 /// An `EDITOR` that runs `script` on the file (`$1`).
@@ -339,6 +373,14 @@ fn path_get_and_set_match_the_original() {
     ] {
         assert_eq!(ours(args), original(args), "{args:?}");
     }
+    // The original's own example: a section replaced by a value.
+    let before = fs::read(&config).unwrap();
+    let set_model = ["set", "model", "anthropic/claude-sonnet-4"];
+    let theirs = original(&set_model);
+    assert_eq!(ours(&["get", "model"]), "anthropic/claude-sonnet-4\n");
+    fs::write(&config, &before).unwrap();
+    assert_eq!(ours(&set_model), theirs);
+    assert_eq!(ours(&["get", "model"]), original(&["get", "model"]));
     // What the original's `set` wrote reads back the same through ours.
     original(&["set", "agent.max_turns", "32"]);
     assert_eq!(ours(&["get", "agent.max_turns"]), "32\n");
