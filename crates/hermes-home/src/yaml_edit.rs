@@ -14,14 +14,16 @@
 //!
 //! What it handles: block-style mappings (`key: value`, one key per line), plain, single- and
 //! double-quoted scalars on the key's line, trailing comments (kept), a key with no value
-//! (`model:`, read as null) that becomes a mapping, and missing keys, which are added — with
-//! any missing parent mappings — after the last line of their parent, indented like the file.
+//! (`model:`, read as null) that becomes a mapping, a section (`model:` and a nested block)
+//! replaced by a value on the key's line, and missing keys, which are added — with any missing
+//! parent mappings — after the last line of their parent, indented like the file. A value that
+//! becomes a mapping ([`diff`]) is removed and its new keys added at the end of its parent.
 //!
 //! What it refuses, with [`Error::ConfigLayout`] and the reason as a [`Refusal`], rather than
 //! guess: flow collections (`{…}`, `[…]`) on the path, anchors, tags and aliases on the path
 //! (an edit there would change other keys too), a key written twice in one mapping, a scalar
-//! or a sequence where a mapping is needed, a mapping or a multi-line scalar where the value
-//! goes, and several documents in one file.
+//! or a sequence where a mapping is needed, a flow collection, a block scalar (`|`, `>`) or a
+//! multi-line scalar where the value goes, and several documents in one file.
 //!
 //! Every result is checked before it is returned: the new text is parsed with the same reader
 //! as [`Config`] and must equal the old document with exactly the intended change; otherwise
@@ -63,7 +65,7 @@ pub enum Refusal {
     /// A scalar or a sequence where the path needs a mapping.
     #[error("`{0}` is not a mapping")]
     NotAMapping(String),
-    /// A mapping, a sequence, a block or a multi-line scalar where the value goes.
+    /// A flow collection, a block scalar or a multi-line scalar where the value goes.
     #[error("`{0}` is not a one-line value")]
     NotAScalar(String),
     /// A line in a mapping on the path that is not `key: value`.
