@@ -32,11 +32,10 @@ pub fn run(ctx: &Context, args: DashboardArgs) -> CommandResult {
     let process = |name: &str| Context::var(name);
     let settings =
         Settings::resolve(args.host, args.port, dotenv.over(&process)).map_err(failure)?;
-    // Status and actions block on the control socket on the blocking pool; two workers
-    // serve the pages and the event streams. The pool is capped: 32 clients asking at once
-    // queue for a few threads instead of each getting one (and its stack) for good.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread serves the pages and the event streams (they only wait); status, actions
+    // and files block on the blocking pool, capped so that 32 clients asking at once queue
+    // for a few threads instead of each getting one (and its stack) for good.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(BLOCKING_THREADS)
         .enable_all()
         .build()?;
