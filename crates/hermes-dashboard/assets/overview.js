@@ -43,7 +43,9 @@
       tr.appendChild(cell(duration(s.uptime_secs)));
       tr.appendChild(cell(s.restarts));
       tr.appendChild(cell(exit(s.last_exit)));
-      tr.appendChild(cell(s.reason || ""));
+      // A failing service's last error (its log's, or its recorded failed start) beside the
+      // supervisor's reason, as `hermes service status` shows it.
+      tr.appendChild(cell((s.reason || "") + (s.last_error ? " — " + s.last_error : "")));
       tr.appendChild(cell(s.port));
       tr.appendChild(cell(s.engine));
       var td = document.createElement("td");

@@ -25,7 +25,8 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// How often an event stream sends a keepalive comment when nothing changed.
 pub const KEEPALIVE: Duration = Duration::from_secs(15);
 
-const MAIN: &str = r#"<table><thead><tr><th>Service</th><th>State</th><th>PID</th><th>Uptime</th><th>Restarts</th><th>Last exit</th><th>Reason</th><th>Port</th><th>Engine</th><th>Actions</th></tr></thead>
+const MAIN: &str = r#"<h2>Overview</h2>
+<table><thead><tr><th>Service</th><th>State</th><th>PID</th><th>Uptime</th><th>Restarts</th><th>Last exit</th><th>Reason</th><th>Port</th><th>Engine</th><th>Actions</th></tr></thead>
 <tbody id="rows"></tbody></table>"#;
 
 /// `/` and the Overview's API.
