@@ -275,7 +275,11 @@ mod tests {
         .unwrap();
         let found = last_error(home, "gateway-default").unwrap();
         assert_eq!(
-            (found.message.as_str(), found.hint.as_deref(), found.at.as_deref()),
+            (
+                found.message.as_str(),
+                found.hint.as_deref(),
+                found.at.as_deref()
+            ),
             ("the settings are wrong", Some("fix them"), None)
         );
         assert_eq!(recorded(home, "gateway-default").unwrap(), found);
