@@ -6,7 +6,7 @@
 //! | 2 | UID/GID remap from `HERMES_UID`/`HERMES_GID` (`PUID`/`PGID`) | root | warn, keep old ids |
 //! | 3 | device/socket groups (Docker socket, `/dev/dri`) join the drop | root | skip the device |
 //! | 4 | targeted, symlink-proof ownership repair of the data volume | root | warn per path |
-//! | 5 | skeleton dirs and first-boot seeds (`.env` + `API_SERVER_KEY`, `config.yaml`, `SOUL.md`, `gateway_state.json`, `auth.json`) | service user | warn |
+//! | 5 | skeleton dirs and first-boot seeds (`.env` + `API_SERVER_KEY`, `config.yaml` and `SOUL.md` — from `HERMES_SEED_DIR` when it has them —, `gateway_state.json`, `auth.json`) | service user | warn |
 //! | 6 | remove a stale `docker` install stamp from the volume | service user | warn |
 //!
 //! Words: a **stage** is one row above; it is *contained*: its failure becomes `[init]`
@@ -47,6 +47,13 @@ pub const API_SERVER_KEY: &str = "API_SERVER_KEY";
 pub const GATEWAY_BOOTSTRAP_VAR: &str = "HERMES_GATEWAY_BOOTSTRAP_STATE";
 /// Seeds `auth.json` (JSON text, verbatim) on first boot.
 pub const AUTH_BOOTSTRAP_VAR: &str = "HERMES_AUTH_JSON_BOOTSTRAP";
+/// A directory (a Kubernetes ConfigMap's mount) whose `config.yaml` and `SOUL.md` replace the
+/// built-in seeds on first boot; a file already on the volume still wins.
+pub const SEED_DIR_VAR: &str = "HERMES_SEED_DIR";
+/// The files [`SEED_DIR_VAR`] may provide, with the mode a seeded one gets (the skeleton's).
+const SEED_DIR_FILES: [(&str, u32); 2] = [("config.yaml", 0o640), ("SOUL.md", 0o644)];
+/// The most a seed file may hold (a ConfigMap holds at most 1 MiB in all).
+const SEED_FILE_MAX: u64 = 1 << 20;
 /// The install-method stamp that must not live on the volume.
 pub const INSTALL_STAMP: &str = ".install_method";
 
@@ -344,6 +351,10 @@ fn stage_repair(settings: &Settings, id: &Identity, out: &mut dyn Write) {
 /// Stage 5: skeleton, seeds, API key, bootstrap files.
 fn stage_seed(settings: &Settings, out: &mut dyn Write) {
     let home = &settings.home;
+    // Before the skeleton, which would seed the built-in files in their place.
+    if let Some(dir) = settings.env.get(SEED_DIR_VAR).filter(|v| !v.is_empty()) {
+        seed_from_dir(Path::new(dir), home, out);
+    }
     match hermes_home::layout::ensure_skeleton(home, true) {
         Ok(report) => {
             for p in report.seeded {
@@ -374,6 +385,54 @@ fn stage_seed(settings: &Settings, out: &mut dyn Write) {
         let path = home.join("auth.json");
         seed_once(&path, || seed_file(&path, auth, 0o600), out);
     }
+}
+
+/// Seeds `config.yaml` and `SOUL.md` from the operator's seed directory where the volume has
+/// none. A file the directory lacks is left to the skeleton's built-in seed; one that cannot
+/// be read is a warning, and then the built-in seed too (boot goes on, as for any seed).
+fn seed_from_dir(dir: &Path, home: &Path, out: &mut dyn Write) {
+    if let Err(e) = fs::create_dir_all(home) {
+        say(
+            out,
+            format!("warning: cannot create `{}`: {e}", home.display()),
+        );
+        return;
+    }
+    for (name, mode) in SEED_DIR_FILES {
+        let source = dir.join(name);
+        let contents = match read_seed(&source) {
+            Ok(Some(text)) => text,
+            Ok(None) => continue,
+            Err(why) => {
+                say(
+                    out,
+                    format!("warning: not seeding from `{}`: {why}", source.display()),
+                );
+                continue;
+            }
+        };
+        let path = home.join(name);
+        seed_once(&path, || seed_file(&path, &contents, mode), out);
+    }
+}
+
+/// The text of one seed file: `None` when there is none, `Err` with why it is unusable.
+/// Follows symlinks on purpose: a ConfigMap's files are links into its current version.
+fn read_seed(path: &Path) -> Result<Option<String>, String> {
+    let meta = match fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > SEED_FILE_MAX {
+        return Err(format!("larger than {SEED_FILE_MAX} bytes"));
+    }
+    fs::read_to_string(path)
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
 /// Creates `path` with `seed` only on first boot; a symlink there is refused (with a
@@ -579,6 +638,77 @@ mod tests {
                 .contains("stopped")
         );
         assert!(home.join("logs/gateways").is_dir() && home.join("profiles").is_dir());
+    }
+
+    #[test]
+    fn the_seed_dir_seeds_only_absent_files_and_the_rest_stay_built_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("data");
+        let seeds = dir.path().join("seed");
+        fs::create_dir_all(&seeds).unwrap();
+        fs::write(seeds.join("config.yaml"), "model:\n  default: from-seed\n").unwrap();
+        let mut s = settings(&home);
+        s.env = [(SEED_DIR_VAR, seeds.to_str().unwrap())]
+            .into_iter()
+            .collect();
+        let mut out = Vec::new();
+        stage_seed(&s, &mut out);
+        let config = home.join("config.yaml");
+        assert_eq!(
+            fs::read_to_string(&config).unwrap(),
+            "model:\n  default: from-seed\n"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            fs::metadata(&config).unwrap().permissions().mode() & 0o777,
+            0o640
+        );
+        // No SOUL.md in the seed dir: the built-in one.
+        assert_eq!(
+            fs::read_to_string(home.join("SOUL.md")).unwrap(),
+            hermes_home::seeds::DEFAULT_SOUL_MD
+        );
+        let log = String::from_utf8(out).unwrap();
+        assert!(
+            log.contains("seeded") && log.contains("config.yaml"),
+            "{log}"
+        );
+        // The operator edits the file, the seed changes, the pod restarts: the edit stays.
+        fs::write(&config, "model:\n  default: edited\n").unwrap();
+        fs::write(seeds.join("config.yaml"), "model:\n  default: seed-v2\n").unwrap();
+        fs::write(seeds.join("SOUL.md"), "new soul").unwrap();
+        stage_seed(&s, &mut Vec::new());
+        assert_eq!(
+            fs::read_to_string(&config).unwrap(),
+            "model:\n  default: edited\n"
+        );
+        assert_eq!(
+            fs::read_to_string(home.join("SOUL.md")).unwrap(),
+            hermes_home::seeds::DEFAULT_SOUL_MD
+        );
+    }
+
+    #[test]
+    fn an_unusable_seed_is_a_warning_and_the_built_in_seed_is_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("data");
+        let seeds = dir.path().join("seed");
+        fs::create_dir_all(seeds.join("config.yaml")).unwrap();
+        let mut s = settings(&home);
+        s.env = [(SEED_DIR_VAR, seeds.to_str().unwrap())]
+            .into_iter()
+            .collect();
+        let mut out = Vec::new();
+        stage_seed(&s, &mut out);
+        let log = String::from_utf8(out).unwrap();
+        assert!(
+            log.contains("warning: not seeding from") && log.contains("not a regular file"),
+            "{log}"
+        );
+        assert_eq!(
+            fs::read_to_string(home.join("config.yaml")).unwrap(),
+            hermes_home::seeds::DEFAULT_CONFIG_YAML
+        );
     }
 
     #[test]
