@@ -16,3 +16,8 @@ echo "==> cargo test"
 # opt-in suites (HERMES_TEST_PYPI: Python clients from PyPI) run too. --no-fail-fast: one
 # failing test binary must not hide the others' results.
 cargo test --workspace --locked --no-fail-fast
+
+echo "==> helm chart (scripts/helm-test.sh)"
+# Rendered by Helm's engine, validated against the Kubernetes schemas and checkov (tools from
+# PyPI in a cached venv; a failed install fails the run, it is never a skip).
+scripts/helm-test.sh
