@@ -36,6 +36,23 @@ pub fn document() -> Value {
     })
 }
 
+/// The `profile` query parameter of the endpoints that work on one profile.
+pub fn profile_param() -> Value {
+    json!({
+        "name": "profile", "in": "query", "required": false,
+        "schema": { "type": "string" },
+        "description": "profile name (default: the active profile)",
+    })
+}
+
+/// An operation's `responses`: the refusals in `errors` (status to description) and `ok` as
+/// the 200's description.
+pub fn responses(errors: &Value, ok: &str) -> Value {
+    let mut all = errors.clone();
+    all["200"] = json!({ "description": ok });
+    all
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

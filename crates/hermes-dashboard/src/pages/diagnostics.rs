@@ -18,8 +18,9 @@ use hermes_home::Home;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::pages::{Page, shell};
-use crate::server::{App, Base, blocking, problem};
+use crate::openapi::{profile_param, responses};
+use crate::pages::{self, Page, Step, refuse, select_home, shell};
+use crate::server::{App, Base, blocking};
 
 const MAIN: &str = r#"<h2>Diagnostics</h2>
 <section id="doctor-section">
@@ -62,43 +63,21 @@ enum Format {
     Text,
 }
 
-/// The request's profile and format, or the 400 that says what is wrong.
-fn params(
-    query: Result<Query<Params>, QueryRejection>,
-) -> Result<(Option<String>, Format), Box<Response>> {
-    let Query(p) = query.map_err(|e| {
-        Box::new(problem(
-            StatusCode::BAD_REQUEST,
-            &e.body_text(),
-            Some("query parameters: profile, format".into()),
-        ))
-    })?;
+/// The home and format a request asks for, or the refusal that says what is wrong.
+fn params(app: &App, query: Result<Query<Params>, QueryRejection>) -> Step<(Home, Format)> {
+    let p = pages::query(query, "profile, format")?;
     let format = match p.format.as_deref() {
         None | Some("json") => Format::Json,
         Some("text") => Format::Text,
         Some(other) => {
-            return Err(Box::new(problem(
+            return Err(refuse(
                 StatusCode::BAD_REQUEST,
                 &format!("unknown format `{other}`"),
                 Some("use format=json (the default) or format=text".into()),
-            )));
+            ));
         }
     };
-    Ok((p.profile, format))
-}
-
-/// The profile's home as the CLI selects it (`-p P`, else the active profile), without
-/// creating anything: a bad name is a 400, an unknown profile a 404.
-fn home(app: &App, profile: Option<&str>) -> Result<Home, Box<Response>> {
-    Home::select(app.root.clone(), profile).map_err(|e| {
-        let status = match e {
-            hermes_home::Error::ProfileNotFound { .. } => StatusCode::NOT_FOUND,
-            hermes_home::Error::InvalidProfileName { .. }
-            | hermes_home::Error::ReservedProfileName { .. } => StatusCode::BAD_REQUEST,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        Box::new(problem(status, &hermes_errors::one_line(&e), e.hint()))
-    })
+    Ok((select_home(&app.root, p.profile.as_deref())?, format))
 }
 
 fn text(body: String) -> Response {
@@ -111,12 +90,8 @@ async fn api_dump(
     State(app): State<App>,
     query: Result<Query<Params>, QueryRejection>,
 ) -> Response {
-    let (profile, format) = match params(query) {
+    let (home, format) = match params(&app, query) {
         Ok(p) => p,
-        Err(refusal) => return *refusal,
-    };
-    let home = match home(&app, profile.as_deref()) {
-        Ok(home) => home,
         Err(refusal) => return *refusal,
     };
     let vars = app.vars.clone();
@@ -147,12 +122,8 @@ async fn api_doctor(
     State(app): State<App>,
     query: Result<Query<Params>, QueryRejection>,
 ) -> Response {
-    let (profile, format) = match params(query) {
+    let (home, format) = match params(&app, query) {
         Ok(p) => p,
-        Err(refusal) => return *refusal,
-    };
-    let home = match home(&app, profile.as_deref()) {
-        Ok(home) => home,
         Err(refusal) => return *refusal,
     };
     let vars = app.vars.clone();
@@ -174,7 +145,7 @@ async fn api_doctor(
 /// This page's part of the OpenAPI document.
 pub fn api_paths() -> Value {
     let params = json!([
-        { "name": "profile", "in": "query", "schema": { "type": "string" }, "description": "profile name (default: the active profile)" },
+        profile_param(),
         { "name": "format", "in": "query", "schema": { "enum": ["json", "text"] } },
     ]);
     let errors = json!({
@@ -182,21 +153,16 @@ pub fn api_paths() -> Value {
         "401": { "description": "No valid session token or credentials" },
         "404": { "description": "No such profile" },
     });
-    let with = |ok: &str| {
-        let mut r = errors.clone();
-        r["200"] = json!({ "description": ok });
-        r
-    };
     json!({
         "/api/diagnostics/dump": { "get": {
             "summary": "The support summary of `hermes dump` (key values are never included)",
             "parameters": params.clone(),
-            "responses": with("{text (as `hermes dump` prints it), report (as `hermes dump --json`)}; text/plain with format=text"),
+            "responses": responses(&errors, "{text (as `hermes dump` prints it), report (as `hermes dump --json`)}; text/plain with format=text"),
         }},
         "/api/diagnostics/doctor": { "get": {
             "summary": "The checks of `hermes doctor`, each with its fix",
             "parameters": params,
-            "responses": with("{profile, home, checks: [{status: ok|warn|fail, message, fix}]} as `hermes doctor --json`; text/plain with format=text"),
+            "responses": responses(&errors, "{profile, home, checks: [{status: ok|warn|fail, message, fix}]} as `hermes doctor --json`; text/plain with format=text"),
         }},
     })
 }

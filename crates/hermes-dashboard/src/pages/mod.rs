@@ -6,12 +6,17 @@
 //! Every page lives at the top level (`/`, `/logs`, …) and links relatively, so the whole
 //! dashboard works unchanged under a sub-path: the `<base href>` carries the prefix.
 
+use std::path::Path;
+
 use axum::Router;
-use axum::http::header;
+use axum::extract::Query;
+use axum::extract::rejection::QueryRejection;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use hermes_home::Home;
 use serde_json::{Map, Value};
 
-use crate::server::App;
+use crate::server::{App, problem};
 
 pub mod diagnostics;
 pub mod logs;
@@ -177,6 +182,51 @@ pub fn login(base: &str, auth: &crate::Auth) -> String {
 "#,
         base = escape(base)
     )
+}
+
+/// A handler's step: its value, or the answer to give instead (boxed: a `Response` is large).
+pub type Step<T> = Result<T, Box<Response>>;
+
+/// [`problem`] as a step's `Err`.
+pub fn refuse(status: StatusCode, detail: &str, hint: Option<String>) -> Box<Response> {
+    Box::new(problem(status, detail, hint))
+}
+
+/// The status of a `hermes-home` error met while selecting a profile: a name outside the
+/// naming rule is the request's fault (400), an unknown profile is a 404, anything else is the
+/// server's (500). Pages with more errors of their own fall back to this.
+pub fn home_status(e: &hermes_home::Error) -> StatusCode {
+    match e {
+        hermes_home::Error::InvalidProfileName { .. }
+        | hermes_home::Error::ReservedProfileName { .. } => StatusCode::BAD_REQUEST,
+        hermes_home::Error::ProfileNotFound { .. } => StatusCode::NOT_FOUND,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// A `hermes-home` error as an answer, with [`home_status`].
+pub fn home_problem(e: &hermes_home::Error) -> Box<Response> {
+    refuse(home_status(e), &hermes_errors::one_line(e), e.hint())
+}
+
+/// The home of `profile` as the CLI's `-p` selects it (absent: the active profile), creating
+/// nothing: a name outside the naming rule (a traversal such as `..` included) is a 400
+/// before any file is touched, an unknown profile a 404. Every page that takes a profile
+/// (`?profile=` or a path's name) selects it here.
+pub fn select_home(root: &Path, profile: Option<&str>) -> Step<Home> {
+    Home::select(root.to_path_buf(), profile).map_err(|e| home_problem(&e))
+}
+
+/// The request's query parameters, or a 400 whose hint names the ones the endpoint takes
+/// (`names`, e.g. `"profile, format"`).
+pub fn query<T>(query: Result<Query<T>, QueryRejection>, names: &str) -> Step<T> {
+    query.map(|Query(q)| q).map_err(|e| {
+        refuse(
+            StatusCode::BAD_REQUEST,
+            &e.body_text(),
+            Some(format!("query parameters: {names}")),
+        )
+    })
 }
 
 /// HTML-escapes `text` for an attribute or element.

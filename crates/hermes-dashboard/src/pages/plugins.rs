@@ -21,12 +21,13 @@ use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use hermes_deps::env::{DISABLE_VAR, PYTHON_VAR, TARGET_VAR, VENV_VAR};
 use hermes_deps::{Environment, InstallOptions, Route};
-use hermes_home::{Home, ProfileRef};
+use hermes_home::Home;
 use hermes_plugins::{PluginStatus, profile};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::pages::{Page, shell};
+use crate::openapi::{profile_param, responses};
+use crate::pages::{self, Page, Step, home_problem, refuse, select_home, shell};
 use crate::server::{App, Base, Vars, blocking, problem};
 
 const MAIN: &str = r#"<h2>Plugins</h2>
@@ -40,29 +41,6 @@ const MAIN: &str = r#"<h2>Plugins</h2>
 /// The longest plugin name looked up (manifest names are far shorter): longer is a 404
 /// without a lookup.
 const MAX_NAME: usize = 128;
-
-/// A refused request, answered as a problem (`{detail, hint}`).
-struct Refusal {
-    status: StatusCode,
-    detail: String,
-    hint: Option<String>,
-}
-
-impl Refusal {
-    fn new(status: StatusCode, detail: impl Into<String>, hint: Option<String>) -> Self {
-        Self {
-            status,
-            detail: detail.into(),
-            hint,
-        }
-    }
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        problem(self.status, &self.detail, self.hint)
-    }
-}
 
 /// Held while an install (or an activation, which may install) runs.
 #[derive(Clone, Default)]
@@ -108,29 +86,21 @@ struct ProfileQuery {
     profile: Option<String>,
 }
 
-fn profile_of(
-    query: Result<Query<ProfileQuery>, QueryRejection>,
-) -> Result<Option<String>, Refusal> {
-    query.map(|Query(q)| q.profile).map_err(|e| {
-        Refusal::new(
-            StatusCode::BAD_REQUEST,
-            format!("invalid query: {e}"),
-            Some("pass at most `?profile=NAME`".into()),
-        )
-    })
+fn profile_of(query: Result<Query<ProfileQuery>, QueryRejection>) -> Step<Option<String>> {
+    pages::query(query, "profile").map(|q: ProfileQuery| q.profile)
 }
 
-fn name_of(path: Result<Path<String>, PathRejection>) -> Result<String, Refusal> {
+fn name_of(path: Result<Path<String>, PathRejection>) -> Step<String> {
     match path {
         Ok(Path(name)) if name.len() <= MAX_NAME => Ok(name),
         _ => Err(unknown("that name")),
     }
 }
 
-fn unknown(name: &str) -> Refusal {
-    Refusal::new(
+fn unknown(name: &str) -> Box<Response> {
+    refuse(
         StatusCode::NOT_FOUND,
-        format!("memory provider `{name}` not found"),
+        &format!("memory provider `{name}` not found"),
         Some("the Plugins page lists the memory providers".into()),
     )
 }
@@ -143,14 +113,8 @@ struct Ctx {
 }
 
 impl Ctx {
-    fn open(app: &App, profile: Option<&str>) -> Result<Ctx, Refusal> {
-        let home = match profile {
-            Some(name) => {
-                ProfileRef::parse(name).and_then(|p| Home::for_profile(app.root.clone(), p))
-            }
-            None => Home::select(app.root.clone(), None),
-        }
-        .map_err(|e| home_problem(&e))?;
+    fn open(app: &App, profile: Option<&str>) -> Step<Ctx> {
+        let home = select_home(&app.root, profile)?;
         let options = profile::install_options(&home, environment(&app.vars))
             .map_err(|e| home_problem(&e))?;
         let discovery = profile::discover_for(&home);
@@ -175,24 +139,14 @@ fn environment(vars: &Vars) -> Environment {
         })
 }
 
-fn home_problem(e: &hermes_home::Error) -> Refusal {
-    let status = match e {
-        hermes_home::Error::InvalidProfileName { .. }
-        | hermes_home::Error::ReservedProfileName { .. } => StatusCode::BAD_REQUEST,
-        hermes_home::Error::ProfileNotFound { .. } => StatusCode::NOT_FOUND,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    Refusal::new(status, hermes_errors::one_line(e), e.hint())
-}
-
-fn plugin_problem(e: &hermes_plugins::Error) -> Refusal {
+fn plugin_problem(e: &hermes_plugins::Error) -> Box<Response> {
     let status = match e {
         hermes_plugins::Error::UnknownProvider { .. } => StatusCode::NOT_FOUND,
         hermes_plugins::Error::NotAMemoryProvider { .. }
         | hermes_plugins::Error::InvalidValue { .. } => StatusCode::BAD_REQUEST,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    Refusal::new(status, hermes_errors::one_line(e), e.hint())
+    refuse(status, &hermes_errors::one_line(e), e.hint())
 }
 
 fn busy() -> Response {
@@ -233,10 +187,10 @@ fn row(status: &PluginStatus, active: Option<&str>) -> Value {
 }
 
 /// Runs `work` on the blocking pool and answers its JSON or its refusal.
-async fn answer(work: impl FnOnce() -> Result<Value, Refusal> + Send + 'static) -> Response {
+async fn answer(work: impl FnOnce() -> Step<Value> + Send + 'static) -> Response {
     match blocking(work).await {
         Ok(Ok(value)) => Json(value).into_response(),
-        Ok(Err(refusal)) => refusal.into_response(),
+        Ok(Err(refusal)) => *refusal,
         Err(failed) => failed,
     }
 }
@@ -247,13 +201,13 @@ async fn list(
 ) -> Response {
     let profile = match profile_of(query) {
         Ok(p) => p,
-        Err(r) => return r.into_response(),
+        Err(r) => return *r,
     };
     answer(move || overview(&app, profile.as_deref())).await
 }
 
 /// `GET /api/plugins`: `hermes memory status` for the profile, with where installs go.
-fn overview(app: &App, profile: Option<&str>) -> Result<Value, Refusal> {
+fn overview(app: &App, profile: Option<&str>) -> Step<Value> {
     let ctx = Ctx::open(app, profile)?;
     let raw = profile::configured_provider(&ctx.home).map_err(|e| home_problem(&e))?;
     let status = hermes_plugins::memory_status(&ctx.discovery, raw.as_deref(), &ctx.options)
@@ -283,7 +237,7 @@ async fn install(
 ) -> Response {
     let (name, profile) = match (name_of(path), profile_of(query)) {
         (Ok(n), Ok(p)) => (n, p),
-        (Err(r), _) | (_, Err(r)) => return r.into_response(),
+        (Err(r), _) | (_, Err(r)) => return *r,
     };
     let Some(guard) = lock.take() else {
         return busy();
@@ -297,7 +251,7 @@ async fn install(
 
 /// `POST /api/plugins/{name}/install`: the provider's missing dependencies through the
 /// installer, its result rows, and its availability checked afresh.
-fn run_install(app: &App, name: &str, profile: Option<&str>) -> Result<Value, Refusal> {
+fn run_install(app: &App, name: &str, profile: Option<&str>) -> Step<Value> {
     let ctx = Ctx::open(app, profile)?;
     let report = hermes_plugins::install_provider(&ctx.discovery, name, &ctx.options)
         .map_err(|e| plugin_problem(&e))?;
@@ -325,7 +279,7 @@ async fn activate(
 ) -> Response {
     let (name, profile) = match (name_of(path), profile_of(query)) {
         (Ok(n), Ok(p)) => (n, p),
-        (Err(r), _) | (_, Err(r)) => return r.into_response(),
+        (Err(r), _) | (_, Err(r)) => return *r,
     };
     // Activation installs what is missing first, as `hermes memory setup` does.
     let Some(guard) = lock.take() else {
@@ -341,7 +295,7 @@ async fn activate(
 /// `POST /api/plugins/{name}/activate`: `hermes memory setup NAME --non-interactive` for the
 /// profile: missing dependencies installed, then `memory.provider` written only when that
 /// succeeded (a failed setup saves nothing).
-fn run_activate(app: &App, name: &str, profile: Option<&str>) -> Result<Value, Refusal> {
+fn run_activate(app: &App, name: &str, profile: Option<&str>) -> Step<Value> {
     let ctx = Ctx::open(app, profile)?;
     let plan =
         hermes_plugins::setup_provider(&ctx.discovery, name, &Default::default(), &ctx.options)
@@ -363,11 +317,7 @@ fn run_activate(app: &App, name: &str, profile: Option<&str>) -> Result<Value, R
 
 /// This page's part of the OpenAPI document.
 pub fn api_paths() -> Value {
-    let profile = json!({
-        "name": "profile", "in": "query", "required": false,
-        "schema": { "type": "string" },
-        "description": "The profile (default: the sticky active profile)",
-    });
+    let profile = profile_param();
     let name = json!({
         "name": "name", "in": "path", "required": true, "schema": { "type": "string" },
     });
@@ -375,31 +325,25 @@ pub fn api_paths() -> Value {
         "400": { "description": "{detail, hint}: an invalid profile name or query" },
         "401": { "description": "Not signed in" },
         "404": { "description": "{detail, hint}: no such profile or memory provider" },
-        "409": { "description": "{detail, hint}: another install is running" },
     });
+    let mut installing = refusals.clone();
+    installing["409"] = json!({ "description": "{detail, hint}: another install is running" });
     let result = "{provider, profile, ok, blocked, reason, hint, steps: [{step, ok, detail, hint, output}], status: provider row}";
-    let mut install_answers = refusals.clone();
-    let mut activate_answers = refusals.clone();
-    install_answers["200"] = json!({ "description": result });
-    activate_answers["200"] = json!({ "description": result });
     json!({
         "/api/plugins": { "get": {
             "summary": "Memory providers of a profile: availability, missing dependencies, the active one, where installs go (or why they are blocked)",
             "parameters": [profile],
-            "responses": {
-                "200": { "description": "{profile, profiles, active, active_unknown, installs: {possible, venv?, target?, reason?, hint?}, providers: [{name, description, version, source, dependencies, missing, env_missing, external, available, active}], problems}" },
-                "400": refusals["400"], "401": refusals["401"], "404": refusals["404"],
-            },
+            "responses": responses(&refusals, "{profile, profiles, active, active_unknown, installs: {possible, venv?, target?, reason?, hint?}, providers: [{name, description, version, source, dependencies, missing, env_missing, external, available, active}], problems}"),
         }},
         "/api/plugins/{name}/install": { "post": {
             "summary": "Installs a memory provider's missing pip dependencies through the installer (one at a time); result rows per step and availability checked afresh",
             "parameters": [name, profile],
-            "responses": install_answers,
+            "responses": responses(&installing, result),
         }},
         "/api/plugins/{name}/activate": { "post": {
             "summary": "Sets memory.provider for the profile as `hermes memory setup NAME --non-interactive` does (installing missing dependencies first; nothing saved when that fails)",
             "parameters": [name, profile],
-            "responses": activate_answers,
+            "responses": responses(&installing, result),
         }},
     })
 }

@@ -32,8 +32,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::pages::{Page, shell};
-use crate::server::{App, Base, Vars, blocking, problem};
+use crate::pages::{self, Page, Step, refuse, select_home, shell};
+use crate::server::{App, Base, Vars, blocking};
 use crate::status::CLIENT_TIMEOUT;
 
 /// The largest `SOUL.md` the page saves. The gateway sends at most its context-file limit
@@ -120,23 +120,12 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
     shell(Page::Profiles, &base.0, app.token(), MAIN)
 }
 
-/// A handler step: its `Err` is already the answer (boxed: an answer is large).
-type Step<T> = Result<T, Box<Response>>;
-
-/// [`problem`] as a step's `Err`.
-fn refuse(status: StatusCode, detail: &str, hint: Option<String>) -> Box<Response> {
-    Box::new(problem(status, detail, hint))
-}
-
-/// An error of `hermes-home` as an answer: the status says whose fault it is.
+/// An error of `hermes-home` as an answer: the status says whose fault it is (beyond
+/// selecting a profile, which [`pages::home_status`] words for every page).
 fn home_problem(e: &hermes_home::Error) -> Box<Response> {
     use hermes_home::Error as E;
     let status = match e {
-        E::InvalidProfileName { .. }
-        | E::ReservedProfileName { .. }
-        | E::EnvKeyInvalid { .. }
-        | E::EnvKeyDenied { .. } => StatusCode::BAD_REQUEST,
-        E::ProfileNotFound { .. } => StatusCode::NOT_FOUND,
+        E::EnvKeyInvalid { .. } | E::EnvKeyDenied { .. } => StatusCode::BAD_REQUEST,
         E::ProfileExists { .. }
         | E::DefaultProfileUndeletable
         | E::ConfigLayout { .. }
@@ -144,16 +133,9 @@ fn home_problem(e: &hermes_home::Error) -> Box<Response> {
         | E::ConfigNotMapping { .. }
         | E::NotUtf8 { .. } => StatusCode::CONFLICT,
         E::LockTimeout { .. } => StatusCode::SERVICE_UNAVAILABLE,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => pages::home_status(e),
     };
     refuse(status, &hermes_errors::one_line(e), e.hint())
-}
-
-/// The profile named in the path, which must exist: a name outside the naming rule (a
-/// traversal such as `..` included) is a 400, before any file is touched.
-fn home_of(root: &Path, name: &str) -> Step<Home> {
-    let profile = ProfileRef::parse(name).map_err(|e| home_problem(&e))?;
-    Home::for_profile(root.to_path_buf(), profile).map_err(|e| home_problem(&e))
 }
 
 /// A JSON body of type `T`: a missing, oversized or malformed body is a 4xx `{detail, hint}`.
@@ -368,7 +350,7 @@ async fn remove(
         if profile == ProfileRef::Default {
             return Err(home_problem(&hermes_home::Error::DefaultProfileUndeletable));
         }
-        let home = home_of(&root, &name)?;
+        let home = select_home(&root, Some(&name))?;
         let request: DeleteBody = body(raw)?;
         if request.confirm != name {
             return Err(refuse(
@@ -438,7 +420,7 @@ fn alias_dir(vars: &Vars) -> Option<PathBuf> {
 /// check of them, and the `.env` keys with masked values.
 async fn show(State(app): State<App>, UrlPath(name): UrlPath<String>) -> Response {
     run(move || {
-        let home = home_of(&app.root, &name)?;
+        let home = select_home(&app.root, Some(&name))?;
         let active = read_active_profile(&app.root).unwrap_or(ProfileRef::Default);
         let soul = soul_text(&home);
         let env = env_rows(&home)?;
@@ -513,7 +495,7 @@ async fn save_soul(
     raw: Result<Bytes, BytesRejection>,
 ) -> Response {
     run(move || {
-        let home = home_of(&app.root, &name)?;
+        let home = select_home(&app.root, Some(&name))?;
         let request: SoulBody = body(raw)?;
         let bytes = request.text.len();
         if bytes > SOUL_MAX_BYTES {
@@ -557,7 +539,7 @@ async fn save_model(
     raw: Result<Bytes, BytesRejection>,
 ) -> Response {
     run(move || {
-        let home = home_of(&app.root, &name)?;
+        let home = select_home(&app.root, Some(&name))?;
         let request: model::ModelBody = body(raw)?;
         let changes = model::validate(&home, &request).map_err(|errors| {
             Box::new((
@@ -625,7 +607,7 @@ async fn set_env(
     raw: Result<Bytes, BytesRejection>,
 ) -> Response {
     run(move || {
-        let home = home_of(&app.root, &name)?;
+        let home = select_home(&app.root, Some(&name))?;
         let request: EnvBody = body(raw)?;
         let key = request.key.trim().to_string();
         dotenv::validate_key(&key).map_err(|e| home_problem(&e))?;
@@ -642,7 +624,7 @@ async fn unset_env(
     UrlPath((name, key)): UrlPath<(String, String)>,
 ) -> Response {
     run(move || {
-        let home = home_of(&app.root, &name)?;
+        let home = select_home(&app.root, Some(&name))?;
         dotenv::validate_key(&key).map_err(|e| home_problem(&e))?;
         let removed = DotEnv::edit(&home.env_path(), |env| Ok(env.unset(&key)))
             .map_err(|e| home_problem(&e))?;
@@ -666,7 +648,7 @@ async fn reveal_env(
     UrlPath((name, key)): UrlPath<(String, String)>,
 ) -> Response {
     run(move || {
-        let home = home_of(&app.root, &name)?;
+        let home = select_home(&app.root, Some(&name))?;
         if !reveal_allowed(&app.root) {
             return Err(refuse(
                 StatusCode::TOO_MANY_REQUESTS,

@@ -15,11 +15,9 @@ use hermes_home::Home;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::pages::{Page, escape, shell};
+use crate::openapi::{profile_param, responses};
+use crate::pages::{self, Page, Step, escape, refuse, select_home, shell};
 use crate::server::{App, Base, blocking, problem};
-
-/// A handler's step: its value, or the error answer to give (boxed: a `Response` is large).
-type Step<T> = Result<T, Box<Response>>;
 
 /// The answer of a handler's steps.
 fn answer(steps: Step<Json<Value>>) -> Response {
@@ -102,13 +100,7 @@ struct Params {
 }
 
 fn params(query: Result<Query<Params>, QueryRejection>) -> Step<Params> {
-    query.map(|Query(p)| p).map_err(|e| {
-        Box::new(problem(
-            StatusCode::BAD_REQUEST,
-            &e.body_text(),
-            Some("query parameters: profile, limit, before, q".into()),
-        ))
-    })
+    pages::query(query, "profile, limit, before, q")
 }
 
 fn limit(raw: Option<&str>) -> Step<usize> {
@@ -117,30 +109,15 @@ fn limit(raw: Option<&str>) -> Step<usize> {
     };
     match raw.trim().parse::<usize>() {
         Ok(n) if (1..=browse::MAX_LIMIT).contains(&n) => Ok(n),
-        _ => Err(Box::new(problem(
+        _ => Err(refuse(
             StatusCode::BAD_REQUEST,
             &format!(
                 "limit `{raw}` is not a number from 1 to {}",
                 browse::MAX_LIMIT
             ),
             None,
-        ))),
+        )),
     }
-}
-
-/// The selected profile's home (the active one when `profile` is absent): a name that is not
-/// a profile name is a 400 (nothing outside `profiles/` is ever reached), an unknown profile
-/// a 404.
-fn home(app: &App, profile: Option<&str>) -> Step<Home> {
-    Home::select(app.root.clone(), profile).map_err(|e| {
-        let status = match e {
-            hermes_home::Error::ProfileNotFound { .. } => StatusCode::NOT_FOUND,
-            hermes_home::Error::InvalidProfileName { .. }
-            | hermes_home::Error::ReservedProfileName { .. } => StatusCode::BAD_REQUEST,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        Box::new(problem(status, &hermes_errors::one_line(&e), e.hint()))
-    })
 }
 
 /// A store that cannot be read: 503 while another process holds it (that passes), 500 for a
@@ -179,7 +156,7 @@ async fn list(State(app): State<App>, query: Result<Query<Params>, QueryRejectio
     let run = async {
         let p = params(query)?;
         let limit = limit(p.limit.as_deref())?;
-        let home = home(&app, p.profile.as_deref())?;
+        let home = select_home(&app.root, p.profile.as_deref())?;
         let profile = home.profile().name().to_string();
         let before = p.before;
         let sessions = read(home, move |r| match r {
@@ -206,7 +183,7 @@ async fn one(
 ) -> Response {
     let run = async {
         let p = params(query)?;
-        let home = home(&app, p.profile.as_deref())?;
+        let home = select_home(&app.root, p.profile.as_deref())?;
         let profile = home.profile().name().to_string();
         let wanted = id.clone();
         let found = read(home, move |r| match r {
@@ -220,11 +197,11 @@ async fn one(
                 "session": detail.session,
                 "messages": detail.messages,
             }))),
-            None => Err(Box::new(problem(
+            None => Err(refuse(
                 StatusCode::NOT_FOUND,
                 &format!("no session `{id}` in profile `{profile}`"),
                 Some("list the profile's sessions with GET /api/sessions".into()),
-            ))),
+            )),
         }
     };
     answer(run.await)
@@ -237,13 +214,13 @@ async fn search(State(app): State<App>, query: Result<Query<Params>, QueryReject
         let limit = limit(p.limit.as_deref())?;
         let q = p.q.unwrap_or_default();
         if browse::fts_query(&q).is_none() {
-            return Err(Box::new(problem(
+            return Err(refuse(
                 StatusCode::BAD_REQUEST,
                 "the search has no word to look for",
                 Some("give `q` at least one word with a letter or digit".into()),
-            )));
+            ));
         }
-        let home = home(&app, p.profile.as_deref())?;
+        let home = select_home(&app.root, p.profile.as_deref())?;
         let profile = home.profile().name().to_string();
         let results = read(home, move |r| match r {
             Some(r) => r.search(&q, limit),
@@ -257,7 +234,7 @@ async fn search(State(app): State<App>, query: Result<Query<Params>, QueryReject
 
 /// This page's part of the OpenAPI document.
 pub fn api_paths() -> Value {
-    let profile = json!({ "name": "profile", "in": "query", "schema": { "type": "string" }, "description": "profile name (default: the active profile)" });
+    let profile = profile_param();
     let limit = json!({ "name": "limit", "in": "query", "schema": { "type": "integer", "minimum": 1, "maximum": browse::MAX_LIMIT } });
     let errors = json!({
         "400": { "description": "A bad parameter or profile name: {detail, hint}" },
@@ -266,29 +243,24 @@ pub fn api_paths() -> Value {
         "500": { "description": "state.db is not a usable database: {detail, hint}" },
         "503": { "description": "state.db is held by another process: {detail, hint}" },
     });
-    let with = |ok: &str| {
-        let mut r = errors.clone();
-        r["200"] = json!({ "description": ok });
-        r
-    };
     json!({
         "/api/sessions": { "get": {
             "summary": "A profile's sessions, newest first (read-only)",
             "parameters": [profile, limit,
                 { "name": "before", "in": "query", "schema": { "type": "string" }, "description": "continue after this session id (the previous answer's `next`)" }],
-            "responses": with("{profile, sessions: [{id, title, source, model, started_at, ended_at, message_count}], next}"),
+            "responses": responses(&errors, "{profile, sessions: [{id, title, source, model, started_at, ended_at, message_count}], next}"),
         }},
         "/api/sessions/search": { "get": {
             "summary": "Messages containing every word of q (words also match as prefixes), newest first",
             "parameters": [profile, limit,
                 { "name": "q", "in": "query", "required": true, "schema": { "type": "string" } }],
-            "responses": with("{profile, results: [{session_id, message_id, role, snippet (hit between >>> and <<<), title, source, model, session_started}]}"),
+            "responses": responses(&errors, "{profile, results: [{session_id, message_id, role, snippet (hit between >>> and <<<), title, source, model, session_started}]}"),
         }},
         "/api/sessions/{id}": { "get": {
             "summary": "One session and its messages in order",
             "parameters": [profile,
                 { "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
-            "responses": with("{profile, session, messages: [{id, role, content, tool_name, tool_calls, timestamp, active}]}"),
+            "responses": responses(&errors, "{profile, session, messages: [{id, role, content, tool_name, tool_calls, timestamp, active}]}"),
         }},
     })
 }
