@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use hermes_deps::env::{DISABLE_VAR, PYTHON_VAR, TARGET_VAR, VENV_VAR};
-use hermes_deps::{Environment, InstallOptions, Route};
+use hermes_deps::{Environment, InstallOptions, InstallOutcome, Route};
 use hermes_home::Home;
 use hermes_plugins::{PluginStatus, profile};
 use serde::Deserialize;
@@ -229,11 +229,18 @@ fn overview(app: &App, profile: Option<&str>) -> Step<Value> {
     }))
 }
 
-async fn install(
-    State(app): State<App>,
-    Extension(lock): Extension<Busy>,
+/// The work of an install or an activation: the plugin's name and the profile.
+type Exclusive = fn(&App, &str, Option<&str>) -> Step<Value>;
+
+/// Runs `work` for the request's plugin and profile while holding the dashboard's install
+/// lock (another install meanwhile is a 409); the lock is freed by the blocking task when the
+/// work ends, not when the client goes away.
+async fn exclusive(
+    app: App,
+    lock: Busy,
     path: Result<Path<String>, PathRejection>,
     query: Result<Query<ProfileQuery>, QueryRejection>,
+    work: Exclusive,
 ) -> Response {
     let (name, profile) = match (name_of(path), profile_of(query)) {
         (Ok(n), Ok(p)) => (n, p),
@@ -244,9 +251,40 @@ async fn install(
     };
     answer(move || {
         let _guard = guard;
-        run_install(&app, &name, profile.as_deref())
+        work(&app, &name, profile.as_deref())
     })
     .await
+}
+
+async fn install(
+    State(app): State<App>,
+    Extension(lock): Extension<Busy>,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<ProfileQuery>, QueryRejection>,
+) -> Response {
+    exclusive(app, lock, path, query, run_install).await
+}
+
+/// What an install or an activation answers: the installer's outcome, its result rows and
+/// the provider's row afresh.
+fn outcome(
+    name: &str,
+    ctx: &Ctx,
+    ok: bool,
+    install: &InstallOutcome,
+    steps: Vec<hermes_plugins::Step>,
+    status: Value,
+) -> Value {
+    json!({
+        "provider": name,
+        "profile": ctx.home.profile().name(),
+        "ok": ok,
+        "blocked": install.blocked,
+        "reason": install.reason,
+        "hint": install.hint,
+        "steps": steps,
+        "status": status,
+    })
 }
 
 /// `POST /api/plugins/{name}/install`: the provider's missing dependencies through the
@@ -259,37 +297,25 @@ fn run_install(app: &App, name: &str, profile: Option<&str>) -> Step<Value> {
         .ok()
         .flatten()
         .and_then(|raw| hermes_plugins::active_provider(Some(&raw)));
-    Ok(json!({
-        "provider": name,
-        "profile": ctx.home.profile().name(),
-        "ok": report.install.ok && report.status.dependencies_installed,
-        "blocked": report.install.blocked,
-        "reason": report.install.reason,
-        "hint": report.install.hint,
-        "steps": report.steps(),
-        "status": row(&report.status, active.as_deref()),
-    }))
+    Ok(outcome(
+        name,
+        &ctx,
+        report.install.ok && report.status.dependencies_installed,
+        &report.install,
+        report.steps(),
+        row(&report.status, active.as_deref()),
+    ))
 }
 
+/// Activation installs what is missing first, as `hermes memory setup` does: it holds the
+/// install lock too.
 async fn activate(
     State(app): State<App>,
     Extension(lock): Extension<Busy>,
     path: Result<Path<String>, PathRejection>,
     query: Result<Query<ProfileQuery>, QueryRejection>,
 ) -> Response {
-    let (name, profile) = match (name_of(path), profile_of(query)) {
-        (Ok(n), Ok(p)) => (n, p),
-        (Err(r), _) | (_, Err(r)) => return *r,
-    };
-    // Activation installs what is missing first, as `hermes memory setup` does.
-    let Some(guard) = lock.take() else {
-        return busy();
-    };
-    answer(move || {
-        let _guard = guard;
-        run_activate(&app, &name, profile.as_deref())
-    })
-    .await
+    exclusive(app, lock, path, query, run_activate).await
 }
 
 /// `POST /api/plugins/{name}/activate`: `hermes memory setup NAME --non-interactive` for the
@@ -303,16 +329,14 @@ fn run_activate(app: &App, name: &str, profile: Option<&str>) -> Step<Value> {
     if plan.ok {
         profile::apply_plan(&ctx.home, &plan).map_err(|e| home_problem(&e))?;
     }
-    Ok(json!({
-        "provider": name,
-        "profile": ctx.home.profile().name(),
-        "ok": plan.ok,
-        "blocked": plan.install.blocked,
-        "reason": plan.install.reason,
-        "hint": plan.install.hint,
-        "steps": plan.steps(),
-        "status": row(&plan.status, plan.ok.then_some(name)),
-    }))
+    Ok(outcome(
+        name,
+        &ctx,
+        plan.ok,
+        &plan.install,
+        plan.steps(),
+        row(&plan.status, plan.ok.then_some(name)),
+    ))
 }
 
 /// This page's part of the OpenAPI document.
