@@ -11,24 +11,7 @@
 
 mod common;
 
-use common::{Answer, Dashboard, TOKEN, local, request, token_mode};
-use serde_json::Value;
-
-fn get(d: &Dashboard, path: &str) -> Answer {
-    request(
-        d,
-        "GET",
-        path,
-        &local(d),
-        &[format!("X-Hermes-Session-Token: {TOKEN}")],
-    )
-}
-
-fn get_json(d: &Dashboard, path: &str, status: u16) -> Value {
-    let a = get(d, path);
-    assert_eq!(a.status, status, "{path}: {}", a.body);
-    serde_json::from_str(&a.body).unwrap()
-}
+use common::{get, get_json, token_mode};
 
 #[test]
 fn the_dump_is_text_and_json_and_never_shows_a_keys_value() {

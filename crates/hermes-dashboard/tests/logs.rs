@@ -9,58 +9,18 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+mod common;
+
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hermes_dashboard::{Settings, router, serve};
+use common::{Dashboard, local, token_header, token_mode};
 use serde_json::Value;
 
-const TOKEN: &str = "0123456789abcdef0123456789abcdef";
-
-struct Dashboard {
-    addr: SocketAddr,
-    home: tempfile::TempDir,
-}
-
 impl Dashboard {
-    /// Starts a dashboard (token mode, no supervisor) for an empty home.
-    fn start() -> Dashboard {
-        let home = tempfile::tempdir().unwrap();
-        let run_dir = home.path().join("run").to_string_lossy().into_owned();
-        let env = [
-            ("HERMES_RUNTIME_DIR".to_string(), run_dir),
-            (
-                "HERMES_DASHBOARD_SESSION_TOKEN".to_string(),
-                TOKEN.to_string(),
-            ),
-        ];
-        let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-        let settings = Settings::resolve(Some("127.0.0.1".into()), Some(0), &lookup).unwrap();
-        let root: PathBuf = home.path().to_path_buf();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                serve(listener, router(root, settings, Arc::new(lookup)))
-                    .await
-                    .unwrap();
-            });
-        });
-        Dashboard {
-            addr: rx.recv().unwrap(),
-            home,
-        }
-    }
-
     /// The log file of `service` (created with its directory when missing).
     fn log(&self, service: &str) -> PathBuf {
         let dir = self.home.path().join("logs").join(service);
@@ -70,18 +30,9 @@ impl Dashboard {
 
     /// Sends a signed-in GET with `headers` (complete lines); the open connection.
     fn send(&self, path: &str, headers: &[String]) -> TcpStream {
-        let mut s = TcpStream::connect(self.addr).unwrap();
-        let mut text = format!(
-            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nX-Hermes-Session-Token: {TOKEN}\r\nConnection: close\r\n",
-            self.addr.port()
-        );
-        for h in headers {
-            text.push_str(h);
-            text.push_str("\r\n");
-        }
-        text.push_str("\r\n");
-        s.write_all(text.as_bytes()).unwrap();
-        s
+        let mut all = vec![token_header()];
+        all.extend_from_slice(headers);
+        common::open(self, "GET", path, &local(self), &all, "")
     }
 
     /// A complete GET: status, head, body (chunked bodies decoded).
@@ -288,7 +239,7 @@ fn parse_event(block: &str) -> Option<Sse> {
 
 #[test]
 fn the_last_lines_come_with_the_cursor_of_their_end() {
-    let d = Dashboard::start();
+    let d = token_mode();
     let log = d.log("ticker");
     std::fs::write(&log, "one\ntwo\nthree\n").unwrap();
     let (status, v) = d.json("/api/logs/ticker?lines=2");
@@ -308,7 +259,7 @@ fn the_last_lines_come_with_the_cursor_of_their_end() {
 
 #[test]
 fn the_list_has_the_services_with_a_log_even_without_a_supervisor() {
-    let d = Dashboard::start();
+    let d = token_mode();
     std::fs::write(d.log("ticker"), "x\n").unwrap();
     let gw = d.home.path().join("logs/gateways/work");
     std::fs::create_dir_all(&gw).unwrap();
@@ -330,7 +281,7 @@ fn the_list_has_the_services_with_a_log_even_without_a_supervisor() {
 
 #[test]
 fn names_that_leave_the_log_directory_are_refused_with_a_hint() {
-    let d = Dashboard::start();
+    let d = token_mode();
     // Something a traversal would reach: `<home>/logs/current` and `<home>/secret/current`.
     std::fs::create_dir_all(d.home.path().join("logs")).unwrap();
     std::fs::write(d.home.path().join("logs/current"), "not a service's\n").unwrap();
@@ -372,7 +323,7 @@ fn names_that_leave_the_log_directory_are_refused_with_a_hint() {
 
 #[test]
 fn the_stream_resumes_from_last_event_id_with_exactly_what_follows() {
-    let d = Dashboard::start();
+    let d = token_mode();
     let log = d.log("ticker");
     std::fs::write(&log, "a\nb\n").unwrap();
     let (_, tail) = d.json("/api/logs/ticker?lines=10");
@@ -432,7 +383,7 @@ fn the_stream_resumes_from_last_event_id_with_exactly_what_follows() {
 
 #[test]
 fn a_stream_without_a_cursor_starts_at_the_end_and_a_bad_cursor_is_refused() {
-    let d = Dashboard::start();
+    let d = token_mode();
     let log = d.log("ticker");
     std::fs::write(&log, "old\n").unwrap();
     let mut s = Stream::open(&d, "/api/logs/ticker/events", &[]);
@@ -447,7 +398,7 @@ fn a_stream_without_a_cursor_starts_at_the_end_and_a_bad_cursor_is_refused() {
 
 #[test]
 fn rotation_and_truncation_are_said_and_followed() {
-    let d = Dashboard::start();
+    let d = token_mode();
     let log = d.log("ticker");
     std::fs::write(&log, "a\n").unwrap();
     let mut s = Stream::open(&d, "/api/logs/ticker/events", &[]);
@@ -497,7 +448,7 @@ fn rotation_and_truncation_are_said_and_followed() {
 
 #[test]
 fn the_download_is_the_whole_file_as_an_attachment() {
-    let d = Dashboard::start();
+    let d = token_mode();
     let log = d.log("ticker");
     // Larger than one chunk of the stream, with bytes that are not UTF-8 kept as they are.
     let mut content: Vec<u8> = (0..20_000)
@@ -532,7 +483,7 @@ fn open_on(path: &Path) -> usize {
 
 #[test]
 fn a_stream_stops_following_when_its_client_goes() {
-    let d = Dashboard::start();
+    let d = token_mode();
     let log = d.log("ticker");
     std::fs::write(&log, "a\n").unwrap();
     let mut s = Stream::open(&d, "/api/logs/ticker/events", &[]);
@@ -551,7 +502,7 @@ fn a_stream_stops_following_when_its_client_goes() {
 
 #[test]
 fn the_page_and_its_endpoints_are_described() {
-    let d = Dashboard::start();
+    let d = token_mode();
     let page = d.get("/logs?service=ticker");
     assert_eq!(page.status, 200);
     let html = String::from_utf8(page.body).unwrap();

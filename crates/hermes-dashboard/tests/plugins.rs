@@ -15,29 +15,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Answer, Dashboard, TOKEN, local, request, start};
+use common::{Answer, TOKEN, get, local, post, request, start};
 use serde_json::Value;
-
-fn auth() -> Vec<String> {
-    vec![format!("X-Hermes-Session-Token: {TOKEN}")]
-}
-
-fn get(d: &Dashboard, path: &str) -> Answer {
-    request(d, "GET", path, &local(d), &auth())
-}
-
-fn post(d: &Dashboard, path: &str) -> Answer {
-    request(d, "POST", path, &local(d), &auth())
-}
-
-fn json(a: &Answer) -> Value {
-    serde_json::from_str(&a.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", a.body))
-}
 
 /// A problem answer: `status`, a `detail` and a `hint`.
 fn assert_problem(a: &Answer, status: u16) -> Value {
     assert_eq!(a.status, status, "{}", a.body);
-    let v = json(a);
+    let v = a.json();
     assert!(v["detail"].as_str().is_some_and(|s| !s.is_empty()), "{v}");
     assert!(v["hint"].as_str().is_some_and(|s| !s.is_empty()), "{v}");
     v
@@ -90,7 +74,7 @@ fn sealed_without_target_shows_the_reason_runs_nothing_and_saves_nothing() {
 
     let list = get(&d, "/api/plugins");
     assert_eq!(list.status, 200, "{}", list.body);
-    let list = json(&list);
+    let list = list.json();
     assert_eq!(list["installs"]["possible"], false, "{list}");
     let reason = list["installs"]["reason"].as_str().unwrap();
     assert!(
@@ -117,7 +101,7 @@ fn sealed_without_target_shows_the_reason_runs_nothing_and_saves_nothing() {
 
     let a = post(&d, "/api/plugins/tinymem/install");
     assert_eq!(a.status, 200, "{}", a.body);
-    let a = json(&a);
+    let a = a.json();
     assert_eq!(
         (a["ok"].clone(), a["blocked"].clone()),
         (false.into(), true.into()),
@@ -143,7 +127,7 @@ fn sealed_without_target_shows_the_reason_runs_nothing_and_saves_nothing() {
     // failed setup saves nothing.
     let b = post(&d, "/api/plugins/tinymem/activate");
     assert_eq!(b.status, 200, "{}", b.body);
-    let b = json(&b);
+    let b = b.json();
     assert_eq!(
         (b["ok"].clone(), b["blocked"].clone()),
         (false.into(), true.into()),
@@ -222,7 +206,7 @@ fn activation_writes_the_profile_asked_for_and_keeps_other_keys() {
 
     let a = post(&d, "/api/plugins/bare/activate?profile=work");
     assert_eq!(a.status, 200, "{}", a.body);
-    let a = json(&a);
+    let a = a.json();
     assert_eq!(a["ok"], true, "{a}");
     assert_eq!(a["profile"], "work");
     assert_eq!(step(&a, "activate")["detail"], "memory.provider = bare");
@@ -243,7 +227,7 @@ fn activation_writes_the_profile_asked_for_and_keeps_other_keys() {
         "the default profile was written"
     );
 
-    let list = json(&get(&d, "/api/plugins?profile=work"));
+    let list = get(&d, "/api/plugins?profile=work").json();
     assert_eq!(list["active"], "bare", "{list}");
     assert_eq!(list["profiles"], serde_json::json!(["default", "work"]));
     let row = list["providers"]
@@ -256,7 +240,7 @@ fn activation_writes_the_profile_asked_for_and_keeps_other_keys() {
         (row["active"].clone(), row["available"].clone()),
         (true.into(), true.into())
     );
-    let default = json(&get(&d, "/api/plugins"));
+    let default = get(&d, "/api/plugins").json();
     assert_eq!(default["profile"], "default");
     assert_eq!(default["active"], Value::Null);
 }
@@ -330,7 +314,7 @@ fn a_second_install_while_one_runs_is_refused_with_409() {
         std::fs::write(&release, "").unwrap();
         let first = first.join().unwrap();
         assert_eq!(first.status, 200, "{}", first.body);
-        let a = json(&first);
+        let a = first.json();
         let install = step(&a, "install");
         assert_eq!(install["ok"], true, "{a}");
         // The command that ran, with its real flags (the fake uv's full path first).

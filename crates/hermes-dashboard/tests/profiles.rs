@@ -10,110 +10,35 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+mod common;
+
 use std::fs;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
-use hermes_dashboard::{Settings, router, serve};
+use common::{Answer, Dashboard, TOKEN, TOKEN_ENV, local, token_header};
 use serde_json::{Value, json};
-
-const TOKEN: &str = "0123456789abcdef0123456789abcdef";
-
-struct Dashboard {
-    addr: SocketAddr,
-    home: tempfile::TempDir,
-}
-
-impl Dashboard {
-    fn root(&self) -> &Path {
-        self.home.path()
-    }
-}
 
 /// A dashboard for a fresh home (the default profile's files seeded), no supervisor.
 fn start() -> Dashboard {
     let home = tempfile::tempdir().unwrap();
     hermes_home::layout::ensure_skeleton(home.path(), true).unwrap();
-    let env: Vec<(String, String)> = vec![
-        ("HERMES_DASHBOARD_SESSION_TOKEN".into(), TOKEN.into()),
-        (
-            "HERMES_RUNTIME_DIR".into(),
-            home.path().join("run").to_string_lossy().into_owned(),
-        ),
-        // No alias directory of the host's user is ever looked at.
-        (
-            "HOME".into(),
-            home.path().join("user").to_string_lossy().into_owned(),
-        ),
-    ];
-    let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    let settings = Settings::resolve(Some("127.0.0.1".into()), Some(0), &lookup).unwrap();
-    let root: PathBuf = home.path().to_path_buf();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            serve(listener, router(root, settings, Arc::new(lookup)))
-                .await
-                .unwrap();
-        });
-    });
-    Dashboard {
-        addr: rx.recv().unwrap(),
-        home,
-    }
+    common::start_in(home, "127.0.0.1", &TOKEN_ENV)
 }
 
-struct Answer {
-    status: u16,
-    body: String,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
-    }
-}
-
-/// One request; `token` adds the session token header (authentication and CSRF).
+/// One request with a JSON body; `token` sends the session token header (authentication and
+/// CSRF), otherwise only the session cookie.
 fn send(d: &Dashboard, method: &str, path: &str, body: Option<&str>, token: bool) -> Answer {
-    let mut s = TcpStream::connect(d.addr).unwrap();
-    let mut text = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
-        d.addr.port()
-    );
-    if token {
-        text.push_str(&format!("X-Hermes-Session-Token: {TOKEN}\r\n"));
+    let mut headers = vec![if token {
+        token_header()
     } else {
-        text.push_str(&format!("Cookie: hermes_dashboard_session={TOKEN}\r\n"));
-    }
+        format!("Cookie: hermes_dashboard_session={TOKEN}")
+    }];
     let body = body.unwrap_or("");
     if !body.is_empty() || method != "GET" {
-        text.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            body.len()
-        ));
+        headers.push("Content-Type: application/json".into());
     }
-    text.push_str("\r\n");
-    text.push_str(body);
-    s.write_all(text.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    Answer {
-        status,
-        body: body.to_string(),
-    }
+    common::send(d, method, path, &local(d), &headers, body)
 }
 
 fn api(d: &Dashboard, method: &str, path: &str, body: Option<Value>) -> Answer {

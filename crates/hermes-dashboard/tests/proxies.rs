@@ -13,11 +13,7 @@ mod common;
 
 use std::time::Instant;
 
-use common::{TOKEN, local, request, start};
-
-fn token_header() -> String {
-    format!("X-Hermes-Session-Token: {TOKEN}")
-}
+use common::{TOKEN, local, request, start, token_header};
 
 #[test]
 fn a_configured_base_path_is_served_with_and_without_the_prefix() {

@@ -12,25 +12,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{Answer, Dashboard, TOKEN, local, request, token_mode};
+use common::{Dashboard, get, get_json, token_mode};
 use hermes_gateway::sessions::SessionStore;
 use serde_json::{Value, json};
-
-fn get(d: &Dashboard, path: &str) -> Answer {
-    request(
-        d,
-        "GET",
-        path,
-        &local(d),
-        &[format!("X-Hermes-Session-Token: {TOKEN}")],
-    )
-}
-
-fn get_json(d: &Dashboard, path: &str, status: u16) -> Value {
-    let a = get(d, path);
-    assert_eq!(a.status, status, "{path}: {}", a.body);
-    serde_json::from_str(&a.body).unwrap()
-}
 
 /// Writes `sessions` (id, [(role, content)]) into `dir/state.db` as the gateway does.
 fn write(dir: &Path, sessions: &[(&str, &[(&str, &str)])]) -> PathBuf {

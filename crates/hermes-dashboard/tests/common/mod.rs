@@ -1,6 +1,6 @@
 //! Shared by the dashboard's HTTP tests: a dashboard started in-process on loopback for an
-//! empty home (no supervisor) with settings from a fixed environment, and requests written by
-//! hand so every header (Host included) is the test's.
+//! empty (or test-prepared) home, no supervisor, with settings from a fixed environment, and
+//! requests written by hand so every header (Host included) is the test's.
 
 #![allow(
     dead_code,
@@ -11,10 +11,11 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use hermes_dashboard::{Settings, router, serve};
+use serde_json::Value;
 
 pub const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 
@@ -23,15 +24,30 @@ pub struct Dashboard {
     pub home: tempfile::TempDir,
 }
 
+impl Dashboard {
+    /// `HERMES_HOME`.
+    pub fn root(&self) -> &Path {
+        self.home.path()
+    }
+}
+
 /// Starts a dashboard for an empty home with no supervisor, configured by `env`.
 pub fn start(host: &str, env: &[(&str, &str)]) -> Dashboard {
-    let home = tempfile::tempdir().unwrap();
-    let run_dir = home.path().join("run").to_string_lossy().into_owned();
+    start_in(tempfile::tempdir().unwrap(), host, env)
+}
+
+/// [`start`] for a `home` the test prepared (files written before the dashboard runs).
+/// `HERMES_RUNTIME_DIR` and `HOME` are inside it unless `env` names them, so no socket or
+/// file of the host's user is ever looked at.
+pub fn start_in(home: tempfile::TempDir, host: &str, env: &[(&str, &str)]) -> Dashboard {
+    let inside = |name: &str| home.path().join(name).to_string_lossy().into_owned();
     let mut env: Vec<(String, String)> = env
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    env.push(("HERMES_RUNTIME_DIR".into(), run_dir));
+    // Looked up first match first: the test's own values win.
+    env.push(("HERMES_RUNTIME_DIR".into(), inside("run")));
+    env.push(("HOME".into(), inside("user")));
     let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let settings = Settings::resolve(Some(host.into()), Some(0), &lookup).unwrap();
     let root: PathBuf = home.path().to_path_buf();
@@ -63,6 +79,11 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// The body as JSON (a body that is not JSON fails the test, showing it).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
     pub fn header(&self, name: &str) -> Option<String> {
         self.head.lines().find_map(|l| {
             let (n, v) = l.split_once(':')?;
@@ -85,6 +106,31 @@ pub fn send(
     headers: &[String],
     body: &str,
 ) -> Answer {
+    let mut raw = Vec::new();
+    open(d, method, path, host, headers, body)
+        .read_to_end(&mut raw)
+        .unwrap();
+    // Lossy: a test about bytes that are not UTF-8 still gets the answer to look at.
+    let raw = String::from_utf8_lossy(&raw);
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    Answer {
+        status,
+        head: head.to_string(),
+        body: body.to_string(),
+    }
+}
+
+/// Writes the request of [`send`] and leaves the connection open for the answer (a stream
+/// is read as it comes).
+pub fn open(
+    d: &Dashboard,
+    method: &str,
+    path: &str,
+    host: &str,
+    headers: &[String],
+    body: &str,
+) -> TcpStream {
     let mut s = TcpStream::connect(d.addr).unwrap();
     let mut text = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     for h in headers {
@@ -97,21 +143,39 @@ pub fn send(
     text.push_str("\r\n");
     text.push_str(body);
     s.write_all(text.as_bytes()).unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    Answer {
-        status,
-        head: head.to_string(),
-        body: body.to_string(),
-    }
+    s
 }
 
 pub fn local(d: &Dashboard) -> String {
     format!("127.0.0.1:{}", d.addr.port())
 }
 
+/// The environment of [`token_mode`].
+pub const TOKEN_ENV: [(&str, &str); 1] = [("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN)];
+
+/// A dashboard on loopback in token mode (the usual `hermes dashboard`).
 pub fn token_mode() -> Dashboard {
-    start("127.0.0.1", &[("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN)])
+    start("127.0.0.1", &TOKEN_ENV)
+}
+
+/// The session token as a request header (authentication and CSRF).
+pub fn token_header() -> String {
+    format!("X-Hermes-Session-Token: {TOKEN}")
+}
+
+/// A signed-in GET with the dashboard's own Host.
+pub fn get(d: &Dashboard, path: &str) -> Answer {
+    request(d, "GET", path, &local(d), &[token_header()])
+}
+
+/// A signed-in POST without a body, with the dashboard's own Host.
+pub fn post(d: &Dashboard, path: &str) -> Answer {
+    request(d, "POST", path, &local(d), &[token_header()])
+}
+
+/// [`get`] that must answer `status` with JSON: the JSON.
+pub fn get_json(d: &Dashboard, path: &str, status: u16) -> Value {
+    let a = get(d, path);
+    assert_eq!(a.status, status, "{path}: {}", a.body);
+    a.json()
 }
