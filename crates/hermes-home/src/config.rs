@@ -277,21 +277,7 @@ impl Config {
     /// Sets a value at a dotted path, creating intermediate mappings; every other key is kept.
     /// A non-mapping value in the way is replaced by a mapping.
     pub fn set(&mut self, dotted: &str, value: Value) {
-        let mut node = &mut self.doc;
-        let mut keys = dotted.split('.').peekable();
-        while let Some(key) = keys.next() {
-            if !node.is_mapping() {
-                *node = Value::Mapping(Mapping::new());
-            }
-            let Value::Mapping(map) = node else { return };
-            if keys.peek().is_none() {
-                map.insert(Value::from(key), value);
-                return;
-            }
-            node = map
-                .entry(Value::from(key))
-                .or_insert_with(|| Value::Mapping(Mapping::new()));
-        }
+        set_path(&mut self.doc, dotted, value);
     }
 
     /// Removes the value at a dotted path, and then every mapping on the path left empty by
@@ -339,6 +325,26 @@ impl Config {
             yaml_edit::write_if_changed(path, old.as_deref(), &new)?;
             Ok(out)
         })
+    }
+}
+
+/// Sets `dotted` in `node` to `value` as [`Config::set`] does (also what the text editor of
+/// [`yaml_edit`] checks its result against).
+pub(crate) fn set_path(node: &mut Value, dotted: &str, value: Value) {
+    let mut node = node;
+    let mut keys = dotted.split('.').peekable();
+    while let Some(key) = keys.next() {
+        if !node.is_mapping() {
+            *node = Value::Mapping(Mapping::new());
+        }
+        let Value::Mapping(map) = node else { return };
+        if keys.peek().is_none() {
+            map.insert(Value::from(key), value);
+            return;
+        }
+        node = map
+            .entry(Value::from(key))
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
     }
 }
 

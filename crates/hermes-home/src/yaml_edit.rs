@@ -37,7 +37,7 @@ use yaml_serde::{Mapping, Value};
 
 use crate::Error;
 use crate::atomic::write_atomic;
-use crate::config::{CONFIG_VERSION_KEY, Config, ORIGINAL_CONFIG_VERSION};
+use crate::config::{CONFIG_VERSION_KEY, Config, ORIGINAL_CONFIG_VERSION, set_path};
 use crate::{damage, lock};
 
 /// Why the editor will not change a file: a layout it does not edit exactly.
@@ -273,7 +273,7 @@ pub fn apply(path: &Path, text: &str, changes: &[Change]) -> Result<String, Erro
                     continue;
                 }
                 out = set(&out, key, value).map_err(|refusal| refused(path, key, refusal))?;
-                set_value(&mut expected, key, value.clone());
+                set_path(&mut expected, key, value.clone());
             }
             Change::Remove(_) => {
                 if before.raw(key).is_none() {
@@ -378,25 +378,6 @@ fn remove_value(doc: &mut Value, dotted: &str) {
     };
     if let Some(Value::Mapping(map)) = node {
         map.shift_remove(last);
-    }
-}
-
-/// The document with `dotted` set to `value`: what a correct edit must read as.
-fn set_value(doc: &mut Value, dotted: &str, value: Value) {
-    let mut node = doc;
-    let mut keys = dotted.split('.').peekable();
-    while let Some(key) = keys.next() {
-        if !node.is_mapping() {
-            *node = Value::Mapping(Mapping::new());
-        }
-        let Value::Mapping(map) = node else { return };
-        if keys.peek().is_none() {
-            map.insert(Value::from(key), value);
-            return;
-        }
-        node = map
-            .entry(Value::from(key))
-            .or_insert_with(|| Value::Mapping(Mapping::new()));
     }
 }
 
@@ -1197,56 +1178,54 @@ mod tests {
 
     #[test]
     fn layouts_it_cannot_edit_exactly_are_refused() {
-        assert_eq!(
-            refusal("model: {default: x}\n", "model.default", "y"),
-            Refusal::FlowStyle("model".into())
-        );
-        assert_eq!(
-            refusal("{model: x}\n", "model", "y"),
-            Refusal::Unrecognized(1)
-        );
-        assert_eq!(
-            refusal("base: &b\n  default: x\nmodel: *b\n", "base.default", "y"),
-            Refusal::Anchor("base".into())
-        );
-        assert_eq!(
-            refusal("base: &b\n  default: x\nmodel: *b\n", "model.default", "y"),
-            Refusal::Alias("model".into())
-        );
-        assert_eq!(
-            refusal("model: !!map\n  default: x\n", "model.default", "y"),
-            Refusal::Tag("model".into())
-        );
-        assert_eq!(
-            refusal("model: gpt-4o\n", "model.provider", "openai"),
-            Refusal::NotAMapping("model".into())
-        );
-        assert_eq!(
-            refusal("model:\n  - a\n", "model.default", "x"),
-            Refusal::NotAMapping("model".into())
-        );
-        assert_eq!(
-            refusal("model:\n  default: |\n    x\n", "model.default", "y"),
-            Refusal::NotAScalar("model.default".into())
-        );
-        assert_eq!(
-            refusal("model:\n  default: a\n    b\n", "model.default", "y"),
-            Refusal::NotAScalar("model.default".into())
-        );
-        assert_eq!(
-            refusal("model:\n  default: a\n  default: b\n", "model.default", "y"),
-            Refusal::DuplicateKey("model.default".into())
-        );
-        assert_eq!(refusal("a: 1\n...\n", "b", "y"), Refusal::Documents);
-        assert_eq!(
-            refusal("a: 1\n", "a..b", "y"),
-            Refusal::InvalidKey("a..b".into())
-        );
-        // A multi-line quoted value where the key goes.
-        assert_eq!(
-            refusal("k: \"one\n  two\"\n", "k", "y"),
-            Refusal::NotAScalar("k".into())
-        );
+        let anchored = "base: &b\n  default: x\nmodel: *b\n";
+        let cases = [
+            (
+                "model: {default: x}\n",
+                "model.default",
+                Refusal::FlowStyle("model".into()),
+            ),
+            ("{model: x}\n", "model", Refusal::Unrecognized(1)),
+            (anchored, "base.default", Refusal::Anchor("base".into())),
+            (anchored, "model.default", Refusal::Alias("model".into())),
+            (
+                "model: !!map\n  default: x\n",
+                "model.default",
+                Refusal::Tag("model".into()),
+            ),
+            (
+                "model: gpt-4o\n",
+                "model.provider",
+                Refusal::NotAMapping("model".into()),
+            ),
+            (
+                "model:\n  - a\n",
+                "model.default",
+                Refusal::NotAMapping("model".into()),
+            ),
+            (
+                "model:\n  default: |\n    x\n",
+                "model.default",
+                Refusal::NotAScalar("model.default".into()),
+            ),
+            (
+                "model:\n  default: a\n    b\n",
+                "model.default",
+                Refusal::NotAScalar("model.default".into()),
+            ),
+            (
+                "model:\n  default: a\n  default: b\n",
+                "model.default",
+                Refusal::DuplicateKey("model.default".into()),
+            ),
+            ("a: 1\n...\n", "b", Refusal::Documents),
+            ("a: 1\n", "a..b", Refusal::InvalidKey("a..b".into())),
+            // A multi-line quoted value where the key goes.
+            ("k: \"one\n  two\"\n", "k", Refusal::NotAScalar("k".into())),
+        ];
+        for (text, key, expected) in cases {
+            assert_eq!(refusal(text, key, "y"), expected, "{key} in {text:?}");
+        }
     }
 
     #[test]
