@@ -302,17 +302,7 @@ mod tests {
     }
 
     fn row(state: StateName, reason: &str) -> ServiceStatus {
-        ServiceStatus {
-            name: "x".into(),
-            state,
-            pid: None,
-            uptime_secs: None,
-            since_secs: 0.0,
-            restarts: 0,
-            last_exit: None,
-            reason: reason.into(),
-            profile: None,
-        }
+        crate::testing::status_row(state, None, reason)
     }
 
     #[test]

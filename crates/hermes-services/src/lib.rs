@@ -52,6 +52,8 @@ pub mod logs;
 pub mod readiness;
 pub mod reconcile;
 pub mod runtime;
+#[cfg(test)]
+mod testing;
 
 pub use error::Error;
 pub use gateway::{

@@ -221,19 +221,7 @@ fn cause_since(home: &Path, service: &str, mark: &str, pids: &[i32]) -> Option<L
 mod tests {
     use super::*;
 
-    fn row(state: StateName, pid: Option<i32>, reason: &str) -> ServiceStatus {
-        ServiceStatus {
-            name: "x".into(),
-            state,
-            pid,
-            uptime_secs: None,
-            since_secs: 0.0,
-            restarts: 0,
-            last_exit: None,
-            reason: reason.into(),
-            profile: None,
-        }
-    }
+    use crate::testing::status_row as row;
 
     fn verdicts(rows: &[(ServiceStatus, bool)]) -> Vec<Verdict> {
         let mut watch = Watch::default();
