@@ -9,9 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Stdio;
 
-use hermes_test_support::wheel::{WheelIndex, write_wheel};
-
-use crate::util::{TestContext, render};
+use crate::util::{PyEnv, TestContext, render};
 
 #[test]
 fn completions_for_every_shell_name_our_commands() {
@@ -333,28 +331,6 @@ fn the_gateway_unit_is_type_notify_and_uninstall_says_what_to_run_first() {
     );
 }
 
-/// A Python environment for `hermes deps install` and a loopback index serving one wheel,
-/// or `None` (said) where there is no `python3` on the tests' `PATH`.
-fn venv_and_index(t: &TestContext) -> Option<(std::path::PathBuf, WheelIndex)> {
-    let Some(python) = ["/usr/bin/python3", "/bin/python3"]
-        .into_iter()
-        .find(|p| Path::new(p).is_file())
-    else {
-        hermes_test_support::skip("no python3 in /usr/bin or /bin (the PATH `hermes` runs with)");
-        return None;
-    };
-    let venv = t.dir.path().join("venv");
-    let made = std::process::Command::new(python)
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .unwrap();
-    assert!(made.success());
-    let wheels = t.dir.path().join("wheels");
-    write_wheel(&wheels, "hermes_progress_pkg", "1.0", &[]);
-    Some((venv, WheelIndex::serve(&wheels)))
-}
-
 /// The command of the `running `…`…` progress line on `stderr`.
 fn running_line(stderr: &str) -> Option<&str> {
     stderr
@@ -366,22 +342,15 @@ fn running_line(stderr: &str) -> Option<&str> {
 fn an_install_shows_its_steps_without_a_terminal_and_the_command_that_ran() {
     let t = TestContext::new();
     t.ok(&["profile", "list"]);
-    let Some((venv, index)) = venv_and_index(&t) else {
+    let Some(py) = PyEnv::new(&t, "hermes_progress_pkg") else {
         return;
     };
-    let url = index.url();
     let install = |extra: &[&str]| {
         let mut args = vec!["deps", "install"];
         args.extend_from_slice(extra);
         args.push("hermes-progress-pkg==1.0");
         // stderr is a pipe here, as under `docker logs` or CI.
-        t.cmd(&args)
-            .env("HERMES_VENV", &venv)
-            .env("PIP_INDEX_URL", &url)
-            .env("UV_INDEX_URL", &url)
-            .env("PIP_CONFIG_FILE", "/dev/null")
-            .output()
-            .unwrap()
+        py.hermes(&t, &args).output().unwrap()
     };
 
     // A dry run: the progress line names the flag that makes it one.
@@ -408,9 +377,6 @@ fn an_install_shows_its_steps_without_a_terminal_and_the_command_that_ran() {
         stdout.lines().any(|l| l == format!("ran: {command}")),
         "stdout names another command than the one that ran:\n{stdout}\nran: {command}"
     );
-    let check = std::process::Command::new(venv.join("bin/python"))
-        .args(["-c", "import hermes_progress_pkg"])
-        .output()
-        .unwrap();
+    let check = py.import("hermes_progress_pkg");
     assert!(check.status.success(), "{}", render(&check));
 }

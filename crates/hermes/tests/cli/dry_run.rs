@@ -1,44 +1,21 @@
 //! `--dry-run` through the real binary: the installer only resolves, and the output says what
 //! would run, the installer's own plan and that nothing changed — never `ran:` or `installed`.
 
-use std::path::Path;
-use std::process::Command;
-
-use hermes_test_support::wheel::{WheelIndex, write_wheel};
-
-use crate::util::{TestContext, render};
+use crate::util::{PyEnv, TestContext, render};
 
 #[test]
 fn deps_install_dry_run_says_nothing_was_installed() {
-    // The tests' `PATH` is `/usr/bin:/bin`: the venv needs a python3 there.
-    let Some(python) = ["/usr/bin/python3", "/bin/python3"]
-        .into_iter()
-        .find(|p| Path::new(p).is_file())
-    else {
-        hermes_test_support::skip("no python3 in /usr/bin or /bin (the PATH `hermes` runs with)");
-        return;
-    };
     let t = TestContext::new();
     t.ok(&["profile", "list"]);
-    let venv = t.dir.path().join("venv");
-    let made = Command::new(python)
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .unwrap();
-    assert!(made.success());
-    let wheels = t.dir.path().join("wheels");
-    write_wheel(&wheels, "hermes_dryrun_pkg", "1.0", &[]);
-    let index = WheelIndex::serve(&wheels);
-    let url = index.url();
+    let Some(py) = PyEnv::new(&t, "hermes_dryrun_pkg") else {
+        return;
+    };
 
-    let out = t
-        .cmd(&["deps", "install", "--dry-run", "hermes-dryrun-pkg==1.0"])
-        .env("HERMES_VENV", &venv)
-        .env("PIP_INDEX_URL", &url)
-        .env("UV_INDEX_URL", &url)
-        .env("PIP_CONFIG_FILE", "/dev/null")
-        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+    let out = py
+        .hermes(
+            &t,
+            &["deps", "install", "--dry-run", "hermes-dryrun-pkg==1.0"],
+        )
         .output()
         .unwrap();
     let text = render(&out);
@@ -62,24 +39,20 @@ fn deps_install_dry_run_says_nothing_was_installed() {
         "{text}"
     );
     // And truly nothing was installed.
-    let check = Command::new(venv.join("bin/python"))
-        .args(["-c", "import hermes_dryrun_pkg"])
-        .output()
-        .unwrap();
+    let check = py.import("hermes_dryrun_pkg");
     assert!(!check.status.success(), "the dry run installed the package");
 
     let json: serde_json::Value = serde_json::from_slice(
-        &t.cmd(&[
-            "deps",
-            "install",
-            "--dry-run",
-            "--json",
-            "hermes-dryrun-pkg==1.0",
-        ])
-        .env("HERMES_VENV", &venv)
-        .env("PIP_INDEX_URL", &url)
-        .env("UV_INDEX_URL", &url)
-        .env("PIP_CONFIG_FILE", "/dev/null")
+        &py.hermes(
+            &t,
+            &[
+                "deps",
+                "install",
+                "--dry-run",
+                "--json",
+                "hermes-dryrun-pkg==1.0",
+            ],
+        )
         .output()
         .unwrap()
         .stdout,

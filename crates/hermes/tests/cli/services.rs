@@ -102,13 +102,7 @@ fn up_supervises_config_services_and_reports_bad_ones() {
     assert_eq!(up.stop(), Some(0), "SIGTERM stops everything and exits 0");
     let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(ticker_pid), None).is_err();
     assert!(gone, "the service was stopped with the supervisor");
-    let mut stderr = String::new();
-    use std::io::Read;
-    up.0.stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = up.stderr();
     assert!(
         stderr.contains("service `bad`: unknown key `colour`"),
         "{stderr}"
@@ -163,13 +157,7 @@ fn up_says_why_it_ignores_a_services_section() {
     .unwrap();
     let mut up = t.start_up();
     assert_eq!(up.stop(), Some(0));
-    let mut stderr = String::new();
-    use std::io::Read;
-    up.0.stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = up.stderr();
     assert!(stderr.contains("warning: ignoring `services:`"), "{stderr}");
 }
 
@@ -294,13 +282,7 @@ fn up_says_what_it_stops_and_when_it_is_done() {
         state_of(&t, "ticker") == "up" && state_of(&t, "gateway-default") == "up"
     });
     assert_eq!(up.stop(), Some(0));
-    let mut stderr = String::new();
-    use std::io::Read;
-    up.0.stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = up.stderr();
     assert!(
         stderr.contains("hermes up: starting `gateway-default` (it has no recorded state)\n"),
         "{stderr}"

@@ -199,3 +199,72 @@ pub const TEST_API_KEY: &str = "cli-test-api-server-key-0123456789";
 pub fn api_env(port: u16) -> String {
     format!("API_SERVER_PORT={port}\nAPI_SERVER_KEY={TEST_API_KEY}\n")
 }
+
+impl Running {
+    /// What the process wrote to its piped stderr, read to the end (call after [`stop`]).
+    ///
+    /// [`stop`]: Running::stop
+    pub fn stderr(&mut self) -> String {
+        use std::io::Read;
+        let mut text = String::new();
+        if let Some(mut pipe) = self.0.stderr.take() {
+            pipe.read_to_string(&mut text).unwrap();
+        }
+        text
+    }
+}
+
+/// A Python venv for `hermes deps install` and a loopback index serving one wheel, so the
+/// installer tests run offline and never touch the user's pip configuration.
+pub struct PyEnv {
+    pub venv: PathBuf,
+    pub index: hermes_test_support::wheel::WheelIndex,
+}
+
+impl PyEnv {
+    /// The venv in `t`'s directory and an index serving `package` 1.0 (a module of that
+    /// name), or `None` (said) where there is no `python3` on the tests' `PATH`
+    /// (`/usr/bin:/bin`), which the venv needs.
+    pub fn new(t: &TestContext, package: &str) -> Option<PyEnv> {
+        let Some(python) = ["/usr/bin/python3", "/bin/python3"]
+            .into_iter()
+            .find(|p| Path::new(p).is_file())
+        else {
+            hermes_test_support::skip(
+                "no python3 in /usr/bin or /bin (the PATH `hermes` runs with)",
+            );
+            return None;
+        };
+        let venv = t.dir.path().join("venv");
+        let made = Command::new(python)
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let wheels = t.dir.path().join("wheels");
+        hermes_test_support::wheel::write_wheel(&wheels, package, "1.0", &[]);
+        let index = hermes_test_support::wheel::WheelIndex::serve(&wheels);
+        Some(PyEnv { venv, index })
+    }
+
+    /// The venv's Python importing `module` (succeeds once the wheel is installed).
+    pub fn import(&self, module: &str) -> Output {
+        Command::new(self.venv.join("bin/python"))
+            .args(["-c", &format!("import {module}")])
+            .output()
+            .unwrap()
+    }
+
+    /// `hermes ARGS` installing into the venv from the index alone.
+    pub fn hermes(&self, t: &TestContext, args: &[&str]) -> Command {
+        let url = self.index.url();
+        let mut cmd = t.cmd(args);
+        cmd.env("HERMES_VENV", &self.venv)
+            .env("PIP_INDEX_URL", &url)
+            .env("UV_INDEX_URL", &url)
+            .env("PIP_CONFIG_FILE", "/dev/null")
+            .env("PIP_DISABLE_PIP_VERSION_CHECK", "1");
+        cmd
+    }
+}
