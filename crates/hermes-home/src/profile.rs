@@ -339,6 +339,13 @@ pub mod alias {
         Conflict(PathBuf),
     }
 
+    /// Where the wrappers go, `$HOME/.local/bin`, for `HOME`'s value (none when unset or
+    /// empty: there is nowhere to write).
+    pub fn dir(home: Option<&str>) -> Option<PathBuf> {
+        home.filter(|h| !h.is_empty())
+            .map(|h| PathBuf::from(h).join(".local/bin"))
+    }
+
     /// Writes `<bin_dir>/<name>` running `<hermes> -p <name> "$@"`, unless a command of that
     /// name is already on `path_var` or the file exists and is not one of ours.
     pub fn write(

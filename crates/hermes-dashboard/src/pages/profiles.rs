@@ -393,7 +393,7 @@ async fn remove(
         };
         let deleted =
             profile::delete(&root, home.profile(), Disposal::Trash).map_err(|e| home_problem(&e))?;
-        let alias_removed = match (alias_dir(&app.vars), home.profile()) {
+        let alias_removed = match (alias::dir((app.vars)("HOME").as_deref()), home.profile()) {
             (Some(bin), ProfileRef::Named(n)) => alias::remove(&bin, n).ok().flatten(),
             _ => None,
         };
@@ -407,13 +407,6 @@ async fn remove(
         .into_response())
     })
     .await
-}
-
-/// Where `hermes profile create` writes alias wrappers (`~/.local/bin`).
-fn alias_dir(vars: &Vars) -> Option<PathBuf> {
-    vars("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(".local/bin"))
 }
 
 /// `GET /api/profiles/{name}`: `SOUL.md` with the limits, the model settings, the gateway's

@@ -35,9 +35,7 @@ pub fn run(ctx: &Context, command: ProfileCommand) -> CommandResult {
 }
 
 fn alias_dir() -> Option<PathBuf> {
-    Context::var("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(".local/bin"))
+    alias::dir(Context::var("HOME").as_deref())
 }
 
 fn create(
