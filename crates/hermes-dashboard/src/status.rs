@@ -18,20 +18,33 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// `last_exit`, `reason`, `profile`), its `last_error` when failing, plus `engine` and `port`
 /// for a profile gateway.
 pub fn snapshot(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Value {
-    let rows = hermes_services::connect(root, var, CLIENT_TIMEOUT)
-        .and_then(|mut c| c.status(None).map_err(hermes_services::Error::Supervisor));
-    match rows {
-        Ok(rows) => json!({
-            "supervisor": { "reachable": true },
-            "services": rows.iter().map(|r| row(root, r, var)).collect::<Vec<_>>(),
-        }),
+    let rows = supervisor_rows(root, var);
+    let services: Vec<Value> = match &rows {
+        Ok(rows) => rows.iter().map(|r| row(root, r, var)).collect(),
+        Err(_) => Vec::new(),
+    };
+    json!({ "supervisor": reachability(&rows), "services": services })
+}
+
+/// Every service's row, asked afresh from the supervisor over its control socket (blocking,
+/// at most [`CLIENT_TIMEOUT`]).
+pub fn supervisor_rows(
+    root: &Path,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<ServiceStatus>, hermes_services::Error> {
+    hermes_services::connect(root, var, CLIENT_TIMEOUT)
+        .and_then(|mut c| c.status(None).map_err(hermes_services::Error::Supervisor))
+}
+
+/// What the pages say about the supervisor after asking it: `{reachable: true}`, or
+/// `{reachable: false, error, hint}` with why it did not answer.
+pub fn reachability<T>(asked: &Result<T, hermes_services::Error>) -> Value {
+    match asked {
+        Ok(_) => json!({ "reachable": true }),
         Err(e) => json!({
-            "supervisor": {
-                "reachable": false,
-                "error": hermes_errors::one_line(&e),
-                "hint": e.hint(),
-            },
-            "services": [],
+            "reachable": false,
+            "error": hermes_errors::one_line(e),
+            "hint": e.hint(),
         }),
     }
 }

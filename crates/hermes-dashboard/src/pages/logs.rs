@@ -28,7 +28,7 @@ use tokio::io::AsyncReadExt;
 
 use crate::pages::{Page, shell};
 use crate::server::{App, Base, blocking, problem};
-use crate::status::CLIENT_TIMEOUT;
+use crate::status::{reachability, supervisor_rows};
 
 /// Lines `GET /api/logs/{service}` gives when not asked for a number.
 pub const DEFAULT_LINES: usize = 200;
@@ -80,8 +80,7 @@ fn refused(e: &hermes_services::Error) -> Response {
 async fn list(State(app): State<App>) -> Response {
     let (root, vars) = (app.root.clone(), app.vars.clone());
     let found = blocking(move || {
-        let rows = hermes_services::connect(&root, &*vars, CLIENT_TIMEOUT)
-            .and_then(|mut c| c.status(None).map_err(hermes_services::Error::Supervisor));
+        let rows = supervisor_rows(&root, &*vars);
         (rows, hermes_services::services_with_logs(&root))
     })
     .await;
@@ -97,20 +96,11 @@ fn listing(
     on_disk: &[String],
 ) -> Value {
     let mut services: BTreeMap<String, Value> = BTreeMap::new();
-    let supervisor = match rows {
-        Ok(rows) => {
-            for row in rows {
-                let state = serde_json::to_value(row.state).unwrap_or(Value::Null);
-                services.insert(row.name, json!({ "state": state, "log": false }));
-            }
-            json!({ "reachable": true })
-        }
-        Err(e) => json!({
-            "reachable": false,
-            "error": hermes_errors::one_line(&e),
-            "hint": e.hint(),
-        }),
-    };
+    let supervisor = reachability(&rows);
+    for row in rows.into_iter().flatten() {
+        let state = serde_json::to_value(row.state).unwrap_or(Value::Null);
+        services.insert(row.name, json!({ "state": state, "log": false }));
+    }
     for name in on_disk {
         services
             .entry(name.clone())

@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 
 use crate::pages::{self, Page, Step, refuse, select_home, shell};
 use crate::server::{App, Base, Vars, blocking};
-use crate::status::CLIENT_TIMEOUT;
+use crate::status::{CLIENT_TIMEOUT, reachability, supervisor_rows};
 
 /// The largest `SOUL.md` the page saves. The gateway sends at most its context-file limit
 /// (20 000 to 500 000 characters, see `hermes_gateway::prompt`); a file far beyond the
@@ -201,36 +201,19 @@ async fn list(State(app): State<App>) -> Response {
 /// Each service's state from the supervisor (`None` when none answers), and what to say
 /// about the supervisor.
 fn gateway_states(root: &Path, vars: &Vars) -> (Option<Vec<(String, String)>>, Value) {
-    let rows = hermes_services::connect(root, &**vars, CLIENT_TIMEOUT)
-        .and_then(|mut c| c.status(None).map_err(hermes_services::Error::Supervisor));
-    match rows {
-        Ok(rows) => (
-            Some(
-                rows.into_iter()
-                    .map(|r| (r.name.clone(), state_word(&r)))
-                    .collect(),
-            ),
-            json!({ "reachable": true }),
-        ),
-        Err(e) => (
-            None,
-            json!({
-                "reachable": false,
-                "error": hermes_errors::one_line(&e),
-                "hint": e.hint(),
-            }),
-        ),
-    }
+    let rows = supervisor_rows(root, &**vars);
+    let states = rows.as_ref().ok().map(|rows| {
+        rows.iter()
+            .map(|r| (r.name.clone(), state_word(r)))
+            .collect()
+    });
+    (states, reachability(&rows))
 }
 
 /// A service's state as the supervisor words it (`up`, `down`, …).
 fn state_word(status: &hermes_supervisor::ServiceStatus) -> String {
-    match serde_json::to_value(status) {
-        Ok(Value::Object(map)) => map
-            .get("state")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown")
-            .to_string(),
+    match serde_json::to_value(status.state) {
+        Ok(Value::String(word)) => word,
         _ => "unknown".into(),
     }
 }
