@@ -32,11 +32,14 @@ assert_contains "$logs" "restart" "the bad entry is reported in the boot log"
 assert_contains "$logs" "gateway-default" "the entry with a gateway's name is reported"
 assert_rc 0 "start the default profile's gateway" -- docker exec "$c" hermes gateway start
 wait_for 30 "gateway-default up" -- service_is "$c" gateway-default up
+# The supervisor's row (the declared entry of that name is listed too, as `invalid`).
 pid=$(docker exec "$c" hermes service status --json | python3 -c '
 import json, sys
 for s in json.load(sys.stdin):
-    if s["name"] == "gateway-default":
+    if s["name"] == "gateway-default" and s["state"] != "invalid":
         print(s["pid"])')
+assert_rc 0 "the declared gateway-default is listed as invalid beside the gateway" -- docker exec "$c" hermes service status gateway-default
+assert_contains "$OUT" "invalid" "status of the reserved name shows the invalid entry"
 assert_rc 0 "the command of gateway-default" -- docker exec "$c" sh -c "tr '\\0' ' ' < /proc/$pid/cmdline"
 assert_contains "$OUT" "gateway run" "gateway-default runs the gateway, not the declared sleep"
 finish
