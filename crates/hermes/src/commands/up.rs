@@ -38,6 +38,9 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
         lines.push_str(&format!("hermes up: {}\n", describe(action)));
     }
     specs.extend(gateways);
+    if let Some(notice) = no_model_notice(&root) {
+        lines.push_str(&notice);
+    }
     let dashboard =
         !args.no_dashboard && dashboard_enabled(Host::Up, Context::var(DASHBOARD_VAR).as_deref());
     if let Some(note) = add_unless_declared(&mut specs, dashboard_spec(&exe, dashboard, None)) {
@@ -70,6 +73,20 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     supervisor.run(&mut hooks, &mut std::io::stdout())?;
     output::stderr("hermes up: every service has stopped; done\n");
     Ok(ExitStatus::Success)
+}
+
+/// One line when the default profile has no model: its gateway starts and answers `/health`,
+/// but every chat gets 503 `model_not_configured`, which a new user would only find in a
+/// client's error. A config that does not parse is left to the gateway's own error.
+fn no_model_notice(root: &std::path::Path) -> Option<String> {
+    match hermes_home::profile::model_name(root, &Context::var) {
+        Ok(None) => Some(
+            "hermes up: the default profile has no model, so its gateway answers chat with 503; \
+             set one with `hermes config set model.default MODEL` (docs/gateway.md#configuration)\n"
+                .to_string(),
+        ),
+        Ok(Some(_)) | Err(_) => None,
+    }
 }
 
 /// What `hermes up` does with a profile's gateway, in words (the boot log keeps the

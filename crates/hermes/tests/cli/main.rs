@@ -9,6 +9,7 @@
 //! * `auth` — `auth list` and `dump` on stored credentials (masked keys)
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
 //! * `diagnostics` — version, dump (snapshot), doctor
+//! * `docs_examples` — the shell examples of README.md and docs/*.md run as written
 //! * `dry_run` — `deps install --dry-run` says what would run and that nothing changed
 //! * `engine` — the gateway engine: unusable settings, the original agent's gateway under `hermes up`
 //! * `handoff` — what our CLI does not implement goes to hermes-agent's CLI (a fake one, then the original)
@@ -34,6 +35,7 @@ mod conventions;
 mod dashboard;
 mod declared;
 mod diagnostics;
+mod docs_examples;
 mod dry_run;
 mod engine;
 mod formats;
