@@ -34,6 +34,9 @@ use std::process::{Command, Output, Stdio};
 
 use crate::util::TestContext;
 
+/// Where a doc writer who fails this test reads what to do.
+const CONVENTION: &str = "the header of crates/hermes/tests/cli/docs_examples.rs";
+
 /// What the examples that ask for a password read on standard input.
 const STDIN: &str = "docs-example-password\n";
 
@@ -350,7 +353,11 @@ fn every_fenced_block_says_what_it_holds() {
             }
         }
     }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{}\n(the convention: {CONVENTION})",
+        problems.join("\n")
+    );
 }
 
 /// Every runnable shell example of README.md and docs/*.md runs as written.
@@ -376,7 +383,11 @@ fn shell_examples_run_as_written() {
             ran += 1;
         }
     }
-    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+    assert!(
+        problems.is_empty(),
+        "{}\n(the convention: {CONVENTION})",
+        problems.join("\n\n")
+    );
     // The docs have runnable examples; none found means the parsing broke, not that all pass.
     assert!(ran >= 5, "only {ran} examples ran");
 }
