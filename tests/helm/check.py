@@ -235,6 +235,7 @@ def check_statefulsets(docs: list[dict], values: dict) -> None:
         svc = by_name(docs, "Service")[name]
         assert svc["spec"]["selector"] == spec["selector"]["matchLabels"], f"{name}: the Service selects this profile's pod only"
         assert svc["spec"]["type"] == "ClusterIP"
+        assert [(q["name"], q["targetPort"]) for q in svc["spec"]["ports"]] == [("api", "api")], f"{name}: the Service's port is the API"
         pdb = by_name(docs, "PodDisruptionBudget")[name]
         assert pdb["spec"]["selector"]["matchLabels"] == spec["selector"]["matchLabels"], f"{name}: PDB selector"
         # Data: the profile's own claim at HERMES_HOME.
@@ -264,6 +265,8 @@ def check_statefulsets(docs: list[dict], values: dict) -> None:
         assert env["HERMES_GATEWAY_ENGINE"] == engine
         assert env["HERMES_GATEWAY_BOOTSTRAP_STATE"] == "running"
         assert env["API_SERVER_HOST"] == "0.0.0.0"
+        # An emptyDir (0777, not sticky) or the fsGroup volume cannot hold the control socket.
+        assert env["HERMES_RUNTIME_DIR"] == "/dev/shm/hermes", f"{name}: runtime dir in the sticky /dev/shm"
         assert c["image"].endswith("-full") == (engine == "agent"), f"{name}: {engine} engine runs {c['image']}"
         health = ["/usr/local/bin/hermes", "health"]
         assert c["startupProbe"]["exec"]["command"] == health, f"{name}: startup probe"
@@ -271,9 +274,12 @@ def check_statefulsets(docs: list[dict], values: dict) -> None:
         if engine == "native":
             http = c["readinessProbe"]["httpGet"]
             assert http["path"] == "/ready" and http["port"] == "api", f"{name}: readiness GET /ready"
-            assert any(port["name"] == "api" for port in c["ports"])
         else:
             assert c["readinessProbe"]["exec"]["command"] == health, f"{name}: readiness hermes health"
+        # The default profile's own port (docs/gateway.md), so another profile on the same
+        # volume never collides with it: API_SERVER_PORT is left to each profile.
+        assert [(q["name"], q["containerPort"]) for q in c["ports"]] == [("api", 8642)], f"{name}: port"
+        assert "API_SERVER_PORT" not in env, f"{name}: API_SERVER_PORT left to each profile"
         assert pod["terminationGracePeriodSeconds"] > GATEWAY_KILL_AFTER, f"{name}: grace above the drain"
         # Resources: requests and limits, the profile's own when given.
         res = c["resources"]
