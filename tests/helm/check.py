@@ -2,7 +2,7 @@
 
     python check.py render OUT         render the cases into OUT/<case>/manifest.yaml
     python check.py pod OUT CASE NAME  print the rendered pod of profile NAME as JSON (for
-                                       tests/docker/helm-pod.sh)
+                                       tests/docker/helm-pod.sh); CASE may be a values file
     python check.py check OUT          render, then every check below; the last line is
                                        `helm: N passed, N failed`
 
@@ -451,7 +451,11 @@ def main_check(out_dir: Path) -> int:
 
 
 def main_pod(out_dir: Path, case: str, profile: str) -> int:
-    docs = render_all(out_dir)[case]
+    """`case` is one of cases(), or a values file of its own (tests/helm/agent-values.yaml)."""
+    if case.endswith(".yaml"):
+        docs = render(yaml.safe_load(Path(case).read_text()))
+    else:
+        docs = render_all(out_dir)[case]
     name = f"{RELEASE}-{profile}"
     template = pod_of(docs, profile)
     cm = by_name(docs, "ConfigMap")[name]
