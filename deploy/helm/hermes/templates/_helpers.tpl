@@ -42,7 +42,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* Selector labels of one profile's pod: (list $ $profile) */}}
 {{- define "hermes.selectorLabels" -}}
-{{- $root := index . 0 }}{{- $p := index . 1 }}
+{{- $root := index . 0 }}{{- $p := index . 1 -}}
 app.kubernetes.io/name: {{ include "hermes.name" $root }}
 app.kubernetes.io/instance: {{ $root.Release.Name }}
 hermes.dev/profile: {{ $p.name }}
