@@ -16,10 +16,14 @@ wait_for 30 "gateway-work up" -- service_is "$c" gateway-work up
 # (the main program counts as `starting` for its first second)
 wait_for 15 "hermes health exits 0" -- docker exec "$c" hermes health
 
-# Read-only without any writable /run or /tmp: no private place for the socket (the volume
-# belongs to the service user, so root will not put it there). Boot stops with one error
+# Read-only without a tmpfs: the socket goes to /dev/shm, which every container has.
+assert_rc 0 "--read-only without a tmpfs: boot uses /dev/shm" -- drun -v "$(mkvolume data2):/opt/data" --read-only -- sh -c 'echo MAIN-RAN'
+assert_contains "$OUT" "control socket in \`/dev/shm/hermes\`" "boot says where the socket went"
+assert_contains "$OUT" "MAIN-RAN" "the main program ran"
+# No private place for the socket (here: the one place named is on the read-only root; the
+# volume belongs to the service user, so root never puts it there): boot stops with one error
 # naming each place tried and the fix.
-assert_rc 1 "--read-only without a tmpfs: boot stops" -- drun -v "$(mkvolume data2):/opt/data" --read-only -- sh -c 'echo MAIN-RAN'
+assert_rc 1 "no writable runtime directory: boot stops" -- drun -v "$(mkvolume data3):/opt/data" --read-only -e HERMES_RUNTIME_DIR=/usr/share/hermes-run -- sh -c 'echo MAIN-RAN'
 assert_not_contains "$OUT" "MAIN-RAN" "the main program did not run"
 assert_contains "$OUT" "error: no private directory for the control socket" "one error line says what is missing"
 assert_contains "$OUT" "--tmpfs" "the hint names the fix"

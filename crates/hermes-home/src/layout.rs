@@ -70,7 +70,9 @@ pub const RUNTIME_DIR_VAR: &str = "HERMES_RUNTIME_DIR";
 ///
 /// * `HERMES_RUNTIME_DIR` when set: only that.
 /// * inside the image (`in_image`): `/run/hermes`; then `/tmp/hermes` (a `--read-only`
-///   container with a tmpfs `/tmp`); then `<root>/run` (a container run as the service user
+///   container with a tmpfs `/tmp`); then `/dev/shm/hermes` (a Kubernetes pod: its emptyDir
+///   `/tmp` is 0777 without the sticky bit, so nothing under it can be private, while the
+///   runtime mounts `/dev/shm` 1777); then `<root>/run` (a container run as the service user
 ///   with only its volume writable).
 /// * otherwise (`hermes up` on a host): `<root>/run`.
 pub fn runtime_dirs(
@@ -88,6 +90,7 @@ pub fn runtime_dirs(
         vec![
             PathBuf::from("/run/hermes"),
             PathBuf::from("/tmp/hermes"),
+            PathBuf::from("/dev/shm/hermes"),
             root.join("run"),
         ]
     } else {
@@ -253,7 +256,7 @@ mod tests {
         );
         assert_eq!(
             runtime_dirs(root, lookup(&[]), true),
-            ["/run/hermes", "/tmp/hermes", "/data/run"].map(PathBuf::from)
+            ["/run/hermes", "/tmp/hermes", "/dev/shm/hermes", "/data/run"].map(PathBuf::from)
         );
         for in_image in [false, true] {
             assert_eq!(

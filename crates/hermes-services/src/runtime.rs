@@ -5,7 +5,8 @@
 //!   (`supervisor.lock`), its control socket (`supervisor.sock`) and readiness sockets.
 //! * **candidates** — the runtime directories the supervisor of a home may use, in order
 //!   ([`hermes_home::layout::runtime_dirs`]): `HERMES_RUNTIME_DIR` alone when set; inside the
-//!   image (its marker file exists) `/run/hermes`, `/tmp/hermes`, `$HERMES_HOME/run`;
+//!   image (its marker file exists) `/run/hermes`, `/tmp/hermes`, `/dev/shm/hermes`,
+//!   `$HERMES_HOME/run`;
 //!   otherwise `$HERMES_HOME/run`.
 //!
 //! The server (`hermes init`, `hermes up`) takes the first candidate it can make private
