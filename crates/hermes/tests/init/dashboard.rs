@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use hermes_supervisor::{Client, StateName};
+use hermes_supervisor::StateName;
 
 use crate::util::*;
 
@@ -24,9 +24,7 @@ fn dashboard_state(env: &[(&str, &str)], port: u16, expect_up: bool) -> StateNam
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let socket = sb.runtime().join("supervisor.sock");
-    wait_for("the control socket", || socket.exists());
-    let mut client = Client::connect(&sb.runtime(), Duration::from_secs(10)).unwrap();
+    let mut client = connect_supervisor(&sb.runtime());
     let mut state = || {
         client
             .status(Some("dashboard"))

@@ -47,9 +47,7 @@ fn gateways_are_reconciled_controlled_and_stopped_with_the_main_program() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let socket = sb.runtime().join("supervisor.sock");
-    wait_for("the control socket", || socket.exists());
-    let mut client = Client::connect(&sb.runtime(), Duration::from_secs(10)).unwrap();
+    let mut client = connect_supervisor(&sb.runtime());
     let state = |client: &mut Client, name: &str| {
         client
             .status(Some(name))

@@ -196,6 +196,18 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// A client of the supervisor whose runtime directory is `runtime`, once it accepts
+/// connections: the socket file appears at `bind`, a moment before the supervisor listens, so
+/// its existence alone is not enough.
+pub fn connect_supervisor(runtime: &std::path::Path) -> hermes_supervisor::Client {
+    let mut client = None;
+    wait_for("the supervisor to accept connections", || {
+        client = hermes_supervisor::Client::connect(runtime, Duration::from_secs(10)).ok();
+        client.is_some()
+    });
+    client.expect("connected")
+}
+
 /// Waits until `cond` holds, up to [`TIMEOUT`].
 pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
