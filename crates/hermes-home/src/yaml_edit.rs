@@ -234,8 +234,36 @@ fn owner_to_keep(path: &Path, existed: bool) -> Option<(u32, u32)> {
     ((from.uid(), from.gid()) != (0, 0)).then_some((from.uid(), from.gid()))
 }
 
+/// Gives the file root just wrote at `path` to `uid:gid`, through a descriptor: the directory
+/// is the other user's, who could put a symlink (or a hard link to a file of root's) at `path`
+/// between the write and the `chown`, and a path-based `chown` would then give that file away.
+/// The file opened must not be a symlink (`O_NOFOLLOW`), must be a regular file root owns with
+/// one link — the one just written; anything else is refused and left as it is.
 fn keep_owner(path: &Path, uid: u32, gid: u32) -> Result<(), Error> {
-    std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(|e| Error::io("chown", path, e))
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| Error::io("open to chown", path, e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::io("stat to chown", path, e))?;
+    if !meta.is_file() || meta.uid() != 0 || meta.nlink() != 1 {
+        return Err(Error::io(
+            "chown",
+            path,
+            io::Error::other(
+                "not the file just written (replaced meanwhile); its owner was left as it is",
+            ),
+        ));
+    }
+    nix::unistd::fchown(
+        &file,
+        Some(nix::unistd::Uid::from_raw(uid)),
+        Some(nix::unistd::Gid::from_raw(gid)),
+    )
+    .map_err(|e| Error::io("chown", path, io::Error::from(e)))
 }
 
 fn string_changes(changes: &[(&str, &str)]) -> Vec<Change> {
@@ -1017,6 +1045,43 @@ fn double_quoted(value: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn root_gives_back_only_the_file_it_wrote_never_a_planted_link() {
+        use std::os::unix::fs::{MetadataExt, chown, symlink};
+        if hermes_test_support::skip_unless_root("only root can give a file away") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        // A file of root's elsewhere, which a planted link must not give away.
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "root's\n").unwrap();
+        let path = dir.path().join("config.yaml");
+        symlink(&victim, &path).unwrap();
+        assert!(super::keep_owner(&path, 12345, 12345).is_err());
+        fs::remove_file(&path).unwrap();
+        fs::hard_link(&victim, &path).unwrap();
+        assert!(super::keep_owner(&path, 12345, 12345).is_err());
+        let meta = fs::metadata(&victim).unwrap();
+        assert_eq!(
+            (meta.uid(), meta.gid()),
+            (0, 0),
+            "the victim is still root's"
+        );
+        // The file just written (root's, one link) is given back.
+        fs::remove_file(&path).unwrap();
+        fs::write(&path, "a: 1\n").unwrap();
+        super::keep_owner(&path, 12345, 12346).unwrap();
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (12345, 12346));
+        // A file someone else already owns is not the one root wrote either.
+        chown(&victim, Some(1), Some(1)).unwrap();
+        let other = dir.path().join("other.yaml");
+        fs::hard_link(&victim, &other).unwrap();
+        fs::remove_file(&victim).unwrap();
+        assert!(super::keep_owner(&other, 12345, 12345).is_err());
+        assert_eq!(fs::metadata(&other).unwrap().uid(), 1);
+    }
+
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
