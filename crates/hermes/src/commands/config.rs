@@ -263,20 +263,11 @@ fn display_set(key: &str, value: &Value) -> String {
     ];
     let leaf = key.rsplit('.').next().unwrap_or(key).to_ascii_lowercase();
     match value {
-        Value::String(s) if SECRET_LEAVES.contains(&leaf.as_str()) && !s.is_empty() => mask(s),
+        Value::String(s) if SECRET_LEAVES.contains(&leaf.as_str()) && !s.is_empty() => {
+            hermes_home::auth::mask_secret(s)
+        }
         other => python_str(other),
     }
-}
-
-/// A secret shown as its first and last four characters, or `***` when short.
-fn mask(secret: &str) -> String {
-    let chars: Vec<char> = secret.chars().collect();
-    if chars.len() < 12 {
-        return "***".into();
-    }
-    let head: String = chars[..4].iter().collect();
-    let tail: String = chars[chars.len() - 4..].iter().collect();
-    format!("{head}...{tail}")
 }
 
 /// A dotted key that goes through a list (`custom_providers.0.api_key`): the editor changes
