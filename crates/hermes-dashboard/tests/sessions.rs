@@ -213,6 +213,13 @@ fn hostile_search_text_never_fails_the_server() {
     }
     let a = get_json(&d, "/api/sessions/search", 400);
     assert!(a["detail"].is_string(), "{a}");
+    // A search of many words is bounded: at the limit it runs, past it a 400 says why.
+    let words = |n: usize| vec!["word"; n].join("%20");
+    let at_limit = words(200); // 200 words of 4 + 199 spaces = 999 characters
+    let a = get(&d, &format!("/api/sessions/search?q={at_limit}"));
+    assert_eq!(a.status, 200, "{}", a.body);
+    let a = get_json(&d, &format!("/api/sessions/search?q={}", words(201)), 400);
+    assert!(a["detail"].as_str().unwrap().contains("longer than"), "{a}");
     // Quotes are text: the quoted word is found.
     let found = get_json(&d, "/api/sessions/search?q=%22quoted%22", 200);
     assert_eq!(found["results"][0]["session_id"], "s1");

@@ -186,6 +186,10 @@ pub fn tail(path: &Path, n: usize) -> Result<Vec<String>, Error> {
     Follower::after_tail(path, file, n).map(|(lines, _)| lines)
 }
 
+/// How much of a log's end [`tail`] reads at most (its last lines are in there: the
+/// supervisor cuts lines far shorter).
+const TAIL_WINDOW: u64 = 4 * 1024 * 1024;
+
 /// The lines appended to a log file from some point on, across rotations.
 ///
 /// [`Follower::poll`] returns what has been completed since the last call and never blocks
@@ -219,16 +223,32 @@ impl Follower {
     /// Reads all of `file` (opened from `path`): its last `n` lines, and a follower from its
     /// end.
     fn after_tail(path: &Path, mut file: File, n: usize) -> Result<(Vec<String>, Self), Error> {
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
+        // Only the end of the file is read: the supervisor rotates its logs at 1 MiB by
+        // default, but a larger setting (or a file put there by hand) must not make every
+        // `tail` read it all.
+        let len = file.metadata().map_err(|e| Error::log_read(path, e))?.len();
+        let start = len.saturating_sub(TAIL_WINDOW);
+        file.seek(SeekFrom::Start(start))
             .map_err(|e| Error::log_read(path, e))?;
+        let mut bytes = Vec::new();
+        (&mut file)
+            .take(len - start)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::log_read(path, e))?;
+        let end = start + bytes.len() as u64;
         let text = String::from_utf8_lossy(&bytes);
+        // Started inside the file: its first line is a piece of one.
+        let text = match (start > 0, text.split_once('\n')) {
+            (true, Some((_, rest))) => rest,
+            (true, None) => "",
+            (false, _) => &text,
+        };
         let all: Vec<&str> = text.lines().collect();
         let lines = all[all.len().saturating_sub(n)..]
             .iter()
             .map(|line| (*line).to_owned())
             .collect();
-        let follower = Self::at(path, file, bytes.len() as u64)?;
+        let follower = Self::at(path, file, end)?;
         Ok((lines, follower))
     }
 
@@ -415,6 +435,44 @@ mod tests {
     use super::*;
     use std::fs;
     use std::io::Write;
+
+    #[test]
+    fn tail_reads_only_the_end_of_a_big_log_and_follows_from_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("current");
+        // Larger than the window: 6 MiB of numbered lines.
+        let mut text = String::new();
+        let mut i = 0;
+        while text.len() < 6 * 1024 * 1024 {
+            text.push_str(&format!("line {i:08} {}\n", "x".repeat(100)));
+            i += 1;
+        }
+        std::fs::write(&path, &text).unwrap();
+        let all: Vec<&str> = text.lines().collect();
+        let last: Vec<String> = all[all.len() - 3..]
+            .iter()
+            .map(|l| (*l).to_owned())
+            .collect();
+        assert_eq!(tail(&path, 3).unwrap(), last);
+        // More lines than the window holds: only whole lines from inside it, the last ones.
+        let many = tail(&path, 1_000_000).unwrap();
+        assert!(many.len() < i, "not the whole file");
+        assert!(
+            many.iter().all(|l| l.starts_with("line ")),
+            "no piece of a line"
+        );
+        assert_eq!(many.last(), last.last());
+        // A follower started there gives what is appended next, nothing before.
+        let file = std::fs::File::open(&path).unwrap();
+        let (_, mut follower) = Follower::after_tail(&path, file, 3).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"appended\n")
+            .unwrap();
+        assert_eq!(follower.poll().unwrap(), ["appended"]);
+    }
 
     #[test]
     fn service_logs_live_where_the_supervisor_writes_them() {

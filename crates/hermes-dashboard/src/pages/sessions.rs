@@ -213,6 +213,16 @@ async fn search(State(app): State<App>, query: Result<Query<Params>, QueryReject
         let p = params(query)?;
         let limit = limit(p.limit.as_deref())?;
         let q = p.q.unwrap_or_default();
+        if q.chars().count() > browse::MAX_QUERY_CHARS {
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "the search is longer than {} characters",
+                    browse::MAX_QUERY_CHARS
+                ),
+                Some("search for a few words of the message".into()),
+            ));
+        }
         if browse::fts_query(&q).is_none() {
             return Err(refuse(
                 StatusCode::BAD_REQUEST,

@@ -24,6 +24,9 @@ pub const READ_BUSY_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The most rows one list or search answers.
 pub const MAX_LIMIT: usize = 200;
+/// The longest search text accepted (characters): enough for any phrase someone types, and a
+/// bound on the full-text query a client can make the database run.
+pub const MAX_QUERY_CHARS: usize = 1000;
 
 /// Where a hit starts and ends in a search snippet (the original's markers).
 pub const SNIPPET_OPEN: &str = ">>>";
