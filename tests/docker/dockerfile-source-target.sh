@@ -10,9 +10,16 @@ fake=hdt-fake-rust:$$
 ctx=$HDT_TMP/fake
 mkdir -p "$ctx"
 cp "$HDT_HOST_BINARY" "$ctx/hermes"
-cat >"$ctx/Dockerfile" <<'DOCKERFILE'
+# The stand-in carries a nonce so it is a new image every run: the classic builder prints a RUN
+# step's output only when the step runs, and an identical stand-in would let every builder step
+# come from the cache of an earlier run (same commit, same arguments), printing nothing to check.
+nonce="$(date +%s.%N)-$$"
+cat >"$ctx/Dockerfile" <<DOCKERFILE
 FROM debian:trixie-slim
 COPY hermes /opt/prebuilt/hermes
+RUN echo "$nonce" >/etc/hdt-nonce
+DOCKERFILE
+cat >>"$ctx/Dockerfile" <<'DOCKERFILE'
 RUN printf '#!/bin/sh\necho "rustup $*"\n' >/usr/local/bin/rustup \
  && printf '#!/bin/sh\nset -e\necho "cargo $* HERMES_GIT_SHA=$HERMES_GIT_SHA"\nwhile [ "$1" != --target ]; do shift; done\nmkdir -p "target/$2/release"\ncp /opt/prebuilt/hermes "target/$2/release/hermes"\n' >/usr/local/bin/cargo \
  && chmod 0755 /usr/local/bin/rustup /usr/local/bin/cargo
