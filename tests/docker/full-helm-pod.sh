@@ -4,12 +4,14 @@
 # provider in a second container sharing the pod's network namespace (a sidecar). It must boot
 # with a read-only root as uid 10000, pass its probes (startup, liveness and readiness are all
 # `hermes health` for this engine), serve the agent's API server on the pod's addresses with the
-# key made on first boot, and stop within terminationGracePeriodSeconds.
+# key from the profile's Secret (no key generated into `.env`, where it would win over the
+# Secret's), and stop within terminationGracePeriodSeconds.
 source "$(dirname "$0")/lib.sh"
 use_full_image
 
 HELM_CASE=$(cd "$(dirname "$0")/../helm" && pwd)/agent-values.yaml HELM_PROFILE=agent
-HELM_SECRET=HDT_UNUSED=1
+secret_key=hdt-secret-key-$$-0123456789abcdef
+HELM_SECRET=API_SERVER_KEY=$secret_key
 source "$(dirname "$0")/../helm/pod-lib.sh"
 
 map_pod "$HDT_TMP/seed" || { fail "mapping the pod to docker run"; finish; }
@@ -44,9 +46,13 @@ assert_rc 0 "agent /health" -- docker exec "$c" curl -fsS -m 5 http://127.0.0.1:
 assert_contains "$OUT" '"hermes-agent"' "/health is the agent's API server"
 assert_rc 0 "listening sockets" -- docker exec "$c" cat /proc/net/tcp /proc/net/tcp6
 assert_match "$OUT" "(00000000|00000000000000000000000000000000):21C2 [0-9A-F:]+ 0A" "the agent listens on all addresses, port 8642"
-key=$(docker exec "$c" sh -c 'sed -n "s/^API_SERVER_KEY=//p" /opt/data/.env' 2>/dev/null)
-assert_match "$key" '^[0-9a-f]{64}$' "API_SERVER_KEY made on the volume's first boot"
-assert_rc 0 "a chat through the agent with the key" -- docker exec "$c" curl -fsS -m 60 \
+assert_rc 0 "the volume's .env" -- cat "$data/.env"
+assert_not_contains "$OUT" "API_SERVER_KEY=" "no key generated into .env (the Secret's key would be shadowed)"
+assert_contains "$OUT" "API_SERVER_KEY comes from the environment" ".env says where the key comes from"
+assert_rc 0 "/v1/models without the key" -- docker exec "$c" curl -sS -o /dev/null -w '%{http_code}' -m 5 http://127.0.0.1:8642/v1/models
+assert_eq 401 "$OUT" "the agent's API needs the key"
+key=$secret_key
+assert_rc 0 "a chat through the agent with the Secret's key" -- docker exec "$c" curl -fsS -m 60 \
     -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
     -d '{"model":"x","messages":[{"role":"user","content":"hello pod"}]}' http://127.0.0.1:8642/v1/chat/completions
 assert_contains "$OUT" "hello pod" "the stub's answer came back through the agent"

@@ -207,7 +207,10 @@ pub fn ensure_skeleton(dir: &Path, is_root: bool) -> Result<SkeletonReport, Erro
         fs::create_dir_all(&path).map_err(|e| Error::io("create directory", &path, e))?;
     }
     let mut report = SkeletonReport::default();
-    let env = seeds::new_env_file();
+    // The process environment is what this home's gateways will be given, so a key there is
+    // the operator's (see `seeds::new_env_file`).
+    let key_in_environment = seeds::is_key_set(std::env::var("API_SERVER_KEY").ok().as_deref());
+    let env = seeds::new_env_file(key_in_environment);
     let files: [(&str, &str, u32); 3] = [
         (".env", &env, 0o600),
         ("config.yaml", seeds::DEFAULT_CONFIG_YAML, 0o640),

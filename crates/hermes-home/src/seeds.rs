@@ -21,11 +21,27 @@ pub const ENV_HEADER: &str = "\
 /// characters), so its API server is on and protected from the start (the original's rules
 /// switch the API server on by the key and refuse it without a strong one). Without a
 /// random source, the header only: the API server then stays off rather than weak.
-pub fn new_env_file() -> String {
+///
+/// When the environment already gives a key (`key_in_environment`: a compose file's
+/// `environment:`, a Kubernetes Secret through `envFrom`), no key is generated: `.env` wins over
+/// the environment, so a generated one would silently replace the operator's choice.
+pub fn new_env_file(key_in_environment: bool) -> String {
+    if key_in_environment {
+        return format!("{ENV_HEADER}{ENV_KEY_FROM_ENVIRONMENT}");
+    }
     match random_hex(32) {
         Ok(key) => format!("{ENV_HEADER}API_SERVER_KEY={key}\n"),
         Err(_) => ENV_HEADER.to_string(),
     }
+}
+
+/// The line a new `.env` carries instead of a key when the environment sets `API_SERVER_KEY`.
+pub const ENV_KEY_FROM_ENVIRONMENT: &str =
+    "# API_SERVER_KEY comes from the environment; a value set here would override it.\n";
+
+/// Whether `value` (an `API_SERVER_KEY` from the environment) is a key at all: set and not blank.
+pub fn is_key_set(value: Option<&str>) -> bool {
+    value.is_some_and(|v| !v.trim().is_empty())
 }
 
 /// `bytes` random bytes from `/dev/urandom`, as lowercase hex.
@@ -96,7 +112,7 @@ mod tests {
 
     #[test]
     fn a_new_env_file_carries_its_own_strong_key() {
-        let (a, b) = (new_env_file(), new_env_file());
+        let (a, b) = (new_env_file(false), new_env_file(false));
         assert!(a.starts_with(ENV_HEADER), "{a}");
         let key = |t: &str| {
             t.lines()
@@ -107,6 +123,20 @@ mod tests {
         assert_eq!(ka.len(), 64);
         assert!(ka.bytes().all(|c| c.is_ascii_hexdigit()), "{ka}");
         assert_ne!(Some(ka), key(&b), "every file gets its own key");
+    }
+
+    #[test]
+    fn a_key_in_the_environment_is_not_replaced_by_a_generated_one() {
+        let text = new_env_file(true);
+        assert!(text.starts_with(ENV_HEADER), "{text}");
+        assert!(
+            !text.lines().any(|l| l.starts_with("API_SERVER_KEY=")),
+            "no key line (it would override the environment's): {text}"
+        );
+        assert!(text.contains("comes from the environment"), "{text}");
+        assert!(is_key_set(Some(" k ")));
+        assert!(!is_key_set(Some("  ")));
+        assert!(!is_key_set(None));
     }
 
     #[test]

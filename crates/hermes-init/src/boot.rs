@@ -372,7 +372,10 @@ fn stage_seed(settings: &Settings, out: &mut dyn Write) {
             );
         }
     }
-    seed_api_key(&home.join(".env"), out);
+    // A key the environment gives is the operator's: a generated one in `.env` would win over it.
+    if !hermes_home::seeds::is_key_set(settings.env.get(API_SERVER_KEY)) {
+        seed_api_key(&home.join(".env"), out);
+    }
     if settings.env.get(GATEWAY_BOOTSTRAP_VAR) == Some("running") {
         let path = gateway_state::path(home);
         seed_once(&path, || gateway_state::bootstrap_running(&path), out);
@@ -590,6 +593,35 @@ mod tests {
         );
         let text = fs::read_to_string(&env).unwrap();
         assert_eq!(text.matches("API_SERVER_KEY=").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn a_key_from_the_environment_is_not_shadowed_by_a_generated_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("data");
+        fs::create_dir_all(&home).unwrap();
+        // A volume's `.env` without a key (written by hand, or by an older image).
+        fs::write(home.join(".env"), "# mine\nOTHER=1\n").unwrap();
+        let mut s = settings(&home);
+        s.env = [(API_SERVER_KEY, "operator-chosen-key-0123456789")]
+            .into_iter()
+            .collect();
+        let mut out = Vec::new();
+        stage_seed(&s, &mut out);
+        assert_eq!(
+            fs::read_to_string(home.join(".env")).unwrap(),
+            "# mine\nOTHER=1\n",
+            "{}",
+            String::from_utf8_lossy(&out)
+        );
+        // Without it, the first boot makes one, as before.
+        s.env = [(API_SERVER_KEY, "  ")].into_iter().collect();
+        stage_seed(&s, &mut Vec::new());
+        let key = DotEnv::load(&home.join(".env"))
+            .unwrap()
+            .get(API_SERVER_KEY)
+            .map(str::len);
+        assert_eq!(key, Some(64));
     }
 
     #[test]
