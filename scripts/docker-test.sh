@@ -5,7 +5,8 @@
 #
 # What it does, in order:
 #   1. installs what it needs when missing (Debian's docker.io and debootstrap; apt-get update first);
-#   2. uses the running Docker engine, or starts dockerd (data in $HERMES_DOCKER_ROOT, default
+#   2. waits for any other run of the suite to end (a lock in $HERMES_DOCKER_ROOT), then
+#      uses the running Docker engine, or starts dockerd (data in $HERMES_DOCKER_ROOT, default
 #      /var/lib/hermes-docker-test, so images survive between runs) and stops it at the end;
 #   3. builds the release binary (`cargo build --release --locked -p hermes`; a no-op when it is
 #      up to date), or takes HERMES_DOCKER_BINARY;
@@ -66,6 +67,14 @@ if ((${#need[@]})); then
     apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
+# One run at a time: a second run would share the first one's dockerd, and stop it at its end.
+mkdir -p "$ROOT"
+exec 9>"$ROOT/run.lock"
+if ! flock -n 9; then
+    log "another run of this suite holds $ROOT/run.lock; waiting for it to end"
+    flock 9
+fi
+
 # --- 2. the Docker engine ----------------------------------------------------------------------
 started_dockerd=0
 dockerd_pid=
@@ -98,7 +107,7 @@ start_dockerd() { # flags...
     # --iptables=false: the host's firewall is left as it is (containers get no NAT to the
     # outside; the scenarios need none and the image build uses the host's network).
     dockerd --data-root "$ROOT/data" --exec-root "$ROOT/exec" --pidfile "$ROOT/dockerd.pid" \
-        -H "unix://$sock" --iptables=false --ip6tables=false "$@" >"$logf" 2>&1 &
+        -H "unix://$sock" --iptables=false --ip6tables=false "$@" >"$logf" 2>&1 9>&- &
     dockerd_pid=$!
     started_dockerd=1
     export DOCKER_HOST=unix://$sock
