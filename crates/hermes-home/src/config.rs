@@ -878,7 +878,7 @@ mod tests {
     }
 
     #[test]
-    fn a_scalar_that_becomes_a_mapping_is_rewritten_as_one() {
+    fn a_scalar_that_becomes_a_mapping_is_rewritten_as_one_in_its_place() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.yaml");
         fs::write(&path, "# c\nmodel: gpt-4o\nother: 1\n").unwrap();
@@ -889,7 +889,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             fs::read_to_string(&path).unwrap(),
-            "# c\nother: 1\nmodel:\n  default: m\n"
+            "# c\nmodel:\n  default: m\nother: 1\n"
         );
     }
 

@@ -346,12 +346,14 @@ fn diff_into(
     let empty = Mapping::new();
     let (old_map, new_map) = match (old, new) {
         (Some(Value::Mapping(old_map)), Value::Mapping(new_map)) => (old_map, new_map),
-        // A mapping with content where there was none: its leaves are set one by one (the
-        // editor creates the mapping), after the old value is removed.
-        (old, Value::Mapping(new_map)) if !new_map.is_empty() && !at.is_empty() => {
-            if old.is_some() {
-                out.push(Change::Remove(at.to_string()));
-            }
+        // A mapping with content where a value was: set whole, so it takes the value's place
+        // (removing the key and setting the leaves would move it to the end of its mapping).
+        (Some(_), Value::Mapping(new_map)) if !new_map.is_empty() && !at.is_empty() => {
+            out.push(Change::Set(at.to_string(), new.clone()));
+            return Ok(());
+        }
+        // A new mapping with content: its leaves are set one by one (the editor creates it).
+        (None, Value::Mapping(new_map)) if !new_map.is_empty() && !at.is_empty() => {
             (&empty, new_map)
         }
         _ => {
@@ -908,19 +910,55 @@ fn set(text: &str, dotted: &str, value: &Value) -> Result<String, Refusal> {
             written,
             block_end,
         } => {
-            let scalar =
-                render(value, written).ok_or_else(|| Refusal::Collection(dotted.into()))?;
+            // A mapping with content where a value was (`model: gpt-4o` becoming
+            // `model: {default: ...}`): written as a block below the key, in the key's place.
+            let block = match value {
+                Value::Mapping(map) if render(value, written).is_none() => {
+                    let step = indent_step(&lines);
+                    Some(
+                        block_lines(map, lines[line].indent() + step, step)
+                            .ok_or_else(|| Refusal::Collection(dotted.into()))?,
+                    )
+                }
+                _ => None,
+            };
             let l = &mut lines[line];
-            if written == Written::Empty {
-                // `key:` or `key:  # note`: the value goes right after the colon.
-                l.text.insert_str(colon_end, &format!(" {scalar}"));
-            } else {
-                l.text.replace_range(start..end, &scalar);
+            match &block {
+                // `key:` and a trailing comment stay; the old value goes.
+                Some(_) if written != Written::Empty => l.text.replace_range(colon_end..end, ""),
+                Some(_) => {}
+                None => {
+                    let scalar =
+                        render(value, written).ok_or_else(|| Refusal::Collection(dotted.into()))?;
+                    if written == Written::Empty {
+                        // `key:` or `key:  # note`: the value goes right after the colon.
+                        l.text.insert_str(colon_end, &format!(" {scalar}"));
+                    } else {
+                        l.text.replace_range(start..end, &scalar);
+                    }
+                }
             }
             if let Some(last) = block_end.filter(|&last| last > line) {
                 let eol = lines[last].eol.clone();
                 lines.drain(line + 1..=last);
                 lines[line].eol = eol;
+            }
+            if let Some(block) = block {
+                let mut new: Vec<Line> = block
+                    .into_iter()
+                    .map(|text| Line {
+                        text,
+                        eol: eol.clone(),
+                    })
+                    .collect();
+                // The key was the file's last line, without an ending: so is the block's last.
+                if lines[line].eol.is_empty() {
+                    lines[line].eol = eol.clone();
+                    if let Some(last) = new.last_mut() {
+                        last.eol.clear();
+                    }
+                }
+                lines.splice(line + 1..line + 1, new);
             }
         }
         Target::Insert {
@@ -965,6 +1003,27 @@ fn set(text: &str, dotted: &str, value: &Value) -> Result<String, Refusal> {
         }
     }
     Ok(join_lines(bom, &lines))
+}
+
+/// The mapping `map` as the lines of a block mapping at `indent`, nested mappings `step`
+/// further; `None` when a key is not a string or a value is a list with content.
+fn block_lines(map: &Mapping, indent: usize, step: usize) -> Option<Vec<String>> {
+    let pad = " ".repeat(indent);
+    let mut out = Vec::new();
+    for (key, value) in map {
+        let Value::String(key) = key else {
+            return None;
+        };
+        let key = scalar(key, Written::Plain);
+        match value {
+            Value::Mapping(inner) if !inner.is_empty() => {
+                out.push(format!("{pad}{key}:"));
+                out.extend(block_lines(inner, indent + step, step)?);
+            }
+            _ => out.push(format!("{pad}{key}: {}", render(value, Written::Plain)?)),
+        }
+    }
+    Some(out)
 }
 
 /// `value` as one line of YAML: a string through [`scalar`] (in the style it replaces),
@@ -1402,8 +1461,7 @@ mod tests {
             diff(&old, &new).unwrap(),
             vec![
                 Change::Set("a.y".into(), Value::from(3)),
-                Change::Remove("b".into()),
-                Change::Set("b.k".into(), Value::from("v")),
+                Change::Set("b".into(), yaml_serde::from_str("k: v").unwrap()),
                 Change::Set("c".into(), Value::Null),
                 Change::Remove("l".into()),
             ]
@@ -1424,5 +1482,31 @@ mod tests {
         );
         let last = "a: 1\nmodel:\n  - x\n  - y";
         assert_eq!(edit(last, &[("model", "m")]).unwrap(), "a: 1\nmodel: m");
+    }
+
+    #[test]
+    fn a_value_replaced_by_a_section_stays_in_place() {
+        // `hermes config set model.default x/y` where `model:` is a plain name.
+        let path = Path::new("config.yaml");
+        let text = "# top\nmodel: gpt-4o  # the model\nagent:\n    max_turns: 10\n";
+        let old: Value = yaml_serde::from_str(text).unwrap();
+        let mut new = old.clone();
+        new["model"] = yaml_serde::from_str("{default: x/y, extra: {k: 'yes'}}").unwrap();
+        let out = apply(path, text, &diff(&old, &new).unwrap()).unwrap();
+        assert_eq!(
+            out,
+            "# top\nmodel:  # the model\n    default: x/y\n    extra:\n        k: \"yes\"\nagent:\n    max_turns: 10\n"
+        );
+        // The last line, without a line ending; a list in the new section is refused.
+        let last = "a: 1\nmodel: m";
+        let old: Value = yaml_serde::from_str(last).unwrap();
+        let mut new = old.clone();
+        new["model"] = yaml_serde::from_str("{default: m}").unwrap();
+        assert_eq!(
+            apply(path, last, &diff(&old, &new).unwrap()).unwrap(),
+            "a: 1\nmodel:\n  default: m"
+        );
+        new["model"] = yaml_serde::from_str("{list: [1]}").unwrap();
+        assert!(apply(path, last, &diff(&old, &new).unwrap()).is_err());
     }
 }

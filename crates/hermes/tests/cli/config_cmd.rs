@@ -168,6 +168,29 @@ fn a_section_set_to_a_value_is_replaced_in_place() {
     );
 }
 
+/// And back: a key below a value (`model: <name>`, the original's string form) makes it a
+/// section in the value's place, its comment kept; the rest of the file byte for byte.
+#[test]
+fn a_value_set_below_becomes_a_section_in_place() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let path = t.root().join("config.yaml");
+    let string_form = HAND_WRITTEN.replace(
+        "model:\r\n   default: 'gpt-4o'   # pinned\r\n   provider: \"openrouter\"\r\n",
+        "model: gpt-4o   # pinned\r\n",
+    );
+    fs::write(&path, &string_form).unwrap();
+    t.ok(&["config", "set", "model.default", "x/y"]);
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        string_form.replace(
+            "model: gpt-4o   # pinned\r\n",
+            "model:   # pinned\r\n   default: x/y\r\n"
+        )
+    );
+    assert_eq!(t.ok(&["config", "get", "model.default"]), "x/y\n");
+}
+
 /// An `EDITOR` that runs `script` on the file (`$1`).
 fn editor(t: &TestContext, script: &str) -> String {
     let path = t.dir.path().join("editor.sh");
