@@ -169,8 +169,13 @@ impl Reader {
             .map_err(|e| self.err(e))
     }
 
-    /// Up to `limit` sessions, newest first; `before` (a session id from the previous page)
-    /// continues after that session. An unknown `before` gives an empty page.
+    /// Up to `limit` conversations, newest first; `before` (a session id from the previous
+    /// page) continues after that session. An unknown `before` gives an empty page.
+    ///
+    /// As the original's session lists: archived sessions and the sessions an agent runs for
+    /// itself (sub-agent and delegate runs, children of a live session) are not listed; a
+    /// `/branch` and a compression's continuation are (the continuation holds the rest of a
+    /// compressed conversation).
     ///
     /// # Errors
     ///
@@ -180,12 +185,13 @@ impl Reader {
             return Ok(Vec::new());
         }
         let limit = clamp(limit);
+        let listed = self.listed_filter()?;
         // Ordered by (started_at, id), so a page boundary between sessions started in the
         // same instant neither repeats nor skips one.
         let (sql, bound): (String, Vec<&dyn rusqlite::ToSql>) = match &before {
             None => (
                 format!(
-                    "SELECT {SUMMARY_COLUMNS} FROM sessions s \
+                    "SELECT {SUMMARY_COLUMNS} FROM sessions s WHERE {listed} \
                      ORDER BY s.started_at DESC, s.id DESC LIMIT ?1"
                 ),
                 vec![&limit],
@@ -194,7 +200,8 @@ impl Reader {
                 format!(
                     "SELECT {SUMMARY_COLUMNS} FROM sessions s, \
                      (SELECT started_at AS t, id AS b FROM sessions WHERE id = ?2) c \
-                     WHERE s.started_at < c.t OR (s.started_at = c.t AND s.id < c.b) \
+                     WHERE (s.started_at < c.t OR (s.started_at = c.t AND s.id < c.b)) \
+                     AND {listed} \
                      ORDER BY s.started_at DESC, s.id DESC LIMIT ?1"
                 ),
                 vec![&limit, id],
@@ -204,6 +211,55 @@ impl Reader {
         stmt.query_map(bound.as_slice(), summary)
             .and_then(Iterator::collect)
             .map_err(|e| self.err(e))
+    }
+
+    /// The SQL condition on `s` (a `sessions` row) for [`Reader::list`], from the columns this
+    /// file has (an older schema lacks some: nothing is hidden by a column it does not have).
+    /// A `model_config` that is not JSON hides nothing and never fails the query.
+    fn listed_filter(&self) -> Result<String, Error> {
+        let has = |column: &str| {
+            self.conn
+                .query_row(
+                    "SELECT 1 FROM pragma_table_info('sessions') WHERE name = ?1",
+                    [column],
+                    |_| Ok(()),
+                )
+                .optional()
+                .map(|found| found.is_some())
+                .map_err(|e| self.err(e))
+        };
+        let marker = |col: &str, key: &str| {
+            format!("(CASE WHEN json_valid({col}) THEN json_extract({col}, '$.{key}') END)")
+        };
+        let mut conditions = vec!["1".to_string()];
+        if has("archived")? {
+            conditions.push("COALESCE(s.archived, 0) = 0".into());
+        }
+        let config = has("model_config")?;
+        if config {
+            conditions.push(format!(
+                "{} IS NULL",
+                marker("s.model_config", "_delegate_from")
+            ));
+        }
+        if has("parent_session_id")? && has("end_reason")? && has("ended_at")? {
+            // A child is listed when it is a branch (its marker, or a parent that ended
+            // `branched` before it started) or a compression's continuation.
+            let branch_marker = if config {
+                format!(
+                    "{} IS NOT NULL OR ",
+                    marker("s.model_config", "_branched_from")
+                )
+            } else {
+                String::new()
+            };
+            conditions.push(format!(
+                "(s.parent_session_id IS NULL OR {branch_marker}EXISTS (SELECT 1 FROM sessions p \
+                 WHERE p.id = s.parent_session_id AND (p.end_reason = 'compression' \
+                 OR (p.end_reason = 'branched' AND s.started_at >= p.ended_at))))"
+            ));
+        }
+        Ok(conditions.join(" AND "))
     }
 
     /// One session and its messages; `None` when there is no such session.
@@ -372,6 +428,42 @@ mod tests {
             ["a"]
         );
         assert!(reader.list(2, Some("nope")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn lists_conversations_as_the_original_does_not_archived_or_agent_runs() {
+        let ids = [
+            "root", "archived", "subagent", "delegate", "branch", "cmp_root", "cmp_tip", "bad",
+        ];
+        let sessions: Vec<(&str, &[(&str, &str)])> =
+            ids.iter().map(|id| (*id, &[("user", "hi")][..])).collect();
+        let (_dir, path) = store_with(&sessions);
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "UPDATE sessions SET archived = 1 WHERE id = 'archived';
+             UPDATE sessions SET parent_session_id = 'root' WHERE id IN ('subagent', 'delegate', 'branch');
+             UPDATE sessions SET model_config = '{\"_delegate_from\": \"root\"}' WHERE id = 'delegate';
+             UPDATE sessions SET model_config = '{\"_branched_from\": \"root\"}' WHERE id = 'branch';
+             UPDATE sessions SET end_reason = 'compression', ended_at = started_at WHERE id = 'cmp_root';
+             UPDATE sessions SET parent_session_id = 'cmp_root' WHERE id = 'cmp_tip';
+             UPDATE sessions SET model_config = 'not json {' WHERE id = 'bad';",
+        )
+        .unwrap();
+        let reader = Reader::open(&path).unwrap().unwrap();
+        let mut listed: Vec<String> = reader
+            .list(50, None)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        listed.sort();
+        assert_eq!(listed, ["bad", "branch", "cmp_root", "cmp_tip", "root"]);
+        // Hidden from the list, still readable by id (a link, a search hit).
+        assert!(reader.session("subagent").unwrap().is_some());
+        // Paging past a listed session keeps the filter.
+        let first = reader.list(1, None).unwrap();
+        let rest = reader.list(50, Some(&first[0].id)).unwrap();
+        assert_eq!(rest.len(), 4, "{rest:?}");
     }
 
     #[test]
