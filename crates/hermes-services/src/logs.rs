@@ -190,6 +190,14 @@ pub fn tail(path: &Path, n: usize) -> Result<Vec<String>, Error> {
 /// supervisor cuts lines far shorter).
 const TAIL_WINDOW: u64 = 4 * 1024 * 1024;
 
+/// The most [`Follower`] reads in one go: a reader far behind (a resume from the start of a
+/// large file, a burst of output) catches up over several polls instead of holding it all.
+const READ_CHUNK: u64 = 1024 * 1024;
+
+/// The longest unfinished line a [`Follower`] holds: longer, it is given as a line of its
+/// own (the supervisor cuts lines at 64 KiB; a file written by something else may not).
+const MAX_PARTIAL: usize = 256 * 1024;
+
 /// The lines appended to a log file from some point on, across rotations.
 ///
 /// [`Follower::poll`] returns what has been completed since the last call and never blocks
@@ -348,8 +356,13 @@ impl Follower {
             if replaced || meta.len() < self.pos {
                 let mut lines = Vec::new();
                 if replaced {
-                    // What was written before the rename is still in the old file.
-                    self.read_appended(&mut lines)?;
+                    // What was written before the rename is still in the old file: all of it
+                    // is given before the new file is opened, a chunk per poll.
+                    if !self.read_appended(&mut lines)? {
+                        let end = self.reached();
+                        changes.push(Change::Lines { lines, end });
+                        return Ok(changes);
+                    }
                 }
                 self.flush_partial(&mut lines);
                 if !lines.is_empty() {
@@ -375,13 +388,15 @@ impl Follower {
         Ok(changes)
     }
 
-    /// Reads what was appended to the current file since `pos`; complete lines go to `lines`.
-    fn read_appended(&mut self, lines: &mut Vec<String>) -> Result<(), Error> {
+    /// Reads what was appended to the current file since `pos`, at most [`READ_CHUNK`];
+    /// complete lines go to `lines`. Whether it read to the file's end.
+    fn read_appended(&mut self, lines: &mut Vec<String>) -> Result<bool, Error> {
         self.file
             .seek(SeekFrom::Start(self.pos))
             .map_err(|e| self.error(e))?;
         let mut chunk = Vec::new();
-        self.file
+        (&mut self.file)
+            .take(READ_CHUNK)
             .read_to_end(&mut chunk)
             .map_err(|e| self.error(e))?;
         self.pos += chunk.len() as u64;
@@ -395,7 +410,10 @@ impl Follower {
                     .map(str::to_owned),
             );
         }
-        Ok(())
+        if self.partial.len() > MAX_PARTIAL {
+            self.flush_partial(lines);
+        }
+        Ok((chunk.len() as u64) < READ_CHUNK)
     }
 
     /// An unfinished line of a file that is no longer followed becomes a line of its own.
@@ -577,6 +595,50 @@ mod tests {
             .unwrap();
         let next: Vec<String> = follower.by_ref().take(2).map(Result::unwrap).collect();
         assert_eq!(next, ["y", "z"]);
+    }
+
+    #[test]
+    fn a_follower_far_behind_catches_up_a_chunk_at_a_time_losing_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("current");
+        fs::write(&path, "").unwrap();
+        let mut follower = Follower::from_end(&path).unwrap();
+        // 3.5 MiB of numbered lines, then a rotation with 1.5 MiB of them still unread.
+        let line = |i: usize| format!("{i:08} {}\n", "x".repeat(1015));
+        let total = 3584;
+        let text: String = (0..total).map(line).collect();
+        append(&path, text.as_bytes());
+        let mut seen = Vec::new();
+        for _ in 0..2 {
+            let got = follower.poll().unwrap();
+            let bytes: usize = got.iter().map(|l| l.len() + 1).sum();
+            assert!(bytes as u64 <= READ_CHUNK, "one poll read {bytes} bytes");
+            seen.extend(got);
+        }
+        fs::rename(&path, dir.path().join("current.1")).unwrap();
+        fs::write(&path, "first of new\n").unwrap();
+        let mut polls = 0;
+        while seen.last().map(String::as_str) != Some("first of new") {
+            seen.extend(follower.poll().unwrap());
+            polls += 1;
+            assert!(polls < 10, "never reached the new file");
+        }
+        assert_eq!(seen.len(), total + 1);
+        for (i, l) in seen[..total].iter().enumerate() {
+            assert_eq!(format!("{l}\n"), line(i), "line {i}");
+        }
+        // A line that never ends is given in pieces, not held whole.
+        append(&path, &vec![b'y'; 3 * MAX_PARTIAL]);
+        let pieces: Vec<String> = (0..3).flat_map(|_| follower.poll().unwrap()).collect();
+        assert!(
+            !pieces.is_empty(),
+            "an unfinished line over the limit is given"
+        );
+        assert!(
+            pieces
+                .iter()
+                .all(|p| p.len() <= READ_CHUNK as usize + MAX_PARTIAL)
+        );
     }
 
     fn append(path: &Path, bytes: &[u8]) {
