@@ -2,10 +2,9 @@
 //! the Host allowlist (DNS rebinding), the few public paths, the token link, login rate
 //! limiting, authentication (session token or basic auth), and CSRF on state-changing requests.
 
-use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
@@ -24,16 +23,11 @@ pub const TOKEN_HEADER: &str = "x-hermes-session-token";
 /// Paths served without authentication: a readiness probe and the static assets the login
 /// page itself needs.
 pub const PUBLIC_PATHS: &[&str] = &["/api/health", "/assets/app.css"];
-/// Failed logins allowed per client address within [`LOGIN_WINDOW`].
-pub const LOGIN_ATTEMPTS: u32 = 5;
-/// The window of [`LOGIN_ATTEMPTS`].
-pub const LOGIN_WINDOW: Duration = Duration::from_secs(30);
+use crate::limiter::FailedLogins;
+pub use crate::limiter::{LOGIN_ATTEMPTS, LOGIN_WINDOW};
 
 /// How many accepted `Authorization` values are remembered (a few users or browsers).
 const ACCEPTED_KEPT: usize = 8;
-
-/// Size of the failure table at which expired entries are dropped.
-const FORGET_AT: usize = 1024;
 
 /// The content security policy: nothing inline, nothing from elsewhere.
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
@@ -41,7 +35,7 @@ const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-
 /// Settings plus the failed-login counters, shared by every request.
 pub struct Guard {
     settings: Settings,
-    failures: Mutex<HashMap<IpAddr, (Instant, u32)>>,
+    failures: FailedLogins,
     /// `Authorization` values that passed a (slow) password hash check.
     accepted: Mutex<Vec<String>>,
 }
@@ -51,7 +45,7 @@ impl Guard {
     pub fn new(settings: Settings) -> Arc<Guard> {
         Arc::new(Guard {
             settings,
-            failures: Mutex::new(HashMap::new()),
+            failures: FailedLogins::default(),
             accepted: Mutex::new(Vec::new()),
         })
     }
@@ -147,26 +141,11 @@ impl Guard {
 
     /// Whether `ip` has used up its failed logins in the current window.
     fn throttled(&self, ip: IpAddr) -> bool {
-        let Ok(map) = self.failures.lock() else {
-            return true;
-        };
-        map.get(&ip)
-            .is_some_and(|(start, n)| start.elapsed() < LOGIN_WINDOW && *n >= LOGIN_ATTEMPTS)
+        self.failures.throttled(ip, Instant::now())
     }
 
     fn record_failure(&self, ip: IpAddr) {
-        if let Ok(mut map) = self.failures.lock() {
-            // Addresses whose window has passed are forgotten, so many clients cannot grow
-            // the table without bound.
-            if map.len() >= FORGET_AT {
-                map.retain(|_, (start, _)| start.elapsed() < LOGIN_WINDOW);
-            }
-            let entry = map.entry(ip).or_insert((Instant::now(), 0));
-            if entry.0.elapsed() >= LOGIN_WINDOW {
-                *entry = (Instant::now(), 0);
-            }
-            entry.1 += 1;
-        }
+        self.failures.record(ip, Instant::now());
     }
 }
 

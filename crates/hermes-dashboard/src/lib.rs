@@ -20,6 +20,7 @@ mod assets;
 pub mod config;
 mod error;
 pub mod guard;
+mod limiter;
 pub mod openapi;
 pub mod pages;
 pub mod server;
