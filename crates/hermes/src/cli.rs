@@ -171,10 +171,12 @@ pub enum Command {
     /// Print a shell completion script (bash, zsh, fish, powershell) for `hermes`.
     ///
     /// For example `hermes completions bash > ~/.local/share/bash-completion/completions/hermes`;
-    /// the README says where each shell looks for one.
+    /// the README says where each shell looks for one. `hermes completion [SHELL]`, the
+    /// original's spelling, is the same command (bash when no shell is given, as there).
+    #[command(alias = "completion")]
     Completions {
         /// The shell.
-        #[arg(value_enum)]
+        #[arg(value_enum, default_value_t = Shell::Bash)]
         shell: Shell,
     },
     /// Print the `hermes(1)` manual page (roff), or write every page to a directory.

@@ -34,6 +34,13 @@ fn completions_for_every_shell_name_our_commands() {
     }
     let out = t.run(&["completions", "tcsh"]);
     assert_eq!(out.status.code(), Some(2), "{}", render(&out));
+    // The original's spelling, `hermes completion [SHELL]` (bash by default), is ours too:
+    // never handed to the agent, whose script would complete its commands, not ours.
+    assert_eq!(t.ok(&["completion"]), t.ok(&["completions", "bash"]));
+    assert_eq!(
+        t.ok(&["completion", "fish"]),
+        t.ok(&["completions", "fish"])
+    );
 }
 
 #[test]
