@@ -218,15 +218,7 @@ impl Reader {
     /// A `model_config` that is not JSON hides nothing and never fails the query.
     fn listed_filter(&self) -> Result<String, Error> {
         let has = |column: &str| {
-            self.conn
-                .query_row(
-                    "SELECT 1 FROM pragma_table_info('sessions') WHERE name = ?1",
-                    [column],
-                    |_| Ok(()),
-                )
-                .optional()
-                .map(|found| found.is_some())
-                .map_err(|e| self.err(e))
+            super::schema::has_column(&self.conn, "sessions", column).map_err(|e| self.err(e))
         };
         let marker = |col: &str, key: &str| {
             format!("(CASE WHEN json_valid({col}) THEN json_extract({col}, '$.{key}') END)")

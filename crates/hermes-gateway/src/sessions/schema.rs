@@ -281,7 +281,8 @@ pub(super) struct Columns {
     pub(super) sessions_profile_name: bool,
 }
 
-fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+/// Whether `table` has `column`.
+pub(super) fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
     conn.query_row(
         "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2",
         [table, column],
