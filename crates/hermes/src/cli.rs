@@ -168,12 +168,12 @@ pub enum Command {
     /// (exit 78). Settings come from the environment with the root .env over it. See
     /// docs/dashboard.md.
     Dashboard(DashboardArgs),
-    /// Print a shell completion script (bash, zsh, fish, powershell) for `hermes`.
+    /// Print a shell completion script (bash, zsh, fish, powershell).
     ///
     /// For example `hermes completions bash > ~/.local/share/bash-completion/completions/hermes`;
     /// the README says where each shell looks for one. `hermes completion [SHELL]`, the
     /// original's spelling, is the same command (bash when no shell is given, as there).
-    #[command(alias = "completion")]
+    #[command(visible_alias = "completion")]
     Completions {
         /// The shell.
         #[arg(value_enum, default_value_t = Shell::Bash)]

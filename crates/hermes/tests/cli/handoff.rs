@@ -278,11 +278,23 @@ fn agent_help(program: &Path, t: &TestContext, args: &[&str]) -> String {
 /// The names of a clap `--help`'s `Commands:` section.
 fn clap_commands(help: &str) -> BTreeSet<String> {
     let section = &help[help.find("Commands:\n").expect("a Commands section")..];
-    section
+    let lines: Vec<&str> = section
         .lines()
         .skip(1)
         .take_while(|l| l.starts_with("  "))
-        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect();
+    let names = lines
+        .iter()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned));
+    // A command's visible aliases are ours too: `... [alias: completion]`.
+    let aliases = lines.iter().filter_map(|l| {
+        let at = l.find("[alias: ").or_else(|| l.find("[aliases: "))?;
+        let list = &l[at..];
+        let list = &list[list.find(": ")? + 2..list.find(']')?];
+        Some(list.split(", ").map(str::to_owned).collect::<Vec<_>>())
+    });
+    names
+        .chain(aliases.flatten())
         .filter(|c| c != "help")
         .collect()
 }
