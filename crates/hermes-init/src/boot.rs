@@ -373,7 +373,10 @@ fn stage_seed(settings: &Settings, out: &mut dyn Write) {
         }
     }
     // A key the environment gives is the operator's: a generated one in `.env` would win over it.
-    if !hermes_home::seeds::is_key_set(settings.env.get(API_SERVER_KEY)) {
+    let env_key = settings.env.get(API_SERVER_KEY);
+    if hermes_home::seeds::is_key_set(env_key) {
+        warn_if_key_shadowed(&home.join(".env"), env_key.unwrap_or_default(), out);
+    } else {
         seed_api_key(&home.join(".env"), out);
     }
     if settings.env.get(GATEWAY_BOOTSTRAP_VAR) == Some("running") {
@@ -463,6 +466,25 @@ fn seed_once(
         Ok(Seeded::Created) => say(out, format!("seeded `{}`", path.display())),
         Ok(Seeded::Kept) => {}
         Err(e) => say(out, format!("warning: {}", hermes_errors::one_line(&e))),
+    }
+}
+
+/// Says so when `.env` sets an `API_SERVER_KEY` other than the environment's `env_key`: the
+/// file's wins, so a key added to a Secret or compose file after the first boot is not used.
+fn warn_if_key_shadowed(env_path: &Path, env_key: &str, out: &mut dyn Write) {
+    let Ok(dotenv) = DotEnv::load(env_path) else {
+        return;
+    };
+    if let Some(file_key) = dotenv.get(API_SERVER_KEY).filter(|v| !v.trim().is_empty())
+        && file_key.trim() != env_key.trim()
+    {
+        say(
+            out,
+            format!(
+                "warning: the environment's {API_SERVER_KEY} is not used: `{}` sets another one, which wins (delete that line to use the environment's)",
+                env_path.display()
+            ),
+        );
     }
 }
 
@@ -614,7 +636,29 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&out)
         );
+        // A key already in `.env` wins over the environment's: the boot says so.
+        fs::write(
+            home.join(".env"),
+            "API_SERVER_KEY=file-key-0123456789abcdef\n",
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        stage_seed(&s, &mut out);
+        let log = String::from_utf8(out).unwrap();
+        assert!(
+            log.contains("warning: the environment's API_SERVER_KEY is not used"),
+            "{log}"
+        );
+        fs::write(
+            home.join(".env"),
+            "API_SERVER_KEY=operator-chosen-key-0123456789\n",
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        stage_seed(&s, &mut out);
+        assert!(!String::from_utf8(out).unwrap().contains("warning"));
         // Without it, the first boot makes one, as before.
+        fs::write(home.join(".env"), "# mine\nOTHER=1\n").unwrap();
         s.env = [(API_SERVER_KEY, "  ")].into_iter().collect();
         stage_seed(&s, &mut Vec::new());
         let key = DotEnv::load(&home.join(".env"))
