@@ -115,6 +115,7 @@ pub fn home_checks(
     if env_ok {
         checks.push(check_private_mode(&home.env_path(), "secrets"));
         checks.push(check_env_parses(&home.env_path()));
+        checks.extend(check_key_not_shadowed(&home.env_path(), var));
     }
     let config = check_readable(&home.config_path(), service_uid, Missing::Warn);
     let config_ok = config.status == Status::Ok;
@@ -392,6 +393,29 @@ fn check_gateway_settings(
             e.hint().unwrap_or_else(|| owner_fix(&home.config_path())),
         ),
     }
+}
+
+/// ⚠ when the environment sets `API_SERVER_KEY` and `.env` another one: `.env` wins, so
+/// clients given the environment's key (a Kubernetes Secret, a compose file) get 401.
+fn check_key_not_shadowed(env_path: &Path, var: &dyn Fn(&str) -> Option<String>) -> Option<Check> {
+    const KEY: &str = "API_SERVER_KEY";
+    let from_env = var(KEY).filter(|v| hermes_home::seeds::is_key_set(Some(v)))?;
+    let dotenv = DotEnv::load(env_path).ok()?;
+    let in_file = dotenv
+        .get(KEY)
+        .filter(|v| hermes_home::seeds::is_key_set(Some(v)))?;
+    (in_file.trim() != from_env.trim()).then(|| {
+        Check::warn(
+            format!(
+                "the environment's `{KEY}` is not used: `{}` sets another one, which wins",
+                env_path.display()
+            ),
+            format!(
+                "delete the `{KEY}=` line of `{}` to use the environment's, or set the same key in both",
+                env_path.display()
+            ),
+        )
+    })
 }
 
 /// `auth.json` decodes and has the store's shape; `None` when there is no file.
@@ -696,6 +720,36 @@ mod tests {
             .iter()
             .find(|c| c.message.contains(needle))
             .unwrap_or_else(|| panic!("no check mentions {needle:?}: {checks:#?}"))
+    }
+
+    #[test]
+    fn a_key_in_env_that_shadows_the_environments_warns_with_the_fix() {
+        let (dir, home) = fresh_home();
+        fs::write(
+            dir.path().join(".env"),
+            "API_SERVER_KEY=file-key-0123456789ab\n",
+        )
+        .unwrap();
+        let env =
+            |key: &str| (key == "API_SERVER_KEY").then(|| "secret-key-0123456789ab".to_string());
+        let checks = home_checks(&home, &BuildIdentity::resolve("", None), &env);
+        let shadowed = find(&checks, "environment's `API_SERVER_KEY` is not used");
+        assert_eq!(shadowed.status, Status::Warn, "{shadowed:?}");
+        assert!(
+            shadowed
+                .fix
+                .as_deref()
+                .is_some_and(|f| f.contains("delete the `API_SERVER_KEY=` line"))
+        );
+        // The same key in both, or none in the environment: nothing to say.
+        for value in ["file-key-0123456789ab", "  "] {
+            let env = |key: &str| (key == "API_SERVER_KEY").then(|| value.to_string());
+            let checks = home_checks(&home, &BuildIdentity::resolve("", None), &env);
+            assert!(
+                !checks.iter().any(|c| c.message.contains("is not used")),
+                "{checks:#?}"
+            );
+        }
     }
 
     #[test]
