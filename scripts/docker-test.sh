@@ -149,6 +149,14 @@ else
     log "cargo build --release --locked -p hermes"
     cargo build --release --locked -p hermes
     binary=target/release/hermes
+    # A target directory elsewhere (CARGO_TARGET_DIR) is outside the build context: the
+    # binary is copied into it, as HERMES_DOCKER_BINARY's is.
+    built=${CARGO_TARGET_DIR:-target}/release/hermes
+    if [[ ! $built -ef $binary ]]; then
+        mkdir -p target/docker
+        cp "$built" target/docker/hermes
+        binary=target/docker/hermes
+    fi
     log "binary ready in $(since "$t") s"
 fi
 binary_sha=$("$binary" version --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["build"]["sha"] or "")')
