@@ -229,7 +229,8 @@ agent_wheels() {
 
 # --- 6. scenarios ------------------------------------------------------------------------------
 export IMAGE IMAGE_FULL HDT_BINARY_SHA=$binary_sha HDT_GIT_SHA=$git_sha HDT_VERSION=$version HDT_REPO=$repo
-export HDT_STRICT=$STRICT HDT_HOST_BINARY=$repo/$binary
+# HDT_CONTEXT_BINARY: the binary's path in the build context (the Dockerfile's HERMES_BINARY).
+export HDT_STRICT=$STRICT HDT_HOST_BINARY=$repo/$binary HDT_CONTEXT_BINARY=$binary
 logs=$ROOT/logs
 rm -rf "$logs"
 mkdir -p "$logs"

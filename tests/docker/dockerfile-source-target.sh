@@ -27,7 +27,7 @@ DOCKERFILE
 docker build -q -t "$fake" "$ctx" >/dev/null || fail "building the stand-in rust image"
 trap 'docker rmi -f "$fake" "$fake-out" >/dev/null 2>&1; hdt_cleanup' EXIT
 
-build() { DOCKER_BUILDKIT=0 docker build --network host -f "$HDT_REPO/docker/Dockerfile" --build-arg RUST_IMAGE="$fake" "$@" "$HDT_REPO"; }
+build() { DOCKER_BUILDKIT=0 docker build --network host -f "$HDT_REPO/docker/Dockerfile" --build-arg RUST_IMAGE="$fake" --build-arg HERMES_BINARY="$HDT_CONTEXT_BINARY" "$@" "$HDT_REPO"; }
 
 assert_rc 0 "default target with TARGETARCH=amd64" -- build --build-arg TARGETARCH=amd64 --build-arg HERMES_GIT_SHA="$HDT_GIT_SHA" -t "$fake-out"
 assert_contains "$OUT" "rustup target add x86_64-unknown-linux-gnu" "amd64 maps to x86_64-unknown-linux-gnu"
