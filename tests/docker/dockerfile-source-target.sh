@@ -16,6 +16,7 @@ cp "$HDT_HOST_BINARY" "$ctx/hermes"
 nonce="$(date +%s.%N)-$$"
 cat >"$ctx/Dockerfile" <<DOCKERFILE
 FROM debian:trixie-slim
+LABEL hermes-docker-test-standin=1
 COPY hermes /opt/prebuilt/hermes
 RUN echo "$nonce" >/etc/hdt-nonce
 DOCKERFILE
@@ -25,9 +26,11 @@ RUN printf '#!/bin/sh\necho "rustup $*"\n' >/usr/local/bin/rustup \
  && chmod 0755 /usr/local/bin/rustup /usr/local/bin/cargo
 DOCKERFILE
 docker build -q -t "$fake" "$ctx" >/dev/null || fail "building the stand-in rust image"
-trap 'docker rmi -f "$fake" "$fake-out" >/dev/null 2>&1; hdt_cleanup' EXIT
+# At the end: the stand-in, the image built, and the builder stage's untagged images (they carry
+# the stand-in's label), so the per-run stand-ins do not pile up in the suite's Docker data.
+trap 'docker rmi -f "$fake" "$fake-out" >/dev/null 2>&1; docker image prune -f --filter label=hermes-docker-test-standin=1 >/dev/null 2>&1; hdt_cleanup' EXIT
 
-build() { DOCKER_BUILDKIT=0 docker build --network host -f "$HDT_REPO/docker/Dockerfile" --build-arg RUST_IMAGE="$fake" --build-arg HERMES_BINARY="$HDT_CONTEXT_BINARY" "$@" "$HDT_REPO"; }
+build() { DOCKER_BUILDKIT=0 docker build --force-rm --network host -f "$HDT_REPO/docker/Dockerfile" --build-arg RUST_IMAGE="$fake" --build-arg HERMES_BINARY="$HDT_CONTEXT_BINARY" "$@" "$HDT_REPO"; }
 
 assert_rc 0 "default target with TARGETARCH=amd64" -- build --build-arg TARGETARCH=amd64 --build-arg HERMES_GIT_SHA="$HDT_GIT_SHA" -t "$fake-out"
 assert_contains "$OUT" "rustup target add x86_64-unknown-linux-gnu" "amd64 maps to x86_64-unknown-linux-gnu"

@@ -21,7 +21,7 @@ DOCKERFILE
 docker build -q -t "$fake" "$ctx" >/dev/null || fail "building the stand-in rust image"
 trap 'docker rmi -f "$fake" "$fake-full" "$fake-default" >/dev/null 2>&1; hdt_cleanup' EXIT
 
-build() { DOCKER_BUILDKIT=0 docker build --network host -f "$HDT_REPO/docker/Dockerfile" --build-arg RUST_IMAGE="$fake" --build-arg HERMES_BINARY="$HDT_CONTEXT_BINARY" --build-arg TARGETARCH=amd64 "$@" "$HDT_REPO"; }
+build() { DOCKER_BUILDKIT=0 docker build --force-rm --network host -f "$HDT_REPO/docker/Dockerfile" --build-arg RUST_IMAGE="$fake" --build-arg HERMES_BINARY="$HDT_CONTEXT_BINARY" --build-arg TARGETARCH=amd64 "$@" "$HDT_REPO"; }
 
 assert_rc 0 "docker build --target full" -- build --target full -t "$fake-full"
 assert_rc 0 "the full image from source: hermes version" -- docker run --rm --network none "$fake-full" version
