@@ -287,7 +287,8 @@ for name in "${scenarios[@]}"; do
     rc=0
     limit=$SCENARIO_TIMEOUT
     [[ $name == full-* ]] && limit=$FULL_SCENARIO_TIMEOUT
-    timeout --kill-after=10 "$limit" bash "tests/docker/$name.sh" >"$out" 2>&1 </dev/null || rc=$?
+    # 9>&-: nothing a scenario leaves running can hold the suite's lock after it ends.
+    timeout --kill-after=10 "$limit" bash "tests/docker/$name.sh" >"$out" 2>&1 </dev/null 9>&- || rc=$?
     secs=$(since "$t")
     ((rc == 124)) && echo "FAIL: timed out after ${limit} s" >>"$out"
     pending=${PENDING_CODE[$name]:-}

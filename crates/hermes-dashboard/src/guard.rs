@@ -14,6 +14,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::config::{Auth, Settings, is_loopback};
+use crate::limiter::FailedLogins;
+pub use crate::limiter::{LOGIN_ATTEMPTS, LOGIN_WINDOW};
 use crate::server::Base;
 
 /// The session cookie set by the token link.
@@ -23,8 +25,6 @@ pub const TOKEN_HEADER: &str = "x-hermes-session-token";
 /// Paths served without authentication: a readiness probe and the static assets the login
 /// page itself needs.
 pub const PUBLIC_PATHS: &[&str] = &["/api/health", "/assets/app.css"];
-use crate::limiter::FailedLogins;
-pub use crate::limiter::{LOGIN_ATTEMPTS, LOGIN_WINDOW};
 
 /// How many accepted `Authorization` values are remembered (a few users or browsers).
 const ACCEPTED_KEPT: usize = 8;

@@ -398,13 +398,9 @@ fn check_gateway_settings(
 /// ⚠ when the environment sets `API_SERVER_KEY` and `.env` another one: `.env` wins, so
 /// clients given the environment's key (a Kubernetes Secret, a compose file) get 401.
 fn check_key_not_shadowed(env_path: &Path, var: &dyn Fn(&str) -> Option<String>) -> Option<Check> {
-    const KEY: &str = "API_SERVER_KEY";
-    let from_env = var(KEY).filter(|v| hermes_home::seeds::is_key_set(Some(v)))?;
+    use hermes_home::seeds::{API_SERVER_KEY as KEY, key_shadowed};
     let dotenv = DotEnv::load(env_path).ok()?;
-    let in_file = dotenv
-        .get(KEY)
-        .filter(|v| hermes_home::seeds::is_key_set(Some(v)))?;
-    (in_file.trim() != from_env.trim()).then(|| {
+    key_shadowed(&dotenv, var(KEY).as_deref()).then(|| {
         Check::warn(
             format!(
                 "the environment's `{KEY}` is not used: `{}` sets another one, which wins",

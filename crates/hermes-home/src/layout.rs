@@ -209,7 +209,8 @@ pub fn ensure_skeleton(dir: &Path, is_root: bool) -> Result<SkeletonReport, Erro
     let mut report = SkeletonReport::default();
     // The process environment is what this home's gateways will be given, so a key there is
     // the operator's (see `seeds::new_env_file`).
-    let key_in_environment = seeds::is_key_set(std::env::var("API_SERVER_KEY").ok().as_deref());
+    let key_in_environment =
+        seeds::is_key_set(std::env::var(seeds::API_SERVER_KEY).ok().as_deref());
     let env = seeds::new_env_file(key_in_environment);
     let files: [(&str, &str, u32); 3] = [
         (".env", &env, 0o600),

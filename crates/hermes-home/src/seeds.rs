@@ -9,6 +9,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::Error;
+use crate::dotenv::DotEnv;
 
 /// The comment header of a fresh `.env`.
 pub const ENV_HEADER: &str = "\
@@ -30,18 +31,31 @@ pub fn new_env_file(key_in_environment: bool) -> String {
         return format!("{ENV_HEADER}{ENV_KEY_FROM_ENVIRONMENT}");
     }
     match random_hex(32) {
-        Ok(key) => format!("{ENV_HEADER}API_SERVER_KEY={key}\n"),
+        Ok(key) => format!("{ENV_HEADER}{API_SERVER_KEY}={key}\n"),
         Err(_) => ENV_HEADER.to_string(),
     }
 }
 
+/// The gateway's client key: the variable first boot and new profiles seed in `.env`.
+pub const API_SERVER_KEY: &str = "API_SERVER_KEY";
+
 /// The line a new `.env` carries instead of a key when the environment sets `API_SERVER_KEY`.
-pub const ENV_KEY_FROM_ENVIRONMENT: &str =
+const ENV_KEY_FROM_ENVIRONMENT: &str =
     "# API_SERVER_KEY comes from the environment; a value set here would override it.\n";
 
-/// Whether `value` (an `API_SERVER_KEY` from the environment) is a key at all: set and not blank.
+/// Whether `value` (an `API_SERVER_KEY`) is a key at all: set and not blank.
 pub fn is_key_set(value: Option<&str>) -> bool {
     value.is_some_and(|v| !v.trim().is_empty())
+}
+
+/// Whether `dotenv` sets an `API_SERVER_KEY` other than the environment's `from_environment`:
+/// `.env` wins, so the environment's key (a Kubernetes Secret, a compose file) is not used and
+/// clients holding it get 401. False when either has no key.
+pub fn key_shadowed(dotenv: &DotEnv, from_environment: Option<&str>) -> bool {
+    let in_file = dotenv.get(API_SERVER_KEY);
+    is_key_set(in_file)
+        && is_key_set(from_environment)
+        && in_file.map(str::trim) != from_environment.map(str::trim)
 }
 
 /// `bytes` random bytes from `/dev/urandom`, as lowercase hex.
@@ -137,6 +151,25 @@ mod tests {
         assert!(is_key_set(Some(" k ")));
         assert!(!is_key_set(Some("  ")));
         assert!(!is_key_set(None));
+    }
+
+    #[test]
+    fn a_different_key_in_env_shadows_the_environments() {
+        let dotenv = |text: &str| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(".env");
+            std::fs::write(&path, text).unwrap();
+            DotEnv::load(&path).unwrap()
+        };
+        let file = dotenv("API_SERVER_KEY=file-key\n");
+        assert!(key_shadowed(&file, Some("secret-key")));
+        assert!(!key_shadowed(&file, Some(" file-key ")), "the same key");
+        assert!(!key_shadowed(&file, Some("  ")), "none in the environment");
+        assert!(!key_shadowed(&file, None));
+        assert!(
+            !key_shadowed(&dotenv("API_SERVER_KEY=\n"), Some("k")),
+            "none in the file"
+        );
     }
 
     #[test]

@@ -346,16 +346,12 @@ fn diff_into(
     let empty = Mapping::new();
     let (old_map, new_map) = match (old, new) {
         (Some(Value::Mapping(old_map)), Value::Mapping(new_map)) => (old_map, new_map),
-        // A mapping with content where a value was: set whole, so it takes the value's place
-        // (removing the key and setting the leaves would move it to the end of its mapping).
-        (Some(_), Value::Mapping(new_map)) if !new_map.is_empty() && !at.is_empty() => {
-            out.push(Change::Set(at.to_string(), new.clone()));
-            return Ok(());
-        }
         // A new mapping with content: its leaves are set one by one (the editor creates it).
         (None, Value::Mapping(new_map)) if !new_map.is_empty() && !at.is_empty() => {
             (&empty, new_map)
         }
+        // Anything else is set whole: a mapping where a value was takes the value's place
+        // (removing the key and setting the leaves would move it to the end of its mapping).
         _ => {
             if old != Some(new) {
                 out.push(Change::Set(at.to_string(), new.clone()));
@@ -910,33 +906,28 @@ fn set(text: &str, dotted: &str, value: &Value) -> Result<String, Refusal> {
             written,
             block_end,
         } => {
-            // A mapping with content where a value was (`model: gpt-4o` becoming
-            // `model: {default: ...}`): written as a block below the key, in the key's place.
-            let block = match value {
-                Value::Mapping(map) if render(value, written).is_none() => {
+            // One line after the colon, or — a mapping with content where a value was
+            // (`model: gpt-4o` becoming `model: {default: ...}`) — a block below the key.
+            let (scalar, block) = match (render(value, written), value) {
+                (Some(scalar), _) => (Some(scalar), None),
+                (None, Value::Mapping(map)) => {
                     let step = indent_step(&lines);
-                    Some(
-                        block_lines(map, lines[line].indent() + step, step)
-                            .ok_or_else(|| Refusal::Collection(dotted.into()))?,
-                    )
+                    let block = block_lines(map, lines[line].indent() + step, step)
+                        .ok_or_else(|| Refusal::Collection(dotted.into()))?;
+                    (None, Some(block))
                 }
-                _ => None,
+                (None, _) => return Err(Refusal::Collection(dotted.into())),
             };
             let l = &mut lines[line];
-            match &block {
-                // `key:` and a trailing comment stay; the old value goes.
-                Some(_) if written != Written::Empty => l.text.replace_range(colon_end..end, ""),
-                Some(_) => {}
-                None => {
-                    let scalar =
-                        render(value, written).ok_or_else(|| Refusal::Collection(dotted.into()))?;
-                    if written == Written::Empty {
-                        // `key:` or `key:  # note`: the value goes right after the colon.
-                        l.text.insert_str(colon_end, &format!(" {scalar}"));
-                    } else {
-                        l.text.replace_range(start..end, &scalar);
-                    }
+            match (scalar, written) {
+                // `key:` or `key:  # note`: the value goes right after the colon.
+                (Some(scalar), Written::Empty) => {
+                    l.text.insert_str(colon_end, &format!(" {scalar}"))
                 }
+                (Some(scalar), _) => l.text.replace_range(start..end, &scalar),
+                // A block: `key:` and a trailing comment stay, the old value goes.
+                (None, Written::Empty) => {}
+                (None, _) => l.text.replace_range(colon_end..end, ""),
             }
             if let Some(last) = block_end.filter(|&last| last > line) {
                 let eol = lines[last].eol.clone();

@@ -42,7 +42,7 @@ pub const EXTRA_DIRS: &[&str] = &[
 ];
 
 /// `.env` variable holding the loopback API server key.
-pub const API_SERVER_KEY: &str = "API_SERVER_KEY";
+pub use hermes_home::seeds::API_SERVER_KEY;
 /// Seeds `gateway_state.json` on first boot when exactly `running`.
 pub const GATEWAY_BOOTSTRAP_VAR: &str = "HERMES_GATEWAY_BOOTSTRAP_STATE";
 /// Seeds `auth.json` (JSON text, verbatim) on first boot.
@@ -375,7 +375,7 @@ fn stage_seed(settings: &Settings, out: &mut dyn Write) {
     // A key the environment gives is the operator's: a generated one in `.env` would win over it.
     let env_key = settings.env.get(API_SERVER_KEY);
     if hermes_home::seeds::is_key_set(env_key) {
-        warn_if_key_shadowed(&home.join(".env"), env_key.unwrap_or_default(), out);
+        warn_if_key_shadowed(&home.join(".env"), env_key, out);
     } else {
         seed_api_key(&home.join(".env"), out);
     }
@@ -471,12 +471,8 @@ fn seed_once(
 
 /// Says so when `.env` sets an `API_SERVER_KEY` other than the environment's `env_key`: the
 /// file's wins, so a key added to a Secret or compose file after the first boot is not used.
-fn warn_if_key_shadowed(env_path: &Path, env_key: &str, out: &mut dyn Write) {
-    let Ok(dotenv) = DotEnv::load(env_path) else {
-        return;
-    };
-    if let Some(file_key) = dotenv.get(API_SERVER_KEY).filter(|v| !v.trim().is_empty())
-        && file_key.trim() != env_key.trim()
+fn warn_if_key_shadowed(env_path: &Path, env_key: Option<&str>, out: &mut dyn Write) {
+    if DotEnv::load(env_path).is_ok_and(|dotenv| hermes_home::seeds::key_shadowed(&dotenv, env_key))
     {
         say(
             out,

@@ -359,16 +359,12 @@ impl Follower {
                     // What was written before the rename is still in the old file: all of it
                     // is given before the new file is opened, a chunk per poll.
                     if !self.read_appended(&mut lines)? {
-                        let end = self.reached();
-                        changes.push(Change::Lines { lines, end });
+                        changes.extend(self.lines_change(lines));
                         return Ok(changes);
                     }
                 }
                 self.flush_partial(&mut lines);
-                if !lines.is_empty() {
-                    let end = self.reached();
-                    changes.push(Change::Lines { lines, end });
-                }
+                changes.extend(self.lines_change(lines));
                 let file = File::open(&self.path).map_err(|e| self.error(e))?;
                 self.inode = file.metadata().map_err(|e| self.error(e))?.ino();
                 self.file = file;
@@ -381,11 +377,16 @@ impl Follower {
         }
         let mut lines = Vec::new();
         self.read_appended(&mut lines)?;
-        if !lines.is_empty() {
-            let end = self.reached();
-            changes.push(Change::Lines { lines, end });
-        }
+        changes.extend(self.lines_change(lines));
         Ok(changes)
+    }
+
+    /// `lines` as a change ending where this follower now stands; `None` when there are none.
+    fn lines_change(&self, lines: Vec<String>) -> Option<Change> {
+        (!lines.is_empty()).then(|| Change::Lines {
+            lines,
+            end: self.reached(),
+        })
     }
 
     /// Reads what was appended to the current file since `pos`, at most [`READ_CHUNK`];
