@@ -618,46 +618,35 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("data");
         fs::create_dir_all(&home).unwrap();
+        let env_file = home.join(".env");
+        // Boots with `.env` holding `text` and the environment's key `key`: the boot's output.
+        let boot = |text: &str, key: &str| {
+            fs::write(&env_file, text).unwrap();
+            let mut s = settings(&home);
+            s.env = [(API_SERVER_KEY, key)].into_iter().collect();
+            let mut out = Vec::new();
+            stage_seed(&s, &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        let operator = "operator-chosen-key-0123456789";
         // A volume's `.env` without a key (written by hand, or by an older image).
-        fs::write(home.join(".env"), "# mine\nOTHER=1\n").unwrap();
-        let mut s = settings(&home);
-        s.env = [(API_SERVER_KEY, "operator-chosen-key-0123456789")]
-            .into_iter()
-            .collect();
-        let mut out = Vec::new();
-        stage_seed(&s, &mut out);
+        let log = boot("# mine\nOTHER=1\n", operator);
         assert_eq!(
-            fs::read_to_string(home.join(".env")).unwrap(),
+            fs::read_to_string(&env_file).unwrap(),
             "# mine\nOTHER=1\n",
-            "{}",
-            String::from_utf8_lossy(&out)
+            "{log}"
         );
-        // A key already in `.env` wins over the environment's: the boot says so.
-        fs::write(
-            home.join(".env"),
-            "API_SERVER_KEY=file-key-0123456789abcdef\n",
-        )
-        .unwrap();
-        let mut out = Vec::new();
-        stage_seed(&s, &mut out);
-        let log = String::from_utf8(out).unwrap();
+        // A different key already in `.env` wins over the environment's: the boot says so.
+        let log = boot("API_SERVER_KEY=file-key-0123456789abcdef\n", operator);
         assert!(
             log.contains("warning: the environment's API_SERVER_KEY is not used"),
             "{log}"
         );
-        fs::write(
-            home.join(".env"),
-            "API_SERVER_KEY=operator-chosen-key-0123456789\n",
-        )
-        .unwrap();
-        let mut out = Vec::new();
-        stage_seed(&s, &mut out);
-        assert!(!String::from_utf8(out).unwrap().contains("warning"));
-        // Without it, the first boot makes one, as before.
-        fs::write(home.join(".env"), "# mine\nOTHER=1\n").unwrap();
-        s.env = [(API_SERVER_KEY, "  ")].into_iter().collect();
-        stage_seed(&s, &mut Vec::new());
-        let key = DotEnv::load(&home.join(".env"))
+        let log = boot(&format!("API_SERVER_KEY={operator}\n"), operator);
+        assert!(!log.contains("warning"), "{log}");
+        // Without one in the environment, the first boot makes one, as before.
+        boot("# mine\nOTHER=1\n", "  ");
+        let key = DotEnv::load(&env_file)
             .unwrap()
             .get(API_SERVER_KEY)
             .map(str::len);
