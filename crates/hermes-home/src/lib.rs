@@ -12,7 +12,8 @@
 //! * [`volume`] — what on the data volume belongs to the service user (ownership repair);
 //! * [`seeds`] — the files a new profile starts with;
 //! * [`atomic`] — the temp-file + fsync + rename writer every module uses;
-//! * [`lock`] — the exclusive sidecar lock every read-modify-write holds.
+//! * [`lock`] — the exclusive sidecar lock every read-modify-write holds;
+//! * [`multiplex`] — whether one gateway serves every profile, as the operator set it.
 //!
 //! The formats are shared with the original Python implementation's data volumes: a file we
 //! do not fully understand is read tolerantly and written back with every unknown key intact.
@@ -28,6 +29,7 @@ mod error;
 pub mod gateway_state;
 pub mod layout;
 pub mod lock;
+pub mod multiplex;
 pub mod names;
 pub mod profile;
 pub mod providers;
