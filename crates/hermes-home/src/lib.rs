@@ -10,6 +10,7 @@
 //! * [`auth`] — `auth.json` (never lost on a permission error, corrupt copies kept);
 //! * [`gateway_state`] — `gateway_state.json` (its one writer: field-merging, effective state);
 //! * [`volume`] — what on the data volume belongs to the service user (ownership repair);
+//! * [`schema`] — the config schema version (`_config_version`) each profile was written with;
 //! * [`seeds`] — the files a new profile starts with;
 //! * [`atomic`] — the temp-file + fsync + rename writer every module uses;
 //! * [`lock`] — the exclusive sidecar lock every read-modify-write holds;
@@ -33,6 +34,7 @@ pub mod multiplex;
 pub mod names;
 pub mod profile;
 pub mod providers;
+pub mod schema;
 pub mod seeds;
 pub mod time;
 pub mod volume;

@@ -41,6 +41,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod agent_probe;
 pub mod dashboard;
 pub mod declared;
 pub mod diag;

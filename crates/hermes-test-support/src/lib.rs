@@ -101,13 +101,36 @@ pub struct OriginalAgent {
 /// Docker suite uses, in `HERMES_DOCKER_CACHE` (default `/var/cache/hermes-docker-test`).
 pub fn original_agent() -> Option<OriginalAgent> {
     static AGENT: std::sync::OnceLock<Result<OriginalAgent, String>> = std::sync::OnceLock::new();
-    if !opt_in(
-        "HERMES_TEST_PYPI",
+    cached_agent(
+        &AGENT,
+        "venv.sh",
         "the original hermes-agent is installed from PyPI",
-    ) {
+    )
+}
+
+/// The original agent of the source-tree fixture (`../shared/fixtures/hermes-agent-0.20.1-src.
+/// tar.gz`: 0.20.1, schema 35, a release distributed only as source), installed editable the
+/// way upstream installs itself, or `None` after [`skip`]ping. Opt-in like [`original_agent`]
+/// (its dependencies, ~250 MB, come from PyPI); made once by
+/// `tests/docker/original/fixture-venv.sh` in `HERMES_DOCKER_CACHE`. The fixture is only read.
+pub fn fixture_agent() -> Option<OriginalAgent> {
+    static AGENT: std::sync::OnceLock<Result<OriginalAgent, String>> = std::sync::OnceLock::new();
+    cached_agent(
+        &AGENT,
+        "fixture-venv.sh",
+        "the agent source fixture is installed with its dependencies from PyPI",
+    )
+}
+
+fn cached_agent(
+    cell: &std::sync::OnceLock<Result<OriginalAgent, String>>,
+    script: &str,
+    what: &str,
+) -> Option<OriginalAgent> {
+    if !opt_in("HERMES_TEST_PYPI", what) {
         return None;
     }
-    match AGENT.get_or_init(make_original_agent) {
+    match cell.get_or_init(|| make_agent(script)) {
         Ok(agent) => Some(agent.clone()),
         Err(reason) => {
             skip(reason);
@@ -116,9 +139,10 @@ pub fn original_agent() -> Option<OriginalAgent> {
     }
 }
 
-fn make_original_agent() -> Result<OriginalAgent, String> {
+fn make_agent(script: &str) -> Result<OriginalAgent, String> {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/docker/original/venv.sh");
+        .join("../../tests/docker/original")
+        .join(script);
     let out = std::process::Command::new("bash")
         .arg(&script)
         .stdin(std::process::Stdio::null())

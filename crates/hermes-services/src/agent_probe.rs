@@ -1,0 +1,320 @@
+//! Asking the installed agent about itself ([`probe`]) and running a short piece of it
+//! ([`run_agent_python`]).
+//!
+//! What the runtime must know of an agent release — its config schema version, whether its
+//! gateway multiplexes by default — is read **from the agent**, never from a table of ours:
+//! a release we have never seen (0.21, 0.22 from a source checkout) answers for itself. The
+//! answer costs one interpreter start (about 1 s warm, 3 s cold for 0.20.1); callers that
+//! ask often keep it ([`probe_cached`]).
+//!
+//! The interpreter runs isolated (`-I -B`: no `PYTHONPATH`, no user site, no bytecode written),
+//! with stdin closed, as `identity` when given (and this process is root), and is killed after
+//! [`PROBE_TIMEOUT`]. Importing the agent's config module creates its skeleton in
+//! `HERMES_HOME`, so the probe points `HERMES_HOME` at a private temporary directory that it
+//! removes: asking an agent its version writes nothing on the volume.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hermes_privilege::Identity;
+
+use crate::agent::Agent;
+
+/// How long the agent may take to answer (a cold start on a slow disk takes seconds).
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The line prefix a script's answer is printed after (the agent may print other lines).
+const ANSWER: &str = "HERMES_ANSWER ";
+
+/// Reads the agent's schema and its gateway's multiplexing default. Runs with `HERMES_HOME`
+/// in a temporary directory of its own (module doc).
+const PROBE_SCRIPT: &str = r#"
+import json, os, shutil, tempfile
+home = tempfile.mkdtemp(prefix="hermes-probe-")
+os.environ["HERMES_HOME"] = home
+try:
+    from hermes_cli.config import DEFAULT_CONFIG
+    answer = {"config_version": DEFAULT_CONFIG.get("_config_version")}
+    try:
+        import dataclasses
+        from gateway.config import GatewayConfig
+        field = {f.name: f for f in dataclasses.fields(GatewayConfig)}.get("multiplex_profiles")
+        answer["multiplex_default"] = None if field is None else bool(field.default)
+    except Exception:
+        answer["multiplex_default"] = None
+    print("HERMES_ANSWER " + json.dumps(answer), flush=True)
+finally:
+    shutil.rmtree(home, ignore_errors=True)
+"#;
+
+/// What an agent says about itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentFacts {
+    /// Its config schema version (`DEFAULT_CONFIG["_config_version"]`).
+    pub config_version: u64,
+    /// Whether its gateway multiplexes profiles when nothing says otherwise; `None` when it has
+    /// no such setting.
+    pub multiplex_default: Option<bool>,
+}
+
+/// Why the agent could not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeError {
+    /// The interpreter could not be started.
+    #[error("cannot run `{python}`: {reason}")]
+    Spawn {
+        /// The interpreter.
+        python: String,
+        /// Why.
+        reason: String,
+    },
+    /// It ran past [`PROBE_TIMEOUT`] and was killed.
+    #[error("`{python}` did not answer within {} s", PROBE_TIMEOUT.as_secs())]
+    Timeout {
+        /// The interpreter.
+        python: String,
+    },
+    /// It exited without an answer (an import error, a broken install).
+    #[error("`{python}` gave no answer ({status}): {last_line}")]
+    NoAnswer {
+        /// The interpreter.
+        python: String,
+        /// Its exit status.
+        status: String,
+        /// The last line it wrote on stderr (usually the exception).
+        last_line: String,
+    },
+    /// It answered something that is not the expected JSON.
+    #[error("`{python}` answered `{answer}`, which is not what was asked")]
+    BadAnswer {
+        /// The interpreter.
+        python: String,
+        /// The answer line.
+        answer: String,
+    },
+}
+
+/// Asks `agent` for its [`AgentFacts`], running as `identity` when given.
+///
+/// # Errors
+/// [`ProbeError`] when it cannot be run or does not answer.
+pub fn probe(agent: &Agent, identity: Option<&Identity>) -> Result<AgentFacts, ProbeError> {
+    let answer = run_agent_python(agent, PROBE_SCRIPT, &[], None, identity)?;
+    let python = agent.python.display().to_string();
+    let bad = || ProbeError::BadAnswer {
+        python: python.clone(),
+        answer: answer.to_string(),
+    };
+    let config_version = answer
+        .get("config_version")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(bad)?;
+    Ok(AgentFacts {
+        config_version,
+        multiplex_default: answer
+            .get("multiplex_default")
+            .and_then(serde_json::Value::as_bool),
+    })
+}
+
+/// [`probe`], asked once per agent per process (a dashboard or a status view asks often; the
+/// installed agent does not change under a running process). Failures are not kept.
+pub fn probe_cached(agent: &Agent, identity: Option<&Identity>) -> Result<AgentFacts, ProbeError> {
+    static CACHE: Mutex<Vec<(std::path::PathBuf, AgentFacts)>> = Mutex::new(Vec::new());
+    if let Some(facts) = CACHE
+        .lock()
+        .ok()
+        .and_then(|c| c.iter().find(|(cli, _)| *cli == agent.cli).map(|(_, f)| *f))
+    {
+        return Ok(facts);
+    }
+    let facts = probe(agent, identity)?;
+    if let Ok(mut cache) = CACHE.lock() {
+        cache.push((agent.cli.clone(), facts));
+    }
+    Ok(facts)
+}
+
+/// Runs `script` with the agent's interpreter (isolated, stdin closed, `env` added, in `cwd`,
+/// as `identity` when given and this process is root, killed after [`PROBE_TIMEOUT`]) and
+/// returns the JSON it printed after [`ANSWER`] — the script's contract.
+///
+/// # Errors
+/// [`ProbeError`] when it cannot be run, times out, or prints no answer.
+pub fn run_agent_python(
+    agent: &Agent,
+    script: &str,
+    env: &[(&str, &str)],
+    cwd: Option<&Path>,
+    identity: Option<&Identity>,
+) -> Result<serde_json::Value, ProbeError> {
+    let python = agent.python.display().to_string();
+    let mut command = Command::new(&agent.python);
+    command
+        .args(["-I", "-B", "-c", script])
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(dir) = cwd {
+        command.current_dir(dir);
+    }
+    if let Some(id) = identity.filter(|_| nix::unistd::geteuid().is_root()) {
+        hermes_privilege::configure_command(&mut command, id);
+    }
+    let mut child = command.spawn().map_err(|e| ProbeError::Spawn {
+        python: python.clone(),
+        reason: e.to_string(),
+    })?;
+    // Read both pipes on threads so a chatty child never blocks on a full pipe.
+    let stdout = child.stdout.take().map(drain);
+    let stderr = child.stderr.take().map(drain);
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() >= PROBE_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(ProbeError::Timeout { python });
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => {
+                return Err(ProbeError::Spawn {
+                    python,
+                    reason: e.to_string(),
+                });
+            }
+        }
+    };
+    let out = stdout.and_then(|t| t.join().ok()).unwrap_or_default();
+    let err = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+    let answer = out.lines().rev().find_map(|l| l.strip_prefix(ANSWER));
+    match answer {
+        Some(json) if status.success() => {
+            serde_json::from_str(json).map_err(|_| ProbeError::BadAnswer {
+                python,
+                answer: json.chars().take(200).collect(),
+            })
+        }
+        _ => Err(ProbeError::NoAnswer {
+            python,
+            status: status.to_string(),
+            last_line: err
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("(nothing on stderr)")
+                .chars()
+                .take(300)
+                .collect(),
+        }),
+    }
+}
+
+/// Reads a pipe to its end on a thread (at most 1 MiB kept: an answer is one short line).
+fn drain(pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = pipe.take(1 << 20).read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A stand-in agent whose `bin/python` is a shell script: it prints `out` and exits `code`.
+    fn fake_agent(dir: &Path, out: &str, code: i32) -> Agent {
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let python = bin.join("python");
+        std::fs::write(
+            &python,
+            format!("#!/bin/sh\nprintf '%s\\n' '{out}'\necho 'Traceback: boom' >&2\nexit {code}\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Agent {
+            cli: bin.join("hermes"),
+            python,
+            version: Some("9.9.9".into()),
+        }
+    }
+
+    #[test]
+    fn the_answer_is_the_prefixed_line_among_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = fake_agent(
+            dir.path(),
+            "noise\nHERMES_ANSWER {\"config_version\": 44, \"multiplex_default\": true}",
+            0,
+        );
+        assert_eq!(
+            probe(&agent, None),
+            Ok(AgentFacts {
+                config_version: 44,
+                multiplex_default: Some(true)
+            })
+        );
+    }
+
+    #[test]
+    fn a_broken_agent_says_why_in_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = fake_agent(dir.path(), "nothing useful", 1);
+        let err = probe(&agent, None).unwrap_err();
+        assert!(matches!(err, ProbeError::NoAnswer { .. }), "{err:?}");
+        assert!(err.to_string().contains("Traceback: boom"), "{err}");
+
+        let agent = fake_agent(dir.path(), "HERMES_ANSWER {\"config_version\": \"x\"}", 0);
+        let err = probe(&agent, None).unwrap_err();
+        assert!(matches!(err, ProbeError::BadAnswer { .. }), "{err:?}");
+
+        let missing = Agent {
+            python: dir.path().join("nope/python"),
+            ..agent
+        };
+        assert!(matches!(
+            probe(&missing, None),
+            Err(ProbeError::Spawn { .. })
+        ));
+    }
+
+    /// The real agents answer for themselves — 0.19.0 from PyPI (schema 33) and the 0.20.1
+    /// source tree (35, multiplexing off by default) — and write nothing in the `HERMES_HOME`
+    /// they were started with.
+    #[test]
+    fn the_original_agents_answer_for_themselves() {
+        for (original, schema) in [
+            (hermes_test_support::original_agent(), 33),
+            (hermes_test_support::fixture_agent(), 35),
+        ] {
+            let Some(original) = original else { return };
+            let agent = Agent::at(&original.hermes).unwrap();
+            let home = tempfile::tempdir().unwrap();
+            let answer = run_agent_python(
+                &agent,
+                PROBE_SCRIPT,
+                &[("HERMES_HOME", home.path().to_str().unwrap())],
+                None,
+                None,
+            )
+            .unwrap();
+            assert_eq!(answer["config_version"], schema, "{answer}");
+            assert_eq!(
+                std::fs::read_dir(home.path()).unwrap().count(),
+                0,
+                "the probe wrote into HERMES_HOME"
+            );
+            let facts = probe(&agent, None).unwrap();
+            assert_eq!(facts.config_version, schema);
+            assert_eq!(facts.multiplex_default, Some(false));
+        }
+    }
+}
