@@ -58,6 +58,9 @@ pub enum Error {
     /// A profile's gateway engine setting cannot be honoured (the gateway exits 78).
     #[error(transparent)]
     Engine(#[from] crate::agent::EngineProblem),
+    /// The installed agent must not serve the volume: it is older, or a migration failed.
+    #[error(transparent)]
+    Upgrade(#[from] crate::upgrade::UpgradeProblem),
 }
 
 impl Error {
@@ -80,6 +83,7 @@ impl Error {
                 Some("check that this user may read the service's log directory".into())
             }
             Error::Engine(problem) => problem.hint(),
+            Error::Upgrade(problem) => problem.hint(),
         }
     }
 
@@ -133,6 +137,12 @@ hermes_errors::every_variant!(Error {
     },
     Error::Engine(_) => Error::Engine(crate::agent::EngineProblem::AgentMissing {
         setting: "gateway.engine",
+    }),
+    Error::Upgrade(_) => Error::Upgrade(crate::upgrade::UpgradeProblem::Downgrade {
+        volume: 35,
+        file: "/opt/data/config.yaml".into(),
+        agent_version: Some("0.19.0".into()),
+        agent: 33,
     }),
 });
 

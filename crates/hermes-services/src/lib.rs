@@ -55,6 +55,7 @@ pub mod reconcile;
 pub mod runtime;
 #[cfg(test)]
 mod testing;
+pub mod upgrade;
 
 pub use error::Error;
 pub use gateway::{
