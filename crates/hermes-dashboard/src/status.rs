@@ -13,17 +13,34 @@ use serde_json::{Value, json};
 /// How long one status call waits for the supervisor.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// `GET /api/status`: `{"supervisor": {"reachable", "error", "hint"}, "services": [...]}`;
-/// a service row is the supervisor's (`name`, `state`, `pid`, `uptime_secs`, `restarts`,
-/// `last_exit`, `reason`, `profile`), its `last_error` when failing, plus `engine` and `port`
-/// for a profile gateway.
+/// `GET /api/status`: `{"supervisor": {"reachable", "error", "hint"}, "gateways": {"mode",
+/// "source", "engine", "serves"}, "services": [...]}`; a service row is the supervisor's
+/// (`name`, `state`, `pid`, `uptime_secs`, `restarts`, `last_exit`, `reason`, `profile`), its
+/// `last_error` when failing, plus `engine`, `port` and `served_by` (the multiplexing gateway
+/// that serves it in its place, else null) for a profile gateway.
 pub fn snapshot(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Value {
     let rows = supervisor_rows(root, var);
+    let multiplex = hermes_services::multiplex::resolve_asking_agent(root, var);
     let services: Vec<Value> = match &rows {
-        Ok(rows) => rows.iter().map(|r| row(root, r, var)).collect(),
+        Ok(rows) => rows
+            .iter()
+            .map(|r| {
+                let mut value = row(root, r, var);
+                if let (Some(profile), Some(map)) = (r.profile.as_deref(), value.as_object_mut()) {
+                    map.insert("served_by".into(), json!(multiplex.served_by(profile)));
+                }
+                value
+            })
+            .collect(),
         Err(_) => Vec::new(),
     };
-    json!({ "supervisor": reachability(&rows), "services": services })
+    let profiles = hermes_home::profile::list(root).unwrap_or_default();
+    let names: Vec<&str> = profiles.iter().map(|e| e.profile.name()).collect();
+    json!({
+        "supervisor": reachability(&rows),
+        "gateways": multiplex.to_json(&names),
+        "services": services,
+    })
 }
 
 /// Every service's row, asked afresh from the supervisor over its control socket (blocking,

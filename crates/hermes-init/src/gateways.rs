@@ -18,7 +18,10 @@ use std::path::Path;
 
 use hermes_privilege::Identity;
 use hermes_services::dashboard::{DASHBOARD_VAR, Host, dashboard_enabled, dashboard_spec};
-use hermes_services::{DesiredStateHooks, GatewayAction, reconcile};
+use hermes_services::multiplex;
+use hermes_services::reconcile::reconcile_in_mode;
+use hermes_services::upgrade::MIGRATION_FAILED_VAR;
+use hermes_services::{DesiredStateHooks, GatewayAction};
 use hermes_supervisor::{Desired, Hooks, ServiceSpec};
 
 use crate::Settings;
@@ -36,6 +39,7 @@ pub const BOOT_LOG_ROTATE: u64 = 256 * 1024;
 pub fn stage_gateways(
     settings: &Settings,
     booted: &Booted,
+    schema: &crate::migrate::Outcome,
     log: &mut dyn Write,
 ) -> Vec<ServiceSpec> {
     if first_word(&settings.cmd) == Some("dashboard") {
@@ -52,21 +56,34 @@ pub fn stage_gateways(
             return Vec::new();
         }
     };
-    let (gateways, actions) = reconcile(
+    let var = |k: &str| settings.env.get(k).map(str::to_owned);
+    // The agent's own default, from what stage 6b asked it (no second interpreter start).
+    let multiplex = multiplex::resolve(&settings.home, &var, |_| {
+        schema.agent.as_ref().and_then(|(_, f)| f.multiplex_default)
+    });
+    let (mut gateways, actions) = reconcile_in_mode(
         &settings.home,
         &settings.hermes_exe,
         booted.identity.as_ref(),
         false,
+        &multiplex,
         &mut InitLog::new(log),
     );
     for a in &actions {
         say(log, format!("reconcile: {}", a.describe()));
     }
-    append_boot_log(
-        &settings.home.join("logs"),
-        &actions,
-        &mut InitLog::new(log),
-    );
+    for spec in &mut gateways {
+        if let Some((_, reason)) = schema
+            .failed
+            .iter()
+            .find(|(p, _)| spec.profile.as_deref() == Some(p.as_str()))
+        {
+            spec.env.insert(MIGRATION_FAILED_VAR.into(), reason.clone());
+        }
+    }
+    let mut lines: Vec<String> = schema.log_lines.clone();
+    lines.extend(actions.iter().map(GatewayAction::describe));
+    append_boot_log(&settings.home.join("logs"), &lines, &mut InitLog::new(log));
     let mut specs = gateways;
     specs.extend(declared(settings, booted, log));
     specs
@@ -122,9 +139,9 @@ fn declared(settings: &Settings, booted: &Booted, log: &mut dyn Write) -> Vec<Se
     declared.specs
 }
 
-/// Appends one line per action to `<logs>/container-boot.log`, rotating it first. Warnings
+/// Appends `lines` (each after a timestamp) to `<logs>/container-boot.log`, rotating it first. Warnings
 /// are plain lines on `out`.
-pub fn append_boot_log(logs: &Path, actions: &[GatewayAction], out: &mut dyn Write) {
+pub fn append_boot_log(logs: &Path, lines: &[String], out: &mut dyn Write) {
     let warn = |out: &mut dyn Write, line: String| {
         let _ = writeln!(out, "{line}");
     };
@@ -147,8 +164,8 @@ pub fn append_boot_log(logs: &Path, actions: &[GatewayAction], out: &mut dyn Wri
     }
     let ts = local_timestamp();
     let mut text = String::new();
-    for a in actions {
-        text.push_str(&format!("{ts} {}\n", a.describe()));
+    for line in lines {
+        text.push_str(&format!("{ts} {line}\n"));
     }
     let written = OpenOptions::new()
         .create(true)
@@ -213,7 +230,7 @@ mod tests {
             prior_state: None,
             started: false,
         };
-        append_boot_log(&logs, std::slice::from_ref(&a), &mut Vec::new());
+        append_boot_log(&logs, &[a.describe()], &mut Vec::new());
         let text = fs::read_to_string(logs.join("container-boot.log")).unwrap();
         let line = text.lines().next().unwrap();
         let (ts, rest) = line.split_once(' ').unwrap();
@@ -229,7 +246,7 @@ mod tests {
             vec![b'x'; BOOT_LOG_ROTATE as usize],
         )
         .unwrap();
-        append_boot_log(&logs, &[a], &mut Vec::new());
+        append_boot_log(&logs, &[a.describe()], &mut Vec::new());
         assert_eq!(
             fs::metadata(logs.join("container-boot.log.1"))
                 .unwrap()

@@ -9,6 +9,8 @@
 //! * [`settings`] — [`Settings`] and the tini-compatible [`Flags`];
 //! * [`route`](mod@route) — CMD routing ([`Route`], [`route()`]);
 //! * [`boot`] — boot stages 1–6;
+//! * [`migrate`] — stage 6b: the installed agent against the volume's config schema (refuse an
+//!   older agent, migrate with a backup);
 //! * [`gateways`] — stage 7: profile gateways as the service user, the boot log, PID 1's
 //!   hooks ([`gateways::InitHooks`]);
 //! * [`run`](mod@run) — the whole life of PID 1 ([`run()`]);
@@ -29,6 +31,7 @@ pub mod boot;
 pub mod creds;
 mod error;
 pub mod gateways;
+pub mod migrate;
 pub mod pages;
 pub mod route;
 pub mod run;

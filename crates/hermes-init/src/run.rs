@@ -96,7 +96,8 @@ pub fn run<'o>(
         None => settings,
     };
     let booted = run_stages(settings, log)?;
-    let mut specs = stage_gateways(settings, &booted, log);
+    let schema = crate::migrate::stage_agent_schema(settings, &booted, log);
+    let mut specs = stage_gateways(settings, &booted, &schema, log);
     if let Some(dashboard) = dashboard_service(settings, &booted, log)
         && let Some(note) = add_unless_declared(&mut specs, dashboard)
     {

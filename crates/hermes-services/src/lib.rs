@@ -50,6 +50,7 @@ pub mod gateway;
 pub mod hooks;
 pub mod last_error;
 pub mod logs;
+pub mod multiplex;
 pub mod readiness;
 pub mod reconcile;
 pub mod runtime;

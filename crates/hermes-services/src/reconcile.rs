@@ -23,6 +23,7 @@ use hermes_privilege::Identity;
 use hermes_supervisor::ServiceSpec;
 
 use crate::gateway::gateway_spec;
+use crate::multiplex::Multiplexing;
 use crate::say;
 
 /// What reconciliation decided for one profile.
@@ -65,6 +66,38 @@ pub fn reconcile(
     fresh_default_runs: bool,
     out: &mut dyn Write,
 ) -> (Vec<ServiceSpec>, Vec<GatewayAction>) {
+    reconcile_in_mode(
+        home,
+        hermes_exe,
+        identity,
+        fresh_default_runs,
+        &Multiplexing::OFF,
+        out,
+    )
+}
+
+/// [`reconcile()`] in a multiplexing mode: when `multiplex` is on, every named profile's
+/// gateway is registered and never started (the default profile's gateway serves it, and a
+/// second one would own its platforms too), whatever its recorded state says; the recorded
+/// state is kept, for the day multiplexing is switched off.
+pub fn reconcile_in_mode(
+    home: &Path,
+    hermes_exe: &Path,
+    identity: Option<&Identity>,
+    fresh_default_runs: bool,
+    multiplex: &Multiplexing,
+    out: &mut dyn Write,
+) -> (Vec<ServiceSpec>, Vec<GatewayAction>) {
+    if multiplex.on {
+        say(
+            out,
+            format!(
+                "multiplexing is on (from {}): gateway-default serves every profile; the other \
+                 gateways are registered, not started",
+                multiplex.source.as_str()
+            ),
+        );
+    }
     let profiles: Vec<(String, PathBuf)> = match hermes_home::profile::list(home) {
         Ok(list) => list
             .into_iter()
@@ -117,7 +150,8 @@ pub fn reconcile(
         let fresh_default = fresh_default_runs
             && profile == ProfileRef::Default.name()
             && fs::symlink_metadata(&state_file).is_err();
-        let started = prior_state.as_deref() == Some("running") || fresh_default;
+        let started = (prior_state.as_deref() == Some("running") || fresh_default)
+            && multiplex.runs_own_gateway(&profile);
         specs.push(gateway_spec(
             home, &profile, &dir, hermes_exe, identity, started, out,
         ));
@@ -192,6 +226,48 @@ mod tests {
             actions[0].describe(),
             "profile=default prior_state=None action=started"
         );
+    }
+
+    #[test]
+    fn multiplexed_only_the_default_gateway_starts() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let running = r#"{"gateway_state":"running"}"#;
+        profile(root, "default", Some(running), None);
+        profile(root, "work", Some(running), None);
+        profile(root, "home", Some(r#"{"desired_state":"running"}"#), None);
+        let on = Multiplexing {
+            on: true,
+            source: hermes_home::multiplex::Source::Config,
+            engine: crate::agent::Engine::Agent,
+        };
+        let mut out = Vec::new();
+        let (specs, actions) =
+            reconcile_in_mode(root, Path::new("/bin/hermes"), None, false, &on, &mut out);
+        let started: Vec<(&str, bool)> = specs
+            .iter()
+            .map(|s| (s.name.as_str(), s.autostart))
+            .collect();
+        assert_eq!(
+            started,
+            [
+                ("gateway-default", true),
+                ("gateway-home", false),
+                ("gateway-work", false)
+            ]
+        );
+        assert_eq!(
+            actions[2].describe(),
+            "profile=work prior_state=running action=registered"
+        );
+        let said = String::from_utf8(out).unwrap();
+        assert!(
+            said.contains("multiplexing is on (from config.yaml)"),
+            "{said}"
+        );
+        // The recorded states are kept for when multiplexing is switched off.
+        let (specs, _) = reconcile(root, Path::new("/bin/hermes"), None, false, &mut Vec::new());
+        assert!(specs.iter().all(|s| s.autostart));
     }
 
     #[test]

@@ -132,7 +132,7 @@ pub fn gate_agent_start(
     agent: &Agent,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<String>, UpgradeProblem> {
-    let facts = match agent_probe::probe(agent, None) {
+    let facts = match agent_probe::probe_cached(agent, None) {
         Ok(facts) => facts,
         Err(e) => {
             return Ok(vec![format!(

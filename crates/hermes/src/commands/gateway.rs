@@ -26,6 +26,7 @@ use hermes_home::gateway_state;
 use hermes_home::profile;
 use hermes_services::agent::{Engine, EngineProblem};
 use hermes_services::readiness::Request;
+use hermes_services::upgrade::UpgradeProblem;
 use serde_json::{Value, json};
 
 use crate::cli::{GatewayCommand, GatewayTarget};
@@ -86,6 +87,23 @@ fn truthy(value: Option<String>) -> bool {
 
 fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResult {
     let home = ctx.home()?;
+    let multiplex = hermes_services::multiplex::resolve_asking_agent(home.root(), &Context::var);
+    if !multiplex.runs_own_gateway(home.profile().name()) {
+        // However it was started (a supervisor asked by the dashboard, a sticky profile, a
+        // terminal), a named gateway never runs beside the multiplexing one.
+        let mut failure = Failure::new(
+            hermes_services::multiplex::served_by_default_line(home.profile().name(), &multiplex),
+            Some(format!(
+                "use the default profile's gateway (`/p/{}/v1/...`), or switch multiplexing off \
+                 ({}=0 or `{}: false`)",
+                home.profile().name(),
+                hermes_home::multiplex::MULTIPLEX_VAR,
+                hermes_home::multiplex::MULTIPLEX_KEY
+            )),
+        );
+        failure.code = hermes_gateway::error::EXIT_CONFIG;
+        return Err(failure);
+    }
     if !no_supervise
         && !truthy(Context::var("HERMES_GATEWAY_NO_SUPERVISE"))
         && let Ok(mut client) = service::connect(home.root())
@@ -94,7 +112,34 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
     }
     let recorder = CliRecorder::new(&home);
     match hermes_services::agent::profile_engine(home.dir(), Context::var) {
-        Ok((Engine::Agent, Some(agent))) => return Err(exec_agent(&home, &agent)),
+        Ok((Engine::Agent, Some(agent))) => {
+            // Never an agent older than the volume, nor one whose boot migration failed: the
+            // same refusal for a supervisor start, a restart and an operator's start (78).
+            match hermes_services::upgrade::gate_agent_start(
+                home.root(),
+                home.dir(),
+                &agent,
+                &Context::var,
+            ) {
+                Ok(warnings) => {
+                    for w in warnings {
+                        output::stderr(&format!("hermes: {w}\n"));
+                    }
+                }
+                Err(problem) => {
+                    // A volume newer than the agent is left exactly as it is: not even the
+                    // gateway's state record is written (the log line says why).
+                    let downgrade = matches!(problem, UpgradeProblem::Downgrade { .. });
+                    let mut failure = Failure::from(hermes_services::Error::from(problem));
+                    if !downgrade {
+                        recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
+                    }
+                    failure.code = hermes_gateway::error::EXIT_CONFIG;
+                    return Err(failure);
+                }
+            }
+            return Err(exec_agent(&home, &agent));
+        }
         // An unreadable config.yaml is reported, with its line, by the settings below (78).
         Ok(_) | Err(EngineProblem::Unreadable { .. }) => {}
         Err(problem) => {
@@ -328,8 +373,22 @@ fn lifecycle(
         Err(_) => return Err(no_supervisor()),
     };
     let mut failed = None;
+    // Under multiplexing the default gateway serves the named profiles: starting one of theirs
+    // would make a second owner of its platforms (`--all` starts the default one only).
+    let multiplex = hermes_services::multiplex::resolve_asking_agent(&root, &Context::var);
     for home in &homes {
         let name = service_name(home.profile().name());
+        if !matches!(action, Lifecycle::Stop) && !multiplex.runs_own_gateway(home.profile().name())
+        {
+            output::stdout(&format!(
+                "{}\n",
+                hermes_services::multiplex::served_by_default_line(
+                    home.profile().name(),
+                    &multiplex
+                )
+            ))?;
+            continue;
+        }
         let request = match action {
             Lifecycle::Stop => {
                 mark_planned_stop(home, &mut client, &name);
@@ -472,7 +531,12 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
         .and_then(|mut c| c.status(None).ok());
     let mut rows = Vec::new();
     let mut last_errors = Vec::new();
-    for entry in profile::list(&root)? {
+    let multiplex = hermes_services::multiplex::resolve_asking_agent(&root, &Context::var);
+    let profiles = profile::list(&root)?;
+    let names: Vec<&str> = profiles.iter().map(|e| e.profile.name()).collect();
+    let mode = multiplex.to_json(&names);
+    let summary = multiplex.summary(&names);
+    for entry in profiles.clone() {
         let Ok(home) = Home::for_profile(root.clone(), entry.profile) else {
             continue;
         };
@@ -503,6 +567,8 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
             "address": address_of(resolved.as_ref().map_err(|e| e.message.as_str())),
             "api_server": api_server,
             "last_error": last_error.as_ref().map(|e| e.message.clone()),
+            "served_by": multiplex.served_by(home.profile().name()),
+            "multiplex": mode,
         }));
         last_errors.push(last_error);
     }
@@ -543,9 +609,10 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
             } else {
                 "-".into()
             };
-            let reason = match cell(&r["reason"]) {
-                empty if empty.is_empty() => "-".to_string(),
-                reason => reason,
+            let reason = match (cell(&r["reason"]), r["served_by"].as_str()) {
+                (_, Some(by)) => format!("served by {by}"),
+                (empty, None) if empty.is_empty() => "-".to_string(),
+                (reason, None) => reason,
             };
             vec![
                 cell(&r["service"]),
@@ -568,6 +635,9 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
         if let Some(Some(error)) = i.checked_sub(header).and_then(|row| last_errors.get(row)) {
             text.push_str(&format!("  last error: {}\n", error.message));
         }
+    }
+    if detailed && multiplex.on {
+        text.push_str(&format!("{summary}\n"));
     }
     if detailed && supervised.is_none() {
         text.push_str("(no supervisor is running: start one with `hermes up`)\n");
@@ -616,6 +686,7 @@ fn list_rows(rows: &[Value]) -> Vec<Value> {
                 "service": r["service"],
                 "address": r["address"],
                 "api_server": r["api_server"],
+                "served_by": r["served_by"],
             })
         })
         .collect()
@@ -671,7 +742,16 @@ pub fn engines_line(root: &Path, rows: &[hermes_supervisor::ServiceStatus]) -> S
         .iter()
         .map(|(name, engine)| format!("{name} {engine}"))
         .collect();
-    format!("\ngateway engines: {}\n", list.join(", "))
+    let mut text = format!("\ngateway engines: {}\n", list.join(", "));
+    let multiplex = hermes_services::multiplex::resolve_asking_agent(root, &Context::var);
+    if multiplex.on {
+        let names: Vec<&str> = engines
+            .iter()
+            .filter_map(|(name, _)| name.strip_prefix(hermes_services::GATEWAY_PREFIX))
+            .collect();
+        text.push_str(&format!("gateway mode: {}\n", multiplex.summary(&names)));
+    }
+    text
 }
 
 fn in_container() -> bool {

@@ -32,7 +32,10 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     let mut specs = declared.specs;
     let exe = std::env::current_exe()?;
     let mut notes = Vec::new();
-    let (gateways, actions) = hermes_services::reconcile(&root, &exe, None, true, &mut notes);
+    let multiplex = hermes_services::multiplex::resolve_asking_agent(&root, &Context::var);
+    let (gateways, actions) = hermes_services::reconcile::reconcile_in_mode(
+        &root, &exe, None, true, &multiplex, &mut notes,
+    );
     let mut lines = String::from_utf8_lossy(&notes).into_owned();
     for action in &actions {
         lines.push_str(&format!("hermes up: {}\n", describe(action)));

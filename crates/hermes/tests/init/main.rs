@@ -18,6 +18,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+mod agent_versions;
 mod dashboard;
 mod gateways;
 mod pid1;
