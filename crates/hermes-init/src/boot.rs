@@ -8,6 +8,7 @@
 //! | 4 | targeted, symlink-proof ownership repair of the data volume | root | warn per path |
 //! | 5 | skeleton dirs and first-boot seeds (`.env` + `API_SERVER_KEY`, `config.yaml` and `SOUL.md` — from `HERMES_SEED_DIR` when it has them —, `gateway_state.json`, `auth.json`) | service user | warn |
 //! | 6 | remove a stale `docker` install stamp from the volume | service user | warn |
+//! | 6b | the installed agent against the volume's config schema ([`crate::migrate`]) | service user | warn; park the agent's gateways |
 //!
 //! Words: a **stage** is one row above; it is *contained*: its failure becomes `[init]`
 //! warning lines and boot goes on, unless running would be unsafe (stage 1, or no service
