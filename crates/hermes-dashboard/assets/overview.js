@@ -3,6 +3,7 @@
 (function () {
   var body = document.getElementById("rows");
   var banner = document.getElementById("banner");
+  var mode = document.getElementById("gateway-mode");
   var live = Hermes.live;
 
   function cell(text, cls) {
@@ -30,6 +31,10 @@
     var sup = snap.supervisor || {};
     banner.hidden = !!sup.reachable;
     banner.textContent = sup.reachable ? "" : "Supervisor not reachable: " + (sup.error || "") + (sup.hint ? " — " + sup.hint : "");
+    // Multiplexing: one gateway serves every profile; the others are registered, never started.
+    var g = snap.gateways || {};
+    mode.hidden = g.mode !== "multiplexed";
+    mode.textContent = mode.hidden ? "" : "Multiplexed (" + g.source + ", " + g.engine + " engine): gateway-default serves " + (g.serves || []).join(", ");
     body.textContent = "";
     (snap.services || []).forEach(function (s) {
       var tr = document.createElement("tr");
@@ -45,7 +50,7 @@
       tr.appendChild(cell(exit(s.last_exit)));
       // A failing service's last error (its log's, or its recorded failed start) beside the
       // supervisor's reason, as `hermes service status` shows it.
-      tr.appendChild(cell((s.reason || "") + (s.last_error ? " — " + s.last_error : "")));
+      tr.appendChild(cell(s.served_by ? "served by " + s.served_by : (s.reason || "") + (s.last_error ? " — " + s.last_error : "")));
       tr.appendChild(cell(s.port));
       tr.appendChild(cell(s.engine));
       var td = document.createElement("td");

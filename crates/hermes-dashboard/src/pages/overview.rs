@@ -26,6 +26,7 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(500);
 pub const KEEPALIVE: Duration = Duration::from_secs(15);
 
 const MAIN: &str = r#"<h2>Overview</h2>
+<p id="gateway-mode" hidden></p>
 <table><thead><tr><th>Service</th><th>State</th><th>PID</th><th>Uptime</th><th>Restarts</th><th>Last exit</th><th>Reason</th><th>Port</th><th>Engine</th><th>Actions</th></tr></thead>
 <tbody id="rows"></tbody></table>"#;
 
@@ -126,7 +127,7 @@ pub fn api_paths() -> Value {
     json!({
         "/api/status": { "get": {
             "summary": "Every service and profile gateway, asked afresh from the supervisor",
-            "responses": { "200": { "description": "{supervisor: {reachable, error?, hint?}, services: [{name, state, pid, uptime_secs, since_secs, restarts, last_exit, reason, profile, engine?, port?}]}" }, "401": unauthorized },
+            "responses": { "200": { "description": "{supervisor: {reachable, error?, hint?}, gateways: {mode, source, engine, serves}, services: [{name, state, pid, uptime_secs, since_secs, restarts, last_exit, reason, profile, engine?, port?, served_by?}]}" }, "401": unauthorized },
         }},
         "/api/events": { "get": {
             "summary": "Server-sent events: `status` with a snapshot like /api/status whenever it changes",

@@ -86,8 +86,19 @@ fn truthy(value: Option<String>) -> bool {
 }
 
 fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResult {
-    let home = ctx.home()?;
+    let mut home = ctx.home()?;
     let multiplex = hermes_services::multiplex::resolve_asking_agent(home.root(), &Context::var);
+    if ctx.profile_flag.is_none() && !multiplex.runs_own_gateway(home.profile().name()) {
+        // A sticky `active_profile` (`hermes profile use work`) must not turn the container's
+        // `gateway run` into a second owner beside the multiplexer (upstream #119880): the
+        // gateway that serves every profile is the default one.
+        output::stderr(&format!(
+            "hermes: `active_profile` selects `{}`, but multiplexing is on: running the default \
+             profile's gateway, which serves it\n",
+            home.profile().name()
+        ));
+        home = Home::for_profile(home.root().to_path_buf(), hermes_home::ProfileRef::Default)?;
+    }
     if !multiplex.runs_own_gateway(home.profile().name()) {
         // However it was started (a supervisor asked by the dashboard, a sticky profile, a
         // terminal), a named gateway never runs beside the multiplexing one.

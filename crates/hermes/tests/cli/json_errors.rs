@@ -115,7 +115,7 @@ fn gateway_list_is_the_profiles_addresses_and_status_the_live_state() {
             .collect();
         assert_eq!(
             keys,
-            ["profile", "service", "address", "api_server"],
+            ["profile", "service", "address", "api_server", "served_by"],
             "{row}"
         );
     }

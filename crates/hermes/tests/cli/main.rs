@@ -44,6 +44,7 @@ mod gateway_clients;
 mod handoff;
 mod input_checks;
 mod json_errors;
+mod multiplex;
 mod plugins;
 mod profiles;
 mod services;
