@@ -87,11 +87,9 @@ pub fn resolve(
     var: &dyn Fn(&str) -> Option<String>,
     agent_default: impl FnOnce(&Agent) -> Option<bool>,
 ) -> Multiplexing {
-    let (engine, agent) = match profile_engine(root, var) {
-        Ok(found) => found,
-        // The default profile's gateway cannot start at all; nothing multiplexes.
-        Err(_) => return Multiplexing::OFF,
-    };
+    // A default profile whose engine cannot run decides nothing by default; an explicit switch
+    // holds all the same (its named profiles must not start while it is broken).
+    let (engine, agent) = profile_engine(root, var).unwrap_or((Engine::Native, None));
     let config = Config::load(&root.join("config.yaml"))
         .unwrap_or_else(|_| Config::empty(&root.join("config.yaml")));
     if let Some((on, source)) = configured(&config, var) {
@@ -183,12 +181,18 @@ mod tests {
         );
         let m = resolve(root, &with_agent, |_| None);
         assert!(!m.on, "an agent without the setting does not multiplex");
-        // A broken engine setting: nothing multiplexes.
+        // A broken engine setting: no default applies, an explicit switch still does.
         fs::write(root.join("config.yaml"), "gateway:\n  engine: python\n").unwrap();
         assert_eq!(
             resolve(root, &with_agent, |_| Some(true)),
             Multiplexing::OFF
         );
+        fs::write(
+            root.join("config.yaml"),
+            "gateway:\n  engine: python\n  multiplex_profiles: on\n",
+        )
+        .unwrap();
+        assert!(resolve(root, &with_agent, |_| Some(false)).on);
         let line = served_by_default_line(
             "work",
             &Multiplexing {
