@@ -17,7 +17,9 @@
 //!   upstream_first_ms=95.208 added_ms=0.377 prompt_tokens=12 completion_tokens=40
 //! ```
 //!
-//! (one line; fields without a value are left out). Never a key, a query string or message
+//! (one line; fields without a value are left out; a named profile served at `/p/<profile>/`
+//! by a multiplexing gateway adds `profile=<name>` after `bytes`, its path being the one under
+//! the prefix). Never a key, a query string or message
 //! content: the path is logged without its query, and only a valid session id.
 
 use std::fmt::Write as _;
@@ -198,6 +200,7 @@ pub(crate) async fn observe(
         exchange,
         route,
         method: req.method().clone(),
+        profile: state.is_mounted().then(|| state.inner.profile.clone()),
         path: (route == Route::Other).then(|| loggable_path(req.uri().path())),
         status: None,
         bytes: 0,
@@ -241,6 +244,9 @@ struct Observed {
     exchange: Arc<Exchange>,
     route: Route,
     method: Method,
+    /// The named profile served at `/p/<profile>/` when multiplexing (its routes are logged
+    /// by their own path).
+    profile: Option<String>,
     /// For paths that are not a route (routes are logged by their label).
     path: Option<String>,
     /// `None`: no answer was produced (the client left first).
@@ -340,6 +346,9 @@ impl Observed {
             Millis(done.duration_since(self.exchange.received)),
             self.bytes
         );
+        if let Some(p) = &self.profile {
+            let _ = write!(l, " profile={}", Field(p));
+        }
         if let Some(s) = &r.session {
             let _ = write!(l, " session={}", Field(s));
         }
