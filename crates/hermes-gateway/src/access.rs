@@ -491,6 +491,7 @@ mod tests {
             exchange: Arc::new(Exchange::new(received)),
             route: Route::ChatCompletions,
             method: Method::POST,
+            profile: None,
             path: None,
             status: Some(200),
             bytes: 10,
@@ -557,6 +558,20 @@ mod tests {
         assert_eq!(
             line,
             "access method=POST path=/v1/chat/completions status=504 ms=4.000 bytes=10 stream=false upstream_status=none upstream_error=timeout upstream_ms=3.000"
+        );
+        // A named profile served by a multiplexing gateway says which.
+        let mut mounted = observed(&metrics, t0);
+        mounted.profile = Some("work".into());
+        let line = mounted.line(
+            401,
+            t0 + Duration::from_millis(1),
+            &Record::default(),
+            None,
+            None,
+        );
+        assert_eq!(
+            line,
+            "access method=POST path=/v1/chat/completions status=401 ms=1.000 bytes=10 profile=work"
         );
     }
 }
