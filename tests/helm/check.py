@@ -9,8 +9,9 @@
 The chart is rendered by Helm's own engine (helm-python-sdk binds Helm v4's Go library), every
 object is validated against the Kubernetes API schemas (kubernetes-validate, strict), the
 manifests go through checkov's Kubernetes checks, and the properties that matter are asserted
-here: the restricted Pod Security Standard, one StatefulSet of one replica per profile, no
-secret in the output, probes, the checksum annotation, the PVC kept on removal.
+here: the restricted Pod Security Standard, one StatefulSet of one replica per profile (one for
+all with `multiplex`), no secret in the output, probes, the checksum annotation, the PVC kept on
+removal.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "deploy" / "helm" / "hermes"
 EXAMPLE = CHART / "examples" / "three-profiles.yaml"
+MULTIPLEXED = CHART / "examples" / "multiplexed.yaml"
 RELEASE = "hermes"
 NAMESPACE = "hermes"
 # A recent release that kubernetes-validate ships schemas for.
@@ -56,7 +58,8 @@ CHECKOV_SKIPS = {
 
 def cases() -> dict[str, dict]:
     """The values files the suite renders (values over the chart's defaults)."""
-    return {"default": {}, "three-profiles": yaml.safe_load(EXAMPLE.read_text())}
+    return {"default": {}, "three-profiles": yaml.safe_load(EXAMPLE.read_text()),
+            "multiplexed": yaml.safe_load(MULTIPLEXED.read_text())}
 
 
 def render(values: dict | None) -> list[dict]:
@@ -99,8 +102,14 @@ def by_name(docs: list[dict], kind: str) -> dict[str, dict]:
 
 
 def profile_names(values: dict) -> list[str]:
+    return [p["name"] for p in pod_profiles(values)]
+
+
+def pod_profiles(values: dict) -> list[dict]:
+    """The profiles that have a pod of their own: all, or with `multiplex` the default one,
+    whose pod serves them all."""
     merged = helm.Chart.load(str(CHART)).merge_values(values)
-    return [p["name"] for p in merged["profiles"]]
+    return [p for p in merged["profiles"] if not merged.get("multiplex") or p["name"] == "default"]
 
 
 def pod_of(docs: list[dict], profile: str) -> dict:
@@ -215,17 +224,17 @@ def check_kinds(docs: list[dict], profiles: list[str], values: dict) -> None:
     for kind in ("StatefulSet", "ConfigMap", "Service", "PodDisruptionBudget"):
         got = set(by_name(docs, kind))
         assert got == expected, f"{kind}: expected one per profile {sorted(expected)}, got {sorted(got)}"
-    claims = {f"{RELEASE}-{p['name']}" for p in merged["profiles"] if not p.get("persistence", {}).get("existingClaim")}
+    owners = pod_profiles(values)
+    claims = {f"{RELEASE}-{p['name']}" for p in owners if not p.get("persistence", {}).get("existingClaim")}
     assert set(by_name(docs, "PersistentVolumeClaim")) == claims, "one PVC per profile without existingClaim"
-    hosts = {f"{RELEASE}-{p['name']}" for p in merged["profiles"] if p.get("ingressHost")} if merged["ingress"]["enabled"] else set()
+    hosts = {f"{RELEASE}-{p['name']}" for p in owners if p.get("ingressHost")} if merged["ingress"]["enabled"] else set()
     assert set(by_name(docs, "Ingress")) == hosts, f"Ingress per profile with a host: {sorted(hosts)}"
     assert not of_kind(docs, "Secret"), "the chart renders no Secret"
     assert not of_kind(docs, "Deployment"), "no Deployment: StatefulSets only"
 
 
 def check_statefulsets(docs: list[dict], values: dict) -> None:
-    merged = helm.Chart.load(str(CHART)).merge_values(values)
-    for p in merged["profiles"]:
+    for p in pod_profiles(values):
         name = f"{RELEASE}-{p['name']}"
         sts = by_name(docs, "StatefulSet")[name]
         spec = sts["spec"]
@@ -314,12 +323,15 @@ SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.I)
 
 def check_no_secret_values(docs: list[dict], values: dict) -> None:
     merged = helm.Chart.load(str(CHART)).merge_values(values)
-    for p in merged["profiles"]:
+    for p in pod_profiles(values):
         c = pod_of(docs, p["name"])["spec"]["containers"][0]
         for e in c.get("env", []):
             assert not (SECRET_NAME.search(e["name"]) and "value" in e), f"{p['name']}: {e['name']} has a value in the manifest"
         refs = [s["secretRef"]["name"] for s in c.get("envFrom", []) if "secretRef" in s]
-        assert refs == ([p["secretName"]] if p.get("secretName") else []), f"{p['name']}: envFrom the profile's Secret"
+        # Multiplexed, the one pod has every profile's Secret, each once.
+        served = merged["profiles"] if merged.get("multiplex") else [p]
+        want = list(dict.fromkeys(q["secretName"] for q in served if q.get("secretName")))
+        assert refs == want, f"{p['name']}: envFrom the Secrets {want}, got {refs}"
     dumped = yaml.safe_dump_all(docs)
     for word in ("sk-", "API_SERVER_KEY=", "OPENAI_API_KEY:"):
         assert word not in dumped, f"the manifests carry {word!r}"
@@ -384,6 +396,48 @@ def check_bad_values_are_refused() -> None:
     assert "/profiles/0/engine" in msg, msg
     msg = render_error({"profiles": [{"name": "a", "apiKey": "sk-123"}]})
     assert "'apiKey' not allowed" in msg, msg
+    msg = render_error({"multiplex": True, "profiles": [{"name": "work"}]})
+    assert "no profile named `default`" in msg, msg
+    msg = render_error({"multiplex": True, "profiles": [{"name": "default"}, {"name": "bot", "engine": "agent"}]})
+    assert "profile \"bot\" has engine \"agent\"" in msg, msg
+    msg = render_error({"multiplex": True, "profiles": [{"name": "default"}, {"name": "work", "ingressHost": "w.example.com"}]})
+    assert "/p/work/v1" in msg, msg
+    msg = render_error({"multiplex": "yes"})
+    assert "/multiplex" in msg, msg
+
+
+def check_multiplex_switch(docs: list[dict], values: dict) -> None:
+    """`multiplex`: the default profile's pod serves every profile (GATEWAY_MULTIPLEX_PROFILES=1)
+    and seeds each named one at profiles/<name>/; without it no pod multiplexes."""
+    merged = helm.Chart.load(str(CHART)).merge_values(values)
+    for sts in of_kind(docs, "StatefulSet"):
+        pod = sts["spec"]["template"]["spec"]
+        env = {e["name"]: e.get("value") for e in pod["containers"][0].get("env", [])}
+        name = sts["metadata"]["name"]
+        if not merged.get("multiplex"):
+            assert "GATEWAY_MULTIPLEX_PROFILES" not in env, f"{name}: multiplexes without the switch"
+            assert "items" not in {v["name"]: v for v in pod["volumes"]}["seed"]["configMap"], f"{name}: seed items"
+            continue
+        assert name == f"{RELEASE}-default", f"multiplexed: only the default profile's pod, got {name}"
+        assert env["GATEWAY_MULTIPLEX_PROFILES"] == "1", f"{name}: the switch on"
+        items = {i["key"]: i["path"] for i in {v["name"]: v for v in pod["volumes"]}["seed"]["configMap"]["items"]}
+        data = by_name(docs, "ConfigMap")[name]["data"]
+        assert set(items) == set(data), f"{name}: every seed projected: {sorted(items)} vs {sorted(data)}"
+        for p in merged["profiles"]:
+            n = p["name"]
+            if n == "default":
+                assert items["config.yaml"] == "config.yaml"
+                continue
+            assert items[f"{n}.config.yaml"] == f"profiles/{n}/config.yaml", f"{n}: its config.yaml seed"
+            assert yaml.safe_load(data[f"{n}.config.yaml"])["model"]["default"] == p["model"]["default"], f"{n}: its model"
+            assert (f"{n}.SOUL.md" in data) == bool(p.get("soul")), f"{n}: SOUL.md only when given"
+            if p.get("soul"):
+                assert items[f"{n}.SOUL.md"] == f"profiles/{n}/SOUL.md" and data[f"{n}.SOUL.md"] == p["soul"]
+    if merged.get("multiplex"):
+        # A named profile's seed changes the one pod's checksum too.
+        changed = copy.deepcopy(values)
+        changed["profiles"][-1]["soul"] = "Another persona.\n"
+        assert checksum(render(changed), "default") != checksum(docs, "default"), "a named profile's seed rolls the pod"
 
 
 def check_lint() -> None:
@@ -399,6 +453,9 @@ def check_notes() -> None:
         assert f"port-forward svc/{RELEASE}-{profile} 8642:8642" in text, f"NOTES: port-forward to {profile}"
     assert f"port-forward pod/{RELEASE}-assistant-0 9119:9119" in text, "NOTES: the dashboard"
     assert "hermes service status" in text
+    text = notes(cases()["multiplexed"])
+    assert f"port-forward svc/{RELEASE}-default 8642:8642" in text and "port-forward svc/hermes-research" not in text, "NOTES: one Service"
+    assert "/p/research/v1" in text and "/opt/data/profiles/support/.env" in text, "NOTES: each profile's URL and key"
 
 
 def check_checkov(out_dir: Path, case: str) -> None:
@@ -441,6 +498,7 @@ def main_check(out_dir: Path) -> int:
         suite.run(f"{case}: replicas 1, volumes, seeds, engine, probes, grace, resources", check_statefulsets, docs, values)
         suite.run(f"{case}: restricted Pod Security Standard and security context", check_security, docs)
         suite.run(f"{case}: no secret value in the manifests, keys through envFrom", check_no_secret_values, docs, values)
+        suite.run(f"{case}: multiplexed only with the switch: one pod, every profile's seeds", check_multiplex_switch, docs, values)
         suite.run(f"{case}: checkov", check_checkov, out_dir, case)
     suite.run("checksum annotation changes with config.yaml/SOUL.md only", check_checksum_follows_the_seeds)
     suite.run("PVC kept on removal (resource-policy keep), existingClaim", check_pvc_kept)

@@ -17,7 +17,9 @@
 //!   upstream_first_ms=95.208 added_ms=0.377 prompt_tokens=12 completion_tokens=40
 //! ```
 //!
-//! (one line; fields without a value are left out). Never a key, a query string or message
+//! (one line; fields without a value are left out; a named profile served at `/p/<profile>/`
+//! by a multiplexing gateway adds `profile=<name>` after `bytes`, its path being the one under
+//! the prefix). Never a key, a query string or message
 //! content: the path is logged without its query, and only a valid session id.
 
 use std::fmt::Write as _;
@@ -198,6 +200,7 @@ pub(crate) async fn observe(
         exchange,
         route,
         method: req.method().clone(),
+        profile: state.is_mounted().then(|| state.inner.profile.clone()),
         path: (route == Route::Other).then(|| loggable_path(req.uri().path())),
         status: None,
         bytes: 0,
@@ -241,6 +244,9 @@ struct Observed {
     exchange: Arc<Exchange>,
     route: Route,
     method: Method,
+    /// The named profile served at `/p/<profile>/` when multiplexing (its routes are logged
+    /// by their own path).
+    profile: Option<String>,
     /// For paths that are not a route (routes are logged by their label).
     path: Option<String>,
     /// `None`: no answer was produced (the client left first).
@@ -340,6 +346,9 @@ impl Observed {
             Millis(done.duration_since(self.exchange.received)),
             self.bytes
         );
+        if let Some(p) = &self.profile {
+            let _ = write!(l, " profile={}", Field(p));
+        }
         if let Some(s) = &r.session {
             let _ = write!(l, " session={}", Field(s));
         }
@@ -482,6 +491,7 @@ mod tests {
             exchange: Arc::new(Exchange::new(received)),
             route: Route::ChatCompletions,
             method: Method::POST,
+            profile: None,
             path: None,
             status: Some(200),
             bytes: 10,
@@ -548,6 +558,20 @@ mod tests {
         assert_eq!(
             line,
             "access method=POST path=/v1/chat/completions status=504 ms=4.000 bytes=10 stream=false upstream_status=none upstream_error=timeout upstream_ms=3.000"
+        );
+        // A named profile served by a multiplexing gateway says which.
+        let mut mounted = observed(&metrics, t0);
+        mounted.profile = Some("work".into());
+        let line = mounted.line(
+            401,
+            t0 + Duration::from_millis(1),
+            &Record::default(),
+            None,
+            None,
+        );
+        assert_eq!(
+            line,
+            "access method=POST path=/v1/chat/completions status=401 ms=1.000 bytes=10 profile=work"
         );
     }
 }

@@ -50,7 +50,7 @@ pub async fn chat_once(
         validate_session_id(id)?;
     }
     // The same snapshot a gateway request uses: provider client and system prompt.
-    let snapshot = Live::new(settings)?.current();
+    let snapshot = Live::new(settings, crate::live::Role::Listener)?.current();
     let provider = snapshot.provider.clone().ok_or_else(|| Error::NoModel {
         profile: settings.profile.clone(),
         home: settings.home.clone(),

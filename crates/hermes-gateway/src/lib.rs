@@ -27,6 +27,10 @@
 //! error (found before the lock is taken, so that nothing is created) is recorded only when
 //! no gateway holds the lock.
 //!
+//! With [`GatewaySettings::multiplex`] (the default profile's gateway, the switch on), the
+//! one gateway serves every profile of the volume: named ones at `/p/<profile>/...`, each with
+//! its own state (`multiplex`).
+//!
 //! Modules: [`settings`] (resolution, default ports), [`server`] (routes, auth, errors),
 //! [`connections`] (accept loop, connection cap, header and idle timeouts),
 //! [`provider`] (upstream client, retries, SSE), [`sessions`] (store, message assembly),
@@ -47,6 +51,7 @@ pub mod lifecycle;
 pub mod live;
 pub mod lock;
 mod metrics;
+mod multiplex;
 pub mod notify;
 mod probes;
 pub mod prompt;
@@ -131,6 +136,12 @@ where
     }
     recorder.record(Phase::Running, None);
     tracing::info!(profile = settings.profile, "gateway running");
+    if settings.multiplex {
+        tracing::info!(
+            "serving every profile (multiplexing): `default` at /v1/..., each named profile at \
+             /p/<profile>/v1/... with its own API_SERVER_KEY"
+        );
+    }
 
     let requested = Arc::new(Mutex::new(ShutdownRequest::Stop));
     let seen = Arc::clone(&requested);

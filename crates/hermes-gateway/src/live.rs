@@ -61,6 +61,24 @@ impl SettingsSource {
         SettingsSource::new(home, process_env)
     }
 
+    /// The source of another profile served by the same process: its own home, the same
+    /// process environment, except the variables the supervisor sets to name the profile
+    /// (`HERMES_PROFILE`, `HERMES_PROFILE_HOME`), which name that profile instead.
+    pub(crate) fn for_profile(&self, home: Home) -> SettingsSource {
+        let mut process_env: Vec<(String, String)> = self
+            .process_env
+            .iter()
+            .filter(|(k, _)| k != "HERMES_PROFILE" && k != "HERMES_PROFILE_HOME")
+            .cloned()
+            .collect();
+        process_env.push(("HERMES_PROFILE".into(), home.profile().name().to_owned()));
+        process_env.push((
+            "HERMES_PROFILE_HOME".into(),
+            home.dir().to_string_lossy().into_owned(),
+        ));
+        SettingsSource::new(home, process_env)
+    }
+
     /// Files whose change means the settings must be read again.
     fn watched(&self) -> Vec<PathBuf> {
         let dir = self.home.dir();
@@ -205,7 +223,14 @@ impl Snapshot {
 impl Snapshot {
     /// Builds the snapshot of `settings`, reusing `previous`'s provider client (and so its
     /// open connections) when the provider settings did not change.
-    fn build(settings: &GatewaySettings, previous: Option<&Snapshot>) -> Result<Snapshot, Error> {
+    ///
+    /// A mounted profile whose API server is off has no client key: it is served on another
+    /// profile's listener, so its routes refuse every key ([`Role::Mounted`]).
+    fn build(
+        settings: &GatewaySettings,
+        previous: Option<&Snapshot>,
+        role: Role,
+    ) -> Result<Snapshot, Error> {
         let reused = previous
             .and_then(|p| p.provider.as_ref())
             .filter(|p| Some(p.settings()) == settings.provider.as_ref())
@@ -216,7 +241,11 @@ impl Snapshot {
         };
         Ok(Snapshot {
             soul: settings.soul.clone(),
-            api_key: settings.api_key.clone().filter(|k| !k.is_empty()),
+            api_key: settings
+                .api_key
+                .clone()
+                .filter(|k| !k.is_empty())
+                .filter(|_| role == Role::Listener || settings.api_server.is_on()),
             provider,
             prompt: settings.prompt.clone(),
             fresh_prompt: Mutex::new(None),
@@ -224,9 +253,23 @@ impl Snapshot {
     }
 }
 
+/// How a profile is served: on its own listener, or on another profile's (multiplexing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// The profile owns the listener: its address is fixed at start, a reload that would
+    /// switch its API server off needs a restart, and settings built in code without a key
+    /// serve on loopback without one.
+    Listener,
+    /// Served at `/p/<profile>/` on another profile's listener: its own address settings do
+    /// not apply, and without a usable key of its own it refuses every request (fail closed,
+    /// never open because the listener happens to be on loopback).
+    Mounted,
+}
+
 /// The settings in use, re-read when their files change.
 #[derive(Debug)]
 pub(crate) struct Live {
+    role: Role,
     /// `None`: settings built in code (tests, benches); they never change.
     source: Option<SettingsSource>,
     /// The address and limits fixed at start: a reload cannot change them.
@@ -247,13 +290,14 @@ struct LiveState {
 impl Live {
     /// The settings the gateway starts with. `settings.source` (set by the binary) makes them
     /// reloadable; its `fingerprint` is the one taken when they were read.
-    pub(crate) fn new(settings: &GatewaySettings) -> Result<Live, Error> {
-        let snapshot = Arc::new(Snapshot::build(settings, None)?);
+    pub(crate) fn new(settings: &GatewaySettings, role: Role) -> Result<Live, Error> {
+        let snapshot = Arc::new(Snapshot::build(settings, None, role)?);
         let (source, fingerprint) = match &settings.source {
             Some(s) => (Some(s.source.clone()), s.fingerprint.clone()),
             None => (None, Fingerprint::default()),
         };
         Ok(Live {
+            role,
             source,
             fixed: settings.clone(),
             state: Mutex::new(LiveState {
@@ -263,6 +307,45 @@ impl Live {
                 restart_noted: None,
             }),
         })
+    }
+
+    /// A mounted profile whose settings could not be read (`error`): nothing configured, no
+    /// key (so every keyed request is refused), the reason in `/health`, and read again when
+    /// its files change, as a refused edit is.
+    pub(crate) fn unconfigured(
+        fixed: GatewaySettings,
+        source: SettingsSource,
+        fingerprint: Fingerprint,
+        error: &Error,
+    ) -> Live {
+        let snapshot = Arc::new(Snapshot {
+            soul: None,
+            api_key: None,
+            provider: None,
+            prompt: None,
+            fresh_prompt: Mutex::new(None),
+        });
+        Live {
+            role: Role::Mounted,
+            source: Some(source),
+            fixed,
+            state: Mutex::new(LiveState {
+                fingerprint,
+                snapshot,
+                error: Some(hermes_errors::one_line(error)),
+                restart_noted: None,
+            }),
+        }
+    }
+
+    /// How the profile is served.
+    pub(crate) fn role(&self) -> Role {
+        self.role
+    }
+
+    /// Where the settings are read from (`None` for settings built in code).
+    pub(crate) fn source(&self) -> Option<&SettingsSource> {
+        self.source.as_ref()
     }
 
     /// The snapshot to use for a request that starts now (re-read first when a watched file
@@ -296,6 +379,11 @@ impl Live {
         // Even a refused edit is not re-read on every request: only a further change is.
         state.fingerprint = fingerprint;
         let applied = loaded.and_then(|mut new| {
+            if self.role == Role::Mounted {
+                // No address of its own to protect: its key decides, fail closed.
+                let snapshot = Snapshot::build(&new, Some(&state.snapshot), self.role)?;
+                return Ok((new, snapshot));
+            }
             self.note_restart_needed(&new, state);
             if let crate::api_server::ApiServer::Off { .. } = new.api_server {
                 // Stopping to serve is a lifecycle change, not a request setting.
@@ -311,7 +399,7 @@ impl Live {
             new.host.clone_from(&self.fixed.host);
             new.port = self.fixed.port;
             new.validate()?;
-            let snapshot = Snapshot::build(&new, Some(&state.snapshot))?;
+            let snapshot = Snapshot::build(&new, Some(&state.snapshot), self.role)?;
             Ok((new, snapshot))
         });
         match applied {

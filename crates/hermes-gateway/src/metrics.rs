@@ -704,7 +704,9 @@ mod tests {
     fn snapshot() -> Arc<Snapshot> {
         let dir = std::env::temp_dir();
         let settings = crate::settings::GatewaySettings::new("metrics", &dir);
-        crate::live::Live::new(&settings).unwrap().current()
+        crate::live::Live::new(&settings, crate::live::Role::Listener)
+            .unwrap()
+            .current()
     }
 
     fn call(status: Option<u16>, error: Option<UpstreamError>, s: &Arc<Snapshot>) -> LastCall {

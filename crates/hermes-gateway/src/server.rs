@@ -27,7 +27,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
@@ -35,8 +35,9 @@ use tokio::net::TcpListener;
 use crate::api_error::ApiError;
 use crate::completions::chat_completions;
 use crate::error::Error;
-use crate::live::Live;
+use crate::live::{Fingerprint, Live, Role, SettingsSource};
 use crate::metrics::Metrics;
+use crate::multiplex::Directory;
 use crate::sessions::SessionStore;
 use crate::settings::{ConnectionLimits, GatewaySettings};
 
@@ -64,6 +65,9 @@ pub(crate) struct Inner {
     pub(crate) state_db: std::path::PathBuf,
     /// Counters for `/metrics`, and the last upstream call behind `/ready`.
     pub(crate) metrics: Arc<Metrics>,
+    /// The volume's profiles when one gateway serves them all ([`crate::multiplex`]), shared
+    /// by every profile's state; `None`: this gateway serves its profile alone.
+    pub(crate) directory: Option<Arc<Directory>>,
 }
 
 impl AppState {
@@ -72,35 +76,99 @@ impl AppState {
     /// # Errors
     ///
     /// [`Error::SessionStore`] or [`Error::HttpClient`].
+    ///
+    /// With [`GatewaySettings::multiplex`], `settings` are the default profile's and the
+    /// state serves every profile of the volume ([`crate::multiplex`]).
     pub fn new(settings: &GatewaySettings) -> Result<AppState, Error> {
+        let directory = settings
+            .multiplex
+            .then(|| Arc::new(Directory::new(settings.home.clone())));
+        let live = Live::new(settings, Role::Listener)?;
+        AppState::with_live(settings, live, directory)
+    }
+
+    /// The state of a named profile served on the multiplexing gateway's listener.
+    pub(crate) fn mounted(
+        settings: &GatewaySettings,
+        directory: &Arc<Directory>,
+    ) -> Result<AppState, Error> {
+        let live = Live::new(settings, Role::Mounted)?;
+        AppState::with_live(settings, live, Some(Arc::clone(directory)))
+    }
+
+    /// The state of a named profile whose settings cannot be read (`error`): it refuses every
+    /// keyed request and reads its files again when they change.
+    pub(crate) fn unconfigured(
+        profile: &str,
+        dir: &std::path::Path,
+        source: SettingsSource,
+        fingerprint: Fingerprint,
+        error: &Error,
+        directory: &Arc<Directory>,
+    ) -> Result<AppState, Error> {
+        let fixed = GatewaySettings::new(profile, dir);
+        let live = Live::unconfigured(fixed.clone(), source, fingerprint, error);
+        AppState::with_live(&fixed, live, Some(Arc::clone(directory)))
+    }
+
+    fn with_live(
+        settings: &GatewaySettings,
+        live: Live,
+        directory: Option<Arc<Directory>>,
+    ) -> Result<AppState, Error> {
         let sessions = SessionStore::open(&settings.state_db)?;
         Ok(AppState {
             inner: Arc::new(Inner {
                 profile: settings.profile.clone(),
                 home: settings.home.clone(),
-                live: Live::new(settings)?,
+                live,
                 sessions,
                 state_db: settings.state_db.clone(),
                 metrics: Arc::new(Metrics::new()),
+                directory,
             }),
         })
     }
+
+    /// Whether this state is a named profile served on another profile's listener.
+    pub(crate) fn is_mounted(&self) -> bool {
+        self.inner.live.role() == Role::Mounted
+    }
 }
 
-/// The routes, with auth on `/v1/*` and `/health/detailed` (not on `/health`, `/ready`,
-/// `/metrics`: see `probes` for why), every request observed by the access log.
+/// The routes of the gateway: one profile's ([`profile_routes`]), or, when the state serves
+/// every profile, those of each profile under its prefix ([`crate::multiplex`]).
 pub fn router(state: AppState) -> Router {
+    match state.inner.directory.clone() {
+        Some(directory) if !state.is_mounted() => crate::multiplex::app(state, directory),
+        _ => profile_routes(state),
+    }
+}
+
+/// One profile's routes, with auth on `/v1/*` and `/health/detailed` (not on `/health`,
+/// `/ready`, `/metrics`: see `probes` for why), every request observed by the access log.
+/// When multiplexing, `/p/...` paths that reach them name no profile served: 404.
+pub(crate) fn profile_routes(state: AppState) -> Router {
     let keyed = Router::new()
         .route("/v1/models", get(models))
         .route("/v1/capabilities", get(capabilities))
         .route("/v1/chat/completions", post(chat_completions))
         .route("/health/detailed", get(crate::probes::health_detailed))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_key));
-    Router::new()
+    let routes = Router::new()
         .route("/health", get(health))
         .route("/ready", get(crate::probes::ready))
         .route("/metrics", get(crate::probes::metrics))
-        .merge(keyed)
+        .merge(keyed);
+    let routes = if state.inner.directory.is_some() {
+        // `{*rest}` needs at least one character: `/p/` itself is a route of its own.
+        routes
+            .route("/p/", any(crate::multiplex::not_served))
+            .route("/p/{*rest}", any(crate::multiplex::not_served))
+    } else {
+        routes
+    };
+    routes
         // Chat requests carry whole conversations (and images as data URLs): allow more
         // than axum's 2 MiB default, but keep a bound.
         .layer(DefaultBodyLimit::max(MAX_BODY))
@@ -172,9 +240,10 @@ async fn require_key(State(state): State<AppState>, mut req: Request, next: Next
     // The handler uses the snapshot the key was checked against (one look at the files per
     // request, and one set of settings for the whole request).
     req.extensions_mut().insert(Arc::clone(&snapshot));
-    let Some(expected) = snapshot.api_key.as_deref() else {
+    let expected = snapshot.api_key.as_deref();
+    if expected.is_none() && !state.is_mounted() {
         return next.run(req).await;
-    };
+    }
     let given = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -192,7 +261,10 @@ async fn require_key(State(state): State<AppState>, mut req: Request, next: Next
             "missing `Authorization: Bearer <API_SERVER_KEY>` header".into(),
         )
         .into_response(),
-        Some(key) if keys_match(key, expected) => next.run(req).await,
+        // A mounted profile without a key of its own matches no key (fail closed).
+        Some(key) if expected.is_some_and(|expected| keys_match(key, expected)) => {
+            next.run(req).await
+        }
         Some(_) => ApiError::new(
             StatusCode::UNAUTHORIZED,
             "authentication_error",
@@ -205,11 +277,18 @@ async fn require_key(State(state): State<AppState>, mut req: Request, next: Next
 
 async fn health(State(state): State<AppState>) -> Response {
     let snapshot = state.inner.live.current();
+    // The mode and who is served: this profile alone, or every profile of the volume.
+    let (mode, profiles) = match &state.inner.directory {
+        Some(directory) => ("multiplex", directory.served()),
+        None => ("single", vec![state.inner.profile.clone()]),
+    };
     let mut body = json!({
         "status": "ok",
         "profile": state.inner.profile,
         "version": env!("CARGO_PKG_VERSION"),
         "model_configured": snapshot.provider.is_some(),
+        "mode": mode,
+        "profiles": profiles,
     });
     if let Some(error) = state.inner.live.config_error() {
         body["config_error"] = Value::String(error);

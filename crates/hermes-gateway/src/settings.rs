@@ -446,6 +446,11 @@ pub struct GatewaySettings {
     /// Where these settings were read from, so a running gateway reads them again when the
     /// files change ([`crate::live`]); `None` for settings built in code.
     pub source: Option<crate::live::Reloadable>,
+    /// Serve every profile of the volume ([`crate::multiplex`]): `home` is then the volume's
+    /// root (the default profile) and each named profile is served at `/p/<profile>/`. Set
+    /// by the caller from `hermes_home::multiplex` for the default profile; never read from
+    /// the profile's files here.
+    pub multiplex: bool,
 }
 
 impl GatewaySettings {
@@ -473,6 +478,7 @@ impl GatewaySettings {
             notify_socket: None,
             argv: std::env::args().collect(),
             source: None,
+            multiplex: false,
         }
     }
 
@@ -1266,6 +1272,7 @@ impl std::fmt::Debug for GatewaySettings {
             .field("notify_socket", &self.notify_socket)
             .field("argv", &self.argv)
             .field("reloadable", &self.source.is_some())
+            .field("multiplex", &self.multiplex)
             .finish()
     }
 }

@@ -355,6 +355,7 @@ fn stage_seed(settings: &Settings, out: &mut dyn Write) {
     // Before the skeleton, which would seed the built-in files in their place.
     if let Some(dir) = settings.env.get(SEED_DIR_VAR).filter(|v| !v.is_empty()) {
         seed_from_dir(Path::new(dir), home, out);
+        seed_profiles_from_dir(Path::new(dir), home, out);
     }
     match hermes_home::layout::ensure_skeleton(home, true) {
         Ok(report) => {
@@ -420,6 +421,44 @@ fn seed_from_dir(dir: &Path, home: &Path, out: &mut dyn Write) {
         };
         let path = home.join(name);
         seed_once(&path, || seed_file(&path, &contents, mode), out);
+    }
+}
+
+/// Seeds the named profiles of the seed directory's `profiles/<name>/` (the Helm chart's
+/// multiplexed layout, where one volume holds every profile): each gets that directory's
+/// `config.yaml` and `SOUL.md` where it has none, then its skeleton (a `.env` with its own
+/// key, unless the environment gives one). A profile already on the volume keeps its files;
+/// a directory whose name is not a valid profile name is a warning and is skipped.
+fn seed_profiles_from_dir(dir: &Path, home: &Path, out: &mut dyn Write) {
+    let Ok(entries) = fs::read_dir(dir.join("profiles")) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let raw = entry.file_name().to_string_lossy().into_owned();
+        // ConfigMap volumes keep their files in hidden `..data` directories.
+        if raw.starts_with('.') || !entry.path().is_dir() {
+            continue;
+        }
+        let Some(name) = hermes_home::ProfileName::parse(&raw)
+            .ok()
+            .filter(|n| n.as_str() == raw)
+        else {
+            say(
+                out,
+                format!("warning: not seeding profile `{raw}`: not a valid profile name"),
+            );
+            continue;
+        };
+        let target = hermes_home::profile::profile_dir(home, &name);
+        seed_from_dir(&entry.path(), &target, out);
+        match hermes_home::layout::ensure_skeleton(&target, false) {
+            Ok(report) => {
+                for p in report.seeded {
+                    say(out, format!("seeded `{}`", p.display()));
+                }
+            }
+            Err(e) => say(out, format!("warning: {}", hermes_errors::one_line(&e))),
+        }
     }
 }
 
@@ -748,6 +787,49 @@ mod tests {
             fs::read_to_string(home.join("SOUL.md")).unwrap(),
             hermes_home::seeds::DEFAULT_SOUL_MD
         );
+    }
+
+    #[test]
+    fn the_seed_dir_seeds_named_profiles_of_a_multiplexed_volume() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("data");
+        let seeds = dir.path().join("seed");
+        fs::create_dir_all(seeds.join("profiles/work")).unwrap();
+        fs::create_dir_all(seeds.join("profiles/Bad_Name")).unwrap();
+        fs::create_dir_all(seeds.join("profiles/..data")).unwrap();
+        fs::write(seeds.join("profiles/work/SOUL.md"), "the work soul").unwrap();
+        let mut s = settings(&home);
+        s.env = [(SEED_DIR_VAR, seeds.to_str().unwrap())]
+            .into_iter()
+            .collect();
+        let mut out = Vec::new();
+        stage_seed(&s, &mut out);
+        let work = home.join("profiles/work");
+        assert_eq!(
+            fs::read_to_string(work.join("SOUL.md")).unwrap(),
+            "the work soul"
+        );
+        assert_eq!(
+            fs::read_to_string(work.join("config.yaml")).unwrap(),
+            hermes_home::seeds::DEFAULT_CONFIG_YAML,
+            "no config.yaml in its seeds: the built-in one"
+        );
+        let env = fs::read_to_string(work.join(".env")).unwrap();
+        let root_env = fs::read_to_string(home.join(".env")).unwrap();
+        let key = |text: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("API_SERVER_KEY=").map(str::to_owned))
+        };
+        assert!(key(&env).is_some(), "its own key: {env}");
+        assert_ne!(key(&env), key(&root_env), "not the default profile's key");
+        let log = String::from_utf8(out).unwrap();
+        assert!(log.contains("not seeding profile `Bad_Name`"), "{log}");
+        assert!(!home.join("profiles/Bad_Name").exists());
+        assert!(!home.join("profiles/..data").exists());
+        // Already there: its own files stay.
+        fs::write(work.join("SOUL.md"), "edited").unwrap();
+        stage_seed(&s, &mut Vec::new());
+        assert_eq!(fs::read_to_string(work.join("SOUL.md")).unwrap(), "edited");
     }
 
     #[test]

@@ -81,6 +81,19 @@ pub fn settings(home: &Home) -> Result<GatewaySettings, Failure> {
     Ok(settings)
 }
 
+/// Whether this native gateway serves every profile of the volume at `/p/<profile>/`
+/// (`hermes_gateway`'s multiplexing): only the default profile's gateway does, when the switch
+/// is on (`GATEWAY_MULTIPLEX_PROFILES` in the environment, then the root `config.yaml`, as
+/// `hermes_home::multiplex` reads it); the native gateway's default is off. A named profile's
+/// gateway serves its own profile whatever the switch says.
+fn multiplexing(home: &Home) -> Result<bool, Failure> {
+    if *home.profile() != hermes_home::ProfileRef::Default {
+        return Ok(false);
+    }
+    let config = hermes_home::config::Config::load(&home.config_path())?;
+    Ok(hermes_home::multiplex::configured(&config, &Context::var).is_some_and(|(on, _)| on))
+}
+
 fn truthy(value: Option<String>) -> bool {
     value.is_some_and(|v| hermes_privilege::is_truthy(&v))
 }
@@ -172,6 +185,14 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
         }
     };
     settings.replace = replace;
+    settings.multiplex = match multiplexing(&home) {
+        Ok(on) => on,
+        Err(mut failure) => {
+            recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
+            failure.code = hermes_gateway::error::EXIT_CONFIG;
+            return Err(failure);
+        }
+    };
     log_to_stderr();
     // One thread serves a profile's traffic: a stream is relayed end to end without handing
     // its events between workers (measured: half the time waiting for a CPU, a third of the

@@ -634,3 +634,93 @@ fn status_commands_show_the_last_error_of_a_failing_gateway() {
     );
     drop(holder);
 }
+
+/// `gateway run` of the default profile with `GATEWAY_MULTIPLEX_PROFILES` (or the root
+/// `config.yaml`'s `gateway.multiplex_profiles`) serves every profile at `/p/<profile>/`, each
+/// with its own key; without the switch (the native gateway's default) it serves its own.
+#[test]
+fn the_switch_makes_the_default_gateway_serve_every_profile() {
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    let work_key = "cli-test-key-of-work-0123456789";
+    fs::write(
+        t.root().join("profiles/work/.env"),
+        format!("API_SERVER_KEY={work_key}\n"),
+    )
+    .unwrap();
+    let authorized = |port: u16, path: &str, key: &str| {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {key}\r\n\
+             Connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    };
+    let serve = |env: Option<&str>, config: &str| {
+        fs::write(t.root().join("config.yaml"), config).unwrap();
+        let port = free_port();
+        fs::write(t.root().join(".env"), api_env(port)).unwrap();
+        let mut cmd = t.cmd(&["gateway", "run", "--no-supervise"]);
+        if let Some(value) = env {
+            cmd.env("GATEWAY_MULTIPLEX_PROFILES", value);
+        }
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let guard = Running(child);
+        wait_until("/health", Duration::from_secs(30), || {
+            http_get(port, "/health").is_some_and(|r| r.contains("200 OK"))
+        });
+        (guard, port)
+    };
+
+    for (env, config) in [
+        (Some("1"), "{}\n"),
+        (None, "gateway:\n  multiplex_profiles: true\n"),
+    ] {
+        let (mut gateway, port) = serve(env, config);
+        let health = http_get(port, "/health").unwrap();
+        assert!(health.contains("\"mode\":\"multiplex\""), "{health}");
+        assert!(
+            health.contains("\"profiles\":[\"default\",\"work\"]"),
+            "{health}"
+        );
+        let work = http_get(port, "/p/work/health").unwrap();
+        assert!(
+            work.starts_with("HTTP/1.1 200") && work.contains("\"profile\":\"work\""),
+            "{work}"
+        );
+        let models = authorized(port, "/p/work/v1/models", work_key);
+        assert!(models.starts_with("HTTP/1.1 200"), "{models}");
+        let crossed = authorized(port, "/p/work/v1/models", crate::util::TEST_API_KEY);
+        assert!(crossed.starts_with("HTTP/1.1 401"), "{crossed}");
+        let unknown = http_get(port, "/p/nobody/health").unwrap();
+        assert!(
+            unknown.starts_with("HTTP/1.1 404") && unknown.contains("profile_not_found"),
+            "{unknown}"
+        );
+        assert_eq!(gateway.stop(), Some(0));
+    }
+
+    // Off in the environment wins over the file; nothing set is off for the native gateway.
+    for (env, config) in [
+        (Some("0"), "gateway:\n  multiplex_profiles: true\n"),
+        (None, "{}\n"),
+    ] {
+        let (mut gateway, port) = serve(env, config);
+        let health = http_get(port, "/health").unwrap();
+        assert!(health.contains("\"mode\":\"single\""), "{env:?}: {health}");
+        let work = http_get(port, "/p/work/health").unwrap();
+        assert!(work.starts_with("HTTP/1.1 404"), "{env:?}: {work}");
+        assert_eq!(gateway.stop(), Some(0));
+    }
+}

@@ -110,6 +110,45 @@ SOUL.md: |
 {{- end }}
 {{- end }}
 
+{{/*
+Whether one profile has objects of its own (a pod, volume, Service...): every profile, or with
+`multiplex` only the `default` one, which serves them all. (list $ $profile) -> "true" or ""
+*/}}
+{{- define "hermes.hasPod" -}}
+{{- $root := index . 0 }}{{- $p := index . 1 }}
+{{- if or (not $root.Values.multiplex) (eq $p.name "default") }}true{{ end }}
+{{- end }}
+
+{{/*
+The ConfigMap data of the multiplexing pod: the default profile's seeds under their own names,
+each named profile's as "<name>.config.yaml" and "<name>.SOUL.md" (a key cannot hold a `/`;
+the volume's items put them at profiles/<name>/).
+*/}}
+{{- define "hermes.multiplexSeedData" -}}
+{{- range $p := .Values.profiles }}
+{{- if eq $p.name "default" }}
+{{ include "hermes.seedData" $p }}
+{{- else }}
+{{ $p.name }}.config.yaml: |
+{{ include "hermes.configYaml" $p | indent 2 }}
+{{- if $p.soul }}
+{{ $p.name }}.SOUL.md: |
+{{ $p.soul | indent 2 }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The ConfigMap data of one profile's pod (what its checksum covers): (list $ $profile) */}}
+{{- define "hermes.podSeedData" -}}
+{{- $root := index . 0 }}{{- $p := index . 1 }}
+{{- if $root.Values.multiplex }}
+{{- include "hermes.multiplexSeedData" $root }}
+{{- else }}
+{{- include "hermes.seedData" $p }}
+{{- end }}
+{{- end }}
+
 {{/* Whether one profile runs the dashboard: (list $ $profile) -> "true" or "" */}}
 {{- define "hermes.dashboard" -}}
 {{- $root := index . 0 }}{{- $p := index . 1 }}
@@ -128,6 +167,21 @@ SOUL.md: |
 {{- end }}
 {{- if and .Values.ingress.enabled (not .Values.profiles) }}
 {{- fail "ingress.enabled: no profile to route to; list one under profiles" }}
+{{- end }}
+{{- if .Values.multiplex }}
+{{- $default := dict }}
+{{- range .Values.profiles }}{{ if eq .name "default" }}{{ $default = . }}{{ end }}{{ end }}
+{{- if not $default }}
+{{- fail "multiplex: no profile named `default`; the default profile's pod serves every profile, so list one named default" }}
+{{- end }}
+{{- range .Values.profiles }}
+{{- if ne (default "native" .engine) (default "native" $default.engine) }}
+{{- fail (printf "multiplex: profile %q has engine %q but the default profile's is %q; one pod runs one engine for every profile" .name (default "native" .engine) (default "native" $default.engine)) }}
+{{- end }}
+{{- if and .ingressHost (ne .name "default") }}
+{{- fail (printf "multiplex: profile %q has an ingressHost; every profile is reached through the default profile's host at /p/%s/v1" .name .name) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- if lt (int .Values.terminationGracePeriodSeconds) 36 }}
 {{- fail (printf "terminationGracePeriodSeconds: %v is shorter than the gateway's drain (the supervisor kills it 35 s after SIGTERM); use 36 or more" .Values.terminationGracePeriodSeconds) }}
