@@ -114,7 +114,11 @@ fn the_lifecycle_ledger_tells_a_kill_from_a_clean_exit() {
     assert_eq!(claim["pid"], gateway.0.id());
     gateway.0.kill().unwrap();
     gateway.0.wait().unwrap();
-    assert_eq!(prior_exit(&t.root()), PriorExit::Unclean, "SIGKILL: no exit path ran");
+    assert_eq!(
+        prior_exit(&t.root()),
+        PriorExit::Unclean,
+        "SIGKILL: no exit path ran"
+    );
 
     let mut gateway = start_foreground(&t, port);
     let pid = gateway.0.id();
