@@ -734,7 +734,7 @@ mod tests {
             assert_eq!(libc::syscall(libc::SYS_capset, &header, data.as_ptr()), 0);
         }
         assert!(
-            fchown(&tempfile::tempfile().unwrap(), Some(Uid::from_raw(1)), None).is_err(),
+            fchown(tempfile::tempfile().unwrap(), Some(Uid::from_raw(1)), None).is_err(),
             "CAP_CHOWN is gone in this thread"
         );
     }
