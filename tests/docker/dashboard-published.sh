@@ -9,7 +9,8 @@ source "$(dirname "$0")/lib.sh"
 user=admin
 pass=hdt-dashboard-pass-$$
 # In /proc/net/tcp: 0.0.0.0:9119 and 127.0.0.1:9119 in LISTEN state (0A).
-listens_on() { docker exec "$1" grep -qiE "^ *[0-9]+: $2:23A7 00000000:0000 0A" /proc/net/tcp; }
+# Read on the host side: the image need not have grep.
+listens_on() { docker exec "$1" cat /proc/net/tcp | grep -qiE "^ *[0-9]+: $2:239F 00000000:0000 0A"; }
 
 if [[ ${HDT_BRIDGE:-0} == 1 ]]; then
     net=(-p 127.0.0.1::9119)
