@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `--cap-drop CHOWN`: boot degrades (a warning for the skipped ownership repair and the
-# socket's group, said once each) and everything works. `--cap-drop ALL` as root: root cannot
+# socket's group, said once each) and everything works; the gateway's log directory on the
+# volume is still the service user's (created as that user: root cannot chown without
+# CAP_CHOWN). `--cap-drop ALL` as root: root cannot
 # become the service user, so the boot stops with one line pointing at `--user`, with which
 # the same container needs no capability at all.
 source "$(dirname "$0")/lib.sh"
@@ -13,6 +15,15 @@ c=$(dstart chown --cap-drop CHOWN -- sleep 300)
 wait_up "$c"
 assert_rc 0 "the service user reaches the supervisor without the socket's group" -- \
     docker exec "$c" hermes service status
+
+v=$(mkvolume chown-data)
+c3=$(dstart chown-gw --cap-drop CHOWN -v "$v:/opt/data" -e HERMES_GATEWAY_BOOTSTRAP_STATE=running -- sleep 300)
+wait_for 30 "gateway-default up" -- service_is "$c3" gateway-default up
+wait_for 30 "the gateway's log exists" -- docker exec "$c3" test -s /opt/data/logs/gateways/default/current
+assert_rc 0 "owner of logs/gateways/default" -- docker exec "$c3" stat -c '%u:%g' /opt/data/logs/gateways/default
+assert_eq "10000:10000" "$OUT" "logs/gateways/default belongs to hermes under --cap-drop CHOWN"
+assert_rc 0 "owner of its current" -- docker exec "$c3" stat -c '%u:%g' /opt/data/logs/gateways/default/current
+assert_eq "10000:10000" "$OUT" "logs/gateways/default/current belongs to hermes"
 
 assert_rc 1 "--cap-drop ALL as root: the boot stops" -- drun --cap-drop ALL -- sh -c 'echo main-ran'
 assert_not_contains "$OUT" "main-ran" "the main program did not run"

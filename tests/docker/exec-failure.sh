@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A main program that cannot be executed: one line saying what failed, then 127 (not found,
-# bad interpreter) or 126 (not executable), as shells do.
+# A main program that cannot be executed: one line on stderr saying what failed, in tini's
+# shape (`[FATAL tini (7)] exec /x failed: …` → `[FATAL hermes (1)] cannot start: …`), nothing
+# on stdout, then 127 (not found, bad interpreter) or 126 (not executable), as shells do.
 source "$(dirname "$0")/lib.sh"
 
 printf '#!/nonexistent/interpreter\necho never\n' >"$HDT_TMP/badinterp"
@@ -14,4 +15,11 @@ assert_rc 127 "bad interpreter" -- drun -v "$HDT_TMP/badinterp:/usr/local/bin/ba
 assert_contains "$OUT" "badinterp" "the message names the program"
 assert_rc 126 "not executable" -- drun -v "$HDT_TMP/noexec:/usr/local/bin/noexec:ro" -- /usr/local/bin/noexec
 assert_contains "$OUT" "noexec" "the message names the program"
+
+err=$(drun -- /nonexistent/program 2>&1 >/dev/null)
+assert_contains "$err" '[FATAL hermes (1)] cannot start: `/nonexistent/program`: command not found' \
+    "said on stderr, in tini's shape"
+out=$(drun -- /nonexistent/program 2>/dev/null)
+assert_not_contains "$out" "cannot start" "not on stdout"
+assert_not_contains "$out" "[main]" "not as the main program's output"
 finish

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `docker run --user 10000:10000`: no root at all. Boot, gateways, the supervisor and the CLI
-# (docker exec, which then runs as 10000 too) all work.
+# (docker exec, which then runs as 10000 too) all work. Any other uid is refused in the
+# original's words (`not supported`), with the HERMES_UID remedy.
 source "$(dirname "$0")/lib.sh"
 
 v=$(mkvolume data)
@@ -19,4 +20,9 @@ assert_contains "$OUT" "10000" "PID 1 is uid 10000"
 t=$(now)
 docker stop -t 10 "$c" >/dev/null
 assert_lt "$(elapsed "$t")" 2 "docker stop"
+
+assert_rc 1 "--user 12345: the boot stops" -- drun --user 12345 -- sh -c 'echo main-ran'
+assert_not_contains "$OUT" "main-ran" "the main program did not run"
+assert_contains "$OUT" "not supported" "the original's words"
+assert_contains "$OUT" "HERMES_UID=12345" "the hint says what works"
 finish

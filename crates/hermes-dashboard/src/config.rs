@@ -13,6 +13,21 @@ use crate::Error;
 
 /// Default host, as the original's.
 pub const DEFAULT_HOST: &str = "127.0.0.1";
+/// The host the original's image binds (`docker/s6-rc.d/dashboard/run`:
+/// `${HERMES_DASHBOARD_HOST:-0.0.0.0}`), ours only once credentials are configured.
+pub const IMAGE_HOST_WITH_CREDENTIALS: &str = "0.0.0.0";
+
+/// Where the dashboard runs, which decides the host when none is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// A machine (`hermes up`, a shell): loopback.
+    Machine,
+    /// The container image (its marker file exists): all IPv4 addresses, as the original's
+    /// image, when credentials (basic or a trusted proxy) are configured — a published port
+    /// must reach it — else loopback with the token, as on a machine. Never open: without
+    /// credentials a non-loopback host is still refused.
+    Image,
+}
 /// Default port, as the original's.
 pub const DEFAULT_PORT: u16 = 9119;
 /// The shortest session token accepted from the environment.
@@ -90,16 +105,25 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Resolves flags over the environment (`var`), checking that the result is safe to serve.
+    /// Resolves flags over the environment (`var`) on a machine, checking that the result is
+    /// safe to serve.
     pub fn resolve(
         host: Option<String>,
         port: Option<u16>,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Settings, Error> {
+        Self::resolve_at(Place::Machine, host, port, var)
+    }
+
+    /// [`Settings::resolve`] at `place`, which decides the host when neither the flag nor
+    /// `HERMES_DASHBOARD_HOST` gives one (see [`Place`]).
+    pub fn resolve_at(
+        place: Place,
+        host: Option<String>,
+        port: Option<u16>,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Settings, Error> {
         let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
-        let host = host
-            .or_else(|| set("HERMES_DASHBOARD_HOST"))
-            .unwrap_or_else(|| DEFAULT_HOST.to_string());
         let port = match (port, set("HERMES_DASHBOARD_PORT")) {
             (Some(p), _) => p,
             (None, Some(v)) => parse_port(&v)?,
@@ -114,7 +138,19 @@ impl Settings {
                 .collect::<Result<Vec<_>, _>>()?,
             None => Vec::new(),
         };
-        let auth = resolve_auth(&host, &set, &trusted_proxies)?;
+        let credentials = configured_credentials(&set, &trusted_proxies)?;
+        let host = match host.or_else(|| set("HERMES_DASHBOARD_HOST")) {
+            Some(host) => host,
+            None if place == Place::Image && credentials.is_some() => {
+                IMAGE_HOST_WITH_CREDENTIALS.to_string()
+            }
+            None => DEFAULT_HOST.to_string(),
+        };
+        let auth = match credentials {
+            Some(auth) => auth,
+            None if is_loopback(&host) => Auth::Token,
+            None => return Err(Error::CredentialsRequired { host }),
+        };
         let token = match set("HERMES_DASHBOARD_SESSION_TOKEN") {
             Some(t) if t.len() < MIN_TOKEN_LEN => {
                 return Err(Error::WeakToken { min: MIN_TOKEN_LEN });
@@ -160,13 +196,13 @@ impl Settings {
     }
 }
 
-/// The auth mode: basic credentials when given (a plain password or a bcrypt hash, not
-/// both), else a trusted proxy's user header when enabled, else the token — on loopback only.
-fn resolve_auth(
-    host: &str,
+/// The configured credentials: basic ones when given (a plain password or a bcrypt hash, not
+/// both), else a trusted proxy's user header when enabled, else none (`None`: the token, on
+/// loopback only). Half-configured credentials are an error, wherever the dashboard binds.
+fn configured_credentials(
     set: &dyn Fn(&str) -> Option<String>,
     trusted_proxies: &[Cidr],
-) -> Result<Auth, Error> {
+) -> Result<Option<Auth>, Error> {
     let username = set("HERMES_DASHBOARD_BASIC_AUTH_USERNAME");
     let password = match (
         set("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD"),
@@ -186,20 +222,17 @@ fn resolve_auth(
     };
     let proxy_header = set("HERMES_DASHBOARD_PROXY_AUTH_HEADER");
     match (username, password, proxy_header) {
-        (Some(username), Some(password), _) => Ok(Auth::Basic { username, password }),
+        (Some(username), Some(password), _) => Ok(Some(Auth::Basic { username, password })),
         (None, Some(_), _) => Err(Error::UsernameMissing),
         (_, None, Some(header)) => {
             if trusted_proxies.is_empty() {
                 return Err(Error::ProxyAuthWithoutProxies);
             }
-            Ok(Auth::Proxy {
+            Ok(Some(Auth::Proxy {
                 header: header.trim().to_ascii_lowercase(),
-            })
+            }))
         }
-        _ if is_loopback(host) => Ok(Auth::Token),
-        _ => Err(Error::CredentialsRequired {
-            host: host.to_string(),
-        }),
+        _ => Ok(None),
     }
 }
 
@@ -315,6 +348,48 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |k| owned.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn in_the_image_credentials_open_all_addresses_and_nothing_else_does() {
+        let basic = [
+            ("HERMES_DASHBOARD_BASIC_AUTH_USERNAME", "admin"),
+            ("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD", "pw"),
+        ];
+        let s = Settings::resolve_at(Place::Image, None, None, env(&basic)).unwrap();
+        assert_eq!(
+            s.bind_addr(),
+            "0.0.0.0:9119",
+            "where the original's image listens"
+        );
+        assert!(matches!(s.auth, Auth::Basic { .. }));
+        let proxy = [
+            ("HERMES_DASHBOARD_PROXY_AUTH_HEADER", "X-Forwarded-User"),
+            ("HERMES_DASHBOARD_TRUSTED_PROXIES", "10.0.0.0/8"),
+        ];
+        let s = Settings::resolve_at(Place::Image, None, None, env(&proxy)).unwrap();
+        assert_eq!(s.host, "0.0.0.0");
+
+        // No credentials: loopback and the token, as on a machine (never an open dashboard).
+        let s = Settings::resolve_at(Place::Image, None, None, env(&[])).unwrap();
+        assert_eq!((s.host.as_str(), &s.auth), ("127.0.0.1", &Auth::Token));
+        let half = [("HERMES_DASHBOARD_BASIC_AUTH_USERNAME", "admin")];
+        let s = Settings::resolve_at(Place::Image, None, None, env(&half)).unwrap();
+        assert_eq!(s.host, "127.0.0.1", "a user name alone is no credential");
+        // An explicit host wins, and without credentials a public one is still refused.
+        let s = Settings::resolve_at(Place::Image, Some("127.0.0.1".into()), None, env(&basic))
+            .unwrap();
+        assert_eq!(s.host, "127.0.0.1");
+        let e =
+            Settings::resolve_at(Place::Image, Some("0.0.0.0".into()), None, env(&[])).unwrap_err();
+        assert!(matches!(e, Error::CredentialsRequired { .. }), "{e}");
+        let pinned = [("HERMES_DASHBOARD_HOST", "10.1.2.3")];
+        let e = Settings::resolve_at(Place::Image, None, None, env(&pinned)).unwrap_err();
+        assert!(matches!(e, Error::CredentialsRequired { .. }), "{e}");
+
+        // On a machine, credentials alone do not widen the bind.
+        let s = Settings::resolve(None, None, env(&basic)).unwrap();
+        assert_eq!(s.host, "127.0.0.1");
     }
 
     #[test]

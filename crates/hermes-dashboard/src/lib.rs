@@ -26,6 +26,6 @@ pub mod pages;
 pub mod server;
 pub mod status;
 
-pub use config::{Auth, Settings};
+pub use config::{Auth, Place, Settings};
 pub use error::Error;
 pub use server::{Vars, bind, router, serve};

@@ -13,7 +13,7 @@
 //! ```text
 //! validate -> lock gateway.lock -> record(starting) -> open state.db -> bind
 //!   -> READY=1 (sd_notify) -> record(running) -> serve ... shutdown -> drain
-//!   -> release the lock -> record(stopped, reason)
+//!   -> release the lock -> record(stopped, reason) -> exited(code, reason)
 //!                                   [a startup failure: record(startup_failed, reason)]
 //! ```
 //!
@@ -174,6 +174,7 @@ where
         Ok(()) => {
             let (reason, exit) = stopped_by(request);
             recorder.record(Phase::Stopped, Some(reason));
+            recorder.exited(exit.exit_code(), reason);
             Ok(exit)
         }
         Err(source) => {
@@ -181,7 +182,9 @@ where
                 addr: settings.bind_addr(),
                 source,
             };
-            recorder.record(Phase::Stopped, Some(&hermes_errors::one_line(&e)));
+            let reason = hermes_errors::one_line(&e);
+            recorder.record(Phase::Stopped, Some(&reason));
+            recorder.exited(e.exit_code(), &reason);
             Err(e)
         }
     }
@@ -215,6 +218,7 @@ where
     drop(lock);
     let (why, exit) = stopped_by(request);
     recorder.record(Phase::Stopped, Some(why));
+    recorder.exited(exit.exit_code(), why);
     exit
 }
 

@@ -64,6 +64,13 @@ pub trait StateRecorder: Send + Sync {
     fn api_server(&self, state: &str, message: Option<&str>) {
         let _ = (state, message);
     }
+
+    /// The run is ending through an exit path with process exit code `exit_code` (after the
+    /// last [`StateRecorder::record`]), for `reason`: what the lifecycle ledger records, so a
+    /// gateway that never gets here (SIGKILL, OOM) reads as an unclean exit at the next boot.
+    fn exited(&self, exit_code: u8, reason: &str) {
+        let _ = (exit_code, reason);
+    }
 }
 
 /// A recorder that drops everything (for `chat_once`-only callers and tests).

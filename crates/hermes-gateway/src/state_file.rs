@@ -15,11 +15,17 @@
 //! does: `gateway/run.py` `shutdown_signal_handler`, `_stop_impl`). Any other shutdown (the
 //! container or `hermes up` going down, Ctrl-C) records `running`, so the next boot brings
 //! it back.
+//!
+//! Beside it, the original's lifecycle ledger (`state/gateway.lifecycle.json`, through
+//! `hermes_home::lifecycle_ledger`): claimed `running` when the gateway starts serving and
+//! marked `exited` with the exit code on every exit path, so a gateway killed without one
+//! (SIGKILL, OOM) reads `prior_exit=unclean` at the next boot.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use hermes_home::gateway_state::{self, ProcessRecord};
+use hermes_home::lifecycle_ledger;
 
 use crate::lifecycle::{Phase, StateRecorder};
 
@@ -107,6 +113,20 @@ impl StateRecorder for StateFileRecorder {
             code_version: &self.code_version,
         };
         if let Err(e) = gateway_state::record_process(&self.path, &record) {
+            self.warn(&e);
+        }
+        if phase == Phase::Running
+            && let Err(e) = lifecycle_ledger::record_running(&self.profile_dir, record.pid)
+        {
+            self.warn(&e);
+        }
+    }
+
+    fn exited(&self, exit_code: u8, reason: &str) {
+        let pid = std::process::id();
+        if let Err(e) =
+            lifecycle_ledger::mark_exited(&self.profile_dir, pid, i32::from(exit_code), reason)
+        {
             self.warn(&e);
         }
     }
@@ -216,6 +236,38 @@ mod tests {
         assert!(!marker.exists(), "consumed");
         recorder.record(Phase::Stopped, Some("stopped"));
         assert_eq!(read(dir.path())["gateway_state"], "running", "once");
+    }
+
+    #[test]
+    fn serving_claims_the_ledger_and_an_exit_path_marks_it_exited() {
+        use hermes_home::lifecycle_ledger::{PriorExit, prior_exit};
+        let dir = tempfile::tempdir().unwrap();
+        let recorder = StateFileRecorder::new(dir.path(), Vec::new(), None, "0.1.0");
+        recorder.record(Phase::Starting, None);
+        assert_eq!(
+            prior_exit(dir.path()),
+            PriorExit::Unknown,
+            "not serving yet"
+        );
+        recorder.record(Phase::Running, None);
+        assert_eq!(
+            prior_exit(dir.path()),
+            PriorExit::Unclean,
+            "a kill now is unclean"
+        );
+        recorder.record(Phase::Stopped, Some("restart requested"));
+        recorder.exited(75, "restart requested");
+        let ledger: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(hermes_home::lifecycle_ledger::path(dir.path())).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            (ledger["phase"].as_str(), ledger["exit_code"].as_i64()),
+            (Some("exited"), Some(75))
+        );
+        assert_eq!(ledger["pid"], std::process::id());
+        assert_eq!(prior_exit(dir.path()), PriorExit::Clean);
+        assert!(recorder.take_warnings().is_empty());
     }
 
     #[test]

@@ -113,6 +113,11 @@ async fn phases_on_clean_stop_and_restart_request() {
         vec![Phase::Starting, Phase::Running, Phase::Stopped]
     );
     assert_eq!(rec.last_reason().as_deref(), Some("stopped"));
+    assert_eq!(
+        rec.exits(),
+        vec![(0, "stopped".to_owned())],
+        "the ledger's exit"
+    );
 
     let gw = start(settings(home.path(), "work", None)).await;
     let rec = std::sync::Arc::clone(&gw.recorder);
@@ -120,6 +125,7 @@ async fn phases_on_clean_stop_and_restart_request() {
     assert!(matches!(reason, ExitReason::RestartRequested));
     assert_eq!(reason.exit_code(), 75);
     assert_eq!(rec.last_reason().as_deref(), Some("restart requested"));
+    assert_eq!(rec.exits(), vec![(75, "restart requested".to_owned())]);
 }
 
 #[tokio::test]
@@ -139,6 +145,7 @@ async fn non_loopback_without_key_is_a_config_error() {
         other => panic!("unexpected {other:?}"),
     }
     assert_eq!(rec.phases(), vec![Phase::Starting, Phase::StartupFailed]);
+    assert!(rec.exits().is_empty(), "never claimed the ledger");
     assert!(rec.last_reason().unwrap().contains("API_SERVER_KEY"));
     assert!(
         !home.path().join("gateway.lock").exists(),

@@ -8,11 +8,14 @@
 //! | `export KEY=value`           | same (the `export ` prefix is tolerated)        |
 //! | `KEY="a b # c"`, `KEY='x'`   | quoted values; `\"`, `\\`, `\n` in double quotes |
 //! | `KEY=value  # note`          | an unquoted value ends at ` #`                  |
+//! | `${:-$}` in a value          | a literal `$`, as python-dotenv reads it        |
 //! | `# comment`, blank           | kept verbatim by the writer                     |
 //!
 //! The writer keeps comments and the order of lines, replaces a key in place, appends new keys,
 //! refuses invalid names and a denylist of variables that control how processes start, strips
-//! CR/LF from values, and writes atomically with mode 0600. Lines it cannot parse are kept.
+//! CR/LF from values, and writes atomically with mode 0600. Lines it cannot parse are kept. A
+//! value it writes reads back the same here and in the original (python-dotenv, which would
+//! expand a `${...}` in it: the writer writes its `$` as `${:-$}`).
 //!
 //! The only way to write is [`DotEnv::edit`] (or [`set_var`]), which holds `.env.lock` from the
 //! read to the write, so concurrent writers never lose each other's keys.
@@ -304,7 +307,27 @@ fn parse_line(raw: &str) -> Option<(String, String)> {
     Some((key.to_string(), parse_value(rest.trim())))
 }
 
+/// How a literal `$` before `{` is written so that python-dotenv reads it unchanged.
+///
+/// The original loads `.env` with python-dotenv (`load_dotenv`, `interpolate=True`), which
+/// expands every `${NAME}` and `${NAME:-default}` in a value — single-quoted, double-quoted or
+/// bare alike — and has no escape for `$`. `${:-$}` is a variable with an empty name (which no
+/// environment can hold) and the default `$`: it always reads as `$`, and python-dotenv does not
+/// expand what an expansion produced. So the writer puts it for the `$` of every `${` in a value
+/// (`pa ss${HOME}word` is written `"pa ss${:-$}{HOME}word"`), and the reader turns it back
+/// into `$` wherever it appears, as python-dotenv does.
+const DOLLAR: &str = "${:-$}";
+
 fn parse_value(rest: &str) -> String {
+    let value = parse_quoted_value(rest);
+    if value.contains(DOLLAR) {
+        value.replace(DOLLAR, "$")
+    } else {
+        value
+    }
+}
+
+fn parse_quoted_value(rest: &str) -> String {
     if let Some(body) = rest.strip_prefix('"') {
         let mut out = String::new();
         let mut chars = body.chars();
@@ -342,7 +365,11 @@ fn quote(value: &str) -> String {
     if plain {
         value.to_string()
     } else {
-        format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+        let escaped = value
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace("${", &format!("{DOLLAR}{{"));
+        format!("\"{escaped}\"")
     }
 }
 
@@ -383,6 +410,41 @@ mod tests {
             "# keep me\nA=\"new value\"\nweird line\nB=2\nC=3\n"
         );
         assert_eq!(DotEnv::parse(&env.render()).get("A"), Some("new value"));
+    }
+
+    /// Values python-dotenv would change if written plainly; each reads back as it was.
+    const AWKWARD_VALUES: &[&str] = &[
+        "pa ss${HOME}word",
+        "${X}",
+        "${X:-fallback}",
+        "$X and $$ and $",
+        "$${HOME}",
+        "${:-$}",
+        "a${",
+        "it's \"quoted\" 'twice'",
+        "hash # not a comment",
+        "#leading",
+        "back\\slash \\n \\t \\",
+        "  spaces around  ",
+        "sk-plain-0123",
+        "",
+    ];
+
+    #[test]
+    fn what_the_writer_writes_reads_back_unchanged() {
+        let mut env = DotEnv::default();
+        for (i, value) in AWKWARD_VALUES.iter().enumerate() {
+            env.set(&format!("K{i}"), value).unwrap();
+        }
+        let back = DotEnv::parse(&env.render());
+        for (i, value) in AWKWARD_VALUES.iter().enumerate() {
+            assert_eq!(back.get(&format!("K{i}")), Some(*value), "{value:?}");
+        }
+        let mut one = DotEnv::default();
+        one.set("PW", "pa ss${HOME}word").unwrap();
+        assert_eq!(one.render(), "PW=\"pa ss${:-$}{HOME}word\"\n");
+        // A hand-written `${:-$}` is a `$` for the original's reader, and so for ours.
+        assert_eq!(DotEnv::parse("A=x${:-$}{y}\n").get("A"), Some("x${y}"));
     }
 
     #[test]

@@ -192,7 +192,10 @@ pub fn record_platform(
             if let Value::Object(entry) = entry {
                 entry.insert("state".into(), Value::from(state));
                 entry.insert("error_message".into(), Value::from(error_message));
-                entry.insert("updated_at".into(), Value::from(python_utc_now()));
+                entry.insert(
+                    "updated_at".into(),
+                    Value::from(crate::time::python_iso_utc_now()),
+                );
             }
         }
     })
@@ -240,7 +243,10 @@ impl DesiredState {
 pub fn set_desired(path: &Path, desired: DesiredState) -> Result<(), Error> {
     let mut updates = Map::new();
     updates.insert("desired_state".into(), Value::from(desired.as_str()));
-    updates.insert("updated_at".into(), Value::from(python_utc_now()));
+    updates.insert(
+        "updated_at".into(),
+        Value::from(crate::time::python_iso_utc_now()),
+    );
     merge(path, updates).map(|_| ())
 }
 
@@ -282,7 +288,10 @@ pub fn record_process(path: &Path, record: &ProcessRecord<'_>) -> Result<Option<
     );
     fields.insert("gateway_state".into(), Value::from(record.gateway_state));
     fields.insert("exit_reason".into(), Value::from(record.exit_reason));
-    fields.insert("updated_at".into(), Value::from(python_utc_now()));
+    fields.insert(
+        "updated_at".into(),
+        Value::from(crate::time::python_iso_utc_now()),
+    );
     fields.insert("code_sha".into(), Value::from(record.code_sha));
     fields.insert("code_version".into(), Value::from(record.code_version));
     merge(path, fields)
@@ -375,29 +384,12 @@ pub fn write_planned_stop(
     record.insert("target_pid".into(), Value::from(target_pid));
     record.insert("target_start_time".into(), Value::from(target_start_time));
     record.insert("stopper_pid".into(), Value::from(std::process::id()));
-    record.insert("written_at".into(), Value::from(python_utc_now()));
+    record.insert(
+        "written_at".into(),
+        Value::from(crate::time::python_iso_utc_now()),
+    );
     let text = serde_json::to_string(&record).unwrap_or_default();
     write_atomic(&profile_dir.join(PLANNED_STOP_FILE), text.as_bytes(), 0o600)
-}
-
-/// Now as Python's `datetime.now(timezone.utc).isoformat()`:
-/// `2026-05-20T10:11:12.123456+00:00`.
-fn python_utc_now() -> String {
-    python_iso(time::OffsetDateTime::now_utc())
-}
-
-/// A UTC time as Python's `datetime.isoformat()` writes it.
-fn python_iso(t: time::OffsetDateTime) -> String {
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.microsecond()
-    )
 }
 
 /// `written_at` is unparseable, has no offset, or is older than the TTL (`_marker_is_stale`).
@@ -507,7 +499,7 @@ mod tests {
 
     /// `datetime.now(timezone.utc).isoformat()`, shifted by `secs`.
     fn iso_in(secs: i64) -> String {
-        python_iso(time::OffsetDateTime::now_utc() + time::Duration::seconds(secs))
+        crate::time::python_iso(time::OffsetDateTime::now_utc() + time::Duration::seconds(secs))
     }
 
     #[test]

@@ -26,6 +26,26 @@ pub fn compact_utc_now() -> String {
     )
 }
 
+/// Now as Python's `datetime.now(timezone.utc).isoformat()`:
+/// `2026-05-20T10:11:12.123456+00:00`.
+pub fn python_iso_utc_now() -> String {
+    python_iso(OffsetDateTime::now_utc())
+}
+
+/// A UTC time as Python's `datetime.isoformat()` writes it.
+pub fn python_iso(t: OffsetDateTime) -> String {
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.microsecond()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -7,7 +7,8 @@
 //! * reconciliation and the `desired_state` writes run with the service user's effective ids
 //!   ([`AsUser`]), so the files they touch stay theirs;
 //! * each profile gets one line in `logs/container-boot.log`:
-//!   `<ts> profile=<p> prior_state=<s> action=<started|registered>` with `<ts>` in local time,
+//!   `<ts> profile=<p> prior_state=<s> action=<started|registered> prior_exit=<e>` (the
+//!   original's line; `<e>` is `clean`, `unclean` or `unknown`) with `<ts>` in local time,
 //!   `%Y-%m-%dT%H:%M:%S%z`; the file is rotated to `.1` once it reaches [`BOOT_LOG_ROTATE`];
 //! * once the loop has settled, PID 1 gives back its boot-only pages
 //!   ([`crate::pages::release_boot_text`]).
@@ -229,12 +230,16 @@ mod tests {
             profile: "default".into(),
             prior_state: None,
             started: false,
+            prior_exit: hermes_home::lifecycle_ledger::PriorExit::Unclean,
         };
         append_boot_log(&logs, &[a.describe()], &mut Vec::new());
         let text = fs::read_to_string(logs.join("container-boot.log")).unwrap();
         let line = text.lines().next().unwrap();
         let (ts, rest) = line.split_once(' ').unwrap();
-        assert_eq!(rest, "profile=default prior_state=None action=registered");
+        assert_eq!(
+            rest,
+            "profile=default prior_state=None action=registered prior_exit=unclean"
+        );
         // 2026-05-20T10:11:12+0000
         assert_eq!(ts.len(), 24, "{ts}");
         assert!(

@@ -108,10 +108,13 @@ pub enum Error {
         source: Box<Error>,
     },
 
-    /// `hermes init` was started as a user that is neither root nor the service user.
+    /// `hermes init` was started as a user that is neither root nor the service user. The
+    /// words `not supported` are the original image's (`docker/main-wrapper.sh`): its tests
+    /// and operators' scripts look for them.
     #[error(
-        "container started with `--user {uid}`, which is neither root nor the `{user}` user{}",
-        match service_uid { Some(u) => format!(" (uid {u})"), None => String::new() }
+        "container started with `--user {uid}` (an arbitrary uid, neither root nor the `{user}` \
+         user{}) — not supported",
+        match service_uid { Some(u) => format!(", uid {u}"), None => String::new() }
     )]
     ForeignUser {
         /// The uid the container runs as.
@@ -315,7 +318,9 @@ mod tests {
         };
         assert_eq!(
             err.to_string(),
-            "container started with `--user 1000`, which is neither root nor the `hermes` user (uid 10000)"
+            "container started with `--user 1000` (an arbitrary uid, neither root nor the \
+             `hermes` user, uid 10000) — not supported",
+            "`not supported`: the original's words, which its tests and scripts grep for"
         );
         let hint = err.hint().unwrap();
         assert!(hint.contains("HERMES_UID=1000"), "{hint}");

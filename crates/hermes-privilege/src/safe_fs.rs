@@ -27,7 +27,11 @@
 //! checked through the descriptor: only a regular file with a single link is written. A
 //! planted symlink, FIFO or hard link in place of a log is removed (the name, never its
 //! target) and a fresh file created. Entries we create are given to the owner the caller
-//! names, so a service's log belongs to the service's user, not to root.
+//! names, so a service's log belongs to the service's user, not to root: as root they are
+//! created *as* that owner (the filesystem uid and gid switched for the one call,
+//! [`create_as`]), so they are the owner's without `chown` — which a container started with
+//! `--cap-drop CHOWN` cannot do — and the kernel checks the owner's permissions; only where the
+//! owner may not create (a root-owned parent) root creates and `chown`s.
 
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
@@ -41,7 +45,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use nix::errno::Errno;
 use nix::fcntl::{AT_FDCWD, AtFlags, FcntlArg, OFlag, OpenHow, ResolveFlag, fcntl, openat};
 use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat, mkdirat};
-use nix::unistd::{Gid, Uid, UnlinkatFlags, fchown, unlinkat};
+use nix::unistd::{Gid, Uid, UnlinkatFlags, fchown, setfsgid, setfsuid, unlinkat};
 
 /// At most this many symlinks are followed while resolving one path (as the kernel's 40).
 const MAX_LINKS: usize = 32;
@@ -148,12 +152,14 @@ impl SafeDir {
         // Two rounds: the second follows the removal of a planted entry. A third would mean
         // someone is racing us; give up rather than loop.
         for _ in 0..2 {
-            let created = openat(
-                &self.fd,
-                name,
-                base | OFlag::O_CREAT | OFlag::O_EXCL,
-                Mode::from_bits_truncate(mode),
-            );
+            let created = create_as(owner, || {
+                openat(
+                    &self.fd,
+                    name,
+                    base | OFlag::O_CREAT | OFlag::O_EXCL,
+                    Mode::from_bits_truncate(mode),
+                )
+            });
             let (fd, is_new) = match created {
                 Ok(fd) => (fd, true),
                 Err(Errno::EEXIST) => match openat(&self.fd, name, base, Mode::empty()) {
@@ -319,7 +325,10 @@ fn walk(path: &Path, create: Option<(u32, Option<Owner>)>) -> io::Result<OwnedFd
             Ok(next) => next,
             Err(Errno::ENOENT) if create.is_some() => {
                 let (mode, owner) = create.unwrap_or((0o755, None));
-                match mkdirat(&fd, name.as_os_str(), Mode::from_bits_truncate(mode)) {
+                let made = create_as(owner, || {
+                    mkdirat(&fd, name.as_os_str(), Mode::from_bits_truncate(mode))
+                });
+                match made {
                     Ok(()) | Err(Errno::EEXIST) => {}
                     Err(e) => return Err(with_path(&here, e)),
                 }
@@ -418,6 +427,30 @@ fn is_kind(st: &FileStat, kind: SFlag) -> bool {
 }
 
 /// Gives the entry behind `fd` to `owner`, unless it is ours already.
+/// Runs `create` (one `mkdirat` or `openat(O_CREAT)`) so that what it creates belongs to
+/// `owner`: as root, with the filesystem uid and gid switched to the owner's for the call —
+/// no `chown` needed afterwards (none is possible with `--cap-drop CHOWN`), and the kernel
+/// checks the owner's permissions, as if the owner created it. Where the owner may not create
+/// (`EACCES`/`EPERM`: a root-owned parent), `create` runs again as root, and the caller's
+/// `chown` ([`give`]) does the rest. Not root, or no owner: `create` as it is.
+///
+/// The filesystem ids are per thread (glibc does not broadcast `setfsuid`), so other threads
+/// are never affected, and they are restored before returning.
+fn create_as<T>(owner: Option<Owner>, create: impl Fn() -> nix::Result<T>) -> nix::Result<T> {
+    let Some(owner) = owner.filter(|o| o.uid != 0 && Uid::effective().is_root()) else {
+        return create();
+    };
+    let gid = setfsgid(Gid::from_raw(owner.gid));
+    let uid = setfsuid(Uid::from_raw(owner.uid));
+    let result = create();
+    setfsuid(uid);
+    setfsgid(gid);
+    match result {
+        Err(Errno::EACCES | Errno::EPERM) => create(),
+        other => other,
+    }
+}
+
 fn give(fd: &OwnedFd, owner: Owner) -> nix::Result<()> {
     let st = fstat(fd)?;
     if st.st_uid == owner.uid && st.st_gid == owner.gid {
@@ -667,5 +700,99 @@ mod tests {
             let m = fs::metadata(d.path().join(p)).unwrap();
             assert_eq!((m.uid(), m.gid()), (10000, 10001), "{p}");
         }
+    }
+
+    /// Drops `CAP_CHOWN` from the calling thread's effective set (capabilities are per
+    /// thread: the rest of the test process keeps it), as `--cap-drop CHOWN` does.
+    fn drop_cap_chown_in_this_thread() {
+        #[repr(C)]
+        struct Header {
+            version: u32,
+            pid: i32,
+        }
+        #[repr(C)]
+        #[derive(Clone, Copy, Default)]
+        struct Data {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
+        const VERSION_3: u32 = 0x2008_0522;
+        let mut header = Header {
+            version: VERSION_3,
+            pid: 0,
+        };
+        let mut data = [Data::default(); 2];
+        #[allow(unsafe_code)]
+        // SAFETY: capget/capset with a v3 header and two data words, as the kernel documents.
+        unsafe {
+            assert_eq!(
+                libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()),
+                0
+            );
+            data[0].effective &= !1; // CAP_CHOWN is bit 0
+            assert_eq!(libc::syscall(libc::SYS_capset, &header, data.as_ptr()), 0);
+        }
+        assert!(
+            fchown(tempfile::tempfile().unwrap(), Some(Uid::from_raw(1)), None).is_err(),
+            "CAP_CHOWN is gone in this thread"
+        );
+    }
+
+    #[test]
+    fn without_cap_chown_created_entries_still_go_to_the_owner() {
+        if crate::test_support::skip_unless_root("acting as another user needs root") {
+            return;
+        }
+        let d = private_tempdir();
+        // The volume belongs to the service user, as a named volume of the image does.
+        std::os::unix::fs::chown(d.path(), Some(10000), Some(10001)).unwrap();
+        let root = d.path().to_path_buf();
+        let owner = Owner {
+            uid: 10000,
+            gid: 10001,
+        };
+        std::thread::spawn(move || {
+            drop_cap_chown_in_this_thread();
+            let dir = SafeDir::create_all(&root.join("logs/gateways/default"), 0o755, Some(owner))
+                .unwrap();
+            let (f, _) = dir.open_append("current", 0o640, Some(owner)).unwrap();
+            drop(f);
+            // The thread is root again for what is not created for an owner.
+            assert_eq!(nix::unistd::getuid().as_raw(), 0);
+        })
+        .join()
+        .unwrap();
+        for p in [
+            "logs",
+            "logs/gateways",
+            "logs/gateways/default",
+            "logs/gateways/default/current",
+        ] {
+            let m = fs::metadata(d.path().join(p)).unwrap();
+            assert_eq!((m.uid(), m.gid()), (10000, 10001), "{p}");
+        }
+    }
+
+    #[test]
+    fn where_the_owner_may_not_create_root_creates_and_gives() {
+        if crate::test_support::skip_unless_root("giving files to another user needs root") {
+            return;
+        }
+        let d = private_tempdir();
+        // A root-owned parent (0755) that the owner cannot write into.
+        let owner = Owner {
+            uid: 10000,
+            gid: 10001,
+        };
+        let dir = SafeDir::create_all(&d.path().join("svc"), 0o755, Some(owner)).unwrap();
+        drop(dir);
+        let m = fs::metadata(d.path().join("svc")).unwrap();
+        assert_eq!((m.uid(), m.gid()), (10000, 10001));
+        assert_eq!(
+            fs::metadata(d.path()).unwrap().uid(),
+            0,
+            "the parent stays root's"
+        );
     }
 }

@@ -5,10 +5,14 @@
 //!   last; a last `stopped` that asked for a restart reads `running`, see `run_intent`); a
 //!   missing, unreadable or corrupt file is "no state" (`None`).
 //! * **action** — `started` (prior state `running`: the service starts with the supervisor)
-//!   or `registered` (known to the supervisor, `down` until an operator starts it). Its
-//!   description, `profile=<p> prior_state=<s> action=<started|registered>`
-//!   ([`GatewayAction::describe`]), is what `hermes up` prints and PID 1 writes to
-//!   `logs/container-boot.log`.
+//!   or `registered` (known to the supervisor, `down` until an operator starts it).
+//! * **prior exit** — how the profile's last gateway life ended, from its lifecycle ledger
+//!   (`state/gateway.lifecycle.json`, `hermes_home::lifecycle_ledger`): `clean`, `unclean`
+//!   (killed without an exit path) or `unknown`.
+//!
+//! The description, `profile=<p> prior_state=<s> action=<started|registered>
+//! prior_exit=<clean|unclean|unknown>` ([`GatewayAction::describe`], the original's words),
+//! is what `hermes up` prints and PID 1 writes to `logs/container-boot.log`.
 //!
 //! A stale `gateway.pid` (and `processes.json`) is removed: the supervisor, not a PID file,
 //! knows whether a gateway runs.
@@ -19,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use hermes_home::ProfileRef;
 use hermes_home::gateway_state::{self, GatewayState, StateRead};
+use hermes_home::lifecycle_ledger::{self, PriorExit};
 use hermes_privilege::Identity;
 use hermes_supervisor::ServiceSpec;
 
@@ -35,20 +40,23 @@ pub struct GatewayAction {
     pub prior_state: Option<String>,
     /// Whether the gateway starts with the supervisor.
     pub started: bool,
+    /// How the last gateway life of the profile ended.
+    pub prior_exit: PriorExit,
 }
 
 impl GatewayAction {
     /// The line that reports the action (the boot log's, without its timestamp).
     pub fn describe(&self) -> String {
         format!(
-            "profile={} prior_state={} action={}",
+            "profile={} prior_state={} action={} prior_exit={}",
             self.profile,
             self.prior_state.as_deref().unwrap_or("None"),
             if self.started {
                 "started"
             } else {
                 "registered"
-            }
+            },
+            self.prior_exit
         )
     }
 }
@@ -159,6 +167,7 @@ pub fn reconcile_in_mode(
             profile,
             prior_state,
             started,
+            prior_exit: lifecycle_ledger::prior_exit(&dir),
         });
     }
     (specs, actions)
@@ -224,7 +233,7 @@ mod tests {
         );
         assert_eq!(
             actions[0].describe(),
-            "profile=default prior_state=None action=started"
+            "profile=default prior_state=None action=started prior_exit=unknown"
         );
     }
 
@@ -258,7 +267,7 @@ mod tests {
         );
         assert_eq!(
             actions[2].describe(),
-            "profile=work prior_state=running action=registered"
+            "profile=work prior_state=running action=registered prior_exit=unknown"
         );
         let said = String::from_utf8(out).unwrap();
         assert!(
@@ -316,10 +325,10 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "profile=default prior_state=running action=started",
-                "profile=alt prior_state=None action=registered",
-                "profile=shell prior_state=running action=started",
-                "profile=work prior_state=stopped action=registered",
+                "profile=default prior_state=running action=started prior_exit=unknown",
+                "profile=alt prior_state=None action=registered prior_exit=unknown",
+                "profile=shell prior_state=running action=started prior_exit=unknown",
+                "profile=work prior_state=stopped action=registered prior_exit=unknown",
             ]
         );
         assert_eq!(
@@ -382,10 +391,52 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "profile=default prior_state=running action=started",
-                "profile=parked prior_state=stopped action=registered",
-                "profile=plain prior_state=stopped action=registered",
+                "profile=default prior_state=running action=started prior_exit=unknown",
+                "profile=parked prior_state=stopped action=registered prior_exit=unknown",
+                "profile=plain prior_state=stopped action=registered prior_exit=unknown",
             ]
+        );
+    }
+
+    #[test]
+    fn the_prior_exit_comes_from_each_profiles_lifecycle_ledger() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let ledger = |dir: &Path, phase: &str| {
+            fs::create_dir_all(dir.join("state")).unwrap();
+            fs::write(
+                dir.join("state/gateway.lifecycle.json"),
+                format!(r#"{{"phase": "{phase}", "pid": 12}}"#),
+            )
+            .unwrap();
+        };
+        let default = profile(
+            root,
+            "default",
+            Some(r#"{"gateway_state":"running"}"#),
+            None,
+        );
+        ledger(&default, "running");
+        let work = profile(root, "work", Some(r#"{"gateway_state":"stopped"}"#), None);
+        ledger(&work, "exited");
+        profile(root, "new", None, None);
+        let (_, actions) = reconcile(root, Path::new("/bin/hermes"), None, false, &mut Vec::new());
+        let exits: Vec<(&str, PriorExit)> = actions
+            .iter()
+            .map(|a| (a.profile.as_str(), a.prior_exit))
+            .collect();
+        assert_eq!(
+            exits,
+            [
+                ("default", PriorExit::Unclean),
+                ("new", PriorExit::Unknown),
+                ("work", PriorExit::Clean)
+            ]
+        );
+        assert!(
+            actions[0].describe().ends_with(" prior_exit=unclean"),
+            "{}",
+            actions[0].describe()
         );
     }
 }

@@ -388,6 +388,12 @@ pub enum Action {
         /// The message.
         text: String,
     },
+    /// PID 1's main program could not be started: said on the supervisor's stderr in one
+    /// line, as tini says it (not as the main program's output: it printed nothing).
+    MainCannotStart {
+        /// The error in one line (`cannot start: …`).
+        text: String,
+    },
     /// Everything is stopped; end the loop.
     Finished(Outcome),
 }
@@ -626,13 +632,10 @@ impl Machine {
                     // to directory …`): the spawn knows which step failed.
                     let why = reason;
                     // The main program never started: nothing will ever end the loop
-                    // otherwise. Said in one line, with the shell's code (127 not found, 126
-                    // not executable), as a shell would.
+                    // otherwise. Said in one line on stderr, with the shell's code (127 not
+                    // found, 126 not executable), as tini and a shell would.
                     if self.main.as_deref() == Some(service.as_str()) {
-                        out.push(Action::Note {
-                            service: service.clone(),
-                            text: why.clone(),
-                        });
+                        out.push(Action::MainCannotStart { text: why.clone() });
                     }
                     self.failure(i, why, false, now, &mut out);
                     if self.main.as_deref() == Some(service.as_str()) {
@@ -1808,9 +1811,14 @@ mod tests {
         );
         assert!(m.is_shutting_down(), "{a:?}");
         assert!(
-            a.iter().any(|x| matches!(x, Action::Note { service, text }
-                if service == "main" && text.contains("no such file"))),
+            a.iter()
+                .any(|x| matches!(x, Action::MainCannotStart { text }
+                if text.contains("no such file"))),
             "the failure is said: {a:?}"
+        );
+        assert!(
+            !a.iter().any(|x| matches!(x, Action::Note { .. })),
+            "not as the main program's output: {a:?}"
         );
         assert!(
             !a.iter()

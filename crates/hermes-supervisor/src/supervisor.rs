@@ -606,6 +606,7 @@ impl Supervisor {
                         out,
                     );
                 }
+                Action::MainCannotStart { text } => say_fatal(&text),
                 Action::Finished(o) => *outcome = Some(o),
             }
         }
@@ -700,6 +701,30 @@ fn kill_group(pgid: i32, signal: Signal) -> nix::Result<()> {
         return Err(Errno::EINVAL);
     }
     killpg(Pid::from_raw(pgid), signal)
+}
+
+/// How long [`say_fatal`] waits for stderr to take its line: the loop is shutting down, and a
+/// stalled reader must not keep the container from exiting.
+const FATAL_WRITE_WAIT: Duration = Duration::from_millis(200);
+
+/// One line on stderr in tini's shape (`[FATAL tini (7)] exec /x failed: No such file or
+/// directory`): `[FATAL hermes (<pid>)] <text>`. Written only when `poll` says stderr takes it,
+/// in one write shorter than `PIPE_BUF`, so it cannot block the loop.
+fn say_fatal(text: &str) {
+    let mut line = format!("[FATAL hermes ({})] {text}", std::process::id());
+    // One atomic pipe write: cut a (pathologically) long program name, on a char boundary.
+    let mut end = line.len().min(4000);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    line.truncate(end);
+    line.push('\n');
+    let stderr = std::io::stderr();
+    let mut fds = [PollFd::new(stderr.as_fd(), PollFlags::POLLOUT)];
+    let wait = PollTimeout::try_from(FATAL_WRITE_WAIT).unwrap_or(PollTimeout::ZERO);
+    if matches!(poll(&mut fds, wait), Ok(n) if n > 0) {
+        let _ = stderr.lock().write_all(line.as_bytes());
+    }
 }
 
 #[cfg(test)]

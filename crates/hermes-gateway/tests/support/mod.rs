@@ -226,10 +226,11 @@ async fn chat(State(state): State<Arc<UpState>>, headers: HeaderMap, body: Bytes
         .unwrap()
 }
 
-/// Records phases and the listening address.
+/// Records phases, exits and the listening address.
 #[derive(Default)]
 pub struct MemoryRecorder {
     pub phases: Mutex<Vec<(Phase, Option<String>)>>,
+    pub exits: Mutex<Vec<(u8, String)>>,
     pub addr: Mutex<Option<SocketAddr>>,
 }
 
@@ -243,9 +244,18 @@ impl StateRecorder for MemoryRecorder {
     fn listening(&self, addr: SocketAddr) {
         *self.addr.lock().unwrap() = Some(addr);
     }
+    fn exited(&self, exit_code: u8, reason: &str) {
+        self.exits
+            .lock()
+            .unwrap()
+            .push((exit_code, reason.to_owned()));
+    }
 }
 
 impl MemoryRecorder {
+    pub fn exits(&self) -> Vec<(u8, String)> {
+        self.exits.lock().unwrap().clone()
+    }
     pub fn phases(&self) -> Vec<Phase> {
         self.phases
             .lock()

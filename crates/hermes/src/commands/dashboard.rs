@@ -30,8 +30,17 @@ pub fn run(ctx: &Context, args: DashboardArgs) -> CommandResult {
     // environment (so a password hash can live in .env beside the other secrets).
     let dotenv = DotEnv::load(&root.join(".env"))?;
     let process = |name: &str| Context::var(name);
-    let settings =
-        Settings::resolve(args.host, args.port, dotenv.over(&process)).map_err(failure)?;
+    // In the image, configured credentials make the default host the original image's
+    // (all addresses), so a published port reaches the dashboard (`Place::Image`).
+    let place = if hermes_privilege::image_marker_present(std::path::Path::new(
+        hermes_privilege::IMAGE_MARKER,
+    )) {
+        hermes_dashboard::Place::Image
+    } else {
+        hermes_dashboard::Place::Machine
+    };
+    let settings = Settings::resolve_at(place, args.host, args.port, dotenv.over(&process))
+        .map_err(failure)?;
     // One thread serves the pages and the event streams (they only wait); status, actions
     // and files block on the blocking pool, capped so that 32 clients asking at once queue
     // for a few threads instead of each getting one (and its stack) for good.

@@ -922,9 +922,7 @@ impl CliRecorder {
 impl StateRecorder for CliRecorder {
     fn record(&self, phase: Phase, exit_reason: Option<&str>) {
         self.0.record(phase, exit_reason);
-        for warning in self.0.take_warnings() {
-            output::stderr(&format!("warning: {warning}\n"));
-        }
+        self.print_warnings();
     }
 
     fn listening(&self, addr: std::net::SocketAddr) {
@@ -933,6 +931,18 @@ impl StateRecorder for CliRecorder {
 
     fn api_server(&self, state: &str, message: Option<&str>) {
         self.0.api_server(state, message);
+        self.print_warnings();
+    }
+
+    fn exited(&self, exit_code: u8, reason: &str) {
+        self.0.exited(exit_code, reason);
+        self.print_warnings();
+    }
+}
+
+impl CliRecorder {
+    /// Failures to write the state file or the ledger: said, never fatal to the gateway.
+    fn print_warnings(&self) {
         for warning in self.0.take_warnings() {
             output::stderr(&format!("warning: {warning}\n"));
         }

@@ -93,13 +93,18 @@ fn no_model_notice(root: &std::path::Path) -> Option<String> {
 }
 
 /// What `hermes up` does with a profile's gateway, in words (the boot log keeps the
-/// original's `profile=… prior_state=… action=…` line, `GatewayAction::describe`).
+/// original's `profile=… prior_state=… action=… prior_exit=…` line,
+/// `GatewayAction::describe`).
 fn describe(action: &hermes_services::GatewayAction) -> String {
     let service = hermes_services::service_name(&action.profile);
-    let recorded = match action.prior_state.as_deref() {
+    let mut recorded = match action.prior_state.as_deref() {
         Some(state) => format!("its recorded state is `{state}`"),
         None => "it has no recorded state".to_string(),
     };
+    // The boot log's `prior_exit=unclean`: worth a word, the last run was killed.
+    if action.prior_exit == hermes_home::lifecycle_ledger::PriorExit::Unclean {
+        recorded.push_str("; its last run ended without a clean exit");
+    }
     if action.started {
         format!("starting `{service}` ({recorded})")
     } else {

@@ -490,3 +490,58 @@ fn on_a_terminal_a_broken_edit_is_offered_again() {
     assert_eq!(fs::read(t.root().join("config.yaml")).unwrap(), before);
     assert!(t.root().join("config.yaml.rejected").is_file());
 }
+
+/// A value our `config set` writes into `.env` reads back unchanged through the original's own
+/// loader (`hermes_cli.env_loader.load_hermes_dotenv`: python-dotenv, which expands `${...}` in
+/// any value, quoted or not) and through ours.
+#[test]
+fn env_values_we_write_read_back_unchanged_in_the_original() {
+    let Some(agent) = hermes_test_support::original_agent() else {
+        return;
+    };
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let values = [
+        "pa ss${HOME}word",
+        "${OPENROUTER_API_KEY}",
+        "${X:-fallback}",
+        "$HOME and $$ and $",
+        "$${HOME}",
+        "${:-$}",
+        "it's \"quoted\" 'twice'",
+        "hash # not a comment",
+        "#leading",
+        "back\\slash \\n \\t \\",
+        "two  spaces inside",
+        "sk-plain-0123",
+    ];
+    let original_reads = || {
+        let script = "import json, os\n\
+                      from hermes_cli.env_loader import load_hermes_dotenv\n\
+                      load_hermes_dotenv(hermes_home=os.environ['HERMES_HOME'])\n\
+                      print(json.dumps(os.environ.get('OPENAI_API_KEY')))";
+        let out = std::process::Command::new(&agent.python)
+            .args(["-c", script])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", t.home())
+            .env("HERMES_HOME", t.root())
+            .env("OPENROUTER_API_KEY", "sk-or-from-the-environment")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", render(&out));
+        serde_json::from_slice::<Option<String>>(&out.stdout).unwrap()
+    };
+    for value in values {
+        t.ok(&["config", "set", "OPENAI_API_KEY", value]);
+        let env = fs::read_to_string(t.root().join(".env")).unwrap();
+        assert_eq!(
+            original_reads().as_deref(),
+            Some(value),
+            "the original's loader on {env:?}"
+        );
+        let ours = hermes_home::dotenv::DotEnv::load(&t.root().join(".env")).unwrap();
+        assert_eq!(ours.get("OPENAI_API_KEY"), Some(value), "ours on {env:?}");
+    }
+}

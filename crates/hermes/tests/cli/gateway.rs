@@ -99,6 +99,41 @@ fn foreground_gateway_records_its_life_and_stops_cleanly_on_sigterm() {
     assert_eq!(stopped["exit_reason"], "stopped", "{stopped}");
 }
 
+/// The original's lifecycle ledger (`state/gateway.lifecycle.json`): a gateway killed
+/// without an exit path reads `unclean` at the next boot, a stopped one `clean`.
+#[test]
+fn the_lifecycle_ledger_tells_a_kill_from_a_clean_exit() {
+    use hermes_home::lifecycle_ledger::{PriorExit, path, prior_exit};
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let port = free_port();
+    let mut gateway = start_foreground(&t, port);
+    let claim: serde_json::Value =
+        serde_json::from_slice(&fs::read(path(&t.root())).unwrap()).unwrap();
+    assert_eq!(claim["phase"], "running", "{claim}");
+    assert_eq!(claim["pid"], gateway.0.id());
+    gateway.0.kill().unwrap();
+    gateway.0.wait().unwrap();
+    assert_eq!(
+        prior_exit(&t.root()),
+        PriorExit::Unclean,
+        "SIGKILL: no exit path ran"
+    );
+
+    let mut gateway = start_foreground(&t, port);
+    let pid = gateway.0.id();
+    assert_eq!(gateway.stop(), Some(0));
+    let exited: serde_json::Value =
+        serde_json::from_slice(&fs::read(path(&t.root())).unwrap()).unwrap();
+    assert_eq!(
+        (exited["phase"].as_str(), exited["exit_code"].as_i64()),
+        (Some("exited"), Some(0)),
+        "{exited}"
+    );
+    assert_eq!(exited["pid"], pid);
+    assert_eq!(prior_exit(&t.root()), PriorExit::Clean);
+}
+
 #[test]
 fn a_stop_planned_by_the_originals_tools_records_stopped() {
     let t = TestContext::new();
