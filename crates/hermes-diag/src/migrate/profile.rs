@@ -613,7 +613,20 @@ fn api_part(
     multiplexed: bool,
     findings: &mut Vec<Finding>,
 ) -> ApiServerFacts {
-    let env = |k: &str| dotenv.get(k).and_then(dotenv::nonblank).map(str::to_string);
+    // `.env`, else a top-level key of `config.yaml` of the same name: the original bridges
+    // those into the environment (its `hermes config set API_SERVER_KEY ...` writes there).
+    let env = |k: &str| {
+        dotenv
+            .get(k)
+            .and_then(dotenv::nonblank)
+            .map(str::to_string)
+            .or_else(|| {
+                config
+                    .raw(k)
+                    .and_then(scalar_text)
+                    .filter(|v| dotenv::nonblank(v).is_some())
+            })
+    };
     let cfg = |k: &str| config.string(k, &|name: &str| env(name));
     let key = env("API_SERVER_KEY").or_else(|| cfg("platforms.api_server.extra.key"));
     let (enabled, mut error) =
@@ -662,6 +675,16 @@ fn api_part(
         ),
     });
     facts
+}
+
+/// A YAML scalar as text (`8650` and `"8650"` alike).
+fn scalar_text(value: &yaml_serde::Value) -> Option<String> {
+    match value {
+        yaml_serde::Value::String(s) => Some(s.clone()),
+        yaml_serde::Value::Number(n) => Some(n.to_string()),
+        yaml_serde::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
 }
 
 fn plugins_part(
