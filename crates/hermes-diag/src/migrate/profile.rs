@@ -90,7 +90,8 @@ pub struct ApiServerFacts {
     /// The port it listens on.
     pub port: u16,
     /// Where the port is set: `API_SERVER_PORT`, `platforms.api_server.extra.port`, or
-    /// `default` (8642, the original's for every profile).
+    /// `default` (with hermes-agent installed 8642, the original's for every profile; without,
+    /// the native gateway's: 8642 for `default`, a port of its own for each named profile).
     pub port_source: String,
     /// A problem: a weak key, a port that is not a number.
     pub error: Option<String>,
@@ -221,7 +222,7 @@ pub(super) fn collect(
     );
     let cron = cron_part(volume, dir, image, &mut findings);
     let platforms = platforms_part(&dotenv, &config, image, &mut findings);
-    let api_server = api_part(name, &dotenv, &config, multiplexed, &mut findings);
+    let api_server = api_part(name, &dotenv, &config, image, multiplexed, &mut findings);
     let memory_provider = plugins_part(&config, image, &mut findings);
     ProfileReport {
         name: name.to_string(),
@@ -610,6 +611,7 @@ fn api_part(
     profile: &str,
     dotenv: &DotEnv,
     config: &Config,
+    image: &Image,
     multiplexed: bool,
     findings: &mut Vec<Finding>,
 ) -> ApiServerFacts {
@@ -641,12 +643,19 @@ fn api_part(
             None => (None, "default"),
         },
     };
+    // Unset, the agent's gateway (the engine wherever the agent is installed) listens on the
+    // original's 8642 in every profile; the native gateway gives a named profile its own.
+    let default_port = if image.agent_installed {
+        ORIGINAL_API_PORT
+    } else {
+        hermes_gateway::settings::default_port(profile)
+    };
     let port = match raw.as_deref().map(|v| v.trim().parse::<u16>()) {
-        None => ORIGINAL_API_PORT,
+        None => default_port,
         Some(Ok(port)) => port,
         Some(Err(_)) => {
             error.get_or_insert(format!("`{port_source}` is not a port number"));
-            ORIGINAL_API_PORT
+            default_port
         }
     };
     let facts = ApiServerFacts {
