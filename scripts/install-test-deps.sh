@@ -7,6 +7,9 @@ need=()
 command -v python3 >/dev/null || need+=(python3)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 command -v unshare >/dev/null || need+=(util-linux)
+# tests/docker/original/venv.sh unpacks the 0.20.1 fixture source tree, keyed by its sha256.
+command -v tar >/dev/null || need+=(tar)
+command -v sha256sum >/dev/null || need+=(coreutils)
 command -v sh >/dev/null || need+=(dash)
 # The browser suites (hermes_test_support::browser) drive headless Chromium through WebDriver.
 command -v chromium >/dev/null || need+=(chromium)

@@ -4,7 +4,8 @@
 //! * [`install`] — how it was installed and how to upgrade it;
 //! * [`dump`] — the `hermes dump` support summary;
 //! * [`doctor`] — the `hermes doctor` checks;
-//! * [`report`] — both, whole, for one home (the CLI and the dashboard).
+//! * [`report`] — both, whole, for one home (the CLI and the dashboard);
+//! * [`migrate`] — `hermes migrate check`: what of an original's volume carries over.
 
 pub mod doctor;
 pub mod dump;
@@ -13,6 +14,7 @@ pub mod dump;
 mod git;
 pub mod identity;
 pub mod install;
+pub mod migrate;
 pub mod report;
 
 pub use identity::BuildIdentity;

@@ -99,7 +99,13 @@ pub fn stamp_of(path: &Path) -> Result<Option<u64>, String> {
     if !config.exists() {
         return Ok(None);
     }
-    Ok(Some(config.raw(CONFIG_VERSION_KEY).map_or(0, coerce)))
+    Ok(Some(stamp_in(&config).unwrap_or(0)))
+}
+
+/// The stamp written in `config`, `None` when it has no `_config_version` key at all (which the
+/// original reads as 0, "legacy": [`stamp_of`] does).
+pub fn stamp_in(config: &Config) -> Option<u64> {
+    config.raw(CONFIG_VERSION_KEY).map(coerce)
 }
 
 /// The original's `_coerce_config_version`: an integer, or a string holding one; 0 otherwise.

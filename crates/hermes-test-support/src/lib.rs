@@ -101,36 +101,13 @@ pub struct OriginalAgent {
 /// Docker suite uses, in `HERMES_DOCKER_CACHE` (default `/var/cache/hermes-docker-test`).
 pub fn original_agent() -> Option<OriginalAgent> {
     static AGENT: std::sync::OnceLock<Result<OriginalAgent, String>> = std::sync::OnceLock::new();
-    cached_agent(
-        &AGENT,
-        "venv.sh",
+    if !opt_in(
+        "HERMES_TEST_PYPI",
         "the original hermes-agent is installed from PyPI",
-    )
-}
-
-/// The original agent of the source-tree fixture (`../shared/fixtures/hermes-agent-0.20.1-src.
-/// tar.gz`: 0.20.1, schema 35, a release distributed only as source), installed editable the
-/// way upstream installs itself, or `None` after [`skip`]ping. Opt-in like [`original_agent`]
-/// (its dependencies, ~250 MB, come from PyPI); made once by
-/// `tests/docker/original/fixture-venv.sh` in `HERMES_DOCKER_CACHE`. The fixture is only read.
-pub fn fixture_agent() -> Option<OriginalAgent> {
-    static AGENT: std::sync::OnceLock<Result<OriginalAgent, String>> = std::sync::OnceLock::new();
-    cached_agent(
-        &AGENT,
-        "fixture-venv.sh",
-        "the agent source fixture is installed with its dependencies from PyPI",
-    )
-}
-
-fn cached_agent(
-    cell: &std::sync::OnceLock<Result<OriginalAgent, String>>,
-    script: &str,
-    what: &str,
-) -> Option<OriginalAgent> {
-    if !opt_in("HERMES_TEST_PYPI", what) {
+    ) {
         return None;
     }
-    match cell.get_or_init(|| make_agent(script)) {
+    match AGENT.get_or_init(|| make_original_agent(None)) {
         Ok(agent) => Some(agent.clone()),
         Err(reason) => {
             skip(reason);
@@ -139,11 +116,59 @@ fn cached_agent(
     }
 }
 
-fn make_agent(script: &str) -> Result<OriginalAgent, String> {
+/// The name of the source tree of hermes-agent 0.20.1 in `../shared/fixtures/`.
+pub const FIXTURE_TARBALL: &str = "hermes-agent-0.20.1-src.tar.gz";
+
+/// Where the fixture tarball is: `HERMES_TEST_FIXTURES` (a directory) when set, else the first
+/// `shared/fixtures/` beside an ancestor of this crate (`../shared/` of the repository, also
+/// from a worktree deeper down). Only ever read.
+pub fn fixture_tarball() -> Option<std::path::PathBuf> {
+    if let Some(dir) = std::env::var_os("HERMES_TEST_FIXTURES") {
+        let path = std::path::Path::new(&dir).join(FIXTURE_TARBALL);
+        return path.is_file().then_some(path);
+    }
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|dir| dir.join("shared/fixtures").join(FIXTURE_TARBALL))
+        .find(|path| path.is_file())
+}
+
+/// hermes-agent 0.20.1 from the fixture source tree, installed editable in a cached venv (as
+/// upstream installs itself since it stopped publishing wheels), or `None` after [`skip`]ping.
+/// Opt-in like [`original_agent`] (its dependencies come from PyPI: `HERMES_TEST_PYPI=1`).
+pub fn fixture_agent() -> Option<OriginalAgent> {
+    static AGENT: std::sync::OnceLock<Result<OriginalAgent, String>> = std::sync::OnceLock::new();
+    if !opt_in(
+        "HERMES_TEST_PYPI",
+        "hermes-agent 0.20.1 is installed from the fixture with its dependencies from PyPI",
+    ) {
+        return None;
+    }
+    let made = AGENT.get_or_init(|| match fixture_tarball() {
+        Some(tarball) => make_original_agent(Some(&tarball)),
+        None => Err(format!(
+            "the fixture {FIXTURE_TARBALL} is not in ../shared/fixtures/ (set HERMES_TEST_FIXTURES)"
+        )),
+    });
+    match made {
+        Ok(agent) => Some(agent.clone()),
+        Err(reason) => {
+            skip(reason);
+            None
+        }
+    }
+}
+
+/// Runs `tests/docker/original/venv.sh`: hermes-agent from PyPI, or from `source` (a tarball
+/// of a source tree, installed editable).
+fn make_original_agent(source: Option<&std::path::Path>) -> Result<OriginalAgent, String> {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/docker/original")
-        .join(script);
-    let out = std::process::Command::new("bash")
+        .join("../../tests/docker/original/venv.sh");
+    let mut command = std::process::Command::new("bash");
+    if let Some(source) = source {
+        command.env("HERMES_ORIGINAL_SOURCE", source);
+    }
+    let out = command
         .arg(&script)
         .stdin(std::process::Stdio::null())
         .output()

@@ -157,6 +157,9 @@ pub enum Command {
     Dump(JsonFlag),
     /// Check this installation and profile; exits 1 if any check fails.
     Doctor(JsonFlag),
+    /// Before pointing this image at a volume the original wrote: what carries over.
+    #[command(subcommand)]
+    Migrate(MigrateCommand),
     /// Exit 0 when the running supervisor answers and no service is failing (failed, crash
     /// loop, still starting); 1 otherwise, one line per problem. The image's healthcheck.
     Health(JsonFlag),
@@ -329,6 +332,21 @@ pub enum ProfileCommand {
         /// The profile to activate.
         name: String,
     },
+}
+
+/// `hermes migrate ...` (`xai` is hermes-agent's).
+#[derive(Debug, Subcommand)]
+pub enum MigrateCommand {
+    /// Report, per profile, what of this data volume carries over to this image: config
+    /// schema, credentials (names only), sessions, memories, skills, cron jobs, messaging
+    /// platforms and their packages, API ports, memory provider; and whether this image's
+    /// hermes-agent is older than the volume.
+    ///
+    /// Read-only: nothing on the volume is written, locked or followed through a symlink out
+    /// of it. Exits 0 when everything carries over, 1 when something needs attention (each
+    /// such line says what to do). Works on a volume of any original release (0.19, 0.20,
+    /// 0.21, ...). See docs/diagnostics.md.
+    Check(JsonFlag),
 }
 
 /// `hermes auth ...`

@@ -196,6 +196,9 @@ fn run(cli: Cli) -> CommandResult {
         Some(Command::Version(flag)) => commands::info::run_version(flag.json),
         Some(Command::Dump(flag)) => commands::info::run_dump(&ctx, flag.json),
         Some(Command::Doctor(flag)) => commands::info::run_doctor(&ctx, flag.json),
+        Some(Command::Migrate(crate::cli::MigrateCommand::Check(flag))) => {
+            commands::migrate::run_check(flag.json)
+        }
         Some(Command::Health(flag)) => commands::health::run(&ctx, flag.json),
         Some(Command::Dashboard(args)) => commands::dashboard::run(&ctx, args),
         Some(Command::Completions { shell }) => commands::completions::run_completions(shell),

@@ -148,6 +148,37 @@ impl Reader {
         }))
     }
 
+    /// Like [`Reader::open`], but leaves nothing behind beside the file: opening a WAL
+    /// database read-only still creates its `-shm` and `-wal` files when they are absent, which
+    /// a report that promises to change nothing (`hermes migrate check`) must not. With no
+    /// `-wal` file every committed row is in the database file itself, so it is opened
+    /// `immutable` (SQLite then makes no side file and takes no lock); with one (a writer is
+    /// live, or one did not close cleanly) it is opened read-only as usual, to see those rows.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SessionStore`] when it exists but cannot be opened as a database.
+    pub fn open_untouched(path: &Path) -> Result<Option<Reader>, Error> {
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        if !path.exists() || Path::new(&wal).exists() {
+            return Reader::open(path);
+        }
+        let err = |source| Error::SessionStore {
+            path: path.to_path_buf(),
+            source,
+        };
+        let uri = format!("file:{}?immutable=1", uri_path(path));
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(uri, flags).map_err(err)?;
+        Ok(Some(Reader {
+            conn,
+            path: path.to_path_buf(),
+        }))
+    }
+
     fn err(&self, source: rusqlite::Error) -> Error {
         Error::SessionStore {
             path: self.path.clone(),
@@ -341,6 +372,67 @@ impl Reader {
     }
 }
 
+/// What a `state.db` holds, in numbers: for a migration report, which must say whether the
+/// conversations carry over without reading (or printing) any of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Overview {
+    /// The original's schema marker (`schema_version.version`), `None` when the table is
+    /// missing or empty.
+    pub schema_version: Option<i64>,
+    /// Rows of `sessions` (every conversation, archived and agent runs included).
+    pub sessions: i64,
+    /// Rows of `messages`.
+    pub messages: i64,
+}
+
+impl Reader {
+    /// The schema marker and the number of sessions and messages. A file without the tables
+    /// (empty, or of an older gateway) counts zero.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SessionStore`] when the file is not a readable database.
+    pub fn overview(&self) -> Result<Overview, Error> {
+        let count = |table: &str| -> Result<i64, Error> {
+            if !self.has_table(table)? {
+                return Ok(0);
+            }
+            self.conn
+                .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+                .map_err(|e| self.err(e))
+        };
+        let schema_version = if self.has_table("schema_version")? {
+            self.conn
+                .query_row("SELECT MAX(version) FROM schema_version", [], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })
+                .map_err(|e| self.err(e))?
+        } else {
+            None
+        };
+        Ok(Overview {
+            schema_version,
+            sessions: count("sessions")?,
+            messages: count("messages")?,
+        })
+    }
+}
+
+/// `path` for a `file:` URI: the characters a URI gives a meaning (`%`, `?`, `#`) and any
+/// byte outside printable ASCII percent-encoded.
+fn uri_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_graphic() && !matches!(b, b'%' | b'?' | b'#') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// `limit` within 1..=[`MAX_LIMIT`], as SQLite's integer.
 fn clamp(limit: usize) -> i64 {
     i64::try_from(limit.clamp(1, MAX_LIMIT)).unwrap_or(1)
@@ -391,6 +483,65 @@ mod tests {
             store.append(id, "default", &messages).unwrap();
         }
         (dir, path)
+    }
+
+    #[test]
+    fn an_overview_counts_sessions_and_messages_and_reads_the_schema_marker() {
+        let (_dir, path) = store_with(&[
+            ("a", &[("user", "one"), ("assistant", "two")]),
+            ("b", &[("user", "three")]),
+        ]);
+        let reader = Reader::open(&path).unwrap().unwrap();
+        let overview = reader.overview().unwrap();
+        assert_eq!(overview.sessions, 2);
+        assert_eq!(overview.messages, 3);
+        assert_eq!(
+            overview.schema_version,
+            Some(super::super::schema::SCHEMA_VERSION)
+        );
+        // A database without the original's tables counts nothing and has no marker.
+        let empty = _dir.path().join("empty.db");
+        rusqlite::Connection::open(&empty)
+            .unwrap()
+            .execute_batch("CREATE TABLE other (x INTEGER);")
+            .unwrap();
+        let overview = Reader::open(&empty).unwrap().unwrap().overview().unwrap();
+        assert_eq!(
+            (
+                overview.sessions,
+                overview.messages,
+                overview.schema_version
+            ),
+            (0, 0, None)
+        );
+    }
+
+    #[test]
+    fn an_untouched_open_leaves_no_side_files_and_still_sees_a_live_wal() {
+        let dir = tempfile::tempdir().unwrap();
+        // A name a URI would misread.
+        let path = dir.path().join("state ?#%.db");
+        let store = SessionStore::open(&path).unwrap();
+        store.append("a", "default", &[msg("user", "one")]).unwrap();
+        let listing = |d: &Path| {
+            let mut names: Vec<_> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            names.sort();
+            names
+        };
+        // While the writer is open its `-wal` exists: the rows in it are counted.
+        let live = Reader::open_untouched(&path).unwrap().unwrap();
+        assert_eq!(live.overview().unwrap().sessions, 1);
+        drop(live);
+        drop(store);
+        let closed = listing(dir.path());
+        assert_eq!(closed.len(), 1, "{closed:?}");
+        let reader = Reader::open_untouched(&path).unwrap().unwrap();
+        assert_eq!(reader.overview().unwrap().messages, 1);
+        drop(reader);
+        assert_eq!(listing(dir.path()), closed, "side files were created");
     }
 
     #[test]

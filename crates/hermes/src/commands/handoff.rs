@@ -140,6 +140,7 @@ pub const AGENT_SUBCOMMANDS: &[(&str, &[&str])] = &[
         ],
     ),
     ("memory", &["setup", "status", "off", "reset"]),
+    ("migrate", &["xai"]),
     (
         "plugins",
         &[

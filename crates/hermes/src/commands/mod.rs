@@ -9,6 +9,7 @@ pub mod handoff;
 pub mod health;
 pub mod info;
 pub mod init;
+pub mod migrate;
 pub mod plugins;
 pub mod profile;
 pub mod prompt;

@@ -16,6 +16,7 @@
 //! * `gateway` — gateway run, exit codes, lock, lifecycle under `hermes up`, chat
 //! * `input_checks` — empty chat messages, mistyped `--session`, `-p` naming no profile
 //! * `gateway_clients` — the `openai` SDK and `hermes-agent-api-client` against `gateway run`
+//! * `migrate` — `migrate check` on volumes written by hermes-agent 0.19.0 and the 0.20.1 fixture
 //! * `json_errors` — `--json` failures as one JSON object on stdout; `gateway list` vs `status`
 //! * `plugins` — deps, plugins and memory setup refusals
 //! * `services` — `hermes up` and `hermes service` with real processes
@@ -44,6 +45,7 @@ mod gateway_clients;
 mod handoff;
 mod input_checks;
 mod json_errors;
+mod migrate;
 mod multiplex;
 mod plugins;
 mod profiles;
