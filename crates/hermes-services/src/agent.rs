@@ -58,7 +58,9 @@ impl Agent {
             cli: cli.to_path_buf(),
             python: bin.join("python"),
             version: dist_info.as_ref().map(|(_, version)| version.clone()),
-            source: venv.and_then(|venv| install_source(venv, dist_info.as_ref().map(|(d, _)| d.as_path()))),
+            source: venv.and_then(|venv| {
+                install_source(venv, dist_info.as_ref().map(|(d, _)| d.as_path()))
+            }),
         })
     }
 }
