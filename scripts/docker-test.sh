@@ -241,7 +241,15 @@ agent_wheels() {
     fi
     rm -rf target/docker/agent-wheels
     mkdir -p target/docker/agent-wheels
-    cp -l "$wheels"/*.whl target/docker/agent-wheels/ 2>/dev/null || cp "$wheels"/*.whl target/docker/agent-wheels/
+    link_files "$wheels" target/docker/agent-wheels whl
+}
+# link_files FROM TO EXT: FROM's *.EXT into TO, hard-linked where possible; a name TO already
+# has is kept (two locks pinning the same file: the same name is the same hashed file).
+link_files() {
+    local f
+    for f in "$1"/*."$3"; do
+        [[ -e $2/${f##*/} ]] || cp -l "$f" "$2/" 2>/dev/null || cp "$f" "$2/"
+    done
 }
 
 # The pinned Node.js and npm tarballs (docker/node-packages.txt) for this machine's architecture,
@@ -266,7 +274,7 @@ node_packages() {
     fi
     rm -rf target/docker/node-packages
     mkdir -p target/docker/node-packages
-    cp -l "$dir"/*.tgz target/docker/node-packages/ 2>/dev/null || cp "$dir"/*.tgz target/docker/node-packages/
+    link_files "$dir" target/docker/node-packages tgz
 }
 
 # The fixture in the build context, and the wheels its uv.lock pins (with the extras the
@@ -303,7 +311,7 @@ agent_source_wheels() {
             || { tail -n 20 "$ROOT/agent-source-wheels.log" >&2; die "downloading the wheels of $name failed (log: $ROOT/agent-source-wheels.log)"; }
         printf '%s\n' "$want" >"$wheels/.source-sha256"
     fi
-    cp -l "$wheels"/*.whl target/docker/agent-wheels/ 2>/dev/null || cp "$wheels"/*.whl target/docker/agent-wheels/
+    link_files "$wheels" target/docker/agent-wheels whl
 }
 # The version in the fixture's pyproject.toml, read from the tarball (what its image must report).
 fixture_version() {

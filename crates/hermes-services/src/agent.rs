@@ -74,10 +74,10 @@ pub const SOURCE_STAMP: &str = ".hermes-agent-source";
 /// with `pip install -e`, by its `direct_url.json`), `url <url>` (installed from a file or URL)
 /// or `pypi` (no `direct_url.json`: installed from a package index); `None` without either.
 pub fn install_source(venv: &Path, dist_info: Option<&Path>) -> Option<String> {
-    if let Ok(text) = std::fs::read_to_string(venv.join(SOURCE_STAMP)) {
-        if let Some(line) = text.lines().next().map(str::trim).filter(|l| !l.is_empty()) {
-            return Some(line.to_string());
-        }
+    if let Ok(text) = std::fs::read_to_string(venv.join(SOURCE_STAMP))
+        && let Some(line) = text.lines().next().map(str::trim).filter(|l| !l.is_empty())
+    {
+        return Some(line.to_string());
     }
     let dist_info = dist_info?;
     let Ok(text) = std::fs::read_to_string(dist_info.join("direct_url.json")) else {
