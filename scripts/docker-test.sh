@@ -13,11 +13,18 @@
 #   4. makes sure `debian:trixie-slim` exists: pulled when a registry answers, else built with
 #      debootstrap by docker/build-base.sh (cached tarball under $HERMES_DOCKER_CACHE);
 #   5. builds the image with the prebuilt-binary target (`--target runtime-prebuilt`), and, when
-#      a `full-*` scenario is to run, the full flavour (`--target full-prebuilt`, $IMAGE_FULL) with
-#      the agent's wheels from a cache ($HERMES_DOCKER_CACHE/agent-wheels, downloaded once per
-#      docker/agent-requirements.txt by the slim image's own pip);
+#      a `full-*` scenario is to run, the full flavour (`--target full-prebuilt`) twice: with the
+#      default agent (HERMES_AGENT_SOURCE=pypi:0.19.0, $IMAGE_FULL) and with the agent from the
+#      source-tree fixture (context:..., $IMAGE_FULL_SOURCE; the tarball copied into the build
+#      context under target/docker/agent-source). Both install wheels from a cache
+#      ($HERMES_DOCKER_CACHE/agent-wheels and agent-source-wheels, downloaded once per lock file
+#      by the slim image's own pip) and Node.js from one ($HERMES_DOCKER_CACHE/node-packages),
+#      so a re-run asks no index;
 #   6. runs each tests/docker/<name>.sh, prints one line per scenario and a summary (`full-*`
-#      scenarios run against $IMAGE_FULL, the others against $IMAGE).
+#      scenarios run against $IMAGE_FULL, then again against $IMAGE_FULL_SOURCE as
+#      `<name>@source`; the others against $IMAGE). A full-* scenario reads the agent it must
+#      find from HDT_AGENT_SOURCE and HDT_AGENT_VERSION (the lock file's pin, the fixture's
+#      pyproject.toml), not from the image.
 #
 # Scenarios listed in PENDING_CODE need a code change that has not landed yet: they run, and a
 # failure is reported as `pending: <name> — needs <change>`. Pending counts as skipped, except
@@ -37,6 +44,16 @@ ROOT=${HERMES_DOCKER_ROOT:-/var/lib/hermes-docker-test}
 CACHE=${HERMES_DOCKER_CACHE:-/var/cache/hermes-docker-test}
 IMAGE=${HERMES_DOCKER_IMAGE:-hermes:docker-test}
 IMAGE_FULL=${HERMES_DOCKER_IMAGE_FULL:-hermes:docker-test-full}
+IMAGE_FULL_SOURCE=${HERMES_DOCKER_IMAGE_FULL_SOURCE:-hermes:docker-test-full-source}
+# The source tree of an agent release that is not on PyPI (issue 22): ../shared/fixtures from
+# the repository (CI) or from a worktree beside it, unless HERMES_AGENT_FIXTURE names one.
+AGENT_FIXTURE=${HERMES_AGENT_FIXTURE:-}
+if [[ -z $AGENT_FIXTURE ]]; then
+    for d in ../shared ../../shared; do
+        f=$d/fixtures/hermes-agent-0.20.1-src.tar.gz
+        if [[ -f $f ]]; then AGENT_FIXTURE=$(cd "$(dirname "$f")" && pwd)/$(basename "$f"); break; fi
+    done
+fi
 SCENARIO_TIMEOUT=${HERMES_DOCKER_SCENARIO_TIMEOUT:-240}
 # full-* scenarios start the agent's Python gateway several times (seconds each, not milliseconds).
 FULL_SCENARIO_TIMEOUT=${HERMES_DOCKER_FULL_SCENARIO_TIMEOUT:-600}
@@ -224,7 +241,82 @@ agent_wheels() {
     fi
     rm -rf target/docker/agent-wheels
     mkdir -p target/docker/agent-wheels
-    cp -l "$wheels"/*.whl target/docker/agent-wheels/ 2>/dev/null || cp "$wheels"/*.whl target/docker/agent-wheels/
+    link_files "$wheels" target/docker/agent-wheels whl
+}
+# link_files FROM TO EXT: FROM's *.EXT into TO, hard-linked where possible; a name TO already
+# has is kept (two locks pinning the same file: the same name is the same hashed file).
+link_files() {
+    local f
+    for f in "$1"/*."$3"; do
+        [[ -e $2/${f##*/} ]] || cp -l "$f" "$2/" 2>/dev/null || cp "$f" "$2/"
+    done
+}
+
+# The pinned Node.js and npm tarballs (docker/node-packages.txt) for this machine's architecture,
+# downloaded once per pin file by the host's curl (whose trust store knows an inspecting proxy)
+# and put in the build context (target/docker/node-packages); docker/node-install.sh checks
+# their sha512 in the build.
+node_packages() {
+    local dir=$CACHE/node-packages pins=docker/node-packages.txt want arch name version
+    want=$(sha256sum <"$pins" | cut -d' ' -f1)
+    if [[ $(cat "$dir/.pins-sha256" 2>/dev/null) != "$want" ]]; then
+        log "downloading Node.js and npm for $pins into $dir"
+        rm -rf "$dir"
+        mkdir -p "$dir"
+        arch=$(dpkg --print-architecture 2>/dev/null || uname -m)
+        case $arch in amd64 | x86_64) arch=x64 ;; arm64 | aarch64) arch=arm64 ;; esac
+        while read -r name version _; do
+            [[ $name == node-linux-$arch || $name == npm ]] || continue
+            curl -fsSL --retry 3 -o "$dir/$name-$version.tgz" "https://registry.npmjs.org/$name/-/$name-$version.tgz" \
+                || die "cannot download $name $version from registry.npmjs.org"
+        done < <(grep -v '^#' "$pins")
+        printf '%s\n' "$want" >"$dir/.pins-sha256"
+    fi
+    rm -rf target/docker/node-packages
+    mkdir -p target/docker/node-packages
+    link_files "$dir" target/docker/node-packages tgz
+}
+
+# The fixture in the build context, and the wheels its uv.lock pins (with the extras the
+# Dockerfile bakes) plus uv and setuptools (docker/agent-build-requirements.txt): downloaded
+# once per fixture and pin file, in a container of the slim image (Python 3.13) that runs
+# docker/agent-install.sh's own export (HERMES_AGENT_EXPORT_ONLY), so the build's list and the
+# downloaded one are the same.
+source_context=target/docker/agent-source
+agent_source_wheels() {
+    local wheels=$CACHE/agent-source-wheels name want extras
+    name=$(basename "$AGENT_FIXTURE")
+    rm -rf "$source_context"
+    mkdir -p "$source_context"
+    cp "$AGENT_FIXTURE" "$source_context/$name"
+    extras=$(sed -n 's/^ARG HERMES_AGENT_EXTRAS=//p' docker/Dockerfile)
+    want=$(cat "$AGENT_FIXTURE" docker/agent-build-requirements.txt docker/agent-install.sh <(echo "$extras") | sha256sum | cut -d' ' -f1)
+    if [[ $(cat "$wheels/.source-sha256" 2>/dev/null) != "$want" ]]; then
+        log "downloading the wheels of $name's uv.lock into $wheels"
+        rm -rf "$wheels"
+        mkdir -p "$wheels"
+        local ca=${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}} cert=()
+        [[ -f $ca ]] && cert=(-v "$ca:/etc/hermes-test-ca.crt:ro" -e PIP_CERT=/etc/hermes-test-ca.crt -e SSL_CERT_FILE=/etc/hermes-test-ca.crt)
+        docker run --rm --network host --entrypoint bash "${cert[@]}" \
+            -v "$wheels:/wheels" -v "$repo/docker:/docker:ro" -v "$repo/$source_context:/ctx/$source_context:ro" \
+            -e HERMES_AGENT_BUILD_DIR=/wheels -e HERMES_AGENT_CONTEXT_DIR=/ctx \
+            -e HERMES_AGENT_VENV=/tmp/agent -e HERMES_AGENT_EXPORT_ONLY=/tmp/tree-requirements.txt "$IMAGE" -c '
+                set -e
+                pip="/opt/hermes/.venv/bin/pip download --disable-pip-version-check --no-input --no-cache-dir --require-hashes --no-deps --only-binary=:all: -d /wheels"
+                $pip -r /docker/agent-build-requirements.txt
+                cp /docker/agent-build-requirements.txt /wheels/
+                bash /docker/agent-install.sh "context:'"$source_context/$name"'" "'"$extras"'"
+                $pip -r /tmp/tree-requirements.txt
+                rm /wheels/agent-build-requirements.txt' >"$ROOT/agent-source-wheels.log" 2>&1 \
+            || { tail -n 20 "$ROOT/agent-source-wheels.log" >&2; die "downloading the wheels of $name failed (log: $ROOT/agent-source-wheels.log)"; }
+        printf '%s\n' "$want" >"$wheels/.source-sha256"
+    fi
+    link_files "$wheels" target/docker/agent-wheels whl
+}
+# The version in the fixture's pyproject.toml, read from the tarball (what its image must report).
+fixture_version() {
+    tar -xzOf "$AGENT_FIXTURE" --wildcards --no-anchored pyproject.toml 2>/dev/null \
+        | sed -n 's/^version = "\(.*\)"$/\1/p' | head -n 1
 }
 
 # --- 6. scenarios ------------------------------------------------------------------------------
@@ -251,14 +343,40 @@ fi
 # The full image, built only when a scenario needs it (it takes minutes the first time): the
 # full-* scenarios, and dockerfile-source-target, whose classic-builder build of the default
 # target passes through the full stages too (and finds them cached after this).
-size_full=
+# The second full image, from the fixture, is built when a full-* scenario runs (they run
+# against both).
+size_full= size_full_source= source_runs=0
+pypi_source=pypi:$(sed -n 's/^hermes-agent==\([^ ]*\).*/\1/p' docker/agent-requirements.txt)
+for name in "${scenarios[@]}"; do
+    [[ $name == full-* || $name == dockerfile-source-target ]] || continue
+    [[ $name == full-* ]] && source_runs=1
+done
 for name in "${scenarios[@]}"; do
     [[ $name == full-* || $name == dockerfile-source-target ]] || continue
     t=$(now)
     agent_wheels
-    build_image full-prebuilt "$IMAGE_FULL"
+    node_packages
+    if ((source_runs)); then
+        if [[ -n $AGENT_FIXTURE ]]; then
+            agent_source_wheels
+        else
+            source_runs=0
+            ((STRICT)) && die "no agent source fixture (../shared/fixtures/hermes-agent-0.20.1-src.tar.gz; or set HERMES_AGENT_FIXTURE): the full-* scenarios must also run against an image built from it"
+            log "no agent source fixture (../shared/fixtures/hermes-agent-0.20.1-src.tar.gz, or HERMES_AGENT_FIXTURE): the full-* scenarios run against $IMAGE_FULL only"
+        fi
+    fi
+    log "wheels and Node.js ready in $(since "$t") s"
+    t=$(now)
+    build_image full-prebuilt "$IMAGE_FULL" --build-arg HERMES_AGENT_SOURCE="$pypi_source"
     size_full=$(docker image inspect -f '{{.Size}}' "$IMAGE_FULL")
-    log "image $IMAGE_FULL built in $(since "$t") s: $(megabytes "$size_full") ($size_full bytes)"
+    log "image $IMAGE_FULL ($pypi_source) built in $(since "$t") s: $(megabytes "$size_full") ($size_full bytes)"
+    if ((source_runs)); then
+        t=$(now)
+        agent_source=context:$source_context/$(basename "$AGENT_FIXTURE")
+        build_image full-prebuilt "$IMAGE_FULL_SOURCE" --build-arg HERMES_AGENT_SOURCE="$agent_source"
+        size_full_source=$(docker image inspect -f '{{.Size}}' "$IMAGE_FULL_SOURCE")
+        log "image $IMAGE_FULL_SOURCE ($agent_source) built in $(since "$t") s: $(megabytes "$size_full_source") ($size_full_source bytes)"
+    fi
     break
 done
 for name in "${!PENDING_CODE[@]}"; do
@@ -279,49 +397,62 @@ for name in "${scenarios[@]}"; do
     break
 done
 
+# Each run: a scenario name, `@source` appended for the second run of a full-* scenario.
+runs=()
+for name in "${scenarios[@]}"; do
+    runs+=("$name")
+    [[ $name == full-* ]] && ((source_runs)) && runs+=("$name@source")
+done
 passed=0 failed=0 skipped=0
 failures=() pendings=()
-for name in "${scenarios[@]}"; do
+for run in "${runs[@]}"; do
+    name=${run%@source}
     t=$(now)
-    out=$logs/$name.log
+    out=$logs/$run.log
     rc=0
     limit=$SCENARIO_TIMEOUT
     [[ $name == full-* ]] && limit=$FULL_SCENARIO_TIMEOUT
+    # The agent the scenario must find in the full image it runs against.
+    if [[ $run == *@source ]]; then
+        run_env=(IMAGE_FULL="$IMAGE_FULL_SOURCE" HDT_AGENT_SOURCE="$agent_source" HDT_AGENT_VERSION="$(fixture_version)")
+    else
+        run_env=(HDT_AGENT_SOURCE="$pypi_source" HDT_AGENT_VERSION="${pypi_source#pypi:}")
+    fi
     # 9>&-: nothing a scenario leaves running can hold the suite's lock after it ends.
-    timeout --kill-after=10 "$limit" bash "tests/docker/$name.sh" >"$out" 2>&1 </dev/null 9>&- || rc=$?
+    env "${run_env[@]}" timeout --kill-after=10 "$limit" bash "tests/docker/$name.sh" >"$out" 2>&1 </dev/null 9>&- || rc=$?
     secs=$(since "$t")
     ((rc == 124)) && echo "FAIL: timed out after ${limit} s" >>"$out"
     pending=${PENDING_CODE[$name]:-}
     if ((rc == 0)); then
         passed=$((passed + 1))
         if [[ -n $pending ]]; then
-            printf 'ok       %-26s %6s s  (passes although PENDING_CODE says it needs: %s — remove it from the list)\n' "$name" "$secs" "$pending"
+            printf 'ok       %-30s %6s s  (passes although PENDING_CODE says it needs: %s — remove it from the list)\n' "$run" "$secs" "$pending"
         else
-            printf 'ok       %-26s %6s s\n' "$name" "$secs"
+            printf 'ok       %-30s %6s s\n' "$run" "$secs"
         fi
     elif [[ -n $pending ]]; then
-        pendings+=("$name")
+        pendings+=("$run")
         if ((STRICT)); then
             failed=$((failed + 1))
-            failures+=("$name")
-            printf 'FAILED   %-26s %6s s  pending: %s — needs %s (strict: counts as a failure)\n' "$name" "$secs" "$name" "$pending"
+            failures+=("$run")
+            printf 'FAILED   %-30s %6s s  pending: %s — needs %s (strict: counts as a failure)\n' "$run" "$secs" "$name" "$pending"
         else
             skipped=$((skipped + 1))
-            printf 'pending  %-26s %6s s  pending: %s — needs %s\n' "$name" "$secs" "$name" "$pending"
+            printf 'pending  %-30s %6s s  pending: %s — needs %s\n' "$run" "$secs" "$name" "$pending"
         fi
         grep -E '^FAIL' "$out" | head -n 5 | sed 's/^/           /'
     else
         failed=$((failed + 1))
-        failures+=("$name")
-        printf 'FAILED   %-26s %6s s\n' "$name" "$secs"
+        failures+=("$run")
+        printf 'FAILED   %-30s %6s s\n' "$run" "$secs"
         sed 's/^/           | /' "$out" | tail -n 40
     fi
 done
 
 echo
-log "image: $IMAGE, $(megabytes "$size")${size_full:+; $IMAGE_FULL, $(megabytes "$size_full")}; scenario logs in $logs; total $(since "$t_start") s"
-for name in "${pendings[@]}"; do
-    echo "pending: $name — needs ${PENDING_CODE[$name]}"
+log "image: $IMAGE, $(megabytes "$size")${size_full:+; $IMAGE_FULL, $(megabytes "$size_full")}${size_full_source:+; $IMAGE_FULL_SOURCE, $(megabytes "$size_full_source")}; scenario logs in $logs; total $(since "$t_start") s"
+for run in "${pendings[@]}"; do
+    echo "pending: $run — needs ${PENDING_CODE[${run%@source}]}"
 done
 for name in "${failures[@]}"; do
     echo "failed: $name (log: $logs/$name.log)"

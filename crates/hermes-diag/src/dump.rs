@@ -93,17 +93,25 @@ pub enum AgentView {
         version: Option<String>,
         /// Its console script.
         cli: String,
+        /// Where it was installed from (`pypi:0.19.0`, `context:vendor/...`, `git+URL@REF`,
+        /// `editable /path`, `pypi`), `None` when nothing says.
+        source: Option<String>,
     },
 }
 
 impl AgentView {
-    /// One line: `0.19.0 (/opt/hermes-agent/bin/hermes)` or `not installed`.
+    /// One line: `0.19.0 (/opt/hermes-agent/bin/hermes) from pypi:0.19.0` or `not installed`.
     pub fn label(&self) -> String {
         match self {
             AgentView::NotInstalled => "not installed".into(),
-            AgentView::Installed { version, cli } => format!(
-                "{} ({cli})",
-                version.as_deref().unwrap_or("(unknown version)")
+            AgentView::Installed {
+                version,
+                cli,
+                source,
+            } => format!(
+                "{} ({cli}) from {}",
+                version.as_deref().unwrap_or("(unknown version)"),
+                source.as_deref().unwrap_or("(unknown source)")
             ),
         }
     }
@@ -516,11 +524,14 @@ mod tests {
             AgentView::Installed {
                 version: Some("0.19.0".into()),
                 cli: "/opt/hermes-agent/bin/hermes".into(),
+                source: Some("pypi:0.19.0".into()),
             },
         );
         let text = render(&report);
         assert!(
-            text.contains("hermes_agent:     0.19.0 (/opt/hermes-agent/bin/hermes)\n"),
+            text.contains(
+                "hermes_agent:     0.19.0 (/opt/hermes-agent/bin/hermes) from pypi:0.19.0\n"
+            ),
             "{text}"
         );
         assert!(

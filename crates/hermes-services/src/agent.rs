@@ -39,6 +39,10 @@ pub struct Agent {
     pub python: PathBuf,
     /// Its version, from the venv's `hermes_agent-<version>.dist-info` (`None` if unreadable).
     pub version: Option<String>,
+    /// Where it was installed from ([`install_source`]): the image's stamp
+    /// (`pypi:0.19.0`, `git+https://...@v0.21.4`, `context:vendor/hermes-agent`), else what
+    /// the package metadata says (`editable /path`, `url ...`, `pypi`); `None` if unknown.
+    pub source: Option<String>,
 }
 
 impl Agent {
@@ -48,12 +52,73 @@ impl Agent {
             return None;
         }
         let bin = cli.parent()?;
+        let venv = bin.parent();
+        let dist_info = venv.and_then(dist_info);
         Some(Agent {
             cli: cli.to_path_buf(),
             python: bin.join("python"),
-            version: bin.parent().and_then(dist_info_version),
+            version: dist_info.as_ref().map(|(_, version)| version.clone()),
+            source: venv.and_then(|venv| {
+                install_source(venv, dist_info.as_ref().map(|(d, _)| d.as_path()))
+            }),
         })
     }
+}
+
+/// The stamp the `full` image's build writes into the agent's venv: one line, the
+/// `HERMES_AGENT_SOURCE` it was installed from (`docker/agent-install.sh`).
+pub const SOURCE_STAMP: &str = ".hermes-agent-source";
+
+/// Where the agent in `venv` came from: the first line of its [`SOURCE_STAMP`] when the image
+/// wrote one; else, from its `dist_info` directory, `editable <path>` (a source tree installed
+/// with `pip install -e`, by its `direct_url.json`), `url <url>` (installed from a file or URL)
+/// or `pypi` (no `direct_url.json`: installed from a package index); `None` without either.
+pub fn install_source(venv: &Path, dist_info: Option<&Path>) -> Option<String> {
+    if let Ok(text) = std::fs::read_to_string(venv.join(SOURCE_STAMP))
+        && let Some(line) = text.lines().next().map(str::trim).filter(|l| !l.is_empty())
+    {
+        return Some(line.to_string());
+    }
+    let dist_info = dist_info?;
+    let Ok(text) = std::fs::read_to_string(dist_info.join("direct_url.json")) else {
+        return Some("pypi".into());
+    };
+    // PEP 610: {"url": "file:///opt/tree", "dir_info": {"editable": true}}.
+    let direct: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let url = direct.get("url")?.as_str()?;
+    let editable = direct
+        .pointer("/dir_info/editable")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    Some(match (editable, url.strip_prefix("file://")) {
+        (true, Some(path)) => format!("editable {}", percent_decode(path)),
+        (true, None) => format!("editable {url}"),
+        (false, _) => format!("url {url}"),
+    })
+}
+
+/// `%XX` escapes of a `file://` URL's path decoded (a malformed escape is kept as written).
+fn percent_decode(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The installed agent, by `HERMES_AGENT_CLI` (looked up with `var`), else
@@ -66,9 +131,9 @@ pub fn locate(var: impl Fn(&str) -> Option<String>) -> Option<Agent> {
     }
 }
 
-/// The version in `<venv>/lib/python3.*/site-packages/hermes_agent-<version>.dist-info`: read
+/// `<venv>/lib/python3.*/site-packages/hermes_agent-<version>.dist-info` and its version: read
 /// from a directory name, so `hermes version` never starts Python.
-fn dist_info_version(venv: &Path) -> Option<String> {
+fn dist_info(venv: &Path) -> Option<(PathBuf, String)> {
     let lib = venv.join("lib");
     for python in std::fs::read_dir(&lib).ok()?.flatten() {
         let site = python.path().join("site-packages");
@@ -82,7 +147,7 @@ fn dist_info_version(venv: &Path) -> Option<String> {
                 .strip_prefix("hermes_agent-")
                 .and_then(|rest| rest.strip_suffix(".dist-info"))
             {
-                return Some(version.to_string());
+                return Some((entry.path(), version.to_string()));
             }
         }
     }
@@ -327,11 +392,86 @@ mod tests {
     }
 
     #[test]
+    fn the_source_is_the_images_stamp_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let cli = fake_venv(dir.path(), "0.20.1");
+        let dist = dir
+            .path()
+            .join("lib/python3.13/site-packages/hermes_agent-0.20.1.dist-info");
+        std::fs::write(
+            dist.join("direct_url.json"),
+            r#"{"url": "file:///opt/hermes-agent/src", "dir_info": {"editable": true}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join(SOURCE_STAMP),
+            "context:vendor/hermes-agent-0.20.1\nignored\n",
+        )
+        .unwrap();
+        let agent = Agent::at(&cli).unwrap();
+        assert_eq!(
+            agent.source.as_deref(),
+            Some("context:vendor/hermes-agent-0.20.1")
+        );
+        assert_eq!(agent.version.as_deref(), Some("0.20.1"));
+        // An empty stamp says nothing: the metadata answers.
+        std::fs::write(dir.path().join(SOURCE_STAMP), "\n").unwrap();
+        assert_eq!(
+            Agent::at(&cli).unwrap().source.as_deref(),
+            Some("editable /opt/hermes-agent/src")
+        );
+    }
+
+    #[test]
+    fn without_a_stamp_the_source_is_what_the_package_metadata_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let cli = fake_venv(dir.path(), "0.19.0");
+        assert_eq!(Agent::at(&cli).unwrap().source.as_deref(), Some("pypi"));
+        let direct = dir
+            .path()
+            .join("lib/python3.13/site-packages/hermes_agent-0.19.0.dist-info/direct_url.json");
+        std::fs::write(
+            &direct,
+            r#"{"url": "file:///home/a%20b/hermes-agent", "dir_info": {"editable": true}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            Agent::at(&cli).unwrap().source.as_deref(),
+            Some("editable /home/a b/hermes-agent")
+        );
+        std::fs::write(
+            &direct,
+            r#"{"url": "https://example.org/hermes_agent-0.19.0-py3-none-any.whl", "archive_info": {}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            Agent::at(&cli).unwrap().source.as_deref(),
+            Some("url https://example.org/hermes_agent-0.19.0-py3-none-any.whl")
+        );
+        // Unreadable metadata is no source, not a guess.
+        std::fs::write(&direct, "{not json").unwrap();
+        assert_eq!(Agent::at(&cli).unwrap().source, None);
+        // No dist-info at all: nothing to say.
+        let bare = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(bare.path().join("bin")).unwrap();
+        std::fs::write(bare.path().join("bin/hermes"), "#!/bin/sh\n").unwrap();
+        let agent = Agent::at(&bare.path().join("bin/hermes")).unwrap();
+        assert_eq!((agent.version, agent.source), (None, None));
+    }
+
+    #[test]
+    fn a_malformed_percent_escape_is_kept_as_written() {
+        assert_eq!(percent_decode("/a%2Fb%zz%4"), "/a/b%zz%4");
+        assert_eq!(percent_decode("/caf%C3%A9"), "/café");
+    }
+
+    #[test]
     fn the_engine_is_the_profiles_then_the_images_then_what_is_installed() {
         let agent = Agent {
             cli: "/a/bin/hermes".into(),
             python: "/a/bin/python".into(),
             version: None,
+            source: None,
         };
         let a = Some(&agent);
         assert_eq!(choose_engine(None, None, None), Ok(Engine::Native));
@@ -407,6 +547,7 @@ mod tests {
             cli: "/a/bin/hermes".into(),
             python: "/a/bin/python".into(),
             version: None,
+            source: None,
         };
         let (argv, env) = gateway_command(&agent, Path::new("/opt/data"), "work", true);
         assert_eq!(

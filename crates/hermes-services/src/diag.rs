@@ -112,6 +112,7 @@ pub fn agent_view(var: impl Fn(&str) -> Option<String>) -> AgentView {
         Some(agent) => AgentView::Installed {
             version: agent.version,
             cli: agent.cli.display().to_string(),
+            source: agent.source,
         },
         None => AgentView::NotInstalled,
     }

@@ -286,6 +286,7 @@ fn the_agent_reads_our_command_as_meant() {
         cli: original.hermes.clone(),
         python: original.python.clone(),
         version: None,
+        source: None,
     };
     let t = TestContext::new();
     t.ok(&["profile", "create", "work", "--no-alias"]);

@@ -22,6 +22,12 @@ fn fake_agent(t: &TestContext) -> PathBuf {
     fs::create_dir_all(cli.parent().unwrap()).unwrap();
     fs::create_dir_all(venv.join("lib/python3.11/site-packages/hermes_agent-9.9.9.dist-info"))
         .unwrap();
+    // What the full image's build writes: where the agent came from.
+    fs::write(
+        venv.join(".hermes-agent-source"),
+        "context:vendor/hermes-agent-9.9.9\n",
+    )
+    .unwrap();
     fs::write(
         &cli,
         "#!/bin/sh\n\
@@ -135,6 +141,10 @@ fn our_commands_and_our_usage_errors_stay_ours() {
     assert_eq!(agent_args(&version), None);
     let stdout = String::from_utf8_lossy(&version.stdout);
     assert!(stdout.contains("hermes-agent:    9.9.9 ("), "{stdout}");
+    assert!(
+        stdout.contains("/agent/bin/hermes) from context:vendor/hermes-agent-9.9.9\n"),
+        "the agent's source: {stdout}"
+    );
     for (args, tip) in [
         (
             &["gateway", "run", "--bogus"][..],
@@ -157,6 +167,13 @@ fn our_commands_and_our_usage_errors_stay_ours() {
         serde_json::from_slice(&with_fake(&t, &["dump", "--json"]).stdout).unwrap();
     assert_eq!(dump["agent"]["status"], "installed");
     assert_eq!(dump["agent"]["version"], "9.9.9");
+    assert_eq!(dump["agent"]["source"], "context:vendor/hermes-agent-9.9.9");
+    let version: serde_json::Value =
+        serde_json::from_slice(&with_fake(&t, &["version", "--json"]).stdout).unwrap();
+    assert_eq!(
+        version["agent"]["source"],
+        "context:vendor/hermes-agent-9.9.9"
+    );
 }
 
 #[test]
@@ -423,7 +440,7 @@ fn the_original_agent_answers_its_commands_through_ours() {
     assert!(ours.starts_with("hermes "), "{ours}");
     assert!(
         ours.contains(&format!(
-            "hermes-agent:    {their_version} ({})\n",
+            "hermes-agent:    {their_version} ({}) from ",
             original.hermes.display()
         )),
         "{ours}\n---\n{theirs}"
