@@ -244,6 +244,7 @@ mod tests {
             cli: bin.join("hermes"),
             python,
             version: Some("9.9.9".into()),
+            source: None,
         }
     }
 

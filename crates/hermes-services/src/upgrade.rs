@@ -370,6 +370,7 @@ mod tests {
             cli: "/a/bin/hermes".into(),
             python: "/a/bin/python".into(),
             version: Some("0.19.0".into()),
+            source: None,
         }
     }
 
