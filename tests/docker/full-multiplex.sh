@@ -90,7 +90,7 @@ done
 assert_contains "$status_text" "gateway-default serves default, p1, p2" "the mode line names the three profiles"
 served=$(docker exec "$c" hermes gateway status --json 2>&1 | python3 -c '
 import json, sys
-print(" ".join(f"{r[\"profile\"]}:{r.get(\"served_by\")}:{r[\"engine\"]}" for r in json.load(sys.stdin)))' 2>&1)
+print(" ".join("%s:%s:%s" % (r["profile"], r.get("served_by"), r["engine"]) for r in json.load(sys.stdin)))' 2>&1)
 assert_eq "default:None:agent p1:gateway-default:agent p2:gateway-default:agent" "$served" "--json: served_by and engine of each profile"
 
 # --- the routes: /p/<profile>/ on the default profile's listener ---------------------------
