@@ -20,7 +20,7 @@ use std::path::Path;
 use hermes_privilege::Identity;
 use hermes_services::dashboard::{DASHBOARD_VAR, Host, dashboard_enabled, dashboard_spec};
 use hermes_services::multiplex;
-use hermes_services::reconcile::reconcile_in_mode;
+use hermes_services::reconcile::reconcile;
 use hermes_services::upgrade::MIGRATION_FAILED_VAR;
 use hermes_services::{DesiredStateHooks, GatewayAction};
 use hermes_supervisor::{Desired, Hooks, ServiceSpec};
@@ -62,7 +62,7 @@ pub fn stage_gateways(
     let multiplex = multiplex::resolve(&settings.home, &var, |_| {
         schema.agent.as_ref().and_then(|(_, f)| f.multiplex_default)
     });
-    let (mut gateways, actions) = reconcile_in_mode(
+    let (mut gateways, actions) = reconcile(
         &settings.home,
         &settings.hermes_exe,
         booted.identity.as_ref(),

@@ -215,12 +215,25 @@ pub fn run_agent_python(
     }
 }
 
-/// Reads a pipe to its end on a thread (at most 1 MiB kept: an answer is one short line).
-fn drain(pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+/// Reads a pipe to its end on a thread, keeping at most its last 1 MiB (an answer is one short
+/// line, printed last): a child that writes more never blocks on a full pipe, and never grows
+/// this process's memory.
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    const KEEP: usize = 1 << 20;
     std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = pipe.take(1 << 20).read_to_end(&mut buf);
-        String::from_utf8_lossy(&buf).into_owned()
+        let mut kept: Vec<u8> = Vec::new();
+        let mut chunk = [0u8; 8192];
+        while let Ok(n) = pipe.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            kept.extend_from_slice(&chunk[..n]);
+            if kept.len() > 2 * KEEP {
+                kept.drain(..kept.len() - KEEP);
+            }
+        }
+        let start = kept.len().saturating_sub(KEEP);
+        String::from_utf8_lossy(&kept[start..]).into_owned()
     })
 }
 
@@ -263,6 +276,21 @@ mod tests {
                 multiplex_default: Some(true)
             })
         );
+    }
+
+    #[test]
+    fn a_chatty_agent_neither_blocks_nor_hides_its_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = fake_agent(dir.path(), "x", 0);
+        // 3 MiB of noise, more than a pipe holds and more than is kept, then the answer.
+        std::fs::write(
+            &agent.python,
+            "#!/bin/sh\nhead -c 3145728 /dev/zero | tr '\\0' x\necho\necho 'HERMES_ANSWER {\"config_version\": 40}'\n",
+        )
+        .unwrap();
+        let started = Instant::now();
+        assert_eq!(probe(&agent, None).unwrap().config_version, 40);
+        assert!(started.elapsed() < Duration::from_secs(30));
     }
 
     #[test]

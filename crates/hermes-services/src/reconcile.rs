@@ -67,28 +67,12 @@ impl GatewayAction {
 /// theirs. `fresh_default_runs`: a default profile that never ran a gateway (no state file)
 /// starts it — `hermes up` on a fresh home; a container boot waits for
 /// `HERMES_GATEWAY_BOOTSTRAP_STATE` instead.
-pub fn reconcile(
-    home: &Path,
-    hermes_exe: &Path,
-    identity: Option<&Identity>,
-    fresh_default_runs: bool,
-    out: &mut dyn Write,
-) -> (Vec<ServiceSpec>, Vec<GatewayAction>) {
-    reconcile_in_mode(
-        home,
-        hermes_exe,
-        identity,
-        fresh_default_runs,
-        &Multiplexing::OFF,
-        out,
-    )
-}
-
-/// [`reconcile()`] in a multiplexing mode: when `multiplex` is on, every named profile's
-/// gateway is registered and never started (the default profile's gateway serves it, and a
+///
+/// When `multiplex` is on, every named profile's gateway is registered and never started (the
+/// default profile's gateway serves it, and a
 /// second one would own its platforms too), whatever its recorded state says; the recorded
 /// state is kept, for the day multiplexing is switched off.
-pub fn reconcile_in_mode(
+pub fn reconcile(
     home: &Path,
     hermes_exe: &Path,
     identity: Option<&Identity>,
@@ -221,12 +205,26 @@ mod tests {
         profile(root, "default", None, None);
         profile(root, "work", None, None);
         let mut out = Vec::new();
-        let (boot, _) = reconcile(root, Path::new("/bin/hermes"), None, false, &mut out);
+        let (boot, _) = reconcile(
+            root,
+            Path::new("/bin/hermes"),
+            None,
+            false,
+            &Multiplexing::OFF,
+            &mut out,
+        );
         assert!(
             boot.iter().all(|s| !s.autostart),
             "a container boot waits for a recorded state"
         );
-        let (up, actions) = reconcile(root, Path::new("/bin/hermes"), None, true, &mut out);
+        let (up, actions) = reconcile(
+            root,
+            Path::new("/bin/hermes"),
+            None,
+            true,
+            &Multiplexing::OFF,
+            &mut out,
+        );
         assert!(
             up[0].autostart && !up[1].autostart,
             "`hermes up` starts the fresh default only"
@@ -252,7 +250,7 @@ mod tests {
         };
         let mut out = Vec::new();
         let (specs, actions) =
-            reconcile_in_mode(root, Path::new("/bin/hermes"), None, false, &on, &mut out);
+            reconcile(root, Path::new("/bin/hermes"), None, false, &on, &mut out);
         let started: Vec<(&str, bool)> = specs
             .iter()
             .map(|s| (s.name.as_str(), s.autostart))
@@ -275,7 +273,14 @@ mod tests {
             "{said}"
         );
         // The recorded states are kept for when multiplexing is switched off.
-        let (specs, _) = reconcile(root, Path::new("/bin/hermes"), None, false, &mut Vec::new());
+        let (specs, _) = reconcile(
+            root,
+            Path::new("/bin/hermes"),
+            None,
+            false,
+            &Multiplexing::OFF,
+            &mut Vec::new(),
+        );
         assert!(specs.iter().all(|s| s.autostart));
     }
 
@@ -310,7 +315,14 @@ mod tests {
         );
         fs::create_dir_all(root.join("profiles/nosoul")).unwrap();
         let mut out = Vec::new();
-        let (specs, actions) = reconcile(root, Path::new("/bin/hermes"), None, false, &mut out);
+        let (specs, actions) = reconcile(
+            root,
+            Path::new("/bin/hermes"),
+            None,
+            false,
+            &Multiplexing::OFF,
+            &mut out,
+        );
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,
@@ -386,7 +398,14 @@ mod tests {
             Some(r#"{"gateway_state":"stopped","restart_requested":false}"#),
             None,
         );
-        let (_, actions) = reconcile(root, Path::new("/bin/hermes"), None, false, &mut Vec::new());
+        let (_, actions) = reconcile(
+            root,
+            Path::new("/bin/hermes"),
+            None,
+            false,
+            &Multiplexing::OFF,
+            &mut Vec::new(),
+        );
         let lines: Vec<String> = actions.iter().map(GatewayAction::describe).collect();
         assert_eq!(
             lines,
@@ -420,7 +439,14 @@ mod tests {
         let work = profile(root, "work", Some(r#"{"gateway_state":"stopped"}"#), None);
         ledger(&work, "exited");
         profile(root, "new", None, None);
-        let (_, actions) = reconcile(root, Path::new("/bin/hermes"), None, false, &mut Vec::new());
+        let (_, actions) = reconcile(
+            root,
+            Path::new("/bin/hermes"),
+            None,
+            false,
+            &Multiplexing::OFF,
+            &mut Vec::new(),
+        );
         let exits: Vec<(&str, PriorExit)> = actions
             .iter()
             .map(|a| (a.profile.as_str(), a.prior_exit))

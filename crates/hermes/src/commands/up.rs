@@ -33,9 +33,8 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     let exe = std::env::current_exe()?;
     let mut notes = Vec::new();
     let multiplex = hermes_services::multiplex::resolve_asking_agent(&root, &Context::var);
-    let (gateways, actions) = hermes_services::reconcile::reconcile_in_mode(
-        &root, &exe, None, true, &multiplex, &mut notes,
-    );
+    let (gateways, actions) =
+        hermes_services::reconcile(&root, &exe, None, true, &multiplex, &mut notes);
     let mut lines = String::from_utf8_lossy(&notes).into_owned();
     for action in &actions {
         lines.push_str(&format!("hermes up: {}\n", describe(action)));
