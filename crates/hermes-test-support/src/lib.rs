@@ -12,12 +12,15 @@
 //! **Browser.** [`browser::Browser`] drives a headless Chromium through WebDriver for tests of
 //! web pages; it skips (as above) where Chromium and its driver are not installed.
 //!
+//! **Polling.** [`poll`] waits for an effect with a deadline that names it.
+//!
 //! **Wheels.** [`wheel`] writes tiny pure-Python wheels and serves them from a loopback index,
 //! so install tests never reach the network.
 
 #![deny(missing_docs)]
 
 pub mod browser;
+pub mod poll;
 pub mod wheel;
 
 /// Whether skips are failures (see the crate doc).
