@@ -15,9 +15,18 @@
 //!
 //! Words: the **chain** of an error is the error and its sources, outermost first; a **cause** is
 //! one source in it.
+//!
+//! # The rules every crate shares
+//!
+//! This crate depends on nothing, so every Hermes crate (PID 1's included) can use it; it also
+//! holds the few small rules that must read the same everywhere and would otherwise be copied:
+//!
+//! * [`switch`] — which words turn a switch on (`1`, `true`, `yes`, `on`).
 #![deny(missing_docs)]
 
 use std::error::Error;
+
+pub mod switch;
 
 /// The `Caused by:` lines of `error`: the text of each source, outermost first.
 ///

@@ -16,7 +16,7 @@
 //! what to set. A new profile's `.env` is seeded with a random 64-hex key, so a new profile's
 //! API server is on.
 
-use hermes_home::dotenv::is_truthy;
+use hermes_errors::switch::is_truthy;
 
 use crate::error::Error;
 

@@ -253,16 +253,6 @@ pub fn nonblank(value: &str) -> Option<&str> {
     Some(value.trim()).filter(|v| !v.is_empty())
 }
 
-/// Whether a switch's value means "on": the original's truthy words (`1`, `true`, `yes`, `on`,
-/// its `utils.TRUTHY_STRINGS`), any case, surrounding space ignored. Every switch read from
-/// `.env`, the environment or a `config.yaml` scalar (`API_SERVER_ENABLED`,
-/// `HERMES_DASHBOARD`, `platforms.api_server.enabled`, …) asks this.
-pub fn is_truthy(value: &str) -> bool {
-    ["1", "true", "yes", "on"]
-        .iter()
-        .any(|t| value.trim().eq_ignore_ascii_case(t))
-}
-
 /// Sets one key in the `.env` at `path`, creating the file if needed.
 pub fn set_var(path: &Path, key: &str, value: &str) -> Result<PathBuf, Error> {
     DotEnv::edit(path, |env| env.set(key, value))?;
@@ -376,16 +366,6 @@ fn quote(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn truthy_words_are_the_originals() {
-        for on in ["1", "true", "YES", " on "] {
-            assert!(is_truthy(on), "{on}");
-        }
-        for off in ["", "0", "false", "no", "off", "enabled", "2"] {
-            assert!(!is_truthy(off), "{off}");
-        }
-    }
 
     #[test]
     fn tolerant_parsing() {

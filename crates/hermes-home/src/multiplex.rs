@@ -52,7 +52,10 @@ pub fn configured(
     root_config: &Config,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Option<(bool, Source)> {
-    if let Some(on) = var(MULTIPLEX_VAR).as_deref().and_then(word) {
+    if let Some(on) = var(MULTIPLEX_VAR)
+        .as_deref()
+        .and_then(hermes_errors::switch::parse)
+    {
         return Some((on, Source::Environment));
     }
     let value = root_config
@@ -62,21 +65,12 @@ pub fn configured(
     value_switch(value).map(|on| (on, Source::Config))
 }
 
-/// A recognised on/off word, any case and surrounding space; `None` otherwise.
-fn word(raw: &str) -> Option<bool> {
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" => Some(false),
-        _ => None,
-    }
-}
-
 /// A YAML value as the original's `_coerce_bool` reads it: a boolean, an on/off word, or a
 /// number (non-zero is on); anything else is no setting.
 fn value_switch(value: &Value) -> Option<bool> {
     match value {
         Value::Bool(b) => Some(*b),
-        Value::String(s) => word(s),
+        Value::String(s) => hermes_errors::switch::parse(s),
         Value::Number(n) => n.as_f64().map(|f| f != 0.0),
         _ => None,
     }

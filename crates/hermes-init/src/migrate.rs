@@ -77,7 +77,7 @@ pub fn stage_agent_schema(settings: &Settings, booted: &Booted, log: &mut dyn Wr
             return outcome;
         }
     }
-    let skip = var(SKIP_MIGRATION_VAR).is_some_and(|v| hermes_home::dotenv::is_truthy(&v));
+    let skip = var(SKIP_MIGRATION_VAR).is_some_and(|v| hermes_errors::switch::is_truthy(&v));
     for p in &volume.profiles {
         let from = match &p.version {
             Ok(Some(v)) if *v < facts.config_version => *v,

@@ -49,7 +49,7 @@ pub use remap::{IdChange, IdRequest, IdWarning, RemapReport, remap};
 pub use safe_fs::{Owner, SafeDir, is_untrusted_link};
 pub use shim::{
     EXEC_AS_ROOT_VAR, IMAGE_MARKER, InitMode, RunAsIsReason, SERVICE_USER, ShimDecision,
-    image_marker_present, init_user_guard, is_truthy, shim_decision, shim_drop,
+    image_marker_present, init_user_guard, shim_decision, shim_drop,
 };
 
 #[cfg(test)]

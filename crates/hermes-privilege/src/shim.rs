@@ -7,8 +7,8 @@
 //!   (`docker exec c hermes login`) first drops to the service user, so it cannot leave
 //!   root-owned files (a root-owned 0600 `auth.json` locks the gateway out of its own
 //!   credentials). [`shim_decision`] is the pure rule, [`shim_drop`] performs it.
-//! * *opt-out*: [`EXEC_AS_ROOT_VAR`] set to 1/true/yes (any case, surrounding whitespace
-//!   ignored) keeps root on purpose. Anything else, typos included, does not opt out:
+//! * *opt-out*: [`EXEC_AS_ROOT_VAR`] set to a truthy word (`1`, `true`, `yes`, `on`, any case,
+//!   surrounding whitespace ignored: [`hermes_errors::switch`]) keeps root on purpose. Anything else, typos included, does not opt out:
 //!   failing towards the safe side.
 //! * *user guard*: `hermes init` started with `--user` as neither root nor the service user
 //!   cannot own the data volume; it stops with a remedy ([`init_user_guard`]).
@@ -48,14 +48,6 @@ pub enum RunAsIsReason {
     OptedOut,
 }
 
-/// Whether `value` is one of 1/true/yes, ignoring case and surrounding whitespace.
-pub fn is_truthy(value: &str) -> bool {
-    let value = value.trim();
-    ["1", "true", "yes"]
-        .iter()
-        .any(|t| value.eq_ignore_ascii_case(t))
-}
-
 /// Whether the image marker at `marker` exists (any file type; a dangling symlink counts as
 /// absent).
 pub fn image_marker_present(marker: &Path) -> bool {
@@ -71,7 +63,10 @@ pub fn shim_decision(euid: u32, marker_present: bool, env: &Env) -> ShimDecision
     if !marker_present {
         return ShimDecision::RunAsIs(RunAsIsReason::OutsideImage);
     }
-    if env.get(EXEC_AS_ROOT_VAR).is_some_and(is_truthy) {
+    if env
+        .get(EXEC_AS_ROOT_VAR)
+        .is_some_and(hermes_errors::switch::is_truthy)
+    {
         return ShimDecision::RunAsIs(RunAsIsReason::OptedOut);
     }
     ShimDecision::DropTo(SERVICE_USER.to_owned())
@@ -142,7 +137,7 @@ mod tests {
     #[test]
     fn truthy_values_opt_out() {
         for v in [
-            "1", "true", "yes", "TRUE", " Yes", "True", "YES", "tRuE", "yes\n", " 1 ",
+            "1", "true", "yes", "TRUE", " Yes", "True", "YES", "tRuE", "yes\n", " 1 ", "on", "ON",
         ] {
             assert_eq!(
                 decide(Some(v)),
@@ -164,7 +159,7 @@ mod tests {
             "garbage",
             "2",
             "y",
-            "on",
+            "off",
             "t rue",
         ] {
             assert_eq!(decide(Some(v)), drop, "{v:?}");

@@ -36,7 +36,7 @@ pub enum Host {
 /// Whether the dashboard runs, from `HERMES_DASHBOARD`'s value (`None` when unset or empty).
 pub fn dashboard_enabled(host: Host, value: Option<&str>) -> bool {
     match value.map(str::trim).filter(|v| !v.is_empty()) {
-        Some(v) => hermes_home::dotenv::is_truthy(v),
+        Some(v) => hermes_errors::switch::is_truthy(v),
         None => host == Host::Up,
     }
 }

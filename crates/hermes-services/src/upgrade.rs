@@ -110,7 +110,7 @@ pub fn check(
         agent_version: agent.version.clone(),
         agent: facts.config_version,
     };
-    if var(ALLOW_DOWNGRADE_VAR).is_some_and(|v| hermes_home::dotenv::is_truthy(&v)) {
+    if var(ALLOW_DOWNGRADE_VAR).is_some_and(|v| hermes_errors::switch::is_truthy(&v)) {
         return Ok(Some(format!(
             "warning: {problem}; running it anyway because {ALLOW_DOWNGRADE_VAR} is set"
         )));

@@ -25,14 +25,8 @@ pub mod wheel;
 
 /// Whether skips are failures (see the crate doc).
 pub fn strict() -> bool {
-    let truthy = |name: &str| {
-        std::env::var(name).is_ok_and(|v| {
-            matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "1" | "true" | "yes" | "on"
-            )
-        })
-    };
+    let truthy =
+        |name: &str| std::env::var(name).is_ok_and(|v| hermes_errors::switch::is_truthy(&v));
     truthy("HERMES_TEST_STRICT") || truthy("CI")
 }
 

@@ -101,16 +101,15 @@ pub fn configured(dotenv: &DotEnv, config: &Config) -> Vec<(PlatformSpec, Vec<St
                 .env
                 .iter()
                 .filter(|var| {
-                    dotenv
-                        .get(var)
-                        .and_then(dotenv::nonblank)
-                        .is_some_and(|v| !var.ends_with("_ENABLED") || dotenv::is_truthy(v))
+                    dotenv.get(var).and_then(dotenv::nonblank).is_some_and(|v| {
+                        !var.ends_with("_ENABLED") || hermes_errors::switch::is_truthy(v)
+                    })
                 })
                 .map(|var| (*var).to_string())
                 .collect();
             let enabled = config
                 .string(&format!("platforms.{}.enabled", spec.name), &|_| None)
-                .is_some_and(|v| dotenv::is_truthy(&v));
+                .is_some_and(|v| hermes_errors::switch::is_truthy(&v));
             if enabled {
                 set_in.push("config.yaml".into());
             }

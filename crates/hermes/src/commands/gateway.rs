@@ -94,8 +94,14 @@ fn multiplexing(home: &Home) -> Result<bool, Failure> {
     Ok(hermes_home::multiplex::configured(&config, &Context::var).is_some_and(|(on, _)| on))
 }
 
-fn truthy(value: Option<String>) -> bool {
-    value.is_some_and(|v| hermes_privilege::is_truthy(&v))
+/// Set to a truthy word (`hermes_errors::switch`): `gateway run` never hands over to a
+/// supervisor, as `--no-supervise` (the supervised child itself is started that way).
+const NO_SUPERVISE_VAR: &str = "HERMES_GATEWAY_NO_SUPERVISE";
+
+/// Whether `gateway run` stays in the foreground whatever supervisor runs: `--no-supervise`,
+/// or [`NO_SUPERVISE_VAR`] truthy in `var`.
+fn foreground_only(no_supervise: bool, var: impl Fn(&str) -> Option<String>) -> bool {
+    no_supervise || var(NO_SUPERVISE_VAR).is_some_and(|v| hermes_errors::switch::is_truthy(&v))
 }
 
 fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResult {
@@ -128,8 +134,7 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
         failure.code = hermes_gateway::error::EXIT_CONFIG;
         return Err(failure);
     }
-    if !no_supervise
-        && !truthy(Context::var("HERMES_GATEWAY_NO_SUPERVISE"))
+    if !foreground_only(no_supervise, Context::var)
         && let Ok(mut client) = service::connect(home.root())
     {
         return hand_over(&home, &mut client);
@@ -278,7 +283,8 @@ fn exec_agent(home: &Home, agent: &hermes_services::agent::Agent) -> Failure {
 /// Whether a supervisor restarts this gateway when it exits 75: ours (the service's
 /// environment says so) or systemd (`INVOCATION_ID`, as in the unit `gateway install` writes).
 fn supervised() -> bool {
-    truthy(Context::var(hermes_services::gateway::SUPERVISED_VAR))
+    Context::var(hermes_services::gateway::SUPERVISED_VAR)
+        .is_some_and(|v| hermes_errors::switch::is_truthy(&v))
         || Context::var("INVOCATION_ID").is_some_and(|v| !v.is_empty())
 }
 
@@ -1097,5 +1103,26 @@ mod chat_tests {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("même", "meme"), 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_supervise_takes_every_truthy_word() {
+        let with = |value: &'static str| {
+            move |name: &str| (name == NO_SUPERVISE_VAR).then(|| value.to_string())
+        };
+        // `on` used to hand over anyway: this switch read 1/true/yes only.
+        for on in ["1", "true", "yes", "on", " ON "] {
+            assert!(foreground_only(false, with(on)), "{on:?}");
+        }
+        for off in ["", "0", "off", "no", "later"] {
+            assert!(!foreground_only(false, with(off)), "{off:?}");
+        }
+        assert!(foreground_only(true, |_: &str| None));
+        assert!(!foreground_only(false, |_: &str| None));
     }
 }
