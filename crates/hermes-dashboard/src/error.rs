@@ -96,7 +96,7 @@ impl Error {
             | Error::UsernameMissing
             | Error::ProxyAuthWithoutProxies
             | Error::InvalidTrustedProxy { .. }
-            | Error::InvalidBasePath { .. } => 78,
+            | Error::InvalidBasePath { .. } => hermes_errors::exit::CONFIG,
             Error::Random(_) | Error::Bind { .. } | Error::Serve(_) => 1,
         }
     }

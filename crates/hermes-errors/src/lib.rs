@@ -21,11 +21,13 @@
 //! This crate depends on nothing, so every Hermes crate (PID 1's included) can use it; it also
 //! holds the few small rules that must read the same everywhere and would otherwise be copied:
 //!
-//! * [`switch`] — which words turn a switch on (`1`, `true`, `yes`, `on`).
+//! * [`switch`] — which words turn a switch on (`1`, `true`, `yes`, `on`);
+//! * [`exit`] — the exit codes a supervisor reads: 75 "restart me", 78 "bad configuration".
 #![deny(missing_docs)]
 
 use std::error::Error;
 
+pub mod exit;
 pub mod switch;
 
 /// The `Caused by:` lines of `error`: the text of each source, outermost first.

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Exit code for a configuration error (`EX_CONFIG` from `sysexits.h`).
-pub const EXIT_CONFIG: u8 = 78;
+pub use hermes_errors::exit::CONFIG as EXIT_CONFIG;
 
 /// Everything that can go wrong in the gateway.
 #[non_exhaustive]

@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use crate::error::{EXIT_CONFIG, Error};
 
 /// Exit code asking the supervisor for an immediate restart (`EX_TEMPFAIL`).
-pub const EXIT_RESTART: u8 = 75;
+pub use hermes_errors::exit::TEMPFAIL as EXIT_RESTART;
 
 /// A gateway's reported phase, as written to `gateway_state.json`'s `gateway_state`.
 #[non_exhaustive]

@@ -195,11 +195,12 @@ pub fn systemd_user_unit(profile: &str, home: &Path, hermes_exe: &Path, notify: 
         "[Unit]\nDescription=Hermes gateway for profile {profile}\nAfter=network-online.target\n\n\
          [Service]\n{service_type}Environment=HERMES_HOME={home}\n\
          ExecStart={exe} -p {profile} gateway run --no-supervise\n\
-         Restart=on-failure\nRestartPreventExitStatus=78\nKillSignal=SIGTERM\nTimeoutStopSec={grace}\n\n\
+         Restart=on-failure\nRestartPreventExitStatus={config}\nKillSignal=SIGTERM\nTimeoutStopSec={grace}\n\n\
          [Install]\nWantedBy=default.target\n",
         home = home.display(),
         exe = hermes_exe.display(),
         grace = GATEWAY_STOP_GRACE.as_secs(),
+        config = hermes_errors::exit::CONFIG,
     )
 }
 

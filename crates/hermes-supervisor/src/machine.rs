@@ -44,10 +44,12 @@ use crate::status::{ExitStatus, ServiceStatus, StateName};
 /// Identifies a control request whose reply may come later (unregister waits for the exit).
 pub type RequestId = u64;
 
-/// Exit code meaning "bad configuration, do not restart" (sysexits `EX_CONFIG`).
-pub const EXIT_CONFIG: i32 = 78;
-/// Exit code meaning "restart me now" (sysexits `EX_TEMPFAIL`).
-pub const EXIT_TEMPFAIL: i32 = 75;
+/// Exit code meaning "bad configuration, do not restart" ([`hermes_errors::exit::CONFIG`]), as
+/// an [`ExitStatus::Code`].
+pub const EXIT_CONFIG: i32 = hermes_errors::exit::CONFIG as i32;
+/// Exit code meaning "restart me now" ([`hermes_errors::exit::TEMPFAIL`]), as an
+/// [`ExitStatus::Code`].
+pub const EXIT_TEMPFAIL: i32 = hermes_errors::exit::TEMPFAIL as i32;
 /// Exit status reported for a main service that could not be spawned: not found (as a
 /// shell's "command not found", also a missing `#!` interpreter).
 pub const EXIT_SPAWN_FAILED: i32 = 127;
@@ -934,17 +936,19 @@ impl Machine {
             (ExitStatus::Code(EXIT_CONFIG), _) => {
                 s.state = ServiceState::Failed {
                     since: now,
-                    reason: "configuration error (exit 78); fix it, then start it again".into(),
+                    reason: format!(
+                        "configuration error (exit {EXIT_CONFIG}); fix it, then start it again"
+                    ),
                 };
                 out.push(Action::Note {
                     service: s.spec.name.clone(),
-                    text: "exited 78 (configuration error); not restarting".into(),
+                    text: format!("exited {EXIT_CONFIG} (configuration error); not restarting"),
                 });
             }
             (ExitStatus::Code(EXIT_TEMPFAIL), _) => {
                 // Whatever the policy: restarting is what was asked for.
                 let first = s.streak == 0;
-                let why = "asked for a restart (exit 75)".to_string();
+                let why = format!("asked for a restart (exit {EXIT_TEMPFAIL})");
                 self.schedule_restart(i, why, was_up || first, now, out);
             }
             (ExitStatus::Code(0), RestartPolicy::OnFailure | RestartPolicy::Never) => {

@@ -231,7 +231,7 @@ mod tests {
             "no such profile `x`",
             Some("run `hermes profile list`".into()),
         );
-        failure.code = 78;
+        failure.code = hermes_errors::exit::CONFIG;
         assert_eq!(
             failure.to_json(),
             serde_json::json!({"error": "no such profile `x`", "hint": "run `hermes profile list`", "exit_code": 78})

@@ -131,7 +131,7 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
                 hermes_home::multiplex::MULTIPLEX_KEY
             )),
         );
-        failure.code = hermes_gateway::error::EXIT_CONFIG;
+        failure.code = hermes_errors::exit::CONFIG;
         return Err(failure);
     }
     if !foreground_only(no_supervise, Context::var)
@@ -163,7 +163,7 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
                     if !downgrade {
                         recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
                     }
-                    failure.code = hermes_gateway::error::EXIT_CONFIG;
+                    failure.code = hermes_errors::exit::CONFIG;
                     return Err(failure);
                 }
             }
@@ -175,7 +175,7 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
             // Asked for an engine that cannot run here: a configuration error, parked (78).
             let mut failure = Failure::from(hermes_services::Error::from(problem));
             recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
-            failure.code = hermes_gateway::error::EXIT_CONFIG;
+            failure.code = hermes_errors::exit::CONFIG;
             return Err(failure);
         }
     }
@@ -185,7 +185,7 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
             // A profile whose settings cannot be resolved is a configuration error: exit 78 so
             // a supervisor parks it instead of restarting it in a loop.
             recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
-            failure.code = hermes_gateway::error::EXIT_CONFIG;
+            failure.code = hermes_errors::exit::CONFIG;
             return Err(failure);
         }
     };
@@ -194,7 +194,7 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
         Ok(on) => on,
         Err(mut failure) => {
             recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
-            failure.code = hermes_gateway::error::EXIT_CONFIG;
+            failure.code = hermes_errors::exit::CONFIG;
             return Err(failure);
         }
     };
@@ -217,10 +217,10 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
         })?;
     match reason {
         ExitReason::Stopped => Ok(ExitStatus::Success),
-        ExitReason::RestartRequested => Ok(ExitStatus::External(75)),
+        ExitReason::RestartRequested => Ok(ExitStatus::External(hermes_errors::exit::TEMPFAIL)),
         ExitReason::ConfigError(error) => {
             let mut failure = Failure::from(error);
-            failure.code = hermes_gateway::error::EXIT_CONFIG;
+            failure.code = hermes_errors::exit::CONFIG;
             Err(failure)
         }
         // A way of ending this binary does not know (the enum is non-exhaustive): its exit
@@ -276,7 +276,7 @@ fn exec_agent(home: &Home, agent: &hermes_services::agent::Agent) -> Failure {
         )),
     );
     failure.causes.push(error.to_string());
-    failure.code = hermes_gateway::error::EXIT_CONFIG;
+    failure.code = hermes_errors::exit::CONFIG;
     failure
 }
 
