@@ -6,7 +6,6 @@
 //! Fails closed: a host that is not loopback without credentials is an [`Error`], never an
 //! open dashboard.
 
-use std::io::Read;
 use std::net::IpAddr;
 
 use crate::Error;
@@ -331,11 +330,7 @@ fn parse_port(value: &str) -> Result<u16, Error> {
 
 /// 32 random bytes as 64 hex digits, from the kernel's generator.
 fn random_token() -> Result<String, Error> {
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(Error::Random)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    hermes_home::random::random_hex(32).map_err(Error::Random)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //! * [`volume`] — what on the data volume belongs to the service user (ownership repair);
 //! * [`schema`] — the config schema version (`_config_version`) each profile was written with;
 //! * [`seeds`] — the files a new profile starts with;
+//! * [`random`] — random tokens (keys, session tokens, ids) from the kernel's generator;
 //! * [`atomic`] — the temp-file + fsync + rename writer every module uses;
 //! * [`lock`] — the exclusive sidecar lock every read-modify-write holds;
 //! * [`multiplex`] — whether one gateway serves every profile, as the operator set it.
@@ -36,6 +37,7 @@ pub mod multiplex;
 pub mod names;
 pub mod profile;
 pub mod providers;
+pub mod random;
 pub mod schema;
 pub mod seeds;
 pub mod time;

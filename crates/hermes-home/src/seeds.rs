@@ -4,12 +4,13 @@
 //! `SOUL.md` — customised, empty, or even unreadable — is never touched.
 
 use std::fs::OpenOptions;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::Error;
 use crate::dotenv::DotEnv;
+use crate::random::random_hex;
 
 /// The comment header of a fresh `.env`.
 pub const ENV_HEADER: &str = "\
@@ -56,13 +57,6 @@ pub fn key_shadowed(dotenv: &DotEnv, from_environment: Option<&str>) -> bool {
     is_key_set(in_file)
         && is_key_set(from_environment)
         && in_file.map(str::trim) != from_environment.map(str::trim)
-}
-
-/// `bytes` random bytes from `/dev/urandom`, as lowercase hex.
-pub fn random_hex(bytes: usize) -> io::Result<String> {
-    let mut buf = vec![0u8; bytes];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// The default `config.yaml`: every key Hermes reads, with its default. Documented in

@@ -21,7 +21,8 @@ use std::path::Path;
 
 use hermes_home::dotenv::DotEnv;
 use hermes_home::gateway_state;
-use hermes_home::seeds::{Seeded, random_hex, seed_file};
+use hermes_home::random::random_hex;
+use hermes_home::seeds::{Seeded, seed_file};
 use hermes_home::volume;
 use hermes_privilege::{
     FileRule, IdRequest, Identity, InitMode, RemapReport, RepairPlan, SERVICE_USER, device_gids,
@@ -619,18 +620,6 @@ mod tests {
         let mut s = Settings::from_process(vec![], vec![], "/bin/true".into(), Default::default());
         s.home = home.to_path_buf();
         s
-    }
-
-    #[test]
-    fn random_hex_is_hex_of_the_right_length() {
-        let a = random_hex(32).unwrap();
-        let b = random_hex(32).unwrap();
-        assert_eq!(a.len(), 64);
-        assert!(
-            a.chars()
-                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
-        );
-        assert_ne!(a, b);
     }
 
     #[test]

@@ -1065,21 +1065,18 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// `chat-` and 16 random hex digits.
 fn new_session_id() -> String {
-    use std::io::Read;
-    let mut bytes = [0u8; 8];
-    let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
-    if random.is_err() {
+    let hex = hermes_home::random::random_hex(8).unwrap_or_else(|_| {
         // No /dev/urandom: time and pid are unique enough for a conversation id.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        bytes = ((nanos as u64) ^ u64::from(std::process::id()).rotate_left(32)).to_be_bytes();
-    }
-    format!(
-        "chat-{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    )
+        format!(
+            "{:016x}",
+            (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32)
+        )
+    });
+    format!("chat-{hex}")
 }
 
 #[cfg(test)]
