@@ -22,12 +22,14 @@
 //! holds the few small rules that must read the same everywhere and would otherwise be copied:
 //!
 //! * [`switch`] — which words turn a switch on (`1`, `true`, `yes`, `on`);
-//! * [`exit`] — the exit codes a supervisor reads: 75 "restart me", 78 "bad configuration".
+//! * [`exit`] — the exit codes a supervisor reads: 75 "restart me", 78 "bad configuration";
+//! * [`suggest`] — "did you mean …?": the known words close to a mistyped one.
 #![deny(missing_docs)]
 
 use std::error::Error;
 
 pub mod exit;
+pub mod suggest;
 pub mod switch;
 
 /// The `Caused by:` lines of `error`: the text of each source, outermost first.

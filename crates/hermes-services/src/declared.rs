@@ -215,12 +215,14 @@ fn problems(declared: &Declared) -> Vec<Problem> {
 
 /// The known key `key` was probably meant as, if one is close enough.
 fn closest_key(key: &str) -> Option<&'static str> {
-    SERVICE_KEYS
-        .iter()
-        .map(|known| (strsim::levenshtein(key, known), *known))
-        .filter(|(distance, _)| *distance <= TYPO_DISTANCE)
-        .min()
-        .map(|(_, known)| known)
+    use hermes_errors::suggest::{Within, close_matches};
+    close_matches(
+        key,
+        SERVICE_KEYS.iter().copied(),
+        Within::Edits(TYPO_DISTANCE),
+    )
+    .first()
+    .copied()
 }
 
 /// Parts of one line, `; `-separated.
