@@ -244,6 +244,31 @@ fn env_keys_are_masked_and_writes_keep_comments_and_other_lines() {
     );
 }
 
+/// Root serving the dashboard (`hermes dashboard` from a root shell) leaves `.env` and
+/// `config.yaml` the service user's when it edits them.
+#[test]
+fn as_root_edits_leave_the_files_their_owners() {
+    use std::os::unix::fs::{MetadataExt, chown};
+    if hermes_test_support::skip_unless_root("only root can give a file away") {
+        return;
+    }
+    let d = start();
+    let env = d.root().join(".env");
+    chown(&env, Some(12345), Some(12345)).unwrap();
+    let a = api(
+        &d,
+        "PUT",
+        "/api/profiles/default/env",
+        Some(json!({"key": "NEW_KEY", "value": "v1"})),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(fs::metadata(&env).unwrap().uid(), 12345, "set");
+    let a = api(&d, "DELETE", "/api/profiles/default/env/NEW_KEY", None);
+    assert_eq!(a.status, 200, "{}", a.body);
+    let meta = fs::metadata(&env).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (12345, 12345), "unset");
+}
+
 #[test]
 fn a_value_is_revealed_only_by_a_post_with_the_session_token() {
     let d = start();

@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use yaml_serde::{Mapping, Value};
 
 use crate::Error;
-use crate::{damage, lock, yaml_edit};
+use crate::{config_file, damage, lock, yaml_edit};
 
 /// The mode of `config.yaml` and of its lock file.
 pub(crate) const MODE: u32 = 0o640;
@@ -289,7 +289,8 @@ impl Config {
 
     /// Changes the `config.yaml` at `path`: loads it, runs `change` and, if `change` changed
     /// the document, writes exactly those changes into the file's text through
-    /// [`crate::yaml_edit`] (every other byte kept, atomically, keeping mode and owner), all
+    /// [`crate::yaml_edit`] (every other byte kept) and writes them as [`crate::config_file`]
+    /// does (atomically, keeping mode and owner), all
     /// while holding `config.yaml.lock`, so a setting another process writes meanwhile is
     /// never lost. A file that does not parse is an error and is not rewritten; when `change`
     /// fails nothing is written. A file this creates also gets `_config_version:`
@@ -304,7 +305,7 @@ impl Config {
         change: impl FnOnce(&mut Config) -> Result<T, Error>,
     ) -> Result<T, Error> {
         lock::with_locked(&lock::sidecar(path), MODE, || {
-            let old = yaml_edit::read_text(path)?;
+            let old = config_file::read_text(path)?;
             let mut config = match &old {
                 Some(text) => Config::parse(path, text)?,
                 None => Config::empty(path),
@@ -322,7 +323,7 @@ impl Config {
                 yaml_edit::refused(path, &at, refusal)
             })?;
             let new = yaml_edit::apply(path, &yaml_edit::base_text(old.as_deref()), &changes)?;
-            yaml_edit::write_if_changed(path, old.as_deref(), &new)?;
+            config_file::write_if_changed(path, old.as_deref(), &new)?;
             Ok(out)
         })
     }

@@ -38,7 +38,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::Error;
-use crate::atomic::write_atomic;
+use crate::owner::write_atomic_keeping_owner;
 use crate::{damage, lock};
 
 /// The mode of `.env` and of its lock file.
@@ -227,9 +227,10 @@ impl DotEnv {
     }
 
     /// Changes the `.env` at `path`: loads it, runs `change` and writes the result back
-    /// (atomically, mode 0600) if `change` changed anything, all while holding `.env.lock`, so
-    /// a key another process sets meanwhile is never lost. A missing file starts empty; when
-    /// `change` fails nothing is written.
+    /// (atomically, mode 0600, keeping the file's owner when root writes it: [`crate::owner`])
+    /// if `change` changed anything, all while holding `.env.lock`, so a key another process
+    /// sets meanwhile is never lost. A missing file starts empty; when `change` fails nothing
+    /// is written.
     pub fn edit<T>(
         path: &Path,
         change: impl FnOnce(&mut DotEnv) -> Result<T, Error>,
@@ -239,7 +240,7 @@ impl DotEnv {
             let before = env.clone();
             let out = change(&mut env)?;
             if env != before {
-                write_atomic(path, env.render().as_bytes(), MODE)?;
+                write_atomic_keeping_owner(path, env.render().as_bytes(), MODE)?;
             }
             Ok(out)
         })
@@ -366,6 +367,26 @@ fn quote(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn root_editing_leaves_the_file_its_owners() {
+        use std::os::unix::fs::{MetadataExt, chown};
+        if hermes_test_support::skip_unless_root("only root can give a file away") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".env");
+        fs::write(&path, "A=1\n").unwrap();
+        chown(&path, Some(12345), Some(12345)).unwrap();
+        DotEnv::edit(&path, |env| env.set("B", "2")).unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().uid(), 12345, "DotEnv::edit");
+        set_var(&path, "C", "3").unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().uid(), 12345, "set_var");
+        DotEnv::edit(&path, |env| Ok(env.unset("A"))).unwrap();
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (12345, 12345), "unset");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "B=2\nC=3\n");
+    }
 
     #[test]
     fn tolerant_parsing() {

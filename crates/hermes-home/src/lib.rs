@@ -4,7 +4,9 @@
 //! * [`layout`] — resolving `HERMES_HOME`, selecting a profile, the directory skeleton;
 //! * [`profile`] — create / clone / list / use / delete profiles, alias wrappers;
 //! * [`config`] — `config.yaml` (tolerant read, typed view, key-preserving write);
-//! * [`yaml_edit`] — byte-preserving edits of `config.yaml` (one key, every other byte kept);
+//! * [`yaml_edit`] — byte-preserving edits of `config.yaml`'s text (one key, every other byte
+//!   kept), text in, text out;
+//! * [`config_file`] — the locked, owner-keeping write of `config.yaml` around that editor;
 //! * [`dotenv`] — `.env` (comment-preserving edits, denylist, 0600);
 //! * [`providers`] — the model providers Hermes knows (key variables, addresses, key domains);
 //! * [`auth`] — `auth.json` (never lost on a permission error, corrupt copies kept);
@@ -15,6 +17,7 @@
 //! * [`seeds`] — the files a new profile starts with;
 //! * [`random`] — random tokens (keys, session tokens, ids) from the kernel's generator;
 //! * [`atomic`] — the temp-file + fsync + rename writer every module uses;
+//! * [`owner`] — that write keeping the file's owner when root writes (`config.yaml`, `.env`);
 //! * [`lock`] — the exclusive sidecar lock every read-modify-write holds;
 //! * [`multiplex`] — whether one gateway serves every profile, as the operator set it.
 //!
@@ -26,6 +29,7 @@
 pub mod atomic;
 pub mod auth;
 pub mod config;
+pub mod config_file;
 mod damage;
 pub mod dotenv;
 mod error;
@@ -35,6 +39,7 @@ pub mod lifecycle_ledger;
 pub mod lock;
 pub mod multiplex;
 pub mod names;
+pub mod owner;
 pub mod profile;
 pub mod providers;
 pub mod random;

@@ -1,6 +1,7 @@
-//! Byte-preserving edits of `config.yaml`: set a dotted key's scalar value, or remove a key,
-//! and leave every other byte of the file as it was (comments, quoting, order, indentation,
-//! line endings).
+//! Byte-preserving edits of `config.yaml`'s text: set a dotted key's scalar value, or remove a
+//! key, and leave every other byte as it was (comments, quoting, order, indentation, line
+//! endings). Text in, text out: this module reads and writes no file; the locked,
+//! owner-keeping write of the file around it is [`crate::config_file`].
 //!
 //! Every writer of `config.yaml` goes through here: [`Config::edit`](crate::config::Config::edit)
 //! turns what its closure changed into [`Change`]s (the dashboard's settings form, `hermes
@@ -8,9 +9,6 @@
 //! (and an empty `{}` or `[]`); a list or a mapping with content as a new value is refused
 //! ([`Refusal::Collection`]). Removing a key removes its line and its value's lines (comments
 //! after them are kept: they usually introduce what follows).
-//!
-//! The file keeps its mode, and its owner when root writes it (a root `docker exec` leaves it
-//! the service user's); a file this creates gets the owner of its directory.
 //!
 //! What it handles: block-style mappings (`key: value`, one key per line), plain, single- and
 //! double-quoted scalars on the key's line, trailing comments (kept), a key with no value
@@ -29,16 +27,12 @@
 //! as [`Config`] and must equal the old document with exactly the intended change; otherwise
 //! the edit is refused ([`Refusal::Unverified`]) and nothing is written.
 
-use std::fs;
-use std::io;
 use std::path::Path;
 
 use yaml_serde::{Mapping, Value};
 
 use crate::Error;
-use crate::atomic::write_atomic;
 use crate::config::{CONFIG_VERSION_KEY, Config, ORIGINAL_CONFIG_VERSION, set_path};
-use crate::{damage, lock};
 
 /// Why the editor will not change a file: a layout it does not edit exactly.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -103,82 +97,6 @@ impl Change {
     }
 }
 
-/// Sets each `(dotted key, value)` of `changes` to that string in the `config.yaml` at `path`,
-/// keeping every other byte, under the same lock as
-/// [`Config::edit`](crate::config::Config::edit), atomically and keeping the file's mode. A
-/// missing file is created (mode 0640) starting with `_config_version`, as `Config::edit`
-/// creates one. A key that already has that value is left alone; returns whether the file was
-/// written.
-///
-/// # Errors
-///
-/// [`Error::ConfigLayout`] when a layout is refused (nothing is written), the errors of
-/// [`Config::parse`] for a file that does not parse, [`Error::NotUtf8`], and I/O errors.
-pub fn set_in_file(path: &Path, changes: &[(&str, &str)]) -> Result<bool, Error> {
-    apply_in_file(path, &string_changes(changes))
-}
-
-/// [`set_in_file`] for any [`Change`]s.
-///
-/// # Errors
-///
-/// As [`set_in_file`].
-pub fn apply_in_file(path: &Path, changes: &[Change]) -> Result<bool, Error> {
-    lock::with_locked(&lock::sidecar(path), crate::config::MODE, || {
-        let old = read_text(path)?;
-        let new = apply(path, &base_text(old.as_deref()), changes)?;
-        write_if_changed(path, old.as_deref(), &new)
-    })
-}
-
-/// What [`replace_in_file`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Replaced {
-    /// The new text is in place.
-    Written,
-    /// The file already held that text.
-    Unchanged,
-    /// The file is no longer the text the caller started from: another writer changed it
-    /// meanwhile, and nothing was written.
-    ChangedMeanwhile,
-}
-
-/// Replaces the whole `config.yaml` at `path` by `new` (an edited copy of `started_from`, the
-/// text the caller read; `None`: the file did not exist) — for `hermes config edit`, which
-/// edits a copy. Under the lock, only when the file is still `started_from`, and only text
-/// that parses as a config; atomically, keeping mode and owner.
-///
-/// # Errors
-///
-/// The errors of [`Config::parse`] for `new`, and I/O errors; nothing is written then.
-pub fn replace_in_file(
-    path: &Path,
-    started_from: Option<&str>,
-    new: &str,
-) -> Result<Replaced, Error> {
-    Config::parse(path, new)?;
-    lock::with_locked(&lock::sidecar(path), crate::config::MODE, || {
-        let old = read_text(path)?;
-        if old.as_deref() != started_from {
-            return Ok(Replaced::ChangedMeanwhile);
-        }
-        Ok(if write_if_changed(path, old.as_deref(), new)? {
-            Replaced::Written
-        } else {
-            Replaced::Unchanged
-        })
-    })
-}
-
-/// The text of `path`, `None` when it does not exist (a read-modify-write holds the lock).
-pub fn read_text(path: &Path) -> Result<Option<String>, Error> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(damage::decode_text(path, &bytes)?.to_string())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("read", path, e)),
-    }
-}
-
 /// What an edit starts from: the file's text, or for a missing file one holding the
 /// original's schema version (so the original does not take a file we create for a legacy one).
 pub fn base_text(old: Option<&str>) -> String {
@@ -188,85 +106,7 @@ pub fn base_text(old: Option<&str>) -> String {
     )
 }
 
-/// Writes `new` over `path` (whose text was `old`) unless it is the same: atomically, keeping
-/// the file's mode and owner. Returns whether it wrote.
-pub(crate) fn write_if_changed(path: &Path, old: Option<&str>, new: &str) -> Result<bool, Error> {
-    if old == Some(new) {
-        return Ok(false);
-    }
-    keeping_owner(path, || {
-        write_atomic(path, new.as_bytes(), crate::config::MODE)
-    })?;
-    Ok(true)
-}
-
-/// Runs `write`, which replaces or creates the file at `path`, and gives the file back to the
-/// owner it had (a new file: its directory's owner) when root wrote it — a root `hermes
-/// config set` leaves the service user's volume the service user's. Used for `config.yaml`
-/// here and by `hermes config` for the `.env` keys it writes.
-///
-/// # Errors
-///
-/// `write`'s error, or the failed `chown` as an I/O error.
-pub fn keeping_owner<T>(path: &Path, write: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
-    let owner = owner_to_keep(path, path.exists());
-    let out = write()?;
-    if let Some((uid, gid)) = owner {
-        keep_owner(path, uid, gid)?;
-    }
-    Ok(out)
-}
-
-/// Who must own the file after a write: its owner before (or, for a new file, its
-/// directory's), when that is not who writes it — only root can give a file away, and root
-/// writing a file of the service user's volume must leave it the service user's.
-fn owner_to_keep(path: &Path, existed: bool) -> Option<(u32, u32)> {
-    use std::os::unix::fs::MetadataExt;
-    if !nix::unistd::geteuid().is_root() {
-        return None;
-    }
-    let from = if existed {
-        fs::metadata(path).ok()?
-    } else {
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty())?;
-        fs::metadata(dir).ok()?
-    };
-    ((from.uid(), from.gid()) != (0, 0)).then_some((from.uid(), from.gid()))
-}
-
-/// Gives the file root just wrote at `path` to `uid:gid`, through a descriptor: the directory
-/// is the other user's, who could put a symlink (or a hard link to a file of root's) at `path`
-/// between the write and the `chown`, and a path-based `chown` would then give that file away.
-/// The file opened must not be a symlink (`O_NOFOLLOW`), must be a regular file root owns with
-/// one link — the one just written; anything else is refused and left as it is.
-fn keep_owner(path: &Path, uid: u32, gid: u32) -> Result<(), Error> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| Error::io("open to chown", path, e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| Error::io("stat to chown", path, e))?;
-    if !meta.is_file() || meta.uid() != 0 || meta.nlink() != 1 {
-        return Err(Error::io(
-            "chown",
-            path,
-            io::Error::other(
-                "not the file just written (replaced meanwhile); its owner was left as it is",
-            ),
-        ));
-    }
-    nix::unistd::fchown(
-        &file,
-        Some(nix::unistd::Uid::from_raw(uid)),
-        Some(nix::unistd::Gid::from_raw(gid)),
-    )
-    .map_err(|e| Error::io("chown", path, io::Error::from(e)))
-}
-
-fn string_changes(changes: &[(&str, &str)]) -> Vec<Change> {
+pub(crate) fn string_changes(changes: &[(&str, &str)]) -> Vec<Change> {
     changes
         .iter()
         .map(|(key, value)| Change::Set((*key).to_string(), Value::from(*value)))
@@ -1095,45 +935,7 @@ fn double_quoted(value: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn root_gives_back_only_the_file_it_wrote_never_a_planted_link() {
-        use std::os::unix::fs::{MetadataExt, chown, symlink};
-        if hermes_test_support::skip_unless_root("only root can give a file away") {
-            return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        // A file of root's elsewhere, which a planted link must not give away.
-        let victim = dir.path().join("victim");
-        fs::write(&victim, "root's\n").unwrap();
-        let path = dir.path().join("config.yaml");
-        symlink(&victim, &path).unwrap();
-        assert!(super::keep_owner(&path, 12345, 12345).is_err());
-        fs::remove_file(&path).unwrap();
-        fs::hard_link(&victim, &path).unwrap();
-        assert!(super::keep_owner(&path, 12345, 12345).is_err());
-        let meta = fs::metadata(&victim).unwrap();
-        assert_eq!(
-            (meta.uid(), meta.gid()),
-            (0, 0),
-            "the victim is still root's"
-        );
-        // The file just written (root's, one link) is given back.
-        fs::remove_file(&path).unwrap();
-        fs::write(&path, "a: 1\n").unwrap();
-        super::keep_owner(&path, 12345, 12346).unwrap();
-        let meta = fs::metadata(&path).unwrap();
-        assert_eq!((meta.uid(), meta.gid()), (12345, 12346));
-        // A file someone else already owns is not the one root wrote either.
-        chown(&victim, Some(1), Some(1)).unwrap();
-        let other = dir.path().join("other.yaml");
-        fs::hard_link(&victim, &other).unwrap();
-        fs::remove_file(&victim).unwrap();
-        assert!(super::keep_owner(&other, 12345, 12345).is_err());
-        assert_eq!(fs::metadata(&other).unwrap().uid(), 1);
-    }
-
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     fn edit(text: &str, changes: &[(&str, &str)]) -> Result<String, Error> {
         set_all(Path::new("config.yaml"), text, changes)
@@ -1359,48 +1161,6 @@ mod tests {
                 "{text:?}"
             );
         }
-    }
-
-    #[test]
-    fn the_file_keeps_its_mode_and_a_new_one_gets_the_version() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config.yaml");
-        assert!(set_in_file(&path, &[("model.default", "m")]).unwrap());
-        assert_eq!(
-            fs::read_to_string(&path).unwrap(),
-            "_config_version: 33\nmodel:\n  default: m\n"
-        );
-        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(&path), 0o640);
-        fs::write(&path, SEED).unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
-        assert!(set_in_file(&path, &[("model.provider", "deepseek")]).unwrap());
-        assert_eq!(
-            fs::read_to_string(&path).unwrap(),
-            SEED.replace("provider: auto", "provider: deepseek")
-        );
-        assert_eq!(mode(&path), 0o600);
-        // Nothing to change: not written.
-        assert!(!set_in_file(&path, &[("model.provider", "deepseek")]).unwrap());
-        // A refusal writes nothing.
-        let before = fs::read_to_string(&path).unwrap();
-        assert!(set_in_file(&path, &[("gateway.port", "1")]).is_err());
-        assert_eq!(fs::read_to_string(&path).unwrap(), before);
-    }
-
-    #[test]
-    fn it_waits_for_the_config_lock() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config.yaml");
-        fs::write(&path, "a: 1\n").unwrap();
-        let held = lock::hold(&lock::sidecar(&path));
-        lock::test_timeout::set(std::time::Duration::from_millis(100));
-        assert!(matches!(
-            set_in_file(&path, &[("a", "2")]),
-            Err(Error::LockTimeout { .. })
-        ));
-        drop(held);
-        assert_eq!(fs::read_to_string(&path).unwrap(), "a: 1\n");
     }
 
     #[test]

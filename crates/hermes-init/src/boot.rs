@@ -643,6 +643,22 @@ mod tests {
     }
 
     #[test]
+    fn as_root_the_seeded_key_leaves_env_its_owners() {
+        use std::os::unix::fs::{MetadataExt, chown};
+        if hermes_test_support::skip_unless_root("only root can give a file away") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let env = dir.path().join(".env");
+        fs::write(&env, "# header\n").unwrap();
+        chown(&env, Some(12345), Some(12346)).unwrap();
+        seed_api_key(&env, &mut Vec::new());
+        assert!(DotEnv::load(&env).unwrap().get(API_SERVER_KEY).is_some());
+        let meta = fs::metadata(&env).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (12345, 12346));
+    }
+
+    #[test]
     fn a_key_from_the_environment_is_not_shadowed_by_a_generated_one() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("data");

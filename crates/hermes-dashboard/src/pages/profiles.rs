@@ -533,7 +533,7 @@ async fn save_model(
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let written = hermes_home::yaml_edit::set_in_file(&home.config_path(), &pairs)
+        let written = hermes_home::config_file::set_in_file(&home.config_path(), &pairs)
             .map_err(|e| home_problem(&e))?;
         Ok(Json(json!({
             "written": written,

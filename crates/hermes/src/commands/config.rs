@@ -20,8 +20,9 @@ use std::path::{Path, PathBuf};
 
 use hermes_home::Home;
 use hermes_home::config::Config;
+use hermes_home::config_file::{self, Replaced};
 use hermes_home::dotenv::DotEnv;
-use hermes_home::yaml_edit::{self, Replaced};
+use hermes_home::yaml_edit;
 use yaml_serde::Value;
 
 use crate::cli::ConfigCommand;
@@ -294,9 +295,7 @@ fn set(home: &Home, key: &str, raw: &str) -> CommandResult {
     check_key(key)?;
     if is_env_key(key) {
         let env = home.env_path();
-        let path = yaml_edit::keeping_owner(&env, || {
-            hermes_home::dotenv::set_var(&env, &key.to_ascii_uppercase(), raw)
-        })?;
+        let path = hermes_home::dotenv::set_var(&env, &key.to_ascii_uppercase(), raw)?;
         output::stdout(&format!("✓ Set {key} in {}\n", path.display()))?;
         return Ok(ExitStatus::Success);
     }
@@ -328,9 +327,7 @@ fn set(home: &Home, key: &str, raw: &str) -> CommandResult {
     })?;
     if let Some(var) = terminal_env_var(key) {
         let env = home.env_path();
-        yaml_edit::keeping_owner(&env, || {
-            hermes_home::dotenv::set_var(&env, var, &python_str(&value))
-        })?;
+        hermes_home::dotenv::set_var(&env, var, &python_str(&value))?;
     }
     output::stdout(&format!(
         "✓ Set {key} = {} in {}\n",
@@ -354,9 +351,7 @@ fn unset(home: &Home, key: &str) -> CommandResult {
     check_key(key)?;
     if is_env_key(key) {
         let path = home.env_path();
-        let removed = yaml_edit::keeping_owner(&path, || {
-            DotEnv::edit(&path, |env| Ok(env.unset(&key.to_ascii_uppercase())))
-        })?;
+        let removed = DotEnv::edit(&path, |env| Ok(env.unset(&key.to_ascii_uppercase())))?;
         if !removed {
             return Err(not_set(home, key));
         }
@@ -367,7 +362,7 @@ fn unset(home: &Home, key: &str) -> CommandResult {
     let mut removed = Config::edit(&path, |config| Ok(config.unset(key)))?;
     if let Some(var) = terminal_env_var(key) {
         let env = home.env_path();
-        removed |= yaml_edit::keeping_owner(&env, || DotEnv::edit(&env, |e| Ok(e.unset(var))))?;
+        removed |= DotEnv::edit(&env, |e| Ok(e.unset(var)))?;
     }
     if !removed {
         return Err(not_set(home, key));
@@ -387,7 +382,7 @@ fn editor() -> String {
 }
 
 fn edit(path: &Path) -> CommandResult {
-    let started_from = yaml_edit::read_text(path)?;
+    let started_from = config_file::read_text(path)?;
     let copy = Copy::create(path, &yaml_edit::base_text(started_from.as_deref()))?;
     let text = loop {
         run_editor(&copy.0)?;
@@ -416,7 +411,7 @@ fn edit(path: &Path) -> CommandResult {
         failure.causes.push(problem);
         return Err(failure);
     };
-    match yaml_edit::replace_in_file(path, started_from.as_deref(), &text)? {
+    match config_file::replace_in_file(path, started_from.as_deref(), &text)? {
         Replaced::Written => output::stdout(&format!("✓ Saved {}\n", path.display()))?,
         Replaced::Unchanged => output::stdout(&format!("No changes to {}\n", path.display()))?,
         Replaced::ChangedMeanwhile => {

@@ -117,11 +117,13 @@ fn paths_and_writes_follow_the_profile_flag() {
     assert_eq!(out.status.code(), Some(1), "{}", render(&out));
 }
 
+/// `hermes config` and `hermes memory setup` run as root (a root `docker exec`) leave
+/// `config.yaml` and `.env` the service user's: the writers keep the owner themselves, so no
+/// command can forget to.
 #[test]
 fn as_root_the_file_keeps_its_owner() {
     use std::os::unix::fs::{MetadataExt, chown};
-    if !nix::unistd::geteuid().is_root() {
-        hermes_test_support::skip("not root: a file cannot be given away");
+    if hermes_test_support::skip_unless_root("not root: a file cannot be given away") {
         return;
     }
     let t = TestContext::new();
@@ -136,6 +138,27 @@ fn as_root_the_file_keeps_its_owner() {
     t.ok(&["config", "set", "OPENROUTER_API_KEY", "sk-or-1"]);
     t.ok(&["config", "set", "terminal.backend", "docker"]);
     t.ok(&["config", "unset", "OPENROUTER_API_KEY"]);
+    let plugin = t.root().join("plugins/tinymem");
+    fs::create_dir_all(&plugin).unwrap();
+    fs::write(
+        plugin.join("plugin.yaml"),
+        "name: tinymem\nkind: memory\nsettings:\n  - {key: token, env_var: TINYMEM_TOKEN}\n",
+    )
+    .unwrap();
+    let out = t.run(&[
+        "memory",
+        "setup",
+        "tinymem",
+        "--set",
+        "token=t-1",
+        "--non-interactive",
+    ]);
+    assert!(out.status.success(), "{}", render(&out));
+    assert!(
+        fs::read_to_string(&env)
+            .unwrap()
+            .contains("TINYMEM_TOKEN=t-1\n")
+    );
     for file in [&path, &env] {
         let meta = fs::metadata(file).unwrap();
         assert_eq!(

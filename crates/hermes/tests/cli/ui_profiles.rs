@@ -30,7 +30,7 @@ fn create_with_clone_edit_soul_and_delete_with_confirmation() {
         format!("{env}# provider keys\nOPENAI_API_KEY=sk-test-0123456789abcdef\n"),
     )
     .unwrap();
-    hermes_home::yaml_edit::set_in_file(
+    hermes_home::config_file::set_in_file(
         &root.join("config.yaml"),
         &[("model.default", "gpt-4o-mini")],
     )
