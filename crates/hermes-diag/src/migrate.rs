@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use hermes_home::config::Config;
-use hermes_home::multiplex;
+use hermes_home::{layout, multiplex};
 use serde::Serialize;
 
 pub use profile::{
@@ -260,11 +260,11 @@ fn multiplex_facts(
     var: &dyn Fn(&str) -> Option<String>,
 ) -> (MultiplexFacts, Vec<Finding>) {
     let root = volume.root();
-    let config = profile::read_config(volume, &root.join("config.yaml"))
+    let config = profile::read_config(volume, &layout::config_path(root))
         .ok()
         .flatten()
-        .unwrap_or_else(|| Config::empty(&root.join("config.yaml")));
-    let dotenv = profile::read_dotenv(volume, &root.join(".env"))
+        .unwrap_or_else(|| Config::empty(&layout::config_path(root)));
+    let dotenv = profile::read_dotenv(volume, &layout::env_path(root))
         .ok()
         .flatten()
         .unwrap_or_default();

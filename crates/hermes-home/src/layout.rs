@@ -24,6 +24,82 @@ use crate::Error;
 pub use crate::names::ProfileRef;
 use crate::seeds::{self, Seeded};
 
+/// `config.yaml`: a profile's settings.
+pub const CONFIG_FILE: &str = "config.yaml";
+/// `.env`: a profile's secrets.
+pub const ENV_FILE: &str = ".env";
+/// `SOUL.md`: a profile's persona; a directory under `profiles/` holding it is a profile.
+pub const SOUL_FILE: &str = "SOUL.md";
+/// `auth.json`: a profile's provider credentials.
+pub const AUTH_FILE: &str = "auth.json";
+/// `state.db`: a profile's conversations (SQLite, the original's schema).
+pub const STATE_DB_FILE: &str = "state.db";
+/// `active_profile` under the root: the sticky profile.
+pub const ACTIVE_PROFILE_FILE: &str = "active_profile";
+/// `logs/` under the root: every service's log.
+pub const LOGS_DIR: &str = "logs";
+/// `profiles/` under the root: the named profiles.
+pub const PROFILES_DIR: &str = "profiles";
+/// `plugins/` under the root: the plugins every profile sees.
+pub const PLUGINS_DIR: &str = "plugins";
+/// `memories/` of a profile: `MEMORY.md` and `USER.md`.
+pub const MEMORIES_DIR: &str = "memories";
+/// `skills/` of a profile.
+pub const SKILLS_DIR: &str = "skills";
+/// `cron/jobs.json` of a profile: its scheduled jobs.
+pub const CRON_JOBS_FILE: &str = "cron/jobs.json";
+
+/// The paths of a profile home given as a directory (the root for `default`), for code that
+/// holds a directory rather than a [`Home`]; [`Home`]'s accessors are these for the selected
+/// profile. Each joins one of the names above, so a name is spelled once.
+pub fn config_path(dir: &Path) -> PathBuf {
+    dir.join(CONFIG_FILE)
+}
+/// `.env` of the profile home `dir` (see [`config_path`]).
+pub fn env_path(dir: &Path) -> PathBuf {
+    dir.join(ENV_FILE)
+}
+/// `SOUL.md` of the profile home `dir`.
+pub fn soul_path(dir: &Path) -> PathBuf {
+    dir.join(SOUL_FILE)
+}
+/// `auth.json` of the profile home `dir`.
+pub fn auth_path(dir: &Path) -> PathBuf {
+    dir.join(AUTH_FILE)
+}
+/// `state.db` of the profile home `dir`.
+pub fn state_db_path(dir: &Path) -> PathBuf {
+    dir.join(STATE_DB_FILE)
+}
+/// `memories/` of the profile home `dir`.
+pub fn memories_dir(dir: &Path) -> PathBuf {
+    dir.join(MEMORIES_DIR)
+}
+/// `skills/` of the profile home `dir`.
+pub fn skills_dir(dir: &Path) -> PathBuf {
+    dir.join(SKILLS_DIR)
+}
+/// `cron/jobs.json` of the profile home `dir`.
+pub fn cron_jobs_path(dir: &Path) -> PathBuf {
+    dir.join(CRON_JOBS_FILE)
+}
+/// `logs/` under `root`.
+pub fn logs_dir(root: &Path) -> PathBuf {
+    root.join(LOGS_DIR)
+}
+/// `profiles/` under `root`.
+pub fn profiles_dir(root: &Path) -> PathBuf {
+    root.join(PROFILES_DIR)
+}
+/// `plugins/` under `root`.
+pub fn plugins_dir(root: &Path) -> PathBuf {
+    root.join(PLUGINS_DIR)
+}
+/// `run/` under `root`: the supervisor's runtime directory of last resort ([`runtime_dirs`]).
+pub fn run_dir(root: &Path) -> PathBuf {
+    root.join("run")
+}
+
 /// Sub-directories every profile home has.
 pub const SKELETON_DIRS: &[&str] = &[
     "logs",
@@ -91,10 +167,10 @@ pub fn runtime_dirs(
             PathBuf::from("/run/hermes"),
             PathBuf::from("/tmp/hermes"),
             PathBuf::from("/dev/shm/hermes"),
-            root.join("run"),
+            run_dir(root),
         ]
     } else {
-        vec![root.join("run")]
+        vec![run_dir(root)]
     }
 }
 
@@ -123,8 +199,8 @@ impl Home {
         let dir = match &profile {
             ProfileRef::Default => root.clone(),
             ProfileRef::Named(name) => {
-                let dir = root.join("profiles").join(name.as_str());
-                if !dir.join("SOUL.md").is_file() {
+                let dir = profiles_dir(&root).join(name.as_str());
+                if !soul_path(&dir).is_file() {
                     return Err(Error::ProfileNotFound {
                         name: name.to_string(),
                         path: dir,
@@ -150,37 +226,45 @@ impl Home {
     }
     /// `config.yaml` of the selected profile.
     pub fn config_path(&self) -> PathBuf {
-        self.dir.join("config.yaml")
+        config_path(&self.dir)
     }
     /// `.env` of the selected profile.
     pub fn env_path(&self) -> PathBuf {
-        self.dir.join(".env")
+        env_path(&self.dir)
     }
     /// `SOUL.md` of the selected profile.
     pub fn soul_path(&self) -> PathBuf {
-        self.dir.join("SOUL.md")
+        soul_path(&self.dir)
     }
     /// `auth.json` of the selected profile.
     pub fn auth_path(&self) -> PathBuf {
-        self.dir.join("auth.json")
+        auth_path(&self.dir)
     }
     /// `gateway_state.json` of the selected profile.
     pub fn gateway_state_path(&self) -> PathBuf {
-        self.dir.join("gateway_state.json")
+        crate::gateway_state::path(&self.dir)
+    }
+    /// `state.db` (the conversations) of the selected profile.
+    pub fn state_db_path(&self) -> PathBuf {
+        state_db_path(&self.dir)
     }
     /// `logs/` under the root (shared by all profiles' services).
     pub fn logs_dir(&self) -> PathBuf {
-        self.root.join("logs")
+        logs_dir(&self.root)
     }
     /// `profiles/` under the root.
     pub fn profiles_dir(&self) -> PathBuf {
-        self.root.join("profiles")
+        profiles_dir(&self.root)
+    }
+    /// `plugins/` under the root (the plugins every profile sees).
+    pub fn plugins_dir(&self) -> PathBuf {
+        plugins_dir(&self.root)
     }
 }
 
 /// Reads the sticky profile. Missing, empty or `default` means the root.
 pub fn read_active_profile(root: &Path) -> Result<ProfileRef, Error> {
-    let path = root.join("active_profile");
+    let path = root.join(ACTIVE_PROFILE_FILE);
     match fs::read_to_string(&path) {
         Ok(text) if text.trim().is_empty() => Ok(ProfileRef::Default),
         Ok(text) => ProfileRef::parse(text.trim()),

@@ -20,10 +20,10 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use hermes_home::dotenv::DotEnv;
-use hermes_home::gateway_state;
 use hermes_home::random::random_hex;
 use hermes_home::seeds::{Seeded, seed_file};
 use hermes_home::volume;
+use hermes_home::{gateway_state, layout};
 use hermes_privilege::{
     FileRule, IdRequest, Identity, InitMode, RemapReport, RepairPlan, SERVICE_USER, device_gids,
     init_user_guard, remap, repair_ownership,
@@ -53,7 +53,7 @@ pub const AUTH_BOOTSTRAP_VAR: &str = "HERMES_AUTH_JSON_BOOTSTRAP";
 /// built-in seeds on first boot; a file already on the volume still wins.
 pub const SEED_DIR_VAR: &str = "HERMES_SEED_DIR";
 /// The files [`SEED_DIR_VAR`] may provide, with the mode a seeded one gets (the skeleton's).
-const SEED_DIR_FILES: [(&str, u32); 2] = [("config.yaml", 0o640), ("SOUL.md", 0o644)];
+const SEED_DIR_FILES: [(&str, u32); 2] = [(layout::CONFIG_FILE, 0o640), (layout::SOUL_FILE, 0o644)];
 /// The most a seed file may hold (a ConfigMap holds at most 1 MiB in all).
 const SEED_FILE_MAX: u64 = 1 << 20;
 /// The install-method stamp that must not live on the volume.
@@ -378,9 +378,9 @@ fn stage_seed(settings: &Settings, out: &mut dyn Write) {
     // A key the environment gives is the operator's: a generated one in `.env` would win over it.
     let env_key = settings.env.get(API_SERVER_KEY);
     if hermes_home::seeds::is_key_set(env_key) {
-        warn_if_key_shadowed(&home.join(".env"), env_key, out);
+        warn_if_key_shadowed(&layout::env_path(home), env_key, out);
     } else {
-        seed_api_key(&home.join(".env"), out);
+        seed_api_key(&layout::env_path(home), out);
     }
     if settings.env.get(GATEWAY_BOOTSTRAP_VAR) == Some("running") {
         let path = gateway_state::path(home);
@@ -391,7 +391,7 @@ fn stage_seed(settings: &Settings, out: &mut dyn Write) {
         .get(AUTH_BOOTSTRAP_VAR)
         .filter(|v| !v.is_empty())
     {
-        let path = home.join("auth.json");
+        let path = layout::auth_path(home);
         seed_once(&path, || seed_file(&path, auth, 0o600), out);
     }
 }
@@ -431,7 +431,7 @@ fn seed_from_dir(dir: &Path, home: &Path, out: &mut dyn Write) {
 /// key, unless the environment gives one). A profile already on the volume keeps its files;
 /// a directory whose name is not a valid profile name is a warning and is skipped.
 fn seed_profiles_from_dir(dir: &Path, home: &Path, out: &mut dyn Write) {
-    let Ok(entries) = fs::read_dir(dir.join("profiles")) else {
+    let Ok(entries) = fs::read_dir(layout::profiles_dir(dir)) else {
         return;
     };
     for entry in entries.flatten() {

@@ -84,7 +84,11 @@ pub fn stage_gateways(
     }
     let mut lines: Vec<String> = schema.log_lines.clone();
     lines.extend(actions.iter().map(GatewayAction::describe));
-    append_boot_log(&settings.home.join("logs"), &lines, &mut InitLog::new(log));
+    append_boot_log(
+        &hermes_home::layout::logs_dir(&settings.home),
+        &lines,
+        &mut InitLog::new(log),
+    );
     let mut specs = gateways;
     specs.extend(declared(settings, booted, log));
     specs
@@ -116,7 +120,7 @@ pub fn dashboard_service(
 /// The services declared under `services:` in the root's `config.yaml`, each confined to the
 /// service user (`hermes_services::declared`); problems are warnings in the boot log.
 fn declared(settings: &Settings, booted: &Booted, log: &mut dyn Write) -> Vec<ServiceSpec> {
-    let path = settings.home.join("config.yaml");
+    let path = hermes_home::layout::config_path(&settings.home);
     let config = match hermes_home::config::Config::load(&path) {
         Ok(config) => config,
         Err(e) => {

@@ -131,7 +131,7 @@ pub fn run<'o>(
             format!("control socket in `{}`", runtime_dir.display()),
         );
     }
-    let mut opts = Options::new(&runtime_dir, settings.home.join("logs"));
+    let mut opts = Options::new(&runtime_dir, hermes_home::layout::logs_dir(&settings.home));
     opts.main = Some(MAIN_SERVICE.to_owned());
     opts.foreground_tty = std::io::stdin().is_terminal();
     if let Some(id) = &booted.identity {

@@ -33,7 +33,7 @@ pub fn install_options(
 
 /// The plugins every profile of `home`'s root sees: bundled ones and `<root>/plugins/`.
 pub fn discover_for(home: &Home) -> Discovery {
-    discover(Some(&home.root().join("plugins")))
+    discover(Some(&home.plugins_dir()))
 }
 
 /// `memory.provider` as written in the profile's `config.yaml` (not normalised: see

@@ -262,7 +262,7 @@ pub fn profile_engine(
     dir: &Path,
     var: impl Fn(&str) -> Option<String>,
 ) -> Result<(Engine, Option<Agent>), EngineProblem> {
-    let path = dir.join("config.yaml");
+    let path = hermes_home::layout::config_path(dir);
     let config =
         hermes_home::config::Config::load(&path).map_err(|e| EngineProblem::Unreadable {
             path: path.clone(),

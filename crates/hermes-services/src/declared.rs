@@ -171,7 +171,7 @@ pub fn declared_services(config: &Config, identity: Option<&Identity>) -> Declar
 /// status`, `dump` and `doctor` show of the entries left out.
 pub fn declared_in(root: &Path) -> Result<Declared, hermes_home::Error> {
     Ok(declared_services(
-        &Config::load(&root.join("config.yaml"))?,
+        &Config::load(&hermes_home::layout::config_path(root))?,
         None,
     ))
 }

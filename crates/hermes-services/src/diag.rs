@@ -58,7 +58,7 @@ pub fn invalid_services(root: &Path) -> Vec<InvalidService> {
 /// entry left out (and for a section that is no mapping) with its fix, ✓ when every entry is
 /// valid; nothing when none is declared.
 pub fn service_checks(root: &Path) -> Vec<Check> {
-    let path = root.join("config.yaml");
+    let path = hermes_home::layout::config_path(root);
     match declared_in(root) {
         Ok(declared) => declared_checks(&declared, &path),
         Err(e) => vec![Check::warn(

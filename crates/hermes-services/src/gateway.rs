@@ -89,7 +89,9 @@ pub fn run_as_identity(spec: &mut ServiceSpec, id: &Identity) {
 
 /// Where a profile's gateway logs: `<home>/logs/gateways/<profile>/current` (+ archives).
 pub fn gateway_log_dir(home: &Path, profile: &str) -> PathBuf {
-    home.join("logs").join("gateways").join(profile)
+    hermes_home::layout::logs_dir(home)
+        .join("gateways")
+        .join(profile)
 }
 
 /// The gateway service of `home`'s profile as a client registers it ([`gateway_spec`]),
@@ -215,7 +217,7 @@ fn gateway_argv(profile: &str, dir: &Path, hermes_exe: &Path, out: &mut dyn Writ
         "run".into(),
         "--no-supervise".into(),
     ];
-    let config = match Config::load(&dir.join("config.yaml")) {
+    let config = match Config::load(&hermes_home::layout::config_path(dir)) {
         Ok(c) => c,
         Err(e) => {
             say(

@@ -38,14 +38,14 @@ pub fn service_log_dir(home: &Path, service: &str) -> Option<PathBuf> {
         // `gateway-..` or `gateway-` would name `logs/` or `logs/gateways/` itself.
         Some(profile) if profile.is_empty() || profile.starts_with('.') => return None,
         Some(profile) => gateway_log_dir(home, profile),
-        None => home.join("logs").join(service),
+        None => hermes_home::layout::logs_dir(home).join(service),
     })
 }
 
 /// The services of `home` that have a log file now (module doc: where each kind logs), by
 /// name, sorted — what is on disk, whether or not a supervisor runs them.
 pub fn services_with_logs(home: &Path) -> Vec<String> {
-    let logs = home.join("logs");
+    let logs = hermes_home::layout::logs_dir(home);
     let names = |dir: &Path| -> Vec<String> {
         std::fs::read_dir(dir)
             .into_iter()

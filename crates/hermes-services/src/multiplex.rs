@@ -90,8 +90,8 @@ pub fn resolve(
     // A default profile whose engine cannot run decides nothing by default; an explicit switch
     // holds all the same (its named profiles must not start while it is broken).
     let (engine, agent) = profile_engine(root, var).unwrap_or((Engine::Native, None));
-    let config = Config::load(&root.join("config.yaml"))
-        .unwrap_or_else(|_| Config::empty(&root.join("config.yaml")));
+    let config = Config::load(&hermes_home::layout::config_path(root))
+        .unwrap_or_else(|_| Config::empty(&hermes_home::layout::config_path(root)));
     if let Some((on, source)) = configured(&config, var) {
         return Multiplexing { on, source, engine };
     }

@@ -42,7 +42,8 @@ pub fn runtime_dirs_with_marker(
 /// The client side of the rule: the first candidate that holds a control socket (so `docker
 /// exec c hermes service status` finds PID 1's wherever it could bind), else the first.
 pub fn find_runtime_dir(root: &Path, var: impl Fn(&str) -> Option<String>) -> PathBuf {
-    first_with_socket(&runtime_dirs(root, var)).unwrap_or_else(|| root.join("run"))
+    first_with_socket(&runtime_dirs(root, var))
+        .unwrap_or_else(|| hermes_home::layout::run_dir(root))
 }
 
 /// The first of `candidates` that holds a control socket, else the first of them.

@@ -144,7 +144,7 @@ pub fn gate_agent_start(
     let mut warnings = Vec::new();
     warnings.extend(check(&VolumeSchema::read(root), agent, facts, var)?);
     if let Some(reason) = var(MIGRATION_FAILED_VAR).filter(|r| !r.trim().is_empty()) {
-        let file = dir.join("config.yaml");
+        let file = hermes_home::layout::config_path(dir);
         let still_old = hermes_home::schema::stamp_of(&file)
             .ok()
             .flatten()
@@ -169,7 +169,10 @@ pub struct Backup {
 }
 
 /// The files of a profile a migration may change.
-const MIGRATED_FILES: [&str; 2] = ["config.yaml", ".env"];
+const MIGRATED_FILES: [&str; 2] = [
+    hermes_home::layout::CONFIG_FILE,
+    hermes_home::layout::ENV_FILE,
+];
 
 impl Backup {
     /// Copies the migrated files of the profile in `dir` that exist, stamped `stamp` (e.g.

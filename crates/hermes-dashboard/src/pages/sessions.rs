@@ -144,7 +144,7 @@ async fn read<T: Send + 'static>(
     read: impl FnOnce(Option<&Reader>) -> Result<T, hermes_gateway::Error> + Send + 'static,
 ) -> Step<T> {
     blocking(move || {
-        let reader = Reader::open(&home.dir().join("state.db"))?;
+        let reader = Reader::open(&home.state_db_path())?;
         read(reader.as_ref())
     })
     .await?

@@ -111,7 +111,7 @@ pub fn configured(dotenv: &DotEnv, config: &Config) -> Vec<(PlatformSpec, Vec<St
                 .string(&format!("platforms.{}.enabled", spec.name), &|_| None)
                 .is_some_and(|v| hermes_errors::switch::is_truthy(&v));
             if enabled {
-                set_in.push("config.yaml".into());
+                set_in.push(hermes_home::layout::CONFIG_FILE.into());
             }
             (!set_in.is_empty()).then_some((*spec, set_in))
         })

@@ -8,6 +8,7 @@ use hermes_gateway::sessions::browse::{self, Reader};
 use hermes_home::auth::AuthStore;
 use hermes_home::config::Config;
 use hermes_home::dotenv::{self, DotEnv};
+use hermes_home::layout;
 use serde::Serialize;
 
 use super::inside::{Located, Volume};
@@ -208,14 +209,14 @@ pub(super) fn collect(
     let sessions = sessions_part(volume, dir, &mut findings);
     let memories = files_part(
         volume,
-        &dir.join("memories"),
+        &layout::memories_dir(dir),
         None,
         "memories",
         &mut findings,
     );
     let skills = files_part(
         volume,
-        &dir.join("skills"),
+        &layout::skills_dir(dir),
         Some("SKILL.md"),
         "skills",
         &mut findings,
@@ -268,7 +269,7 @@ fn empty(name: &str, dir: &Path, findings: Vec<Finding>) -> ProfileReport {
 }
 
 fn config_part(volume: &Volume, dir: &Path, findings: &mut Vec<Finding>) -> (Config, ConfigFacts) {
-    let path = dir.join("config.yaml");
+    let path = layout::config_path(dir);
     match read_config(volume, &path) {
         Ok(None) => {
             findings.push(Finding::ok("config", "no config.yaml: the defaults apply"));
@@ -320,7 +321,7 @@ fn credentials_part(
     findings: &mut Vec<Finding>,
 ) -> (DotEnv, Credentials) {
     let mut creds = Credentials::default();
-    let dotenv = match read_dotenv(volume, &dir.join(".env")) {
+    let dotenv = match read_dotenv(volume, &layout::env_path(dir)) {
         Ok(found) => found.unwrap_or_default(),
         Err(reason) => {
             creds.errors.push(reason);
@@ -337,7 +338,7 @@ fn credentials_part(
     creds.env_keys = keys;
     // Parsed from bytes read here: `AuthStore::load` would copy a damaged file aside, and this
     // report writes nothing.
-    match read_bytes(volume, &dir.join("auth.json")) {
+    match read_bytes(volume, &layout::auth_path(dir)) {
         Ok(None) => {}
         Ok(Some(bytes)) => match AuthStore::parse(&bytes) {
             Ok(store) => {
@@ -380,7 +381,7 @@ fn credentials_part(
 }
 
 fn sessions_part(volume: &Volume, dir: &Path, findings: &mut Vec<Finding>) -> SessionFacts {
-    let path = dir.join("state.db");
+    let path = layout::state_db_path(dir);
     let mut facts = SessionFacts::default();
     let real = match volume.locate(&path) {
         Located::Missing => {
@@ -513,7 +514,7 @@ fn files_part(
 
 fn cron_part(volume: &Volume, dir: &Path, image: &Image, findings: &mut Vec<Finding>) -> CronFacts {
     let mut facts = CronFacts::default();
-    match read_bytes(volume, &dir.join("cron").join("jobs.json")) {
+    match read_bytes(volume, &layout::cron_jobs_path(dir)) {
         Ok(None) => {}
         Ok(Some(bytes)) => {
             let text = String::from_utf8_lossy(&bytes);

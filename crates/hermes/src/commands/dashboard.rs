@@ -28,7 +28,7 @@ pub fn run(ctx: &Context, args: DashboardArgs) -> CommandResult {
     let root = ctx.root()?;
     // The dashboard's settings follow the one merge rule: the root .env over the process
     // environment (so a password hash can live in .env beside the other secrets).
-    let dotenv = DotEnv::load(&root.join(".env"))?;
+    let dotenv = DotEnv::load(&hermes_home::layout::env_path(&root))?;
     let process = |name: &str| Context::var(name);
     // In the image, configured credentials make the default host the original image's
     // (all addresses), so a published port reaches the dashboard (`Place::Image`).

@@ -92,7 +92,7 @@ fn names(dirs: &[PathBuf]) -> BTreeSet<String> {
 /// Every memory-provider plugin this image knows (bundled and the volume's `plugins/`), with
 /// the distributions its pip dependencies name.
 fn memory_providers(root: &Path) -> BTreeMap<String, Vec<String>> {
-    hermes_plugins::discover(Some(&root.join("plugins")))
+    hermes_plugins::discover(Some(&hermes_home::layout::plugins_dir(root)))
         .memory_providers()
         .map(|plugin| {
             let packages = plugin

@@ -204,7 +204,7 @@ fn connect_to_start(root: &Path, name: &str) -> Result<Client, Failure> {
     {
         return Ok(client);
     }
-    let config = root.join("config.yaml");
+    let config = hermes_home::layout::config_path(root);
     Err(Failure::new(
         format!(
             "service `{name}` in `{}` is invalid, so no supervisor runs it: {}",

@@ -27,7 +27,7 @@ use crate::output;
 /// Runs `hermes up`.
 pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     let root = ctx.root()?;
-    let config = Config::load(&root.join("config.yaml"))?;
+    let config = Config::load(&hermes_home::layout::config_path(&root))?;
     let declared = hermes_services::declared::declared_services(&config, None);
     let mut specs = declared.specs;
     let exe = std::env::current_exe()?;
@@ -50,7 +50,7 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     }
     let runtime_dir =
         hermes_services::choose_runtime_dir(&hermes_services::runtime_dirs(&root, Context::var))?;
-    let options = Options::new(runtime_dir, root.join("logs"));
+    let options = Options::new(runtime_dir, hermes_home::layout::logs_dir(&root));
     // Taking the lock comes first: a second `hermes up` says who runs, nothing else.
     let supervisor = Supervisor::new(options, specs)?;
     for note in supervisor.notes() {
