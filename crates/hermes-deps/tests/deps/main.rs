@@ -14,6 +14,6 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod common;
 mod agent_import;
+mod common;
 mod install;

@@ -18,8 +18,8 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod common;
 mod clients;
+mod common;
 mod groups;
 mod loops;
 mod output;
