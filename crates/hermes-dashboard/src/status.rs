@@ -5,7 +5,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use hermes_home::{Home, ProfileRef};
+use hermes_home::Home;
+use hermes_services::engines::GatewayEngine;
 use hermes_services::last_error;
 use hermes_supervisor::ServiceStatus;
 use serde_json::{Value, json};
@@ -22,16 +23,22 @@ pub fn snapshot(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Value {
     let rows = supervisor_rows(root, var);
     let multiplex = hermes_services::multiplex::resolve_asking_agent(root, var);
     let services: Vec<Value> = match &rows {
-        Ok(rows) => rows
-            .iter()
-            .map(|r| {
-                let mut value = row(root, r, var);
-                if let (Some(profile), Some(map)) = (r.profile.as_deref(), value.as_object_mut()) {
-                    map.insert("served_by".into(), json!(multiplex.served_by(profile)));
-                }
-                value
-            })
-            .collect(),
+        Ok(rows) => {
+            let engines = hermes_services::engines::of_rows(root, rows, &multiplex, var);
+            rows.iter()
+                .map(|r| {
+                    let mut value = row(root, r, engines.iter().find(|g| g.service == r.name));
+                    // A gateway row whose profile is gone still says who would serve it.
+                    if let (Some(profile), Some(map)) =
+                        (r.profile.as_deref(), value.as_object_mut())
+                    {
+                        map.entry("served_by")
+                            .or_insert_with(|| json!(multiplex.served_by(profile)));
+                    }
+                    value
+                })
+                .collect()
+        }
         Err(_) => Vec::new(),
     };
     let profiles = hermes_home::profile::list(root).unwrap_or_default();
@@ -79,20 +86,15 @@ pub fn fingerprint(snapshot: &Value) -> String {
     copy.to_string()
 }
 
-fn row(root: &Path, status: &ServiceStatus, var: &dyn Fn(&str) -> Option<String>) -> Value {
+/// A supervisor row as the Overview shows it: with its last error when failing and, for a
+/// profile gateway, its engine, port and `served_by` (the engines view).
+fn row(root: &Path, status: &ServiceStatus, gateway: Option<&GatewayEngine>) -> Value {
     let mut value = serde_json::to_value(status).unwrap_or(Value::Null);
     value["last_error"] = json!(last_error::of_failing(root, status).map(|e| e.message));
-    let home = status
-        .profile
-        .as_deref()
-        .and_then(|p| ProfileRef::parse(p).ok())
-        .and_then(|p| Home::for_profile(root.to_path_buf(), p).ok());
-    if let (Some(home), Some(map)) = (home, value.as_object_mut()) {
-        map.insert(
-            "engine".into(),
-            json!(hermes_services::agent::engine_label(home.dir(), var)),
-        );
-        map.insert("port".into(), json!(gateway_port(&home)));
+    if let (Some(gateway), Some(map)) = (gateway, value.as_object_mut()) {
+        map.insert("engine".into(), json!(gateway.engine));
+        map.insert("port".into(), json!(gateway_port(&gateway.home)));
+        map.insert("served_by".into(), json!(gateway.served_by));
     }
     value
 }

@@ -11,6 +11,7 @@
 //! * [`providers`] — the model providers Hermes knows (key variables, addresses, key domains);
 //! * [`auth`] — `auth.json` (never lost on a permission error, corrupt copies kept);
 //! * [`gateway_state`] — `gateway_state.json` (its one writer: field-merging, effective state);
+//! * [`gateway_lock`] — who holds a profile's `gateway.lock` (the reading side);
 //! * [`lifecycle_ledger`] — `state/gateway.lifecycle.json` (how the last gateway life ended);
 //! * [`volume`] — what on the data volume belongs to the service user (ownership repair);
 //! * [`schema`] — the config schema version (`_config_version`) each profile was written with;
@@ -33,6 +34,7 @@ pub mod config_file;
 mod damage;
 pub mod dotenv;
 mod error;
+pub mod gateway_lock;
 pub mod gateway_state;
 pub mod layout;
 pub mod lifecycle_ledger;

@@ -61,6 +61,79 @@ pub enum Error {
     /// The installed agent must not serve the volume: it is older, or a migration failed.
     #[error(transparent)]
     Upgrade(#[from] crate::upgrade::UpgradeProblem),
+    /// A profile, its files or its settings could not be used.
+    #[error(transparent)]
+    Home(#[from] hermes_home::Error),
+    /// The supervisor answered but would not remove a profile's gateway, so the profile was
+    /// not deleted.
+    #[error("the supervisor did not remove `{service}`, so profile `{profile}` was not deleted")]
+    GatewayNotRemoved {
+        /// The profile.
+        profile: String,
+        /// Its gateway service.
+        service: String,
+        /// The supervisor's refusal.
+        #[source]
+        source: hermes_supervisor::Error,
+    },
+    /// A supervisor runs but could not be asked to stop a profile's gateway, which may still
+    /// be writing into the profile: the profile was not deleted.
+    #[error(
+        "the supervisor did not answer, so `{service}` may still be writing into profile \
+         `{profile}`: it was not deleted"
+    )]
+    SupervisorUnanswered {
+        /// The profile.
+        profile: String,
+        /// Its gateway service.
+        service: String,
+        /// Why the supervisor could not be asked.
+        #[source]
+        source: Box<Error>,
+    },
+    /// A gateway running without the supervisor could not be signalled.
+    #[error("cannot signal the `{profile}` gateway (pid {pid})")]
+    SignalGateway {
+        /// The profile.
+        profile: String,
+        /// The gateway's pid.
+        pid: u32,
+        /// The errno.
+        #[source]
+        source: nix::Error,
+    },
+    /// A gateway running without the supervisor is still running after SIGTERM and the wait.
+    #[error("the `{profile}` gateway (pid {pid}) is still running {}s after SIGTERM", waited.as_secs())]
+    GatewayStillRunning {
+        /// The profile.
+        profile: String,
+        /// The gateway's pid.
+        pid: u32,
+        /// How long it was given.
+        waited: std::time::Duration,
+    },
+    /// The systemd user unit directory is unknown (neither `XDG_CONFIG_HOME` nor `HOME`).
+    #[error("cannot locate the systemd user directory: `HOME` is not set")]
+    NoUnitDir,
+    /// A systemd user unit is enabled, so it is not removed.
+    #[error("`{unit_name}` is enabled (`{}`): not removed while systemd still starts it", wants.display())]
+    UnitEnabled {
+        /// The unit's file name.
+        unit_name: String,
+        /// The link that enables it.
+        wants: PathBuf,
+    },
+    /// A systemd user unit could not be written or removed.
+    #[error("cannot {action} `{}`", path.display())]
+    UnitFile {
+        /// What was tried (`write`, `remove`).
+        action: &'static str,
+        /// The unit file (or its directory).
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl Error {
@@ -84,6 +157,34 @@ impl Error {
             }
             Error::Engine(problem) => problem.hint(),
             Error::Upgrade(problem) => problem.hint(),
+            Error::Home(e) => e.hint(),
+            Error::GatewayNotRemoved { profile, .. } => Some(format!(
+                "stop its gateway (`hermes -p {profile} gateway stop`, or on the dashboard's \
+                 Overview) and delete it again"
+            )),
+            Error::SupervisorUnanswered { .. } => Some(
+                "retry in a moment; `hermes service list` shows whether the supervisor answers"
+                    .into(),
+            ),
+            Error::SignalGateway { .. } => {
+                Some("run `hermes gateway stop` as the user running the gateway".into())
+            }
+            Error::GatewayStillRunning { pid, .. } => Some(format!(
+                "it may still be draining; check again, or end it with `kill -KILL {pid}`"
+            )),
+            Error::NoUnitDir => Some(
+                "set `HOME` (or `XDG_CONFIG_HOME`) to the user's directories and run it again"
+                    .into(),
+            ),
+            Error::UnitEnabled { unit_name, .. } => Some(format!(
+                "first run `systemctl --user disable --now {unit_name}`, then `hermes gateway \
+                 uninstall` again"
+            )),
+            Error::UnitFile { .. } => Some(
+                "check that this user may write its systemd user directory \
+                 (`~/.config/systemd/user`)"
+                    .into(),
+            ),
         }
     }
 
@@ -144,6 +245,43 @@ hermes_errors::every_variant!(Error {
         agent_version: Some("0.19.0".into()),
         agent: 33,
     }),
+    Error::Home(_) => Error::Home(hermes_home::Error::DefaultProfileUndeletable),
+    Error::GatewayNotRemoved { .. } => Error::GatewayNotRemoved {
+        profile: "work".into(),
+        service: "gateway-work".into(),
+        source: hermes_supervisor::Error::Refused {
+            code: hermes_supervisor::protocol::ErrorCode::ShuttingDown,
+            message: "the supervisor is shutting down".into(),
+        },
+    },
+    Error::SupervisorUnanswered { .. } => Error::SupervisorUnanswered {
+        profile: "work".into(),
+        service: "gateway-work".into(),
+        source: Box::new(Error::Supervisor(hermes_supervisor::Error::Protocol {
+            reason: "the supervisor closed the connection".into(),
+        })),
+    },
+    Error::SignalGateway { .. } => Error::SignalGateway {
+        profile: "work".into(),
+        pid: 4242,
+        source: nix::Error::EPERM,
+    },
+    Error::GatewayStillRunning { .. } => Error::GatewayStillRunning {
+        profile: "work".into(),
+        pid: 4242,
+        waited: std::time::Duration::from_secs(35),
+    },
+    Error::NoUnitDir => Error::NoUnitDir,
+    Error::UnitEnabled { .. } => Error::UnitEnabled {
+        unit_name: "hermes-gateway-work.service".into(),
+        wants: "/home/me/.config/systemd/user/default.target.wants/hermes-gateway-work.service"
+            .into(),
+    },
+    Error::UnitFile { .. } => Error::UnitFile {
+        action: "write",
+        path: "/home/me/.config/systemd/user/hermes-gateway-work.service".into(),
+        source: std::io::Error::from_raw_os_error(30),
+    },
 });
 
 #[cfg(test)]

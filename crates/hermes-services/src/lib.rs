@@ -33,7 +33,16 @@
 //!   [`Follower`];
 //! * [`last_error`](mod@last_error) — a failing service's last error in one line, from its log
 //!   and its gateway's state file;
-//! * [`readiness`] — starting a service and waiting until it is ready or clearly is not.
+//! * [`readiness`] — starting a service and waiting until it is ready or clearly is not;
+//!
+//! and the workflows the CLI and the dashboard share, which they only call and render:
+//! * [`profile`] — deleting a profile (its gateway stopped and forgotten first; refused while
+//!   a running supervisor cannot be asked);
+//! * [`engines`] — which engine serves each profile gateway, and who serves it under
+//!   multiplexing;
+//! * [`stop`] — the planned-stop marker, and stopping a gateway that runs without the
+//!   supervisor;
+//! * [`unit`] — a profile's gateway as a systemd user unit.
 //!
 //! The crate never prints: warnings go to the writer the caller passes, errors are [`Error`]
 //! with a [`hint`](Error::hint).
@@ -45,17 +54,21 @@ pub mod agent_probe;
 pub mod dashboard;
 pub mod declared;
 pub mod diag;
+pub mod engines;
 mod error;
 pub mod gateway;
 pub mod hooks;
 pub mod last_error;
 pub mod logs;
 pub mod multiplex;
+pub mod profile;
 pub mod readiness;
 pub mod reconcile;
 pub mod runtime;
+pub mod stop;
 #[cfg(test)]
 mod testing;
+pub mod unit;
 pub mod upgrade;
 
 pub use error::Error;

@@ -1655,6 +1655,124 @@ mod tests {
         assert_eq!(st.reason, "stopped by operator");
     }
 
+    /// The schedule the end-to-end backoff test sees (`--backoff-ms 50`), exactly: 50, 100,
+    /// 200, 400, 800, 1600 ms between a crash and the next start. With injected time, so a
+    /// loaded runner cannot stretch a gap; the end-to-end test only checks that it backs off.
+    #[test]
+    fn crash_retries_wait_50_ms_then_double() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);
+        assert_eq!(Timing::default().backoff_first, ms(50));
+        boot(&mut m, t0, "a", 1);
+        let mut t = t0;
+        let mut gaps = Vec::new();
+        for pid in 1..=6 {
+            t += ms(3);
+            exit(&mut m, pid, ExitStatus::Code(1), t);
+            let due = m.next_deadline().unwrap();
+            gaps.push(due - t);
+            assert_eq!(
+                m.status_of("a", due - ms(1)).unwrap().state,
+                StateName::Backoff
+            );
+            assert!(m.handle(Event::Tick, due - ms(1)).is_empty());
+            assert!(m.handle(Event::Tick, due).contains(&Action::Spawn {
+                service: "a".into()
+            }));
+            t = due;
+            m.handle(
+                Event::Spawned {
+                    service: "a".into(),
+                    pid: pid + 1,
+                },
+                t,
+            );
+        }
+        assert_eq!(gaps, [50, 100, 200, 400, 800, 1600].map(ms));
+    }
+
+    /// A service that asks for a restart (exit 75) as soon as it starts gets few starts in 3 s:
+    /// the first request is honoured at once, the next ones back off like failures (the
+    /// end-to-end test counted starts in a fixed 3 s window of wall time).
+    #[test]
+    fn a_service_always_asking_for_a_restart_starts_six_times_in_three_seconds() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::OnFailure)]);
+        boot(&mut m, t0, "a", 1);
+        let (mut t, mut pid, mut starts) = (t0, 1, 1);
+        let end = t0 + Duration::from_secs(3);
+        loop {
+            t += ms(5);
+            let mut a = exit(&mut m, pid, ExitStatus::Code(EXIT_TEMPFAIL), t);
+            if !a.contains(&Action::Spawn {
+                service: "a".into(),
+            }) {
+                t = m.next_deadline().unwrap();
+                if t > end {
+                    break;
+                }
+                a = m.handle(Event::Tick, t);
+            }
+            assert!(a.contains(&Action::Spawn {
+                service: "a".into()
+            }));
+            pid += 1;
+            starts += 1;
+            m.handle(
+                Event::Spawned {
+                    service: "a".into(),
+                    pid,
+                },
+                t,
+            );
+        }
+        // Starts at 0 and 5 ms (the first request at once), then 100, 200, 400 and 800 ms
+        // after each exit (as failures from the second on); the next, 1.6 s later, falls
+        // after the window.
+        assert_eq!(starts, 6);
+        let st = m.status_of("a", t).unwrap();
+        assert_eq!(st.state, StateName::Backoff);
+        assert!(st.reason.starts_with("crash loop"), "{}", st.reason);
+    }
+
+    /// `stop` of a service that ignores SIGTERM, with a 1 s grace: answered at once, `stopping`
+    /// for the whole grace, SIGKILL exactly at its end, then `down` — with injected time (the
+    /// end-to-end test checks only that the grace was honoured).
+    #[test]
+    fn stop_answers_at_once_and_kills_exactly_when_a_1s_grace_ends() {
+        let mut spec = svc("a", RestartPolicy::Always);
+        spec.stop_grace = Duration::from_secs(1);
+        let (mut m, t0) = machine(vec![spec]);
+        boot(&mut m, t0, "a", 7);
+        let a = m.handle(
+            Event::Control {
+                id: 1,
+                op: Op::Stop("a".into()),
+            },
+            t0,
+        );
+        assert!(a.contains(&Action::Reply {
+            id: 1,
+            result: Ok(())
+        }));
+        assert!(a.contains(&Action::Kill {
+            pgid: 7,
+            signal: Signal::SIGTERM
+        }));
+        let grace_end = t0 + Duration::from_secs(1);
+        assert_eq!(m.next_deadline(), Some(grace_end));
+        let before = grace_end - ms(1);
+        assert!(m.handle(Event::Tick, before).is_empty());
+        assert_eq!(m.status_of("a", before).unwrap().state, StateName::Stopping);
+        assert!(m.handle(Event::Tick, grace_end).contains(&Action::Kill {
+            pgid: 7,
+            signal: Signal::SIGKILL
+        }));
+        exit(&mut m, 7, ExitStatus::Signal(9), grace_end);
+        let st = m.status_of("a", grace_end).unwrap();
+        assert_eq!(st.state, StateName::Down);
+        assert_eq!(st.last_exit, Some(ExitStatus::Signal(9)));
+        assert_eq!(st.reason, "stopped by operator");
+    }
+
     #[test]
     fn unregister_waits_for_exit_and_is_idempotent() {
         let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);

@@ -26,8 +26,9 @@ use axum::routing::{delete, get, post, put};
 use axum::{Extension, Json, Router};
 use hermes_home::dotenv::{self, DotEnv};
 use hermes_home::layout::read_active_profile;
-use hermes_home::profile::{self, CreateOptions, Disposal, alias};
+use hermes_home::profile::{self, CreateOptions, Disposal};
 use hermes_home::{Home, ProfileName, ProfileRef};
+use hermes_services::profile::GatewayRemoval;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -342,54 +343,53 @@ async fn remove(
                 Some(format!("send {{\"confirm\": \"{name}\"}}")),
             ));
         }
-        // Stop and forget the gateway before its files move, as the CLI does: the supervisor
-        // answers once the process has exited, so nothing writes into a moving directory.
-        let service = hermes_services::gateway::service_name(&name);
-        let supervisor = match hermes_services::connect(&root, &*app.vars, CLIENT_TIMEOUT) {
-            Ok(mut client) => match client.unregister(&service) {
-                Ok(()) => format!("`{service}` was stopped and removed from the supervisor"),
-                Err(e) => {
-                    return Err(refuse(
-                        StatusCode::CONFLICT,
-                        &format!(
-                            "the supervisor did not remove `{service}`: {}",
-                            hermes_errors::one_line(&e)
-                        ),
-                        Some("the profile was not deleted; stop its gateway on the Overview and retry".into()),
-                    ));
-                }
-            },
-            Err(hermes_services::Error::NotRunning { .. }) => {
+        // The one rule (`hermes_services::profile`): the supervisor stops and forgets the
+        // gateway before its files move; one that runs but cannot be asked keeps the profile.
+        let deleted = hermes_services::profile::delete(
+            &root,
+            home.profile(),
+            Disposal::Trash,
+            &*app.vars,
+            CLIENT_TIMEOUT,
+        )
+        .map_err(|e| delete_problem(&e))?;
+        let service = &deleted.service;
+        let supervisor = match deleted.gateway {
+            GatewayRemoval::Unregistered => {
+                format!("`{service}` was stopped and removed from the supervisor")
+            }
+            GatewayRemoval::NoSupervisor => {
                 format!("No supervisor is running: `{service}` is not started again")
             }
-            // One runs but does not answer: its gateway may be writing into the profile.
-            Err(e) => {
-                return Err(refuse(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &format!(
-                        "the supervisor did not answer, so `{service}` may still run: {}",
-                        hermes_errors::one_line(&e)
-                    ),
-                    Some("the profile was not deleted; retry in a moment".into()),
-                ));
-            }
         };
-        let deleted =
-            profile::delete(&root, home.profile(), Disposal::Trash).map_err(|e| home_problem(&e))?;
-        let alias_removed = match (alias::dir((app.vars)("HOME").as_deref()), home.profile()) {
-            (Some(bin), ProfileRef::Named(n)) => alias::remove(&bin, n).ok().flatten(),
-            _ => None,
-        };
+        let (trashed_to, active_reset, alias_removed) = (
+            deleted.trashed_to,
+            deleted.active_reset,
+            deleted.alias_removed,
+        );
         Ok(Json(json!({
             "deleted": name,
-            "trashed_to": deleted.trashed_to,
-            "active_reset": deleted.active_reset,
+            "trashed_to": trashed_to,
+            "active_reset": active_reset,
             "alias_removed": alias_removed,
             "supervisor": supervisor,
         }))
         .into_response())
     })
     .await
+}
+
+/// A refused delete as an answer: 409 when the supervisor refused to remove the gateway, 503
+/// when it runs but could not be asked (its gateway may be writing into the profile).
+fn delete_problem(e: &hermes_services::Error) -> Box<Response> {
+    use hermes_services::Error as E;
+    let status = match e {
+        E::Home(home) => return home_problem(home),
+        E::GatewayNotRemoved { .. } => StatusCode::CONFLICT,
+        E::SupervisorUnanswered { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    refuse(status, &hermes_errors::one_line(e), e.hint())
 }
 
 /// `GET /api/profiles/{name}`: `SOUL.md` with the limits, the model settings, the gateway's

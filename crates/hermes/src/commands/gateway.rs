@@ -477,83 +477,30 @@ fn address_of(settings: Result<&GatewaySettings, &str>) -> String {
     }
 }
 
-/// Before an operator stop (or restart) of a supervised gateway: the planned-stop marker naming
-/// its process, as the original's `hermes gateway stop` writes it, so the gateway knows the
-/// SIGTERM that follows is an operator's — the agent engine then records `stopped` and exits 0
-/// instead of recording `running` as after an unexpected signal. The supervisor
-/// records the desired state either way, so a marker that cannot be written only costs that
-/// (said on stderr).
+/// Before an operator stop (or restart) of a supervised gateway: the planned-stop marker
+/// (`hermes_services::stop::mark_planned_stop`); one that cannot be written only costs the
+/// recorded state, so it is said on stderr.
 fn mark_planned_stop(home: &Home, client: &mut hermes_supervisor::Client, name: &str) {
-    let pid = client
-        .status(Some(name))
-        .ok()
-        .and_then(|rows| rows.into_iter().find(|s| s.name == name))
-        .and_then(|s| s.pid)
-        .filter(|pid| *pid > 0);
-    let Some(pid) = pid else {
-        return;
-    };
-    let start_time = hermes_gateway::lock::process_start_time(pid);
-    if let Err(e) = gateway_state::write_planned_stop(home.dir(), pid.unsigned_abs(), start_time) {
+    if let Err(e) = hermes_services::stop::mark_planned_stop(home, client, name) {
         output::stderr(&format!("warning: {}\n", hermes_errors::one_line(&e)));
     }
 }
 
-/// How long `gateway stop` waits for an unsupervised gateway: longer than its 30 s drain.
-const UNSUPERVISED_STOP_WAIT: Duration = Duration::from_secs(35);
-
-/// `gateway stop` without a supervisor, as the original's `stop_profile_gateway`: for each
-/// profile whose gateway holds its lock (a foreground `gateway run`), write the planned-stop
-/// marker naming it, so it records `stopped`, then SIGTERM it and wait for the lock. Returns
-/// how many were stopped.
+/// `gateway stop` without a supervisor: each profile's gateway that runs in the foreground
+/// is stopped (`hermes_services::stop::stop_unsupervised`), said as it goes. Returns how
+/// many were stopped.
 fn stop_unsupervised(homes: &[Home]) -> Result<usize, Failure> {
-    use hermes_gateway::lock;
     let mut stopped = 0;
     for home in homes {
-        let lock_path = home.dir().join("gateway.lock");
-        if !lock::is_held(&lock_path) {
-            continue;
+        if let Some(gateway) =
+            hermes_services::stop::stop_unsupervised(home, hermes_services::GATEWAY_STOP_GRACE)?
+        {
+            output::stdout(&format!(
+                "Stopped the `{}` gateway (pid {})\n",
+                gateway.profile, gateway.pid
+            ))?;
+            stopped += 1;
         }
-        let profile = home.profile().name();
-        let Some(holder) = lock::read_holder(&lock_path).filter(|h| h.pid > 0) else {
-            continue;
-        };
-        // The pid must still be the process that wrote the record: a record without its
-        // start time, or whose start time differs (a reused pid, a forged record), is never
-        // signalled.
-        let start_time = lock::process_start_time(holder.pid);
-        if start_time.is_none() || holder.start_time != start_time {
-            continue;
-        }
-        let pid = holder.pid.unsigned_abs();
-        gateway_state::write_planned_stop(home.dir(), pid, start_time)?;
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(holder.pid),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .map_err(|e| {
-            Failure::new(
-                format!("cannot signal the `{profile}` gateway (pid {pid}): {e}"),
-                Some("run `hermes gateway stop` as the user running the gateway".into()),
-            )
-        })?;
-        let deadline = std::time::Instant::now() + UNSUPERVISED_STOP_WAIT;
-        while lock::is_held(&lock_path) && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        if lock::is_held(&lock_path) {
-            return Err(Failure::new(
-                format!(
-                    "the `{profile}` gateway (pid {pid}) is still running {}s after SIGTERM",
-                    UNSUPERVISED_STOP_WAIT.as_secs()
-                ),
-                Some(format!(
-                    "it may still be draining; check again, or end it with `kill -KILL {pid}`"
-                )),
-            ));
-        }
-        output::stdout(&format!("Stopped the `{profile}` gateway (pid {pid})\n"))?;
-        stopped += 1;
     }
     Ok(stopped)
 }
@@ -593,11 +540,16 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
             Ok(ApiServer::Off { reason }) => json!({"enabled": false, "reason": reason}),
             Err(_) => Value::Null,
         };
-        let engine = engine_of(&home);
+        let view = hermes_services::engines::of_home(
+            name.clone(),
+            home.clone(),
+            &multiplex,
+            &Context::var,
+        );
         rows.push(json!({
             "profile": home.profile().name(),
             "service": name,
-            "engine": engine,
+            "engine": view.engine,
             "state": service.map(|s| s.state.to_string()),
             "pid": service.and_then(|s| s.pid),
             "reason": service.map(|s| s.reason.clone()),
@@ -605,7 +557,7 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
             "address": address_of(resolved.as_ref().map_err(|e| e.message.as_str())),
             "api_server": api_server,
             "last_error": last_error.as_ref().map(|e| e.message.clone()),
-            "served_by": multiplex.served_by(home.profile().name()),
+            "served_by": view.served_by,
             "multiplex": mode,
         }));
         last_errors.push(last_error);
@@ -730,25 +682,17 @@ fn list_rows(rows: &[Value]) -> Vec<Value> {
         .collect()
 }
 
-/// The engine that serves (or would serve) `home`'s gateway: `native`, `agent`, or `invalid`
-/// for a setting that cannot be honoured (the gateway then exits 78 and says why).
-fn engine_of(home: &Home) -> &'static str {
-    hermes_services::agent::engine_label(home.dir(), Context::var)
-}
-
-/// The engine of each profile gateway among a supervisor's `rows` (those naming a profile):
-/// `(service, engine)`.
+/// The engines view of a supervisor's `rows` (`hermes_services::engines`).
 fn service_engines(
     root: &Path,
     rows: &[hermes_supervisor::ServiceStatus],
-) -> Vec<(String, &'static str)> {
-    rows.iter()
-        .filter_map(|row| {
-            let profile = hermes_home::ProfileRef::parse(row.profile.as_deref()?).ok()?;
-            let home = Home::for_profile(root.to_path_buf(), profile).ok()?;
-            Some((row.name.clone(), engine_of(&home)))
-        })
-        .collect()
+) -> (
+    Vec<hermes_services::engines::GatewayEngine>,
+    hermes_services::multiplex::Multiplexing,
+) {
+    let multiplex = hermes_services::multiplex::resolve_asking_agent(root, &Context::var);
+    let engines = hermes_services::engines::of_rows(root, rows, &multiplex, &Context::var);
+    (engines, multiplex)
 }
 
 /// `hermes service status --json`: the supervisor's rows, a gateway's with its `engine`.
@@ -756,14 +700,12 @@ pub fn with_engines(
     root: &Path,
     rows: &[hermes_supervisor::ServiceStatus],
 ) -> Result<Value, Failure> {
-    let engines = service_engines(root, rows);
+    let (engines, _) = service_engines(root, rows);
     let mut values = serde_json::to_value(rows).map_err(std::io::Error::other)?;
     for item in values.as_array_mut().into_iter().flatten() {
-        let engine = engines
-            .iter()
-            .find(|(name, _)| item["name"] == name.as_str());
-        if let (Some(row), Some((_, engine))) = (item.as_object_mut(), engine) {
-            row.insert("engine".into(), json!(engine));
+        let engine = engines.iter().find(|g| item["name"] == g.service.as_str());
+        if let (Some(row), Some(gateway)) = (item.as_object_mut(), engine) {
+            row.insert("engine".into(), json!(gateway.engine));
         }
     }
     Ok(values)
@@ -772,140 +714,65 @@ pub fn with_engines(
 /// `hermes service status`, under the table: `gateway engines: gateway-default native, …`
 /// (nothing when no row is a gateway).
 pub fn engines_line(root: &Path, rows: &[hermes_supervisor::ServiceStatus]) -> String {
-    let engines = service_engines(root, rows);
+    let (engines, multiplex) = service_engines(root, rows);
     if engines.is_empty() {
         return String::new();
     }
     let list: Vec<String> = engines
         .iter()
-        .map(|(name, engine)| format!("{name} {engine}"))
+        .map(|g| format!("{} {}", g.service, g.engine))
         .collect();
     let mut text = format!("\ngateway engines: {}\n", list.join(", "));
-    let multiplex = hermes_services::multiplex::resolve_asking_agent(root, &Context::var);
     if multiplex.on {
-        let names: Vec<&str> = engines
-            .iter()
-            .filter_map(|(name, _)| name.strip_prefix(hermes_services::GATEWAY_PREFIX))
-            .collect();
+        let names: Vec<&str> = engines.iter().map(|g| g.home.profile().name()).collect();
         text.push_str(&format!("gateway mode: {}\n", multiplex.summary(&names)));
     }
     text
 }
 
-fn in_container() -> bool {
-    hermes_privilege::image_marker_present(Path::new(hermes_privilege::IMAGE_MARKER))
-}
-
+/// `gateway install|uninstall` (`hermes_services::unit`).
 fn install(ctx: &Context, install: bool) -> CommandResult {
-    if in_container() {
-        output::stdout(
-            "In the container, gateways are managed automatically: every profile gets one, started at boot when it was running before. Use `hermes gateway start|stop` instead.\n",
-        )?;
-        return Ok(ExitStatus::Success);
-    }
+    use hermes_services::unit::{self, UnitChange};
     let home = ctx.home()?;
-    let name = home.profile().name().to_string();
-    let unit_name = format!("hermes-gateway-{name}.service");
-    let base = Context::var("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| Context::var("HOME").map(|h| PathBuf::from(h).join(".config")))
-        .ok_or_else(|| {
-            Failure::new(
-                "cannot locate the systemd user directory: `HOME` is not set",
-                Some(
-                    "set `HOME` (or `XDG_CONFIG_HOME`) to the user's directories and run it again"
-                        .into(),
-                ),
-            )
-        })?;
-    let unit = base.join("systemd/user").join(&unit_name);
-    if install {
-        write_unit(&home, &unit, &unit_name)
+    let change = if install {
+        unit::install(&home, &std::env::current_exe()?, &Context::var)?
     } else {
-        remove_unit(&unit, &unit_name)
-    }
-}
-
-/// `gateway install`: the unit runs a `hermes` that outlives a cargo build (the one the
-/// profile aliases run, `alias::stable_hermes`).
-fn write_unit(home: &Home, unit: &Path, unit_name: &str) -> CommandResult {
-    let exe = std::env::current_exe()?;
-    let hermes = profile::alias::stable_hermes(&exe, Context::var("PATH").as_deref());
-    // Only the native gateway always says when it is ready (see `systemd_user_unit`); a
-    // profile that changes engine later needs `gateway install` again.
-    let notify = engine_of(home) == "native";
-    let contents = hermes_services::systemd_user_unit(
-        home.profile().name(),
-        home.root(),
-        &hermes.path,
-        notify,
-    );
-    if let Some(dir) = unit.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    hermes_home::atomic::write_atomic(unit, contents.as_bytes(), 0o644)?;
-    if hermes.build_only {
-        output::stderr(&format!(
-            "warning: the unit runs the build `{}`, which `cargo clean` removes\n\
-             hint: install hermes (e.g. `cargo install --path crates/hermes`) and run \
-             `hermes gateway install` again\n",
-            hermes.path.display()
-        ));
-    }
-    output::stdout(&format!(
-        "Wrote `{}`; enable it with `systemctl --user daemon-reload && systemctl --user enable --now {unit_name}`\n",
-        unit.display()
-    ))?;
-    Ok(ExitStatus::Success)
-}
-
-/// `gateway uninstall`: an enabled unit is kept, with the command that disables and stops
-/// it (after the file is gone, `systemctl disable` no longer finds it); otherwise the file is
-/// removed and what is left to run is said.
-fn remove_unit(unit: &Path, unit_name: &str) -> CommandResult {
-    if !unit.exists() {
-        output::stdout(&format!(
+        unit::uninstall(&home, &Context::var)?
+    };
+    match change {
+        UnitChange::InContainer => output::stdout(
+            "In the container, gateways are managed automatically: every profile gets one, started at boot when it was running before. Use `hermes gateway start|stop` instead.\n",
+        )?,
+        UnitChange::Written {
+            unit,
+            unit_name,
+            exe,
+            build_only,
+        } => {
+            if build_only {
+                output::stderr(&format!(
+                    "warning: the unit runs the build `{}`, which `cargo clean` removes\n\
+                     hint: install hermes (e.g. `cargo install --path crates/hermes`) and run \
+                     `hermes gateway install` again\n",
+                    exe.display()
+                ));
+            }
+            output::stdout(&format!(
+                "Wrote `{}`; enable it with `systemctl --user daemon-reload && systemctl --user enable --now {unit_name}`\n",
+                unit.display()
+            ))?;
+        }
+        UnitChange::Absent { unit } => output::stdout(&format!(
             "No unit at `{}`; nothing to remove\n",
             unit.display()
-        ))?;
-        return Ok(ExitStatus::Success);
+        ))?,
+        UnitChange::Removed { unit, unit_name } => output::stdout(&format!(
+            "Removed `{}`; if the gateway still runs, stop it with `systemctl --user stop {unit_name}`, \
+             then run `systemctl --user daemon-reload`\n",
+            unit.display()
+        ))?,
     }
-    if let Some(dir) = unit.parent()
-        && let Some(wants) = enabled_by(dir, unit_name)
-    {
-        return Err(Failure::new(
-            format!(
-                "`{unit_name}` is enabled (`{}`): not removed while systemd still starts it",
-                wants.display()
-            ),
-            Some(format!(
-                "first run `systemctl --user disable --now {unit_name}`, then `hermes gateway uninstall` again"
-            )),
-        ));
-    }
-    std::fs::remove_file(unit)?;
-    output::stdout(&format!(
-        "Removed `{}`; if the gateway still runs, stop it with `systemctl --user stop {unit_name}`, \
-         then run `systemctl --user daemon-reload`\n",
-        unit.display()
-    ))?;
     Ok(ExitStatus::Success)
-}
-
-/// The link that enables `unit_name` in the user unit directory `dir` (what `systemctl
-/// --user enable` writes: `<target>.wants/<unit>` or `.requires/`), if there is one.
-fn enabled_by(dir: &Path, unit_name: &str) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter(|entry| {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            name.ends_with(".wants") || name.ends_with(".requires")
-        })
-        .map(|entry| entry.path().join(unit_name))
-        .find(|link| link.symlink_metadata().is_ok())
 }
 
 /// The gateway's state file recorder, plus the terminal's part: where it listens, and any

@@ -156,25 +156,20 @@ fn not_on_path_warning(bin: &std::path::Path, name: &ProfileName) -> String {
 fn delete(ctx: &Context, name: &str, yes: bool, purge: bool) -> CommandResult {
     let root = ctx.root()?;
     let profile = ProfileRef::parse(name)?;
-    // Resolve first so a missing or default profile fails before any prompt.
-    let home = Home::for_profile(root.clone(), profile.clone()).map_err(Failure::from)?;
-    if profile == ProfileRef::Default {
-        return Err(hermes_home::Error::DefaultProfileUndeletable.into());
-    }
+    // A missing or default profile fails before any prompt.
+    let home = hermes_services::profile::deletable(&root, &profile)?;
     if !yes {
         confirm(name, home.dir())?;
-    }
-    // Stop and forget its gateway before the data moves: the supervisor answers only once the
-    // process has exited, so nothing writes into a directory that is being moved.
-    if let Ok(mut client) = crate::commands::service::connect(&root) {
-        client.unregister(&crate::commands::gateway::service_name(name))?;
     }
     let disposal = if purge {
         Disposal::Purge
     } else {
         Disposal::Trash
     };
-    let deleted = profile::delete(&root, &profile, disposal)?;
+    // The supervisor stops and forgets its gateway before the files move; a supervisor that
+    // runs but cannot be asked keeps the profile (`hermes_services::profile`).
+    let deleted =
+        hermes_services::profile::delete(&root, &profile, disposal, Context::var, CONNECT_TIMEOUT)?;
     let mut text = format!("Deleted profile `{name}`");
     match &deleted.trashed_to {
         Some(trash) => text.push_str(&format!(
@@ -183,9 +178,7 @@ fn delete(ctx: &Context, name: &str, yes: bool, purge: bool) -> CommandResult {
         )),
         None => text.push_str(" and purged its files\n"),
     }
-    if let (Some(bin), ProfileRef::Named(name)) = (alias_dir(), &profile)
-        && let Ok(Some(path)) = alias::remove(&bin, name)
-    {
+    if let Some(path) = &deleted.alias_removed {
         text.push_str(&format!("Removed alias `{}`\n", path.display()));
     }
     if deleted.active_reset {

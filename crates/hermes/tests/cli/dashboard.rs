@@ -6,7 +6,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use crate::util::{Running, TestContext, free_port, wait_until};
+use crate::util::{Running, TestContext, free_port};
+use hermes_test_support::poll;
 
 const TOKEN: &str = "cli-dashboard-token-0123456789abcdef";
 
@@ -158,14 +159,14 @@ fn the_overview_api_runs_a_gateway_through_the_real_supervisor() {
         said.contains(&format!("http://127.0.0.1:{port}/?token={TOKEN}")),
         "{said}"
     );
-    wait_until("the dashboard", Duration::from_secs(20), || {
+    poll::until_true("the dashboard", Duration::from_secs(20), || {
         TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
     let none = status(port);
     assert_eq!(none["supervisor"]["reachable"], false, "{none}");
 
     let _up = t.start_up();
-    wait_until("gateway-default up", Duration::from_secs(30), || {
+    poll::until_true("gateway-default up", Duration::from_secs(30), || {
         state_of(&status(port), "gateway-default") == "up"
     });
     let row = status(port)["services"]
@@ -244,7 +245,7 @@ fn hermes_up_runs_the_dashboard_service_unless_switched_off() {
             .spawn()
             .unwrap();
         let up = Running(child);
-        wait_until("the supervisor", Duration::from_secs(30), || {
+        poll::until_true("the supervisor", Duration::from_secs(30), || {
             t.run(&["service", "list"]).status.success()
         });
         up
@@ -252,10 +253,10 @@ fn hermes_up_runs_the_dashboard_service_unless_switched_off() {
 
     // On by default (HERMES_DASHBOARD unset): a supervised service that answers.
     let mut up = start(&["up"], "");
-    wait_until("dashboard up", Duration::from_secs(30), || {
+    poll::until_true("dashboard up", Duration::from_secs(30), || {
         t.service("dashboard")["state"] == "up"
     });
-    wait_until("the dashboard answers", Duration::from_secs(30), || {
+    poll::until_true("the dashboard answers", Duration::from_secs(30), || {
         TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
     let snapshot = status(port);
@@ -267,7 +268,7 @@ fn hermes_up_runs_the_dashboard_service_unless_switched_off() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    wait_until("dashboard restarted", Duration::from_secs(30), || {
+    poll::until_true("dashboard restarted", Duration::from_secs(30), || {
         let row = t.service("dashboard");
         row["state"] == "up" && row["pid"].as_i64() != Some(pid)
     });
@@ -305,7 +306,7 @@ fn a_dashboard_declared_in_config_yaml_runs_instead_of_ours() {
         .spawn()
         .unwrap();
     let mut up = Running(child);
-    wait_until("the declared dashboard up", Duration::from_secs(30), || {
+    poll::until_true("the declared dashboard up", Duration::from_secs(30), || {
         t.service("dashboard")["state"] == "up"
     });
     assert!(
@@ -341,7 +342,7 @@ fn a_refused_configuration_parks_the_service_failed_with_the_reason() {
         .spawn()
         .unwrap();
     let mut up = Running(child);
-    wait_until("dashboard failed", Duration::from_secs(30), || {
+    poll::until_true("dashboard failed", Duration::from_secs(30), || {
         t.service("dashboard")["state"] == "failed"
     });
     let row = t.service("dashboard");
@@ -393,7 +394,7 @@ fn a_password_hash_from_hash_password_in_dot_env_signs_in() {
         .spawn()
         .unwrap();
     let mut dashboard = Running(child);
-    wait_until("the dashboard", Duration::from_secs(20), || {
+    poll::until_true("the dashboard", Duration::from_secs(20), || {
         TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
     // base64("admin:open sesame") and base64("admin:open sesamE").

@@ -5,7 +5,8 @@
 use std::fs;
 use std::time::Duration;
 
-use crate::util::{TestContext, render, wait_until};
+use crate::util::{TestContext, render};
+use hermes_test_support::poll;
 
 /// A valid service, a typo (`comand:`, so also no command), a bad `restart:` and a name
 /// reserved for gateways.
@@ -101,7 +102,7 @@ fn invalid_services_are_shown_by_status_start_dump_and_doctor() {
 
     // Under a supervisor: a row per invalid entry, state `invalid`, aligned with the others.
     let _up = t.start_up();
-    wait_until("ticker up", Duration::from_secs(15), || {
+    poll::until_true("ticker up", Duration::from_secs(15), || {
         t.service("ticker")["state"] == "up"
     });
     let table = t.ok(&["service", "status"]);
@@ -210,7 +211,7 @@ fn a_missing_cwd_is_the_reason_a_service_did_not_start() {
     let cause = format!(
         "cannot change to directory `{missing}` (service `nodir`): no such file or directory"
     );
-    wait_until("nodir failed", Duration::from_secs(15), || {
+    poll::until_true("nodir failed", Duration::from_secs(15), || {
         t.service("nodir")["state"] == "failed"
     });
     assert_eq!(t.service("nodir")["reason"], cause.as_str());

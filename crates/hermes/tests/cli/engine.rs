@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::util::{Running, TEST_API_KEY, TestContext, free_port, render, wait_until};
+use crate::util::{Running, TEST_API_KEY, TestContext, free_port, render};
+use hermes_test_support::poll;
 
 #[test]
 fn an_engine_that_cannot_run_here_is_a_configuration_error() {
@@ -93,7 +94,7 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
     let mut up = start_up(&t, &env);
     run_ok(&t, &env, &["-p", "work", "gateway", "start"]);
     let wait_serving = |what: &str| {
-        wait_until(what, Duration::from_secs(90), || {
+        poll::until_true(what, Duration::from_secs(90), || {
             work()["state"] == "up"
                 && http(port, "GET", "/health", None).is_some_and(|r| r.contains(" 200 "))
         })
@@ -160,7 +161,7 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
 
     // A crash (SIGKILL) is restarted by the supervisor.
     signal(first, nix::sys::signal::Signal::SIGKILL);
-    wait_until("a new agent after SIGKILL", Duration::from_secs(60), || {
+    poll::until_true("a new agent after SIGKILL", Duration::from_secs(60), || {
         let row = work();
         row["state"] == "up" && pid_of(&row) != first && pid_of(&row) != 0
     });
@@ -175,7 +176,7 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
     // exit 75) restarts it; the supervisor stays up.
     let second = pid_of(&work());
     signal(second, nix::sys::signal::Signal::SIGUSR1);
-    wait_until(
+    poll::until_true(
         "a new agent after its restart request",
         Duration::from_secs(60),
         || {
@@ -198,7 +199,7 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
     // An operator restart: a planned stop for the agent (exit 0), then a new process.
     let third = pid_of(&work());
     run_ok(&t, &env, &["-p", "work", "gateway", "restart"]);
-    wait_until(
+    poll::until_true(
         "a new agent after an operator restart",
         Duration::from_secs(60),
         || {
@@ -216,7 +217,7 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
 
     // An operator stop: stopped, recorded, and not started again by the next `hermes up`.
     run_ok(&t, &env, &["-p", "work", "gateway", "stop"]);
-    wait_until("gateway-work down", Duration::from_secs(40), || {
+    poll::until_true("gateway-work down", Duration::from_secs(40), || {
         work()["state"] == "down"
     });
     let stopped = state(&t.root().join("profiles/work"));
@@ -240,7 +241,7 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
     );
     assert_eq!(up.stop(), Some(0));
     let _up = start_up(&t, &env);
-    wait_until("gateway-default up", Duration::from_secs(30), || {
+    poll::until_true("gateway-default up", Duration::from_secs(30), || {
         t.service("gateway-default")["state"] == "up"
     });
     assert_eq!(work()["state"], "down", "{}", work());
@@ -255,7 +256,7 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
             .spawn()
             .unwrap(),
     );
-    wait_until(
+    poll::until_true(
         "the foreground agent answers /health",
         Duration::from_secs(90),
         || http(port, "GET", "/health", None).is_some_and(|r| r.contains("hermes-agent")),
@@ -399,7 +400,7 @@ fn start_up(t: &TestContext, env: &[(&str, &str)]) -> Running {
         .spawn()
         .unwrap();
     let up = Running(child);
-    wait_until("the supervisor", Duration::from_secs(30), || {
+    poll::until_true("the supervisor", Duration::from_secs(30), || {
         t.run(&["service", "list"]).status.success()
     });
     up

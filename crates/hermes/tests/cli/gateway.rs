@@ -8,7 +8,8 @@ use std::net::TcpStream;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::util::{Running, TestContext, api_env, free_port, render, wait_until};
+use crate::util::{Running, TestContext, api_env, free_port, render};
+use hermes_test_support::poll;
 
 /// `GET path` on 127.0.0.1:port; `None` while nothing listens.
 fn http_get(port: u16, path: &str) -> Option<String> {
@@ -39,7 +40,7 @@ fn start_foreground(t: &TestContext, port: u16) -> Running {
         .spawn()
         .unwrap();
     let guard = Running(child);
-    wait_until("/health", Duration::from_secs(30), || {
+    poll::until_true("/health", Duration::from_secs(30), || {
         http_get(port, "/health").is_some_and(|r| r.contains("200 OK"))
     });
     guard
@@ -260,7 +261,7 @@ fn with_the_api_server_off_no_port_is_opened_and_status_says_so() {
         .spawn()
         .unwrap();
     let mut gateway = Running(child);
-    wait_until("recorded running", Duration::from_secs(30), || {
+    poll::until_true("recorded running", Duration::from_secs(30), || {
         state(&t, "")["gateway_state"] == "running"
     });
     let record = state(&t, "");
@@ -318,19 +319,19 @@ fn gateways_under_hermes_up_follow_the_operator_and_survive_a_restart() {
 
     // A fresh home starts the default profile's gateway; `work` is registered down.
     let mut up = start_up();
-    wait_until("gateway-default up", Duration::from_secs(30), || {
+    poll::until_true("gateway-default up", Duration::from_secs(30), || {
         service_state("gateway-default") == "up"
     });
     assert_eq!(service_state("gateway-work"), "down");
 
     // Operator start and stop are persisted as the desired state.
     t.ok(&["-p", "work", "gateway", "start"]);
-    wait_until("gateway-work up", Duration::from_secs(30), || {
+    poll::until_true("gateway-work up", Duration::from_secs(30), || {
         service_state("gateway-work") == "up"
     });
     assert_eq!(state(&t, "profiles/work")["desired_state"], "running");
     t.ok(&["gateway", "stop"]);
-    wait_until("gateway-default down", Duration::from_secs(40), || {
+    poll::until_true("gateway-default down", Duration::from_secs(40), || {
         service_state("gateway-default") == "down"
     });
     let default_state = state(&t, "");
@@ -359,7 +360,7 @@ fn gateways_under_hermes_up_follow_the_operator_and_survive_a_restart() {
         "shutdown, not an operator stop"
     );
     let _up = start_up();
-    wait_until("gateway-work back up", Duration::from_secs(30), || {
+    poll::until_true("gateway-work back up", Duration::from_secs(30), || {
         service_state("gateway-work") == "up"
     });
     assert_eq!(
@@ -386,7 +387,7 @@ fn gateway_run_hands_over_to_a_running_supervisor() {
             .spawn()
             .unwrap(),
     );
-    wait_until("gateway-work up", Duration::from_secs(30), || {
+    poll::until_true("gateway-work up", Duration::from_secs(30), || {
         work_state()["state"] == "up"
     });
     let supervised_pid = work_state()["pid"].as_i64().unwrap();
@@ -455,7 +456,7 @@ fn gateway_warnings_reach_stderr_without_the_secret() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_until("/health", Duration::from_secs(30), || {
+    poll::until_true("/health", Duration::from_secs(30), || {
         http_get(port, "/health").is_some_and(|r| r.contains("200 OK"))
     });
     let pid = nix::unistd::Pid::from_raw(gateway.id() as i32);
@@ -565,7 +566,7 @@ fn status_commands_show_the_last_error_of_a_failing_gateway() {
     fs::write(t.root().join("profiles/work/config.yaml"), "model: [\n").unwrap();
     // A fresh home starts the default gateway: it crash-loops on the taken port.
     let _up = t.start_up();
-    wait_until(
+    poll::until_true(
         "gateway-default backing off",
         Duration::from_secs(30),
         || t.service("gateway-default")["state"] == "backoff",
@@ -712,7 +713,7 @@ fn the_switch_makes_the_default_gateway_serve_every_profile() {
             .spawn()
             .unwrap();
         let guard = Running(child);
-        wait_until("/health", Duration::from_secs(30), || {
+        poll::until_true("/health", Duration::from_secs(30), || {
             http_get(port, "/health").is_some_and(|r| r.contains("200 OK"))
         });
         (guard, port)

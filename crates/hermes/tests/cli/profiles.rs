@@ -209,6 +209,38 @@ fn default_profile_cannot_be_deleted_and_delete_needs_confirmation() {
     );
 }
 
+/// A supervisor that runs but does not answer (it accepts the connection and closes it) may
+/// still run the profile's gateway, writing into the profile: the delete is refused — one
+/// line saying so, one hint, exit 1 — and nothing is moved. The dashboard refuses the same
+/// case with 503 (one rule, `hermes_services::profile`).
+#[test]
+fn delete_is_refused_while_a_running_supervisor_does_not_answer() {
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    let run = t.dir.path().join("run");
+    fs::create_dir(&run).unwrap();
+    fs::set_permissions(&run, fs::Permissions::from_mode(0o700)).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(run.join("supervisor.sock")).unwrap();
+    // Reads the request, then closes without an answer (reading it first makes the close an
+    // end of file for the client, never a reset).
+    let mute = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut request = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(&stream), &mut request).unwrap();
+    });
+    let out = t
+        .cmd(&["profile", "delete", "work", "--yes"])
+        .env("HERMES_RUNTIME_DIR", &run)
+        .output()
+        .unwrap();
+    mute.join().unwrap();
+    assert!(
+        t.root().join("profiles/work/SOUL.md").is_file(),
+        "nothing deleted while the gateway may run"
+    );
+    insta::assert_snapshot!("delete_supervisor_unanswered", t.snapshot(&out));
+}
+
 #[test]
 fn usage_errors_exit_2() {
     let t = TestContext::new();

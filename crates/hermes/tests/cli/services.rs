@@ -3,7 +3,8 @@
 use std::fs;
 use std::time::Duration;
 
-use crate::util::{TestContext, render, wait_until};
+use crate::util::{TestContext, render};
+use hermes_test_support::poll;
 
 fn state_of(t: &TestContext, name: &str) -> serde_json::Value {
     t.service(name)["state"].clone()
@@ -54,7 +55,7 @@ fn up_supervises_config_services_and_reports_bad_ones() {
         bad.contains(" invalid ") && bad.contains("bad restart policy"),
         "the bad one is shown as invalid, not run:\n{table}"
     );
-    wait_until("ticker up", Duration::from_secs(10), || {
+    poll::until_true("ticker up", Duration::from_secs(10), || {
         state_of(&t, "ticker") == "up"
     });
 
@@ -69,16 +70,16 @@ fn up_supervises_config_services_and_reports_bad_ones() {
 
     // Stop and start through the control socket.
     t.ok(&["service", "stop", "ticker"]);
-    wait_until("ticker down", Duration::from_secs(15), || {
+    poll::until_true("ticker down", Duration::from_secs(15), || {
         state_of(&t, "ticker") == "down"
     });
     t.ok(&["service", "start", "ticker"]);
-    wait_until("ticker running", Duration::from_secs(10), || {
+    poll::until_true("ticker running", Duration::from_secs(10), || {
         t.service("ticker")["pid"].is_number()
     });
 
     // Logs are captured with timestamps.
-    wait_until("two log lines", Duration::from_secs(10), || {
+    poll::until_true("two log lines", Duration::from_secs(10), || {
         t.ok(&["service", "logs", "ticker", "-n", "2"])
             .lines()
             .count()
@@ -187,11 +188,11 @@ fn health_follows_the_supervisor() {
     )
     .unwrap();
     let _up = t.start_up();
-    wait_until("both up", Duration::from_secs(20), || {
+    poll::until_true("both up", Duration::from_secs(20), || {
         state_of(&t, "steady") == "up" && state_of(&t, "flaky") == "up"
     });
     // Healthy once every service has started (the gateway may still be `starting`).
-    wait_until("healthy", Duration::from_secs(20), || {
+    poll::until_true("healthy", Duration::from_secs(20), || {
         t.run(&["health"]).status.code() == Some(0)
     });
     let healthy = t.run(&["health"]);
@@ -204,7 +205,7 @@ fn health_follows_the_supervisor() {
     assert!(String::from_utf8_lossy(&healthy.stdout).starts_with("healthy: "));
 
     t.ok(&["service", "stop", "flaky"]);
-    wait_until("flaky down", Duration::from_secs(15), || {
+    poll::until_true("flaky down", Duration::from_secs(15), || {
         state_of(&t, "flaky") == "down"
     });
     assert_eq!(
@@ -216,7 +217,7 @@ fn health_follows_the_supervisor() {
     fs::remove_file(t.root().join("ok")).unwrap();
     let start = t.run(&["service", "start", "flaky"]);
     assert_eq!(start.status.code(), Some(1), "the start says it failed");
-    wait_until("flaky crash-looping", Duration::from_secs(20), || {
+    poll::until_true("flaky crash-looping", Duration::from_secs(20), || {
         t.service("flaky")["restarts"].as_u64() >= Some(2)
     });
     let sick = t.run(&["health", "--json"]);
@@ -278,7 +279,7 @@ fn up_says_what_it_stops_and_when_it_is_done() {
     )
     .unwrap();
     let mut up = t.start_up();
-    wait_until("both up", Duration::from_secs(30), || {
+    poll::until_true("both up", Duration::from_secs(30), || {
         state_of(&t, "ticker") == "up" && state_of(&t, "gateway-default") == "up"
     });
     assert_eq!(up.stop(), Some(0));

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use hermes_test_support::browser::Browser;
 
-use crate::util::{Running, TestContext, free_port, wait_until};
+use crate::util::{Running, TestContext, free_port};
+use hermes_test_support::poll;
 
 /// The fixed session token of the tests' dashboards.
 pub const UI_TOKEN: &str = "ui-dashboard-token-0123456789abcdef";
@@ -45,7 +46,7 @@ impl Ui {
         let mut stderr = child.stderr.take().unwrap();
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
         let dashboard = Running(child);
-        wait_until("the dashboard", WAIT, || {
+        poll::until_true("the dashboard", WAIT, || {
             TcpStream::connect(("127.0.0.1", port)).is_ok()
         });
         browser.goto(&format!("http://127.0.0.1:{port}/?token={UI_TOKEN}"));

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::ui::{UI_TOKEN, Ui, WAIT};
-use crate::util::{Running, TestContext, free_port, wait_until};
+use crate::util::{Running, TestContext, free_port};
+use hermes_test_support::poll;
 
 /// `hermes dashboard` for `t` on a free port, with the tests' fixed token.
 fn dashboard(t: &TestContext) -> (Running, u16) {
@@ -23,7 +24,7 @@ fn dashboard(t: &TestContext) -> (Running, u16) {
         .spawn()
         .unwrap();
     let running = Running(child);
-    wait_until("the dashboard", WAIT, || {
+    poll::until_true("the dashboard", WAIT, || {
         TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
     (running, port)
@@ -76,7 +77,7 @@ fn the_api_answers_what_dump_and_doctor_print() {
     .unwrap();
     // Under a supervisor, so the dump's supervisor part has services to agree on.
     let _up = t.start_up();
-    wait_until("the gateway up", WAIT, || {
+    poll::until_true("the gateway up", WAIT, || {
         t.service("gateway-default")["state"] == "up"
     });
     let (_dashboard, port) = dashboard(&t);

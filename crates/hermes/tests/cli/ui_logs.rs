@@ -7,7 +7,8 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::ui::{Ui, WAIT};
-use crate::util::{TestContext, wait_until};
+use crate::util::TestContext;
+use hermes_test_support::poll;
 
 /// The texts of the log lines shown (not hidden by the filter), read in one script.
 fn shown(ui: &Ui) -> Vec<String> {
@@ -54,11 +55,11 @@ fn follow_a_service_log_live_filter_it_pause_and_download() {
     let _up = t.start_up();
     let log = t.root().join("logs/echoer/current");
     say(&input, "first line from echoer\n");
-    wait_until("the service's first line in its log", WAIT, || {
+    poll::until_true("the service's first line in its log", WAIT, || {
         std::fs::read_to_string(&log).is_ok_and(|l| l.contains("first line from echoer"))
     });
 
-    wait_until("the service up", WAIT, || {
+    poll::until_true("the service up", WAIT, || {
         t.service("echoer")["state"] == "up"
     });
     let Some(ui) = Ui::open(&t, &[]) else { return };

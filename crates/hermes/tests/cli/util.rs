@@ -104,18 +104,6 @@ pub fn open_up(path: &Path) {
     }
 }
 
-/// Polls `check` every 100 ms until it holds; panics naming `what` after `limit`.
-pub fn wait_until(what: &str, limit: std::time::Duration, mut check: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + limit;
-    while std::time::Instant::now() < deadline {
-        if check() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}");
-}
-
 /// A free loopback port (bound, then released).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -166,9 +154,11 @@ impl TestContext {
             .spawn()
             .unwrap();
         let up = Running(child);
-        wait_until("the supervisor", std::time::Duration::from_secs(30), || {
-            self.run(&["service", "list"]).status.success()
-        });
+        hermes_test_support::poll::until_true(
+            "the supervisor",
+            std::time::Duration::from_secs(30),
+            || self.run(&["service", "list"]).status.success(),
+        );
         up
     }
 

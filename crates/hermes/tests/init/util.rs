@@ -9,7 +9,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Generous: CI has two loaded cores.
 pub const TIMEOUT: Duration = Duration::from_secs(90);
@@ -209,10 +209,6 @@ pub fn connect_supervisor(runtime: &std::path::Path) -> hermes_supervisor::Clien
 }
 
 /// Waits until `cond` holds, up to [`TIMEOUT`].
-pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < TIMEOUT, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+pub fn wait_for(what: &str, cond: impl FnMut() -> bool) {
+    hermes_test_support::poll::until_true(what, TIMEOUT, cond);
 }

@@ -9,11 +9,11 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Answer, TOKEN, get, local, post, request, start};
 use serde_json::Value;
@@ -259,12 +259,8 @@ fn real_python() -> Option<PathBuf> {
     Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_for(what: &str, done: impl FnMut() -> bool) {
+    hermes_test_support::poll::until_true(what, Duration::from_secs(30), done);
 }
 
 #[test]

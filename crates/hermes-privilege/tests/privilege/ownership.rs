@@ -265,7 +265,7 @@ fn not_root_means_failures_are_reported_not_fatal() {
             .env("TMPDIR", scratch.path())
             .args([
                 "--exact",
-                "not_root_means_failures_are_reported_not_fatal",
+                "ownership::not_root_means_failures_are_reported_not_fatal",
                 "--nocapture",
             ])
             .uid(65534)

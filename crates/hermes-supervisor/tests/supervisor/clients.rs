@@ -8,7 +8,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;

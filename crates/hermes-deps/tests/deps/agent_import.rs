@@ -27,7 +27,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -9,7 +9,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

@@ -2,15 +2,12 @@
 //! kernel and the environment say afterwards — for the default ids, for remapped ids, and
 //! through the root-exec shim with a device group.
 //!
-//! This file holds exactly one test on purpose: forking while other test threads might hold
-//! locks (the allocator, the environment) would make the children flaky. The cases run one
-//! after another inside it. Needs root (CI is root); prints a skip reason otherwise.
-
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test code, helpers included: a failed unwrap is a failed test"
-)]
+//! Forking while other test threads might hold locks (the allocator, the environment) would
+//! make the children flaky, and the children must inherit a known environment. So the test
+//! runs alone in a process of its own: [`privilege_matrix`] starts this test binary again
+//! with only itself selected, one test thread and that environment ([`ALONE_VAR`] set), and
+//! the cases run one after another in that process. Needs root (CI is root); prints a skip
+//! reason otherwise.
 
 use std::io::Read;
 use std::os::fd::OwnedFd;
@@ -90,8 +87,8 @@ fn parse(report: &str) -> Observed {
 /// reports through the pipe and leaves with `_exit`, so no test machinery runs twice.
 fn in_child(body: impl FnOnce() -> Result<(), hermes_privilege::Error>) -> String {
     let (read_end, write_end): (OwnedFd, OwnedFd) = pipe().unwrap();
-    // SAFETY (test): this test binary has a single test, so no other thread holds a lock the
-    // child could need; the child exits with `_exit`.
+    // SAFETY (test): this process runs this one test only (see the module doc), so no other
+    // thread holds a lock the child could need; the child exits with `_exit`.
     #[allow(unsafe_code)]
     match unsafe { fork() }.unwrap() {
         ForkResult::Child => {
@@ -143,6 +140,33 @@ fn observe() -> String {
     )
 }
 
+/// Set in the process [`run_alone`] starts: the matrix runs there.
+const ALONE_VAR: &str = "HERMES_PRIVILEGE_MATRIX_ALONE";
+
+/// Runs [`privilege_matrix`] in a process of its own (this test binary again, only that test,
+/// one thread), with the variables the children check: `HERMES_TEST_KEEP` proves that
+/// variables other than the overrides pass through a drop unchanged.
+fn run_alone() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "privilege_matrix::privilege_matrix",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(ALONE_VAR, "1")
+        .env("HERMES_TEST_KEEP", "kept")
+        .env("HOME", "/root")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "the privilege matrix in its own process:\n{stdout}\n{stderr}"
+    );
+}
+
 #[test]
 fn privilege_matrix() {
     if hermes_test_support::skip_unless_root(
@@ -150,12 +174,8 @@ fn privilege_matrix() {
     ) {
         return;
     }
-    // SAFETY (test): set before any fork, read by the children to prove that variables other
-    // than the overrides pass through a drop unchanged.
-    #[allow(unsafe_code)]
-    unsafe {
-        std::env::set_var("HERMES_TEST_KEEP", "kept");
-        std::env::set_var("HOME", "/root");
+    if std::env::var_os(ALONE_VAR).is_none() {
+        return run_alone();
     }
     let dir = tempfile::tempdir().unwrap();
     let files = temp_files(dir.path());

@@ -17,7 +17,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::{Read, Write};
@@ -109,20 +109,14 @@ services:
     h.wait_for("7 starts", || stamps(&h.read("starts")).len() >= 7);
     let t = stamps(&h.read("starts"));
     let gaps: Vec<Duration> = t.windows(2).map(|w| w[1].saturating_sub(w[0])).collect();
-    // Nominal gaps: 50, 100, 200, 400, 800, 1600 ms (+ process start time).
-    assert!(
-        gaps[0] < Duration::from_millis(600),
-        "first retry must be fast: {gaps:?}"
-    );
-    assert!(
-        gaps[4] >= Duration::from_millis(750),
-        "fifth retry waits ~800ms: {gaps:?}"
-    );
+    // Nominal gaps: 50, 100, 200, 400, 800, 1600 ms (+ process start time), checked exactly
+    // with injected time in `machine::tests::crash_retries_wait_50_ms_then_double`. Here
+    // only what a loaded runner cannot break: it backs off (load lengthens gaps, never
+    // shortens them).
     assert!(
         gaps[5] >= Duration::from_millis(1500),
         "sixth retry waits ~1.6s: {gaps:?}"
     );
-    assert!(gaps[5] > gaps[0] * 4, "{gaps:?}");
     // Between a spawn and its exit the state is `starting`; catch it in `backoff`.
     h.wait_for("the crash-loop reason", || {
         h.status("crash")
@@ -168,16 +162,12 @@ services:
     );
     h.wait_state("stubborn", StateName::Up);
     h.wait_for("output", || h.log("stubborn").contains("started"));
+    // When the answer comes and that the state is `stopping` through the grace are checked
+    // with injected time (`machine::tests::stop_answers_at_once_and_kills_exactly_when_a_1s_grace_ends`);
+    // here, generously, that the answer comes before the grace has long passed.
     let t0 = Instant::now();
     h.client().stop("stubborn").unwrap();
-    assert!(
-        t0.elapsed() < Duration::from_secs(2),
-        "stop must answer at once"
-    );
-    let st = h.state("stubborn");
-    if t0.elapsed() < Duration::from_millis(800) {
-        assert_eq!(st, StateName::Stopping);
-    }
+    assert!(t0.elapsed() < common::WAIT, "stop must answer");
     let s = h.wait_state("stubborn", StateName::Down);
     assert!(
         t0.elapsed() >= Duration::from_millis(900),

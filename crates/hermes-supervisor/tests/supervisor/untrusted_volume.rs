@@ -15,7 +15,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

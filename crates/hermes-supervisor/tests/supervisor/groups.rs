@@ -8,7 +8,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::process::CommandExt;

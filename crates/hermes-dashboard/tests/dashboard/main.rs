@@ -1,0 +1,29 @@
+//! The dashboard's integration tests, one test binary: each module was a `tests/*.rs` of its
+//! own, and each of those relinked the crate's whole stack.
+//!
+//! Modules:
+//! * `diagnostics` — The Diagnostics API over real HTTP
+//! * `http` — The dashboard over real HTTP on loopback
+//! * `logs` — The Logs page's API over real HTTP on loopback, against log files the test
+//!   writes where the supervisor would (`<home>/logs/<service>/current`)
+//! * `plugins` — The Plugins page's API over real HTTP on loopback
+//! * `profiles` — The Profiles page's API over real HTTP on loopback, without a supervisor
+//! * `proxies` — The dashboard behind a reverse proxy, over real HTTP on loopback
+//! * `sessions` — The Sessions API over real HTTP
+//!
+//! Shared helpers live in `common`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
+mod common;
+mod diagnostics;
+mod http;
+mod logs;
+mod plugins;
+mod profiles;
+mod proxies;
+mod sessions;
