@@ -11,7 +11,7 @@ use crate::python::{Interpreter, venv_python};
 use crate::route::{BlockReason, Route};
 use crate::target::probe_writable;
 
-pub use hermes_diag::doctor::Status;
+pub use hermes_report::Status;
 
 /// One line of `hermes doctor`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -36,9 +36,9 @@ impl DoctorRow {
 }
 
 /// A row is one `hermes doctor` line: `<label>: <detail>` (the detail says what to do).
-impl From<DoctorRow> for hermes_diag::doctor::Check {
+impl From<DoctorRow> for hermes_report::Check {
     fn from(row: DoctorRow) -> Self {
-        hermes_diag::doctor::Check {
+        hermes_report::Check {
             status: row.status,
             message: format!("{}: {}", row.label, row.detail),
             fix: None,
@@ -183,7 +183,7 @@ mod tests {
         let rows = installer_rows(&InstallOptions::new("/nonexistent/h", true, env));
         let t = rows.iter().find(|r| r.label == "target writable").unwrap();
         assert_eq!(t.status, Status::Ok);
-        let line = hermes_diag::doctor::Check::from(t.clone());
+        let line = hermes_report::Check::from(t.clone());
         assert!(line.message.starts_with("target writable: "), "{line:?}");
     }
 

@@ -1,8 +1,10 @@
 //! `hermes doctor`: checks that each print ✓, ⚠ or ✗ with a one-line fix.
 //!
-//! A [`Check`] is data; [`home_checks`] produces the foundation's checks and other crates add
-//! their own rows (the binary concatenates them), so a new area of Hermes adds checks without
-//! touching this module. The command exits 1 when any check is [`Status::Fail`].
+//! A [`Check`] is data (from `hermes-report`, so the crates below this one can produce rows);
+//! [`home_checks`] produces the foundation's checks and other crates add their own rows
+//! ([`crate::report::doctor`] puts them together, for the CLI and the dashboard alike), so a new
+//! area of Hermes adds checks without touching this module. The command exits 1 when any check
+//! is [`Status::Fail`].
 //!
 //! File checks look at two users: the one running `doctor` (can *I* read it?) and the owner of
 //! the profile directory — the user the services run as. A credential file the service user
@@ -23,70 +25,9 @@ use hermes_home::Home;
 use hermes_home::auth::{AuthStore, describe_uid};
 use hermes_home::config::Config;
 use hermes_home::dotenv::DotEnv;
-use serde::Serialize;
+pub use hermes_report::{Check, Status};
 
 use crate::identity::BuildIdentity;
-
-/// The outcome of one check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// Fine.
-    Ok,
-    /// Works, but something should be looked at.
-    Warn,
-    /// Broken; `doctor` exits 1.
-    Fail,
-}
-
-impl Status {
-    /// ✓, ⚠ or ✗.
-    pub fn symbol(self) -> &'static str {
-        match self {
-            Status::Ok => "✓",
-            Status::Warn => "⚠",
-            Status::Fail => "✗",
-        }
-    }
-}
-
-/// One check's result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Check {
-    /// Outcome.
-    pub status: Status,
-    /// What was found, one line.
-    pub message: String,
-    /// What to do about it, one line (for ⚠ and ✗).
-    pub fix: Option<String>,
-}
-
-impl Check {
-    /// A passing check.
-    pub fn ok(message: impl Into<String>) -> Self {
-        Check {
-            status: Status::Ok,
-            message: message.into(),
-            fix: None,
-        }
-    }
-    /// A warning with its fix.
-    pub fn warn(message: impl Into<String>, fix: impl Into<String>) -> Self {
-        Check {
-            status: Status::Warn,
-            message: message.into(),
-            fix: Some(fix.into()),
-        }
-    }
-    /// A failure with its fix.
-    pub fn fail(message: impl Into<String>, fix: impl Into<String>) -> Self {
-        Check {
-            status: Status::Fail,
-            message: message.into(),
-            fix: Some(fix.into()),
-        }
-    }
-}
 
 /// The foundation's checks for one profile home.
 pub fn home_checks(

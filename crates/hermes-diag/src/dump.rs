@@ -13,6 +13,7 @@ use hermes_home::auth::{AuthStore, CredentialView};
 use hermes_home::config::Config;
 use hermes_home::dotenv::{self, DotEnv};
 use hermes_home::{Home, profile, providers};
+pub use hermes_report::{AgentView, InvalidService, ServiceLine, SupervisorView};
 use serde::Serialize;
 
 use crate::identity::BuildIdentity;
@@ -37,84 +38,6 @@ pub fn api_keys() -> impl Iterator<Item = (&'static str, &'static str)> {
         .iter()
         .map(|p| (p.key_var, p.name))
         .chain(OTHER_KEYS.iter().copied())
-}
-
-/// One supervised service as the supervisor reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ServiceLine {
-    /// Service name (`gateway-default`, `dashboard`, ...).
-    pub name: String,
-    /// State word (`up`, `down`, `failed`, ...).
-    pub state: String,
-    /// Process id when running.
-    pub pid: Option<u32>,
-}
-
-/// An entry of `services:` in the root's `config.yaml` that no supervisor runs because it is
-/// invalid (found by `hermes_services::declared`, the supervisors' own parser).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct InvalidService {
-    /// The entry's name.
-    pub name: String,
-    /// What is wrong, in one line.
-    pub reason: String,
-    /// What to do, in one line.
-    pub fix: String,
-}
-
-/// What is known about the supervisor.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "status", rename_all = "kebab-case")]
-pub enum SupervisorView {
-    /// No supervisor answers on this home's control socket.
-    NotRunning,
-    /// A supervisor answered with these services.
-    Running {
-        /// Its services.
-        services: Vec<ServiceLine>,
-    },
-    /// Something answered but the exchange failed.
-    Unreachable {
-        /// Why.
-        reason: String,
-    },
-}
-
-/// The original agent (`hermes-agent`) beside this binary, as `version` and `dump` report
-/// it. The binary finds it (`hermes_services::agent::locate`); this crate only shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "status", rename_all = "kebab-case")]
-pub enum AgentView {
-    /// No agent here (the slim image, a host without it, `HERMES_AGENT_CLI` empty).
-    NotInstalled,
-    /// An agent whose commands this binary hands over.
-    Installed {
-        /// Its version, `None` when its package metadata is unreadable.
-        version: Option<String>,
-        /// Its console script.
-        cli: String,
-        /// Where it was installed from (`pypi:0.19.0`, `context:vendor/...`, `git+URL@REF`,
-        /// `editable /path`, `pypi`), `None` when nothing says.
-        source: Option<String>,
-    },
-}
-
-impl AgentView {
-    /// One line: `0.19.0 (/opt/hermes-agent/bin/hermes) from pypi:0.19.0` or `not installed`.
-    pub fn label(&self) -> String {
-        match self {
-            AgentView::NotInstalled => "not installed".into(),
-            AgentView::Installed {
-                version,
-                cli,
-                source,
-            } => format!(
-                "{} ({cli}) from {}",
-                version.as_deref().unwrap_or("(unknown version)"),
-                source.as_deref().unwrap_or("(unknown source)")
-            ),
-        }
-    }
 }
 
 /// One API key row.

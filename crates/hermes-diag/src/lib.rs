@@ -4,7 +4,9 @@
 //! * [`install`] — how it was installed and how to upgrade it;
 //! * [`dump`] — the `hermes dump` support summary;
 //! * [`doctor`] — the `hermes doctor` checks;
-//! * [`report`] — both, whole, for one home (the CLI and the dashboard);
+//! * [`report`] — the one [`report::doctor`] and the one [`report::dump`] for a home, which the
+//!   CLI and the dashboard both show (the parts of services, plugins, deps and the gateway put
+//!   together; their types are `hermes-report`'s);
 //! * [`migrate`] — `hermes migrate check`: what of an original's volume carries over.
 
 pub mod doctor;

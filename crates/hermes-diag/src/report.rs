@@ -1,14 +1,16 @@
-//! `hermes dump` and `hermes doctor` for one home, whole: what the CLI prints and the
-//! dashboard's Diagnostics page serves, collected in one place so both show the same.
+//! `hermes dump` and `hermes doctor` for one home, whole: the one [`dump`] and the one
+//! [`doctor`] that the CLI prints and the dashboard's Diagnostics page serves, so both show the
+//! same and a new check lands in both.
 //!
-//! Some parts come from crates this one sits below (the supervisor's status, the invalid
-//! entries of `services:` and the original agent from `hermes-services`, the plugins' rows from
-//! `hermes-plugins`, which depends on this crate): the caller collects those and hands them in
-//! — a [`SupervisorView`], [`InvalidService`]s and an [`AgentView`] for the dump, extra
-//! [`Check`]s for doctor (`hermes_services::diag::service_checks` among them).
+//! This crate sits above the ones that contribute parts: the supervisor's status, the invalid
+//! entries of `services:` and the original agent come from `hermes_services::diag`, the
+//! installer's and the plugins' rows from `hermes_plugins::doctor`, the gateway's verdict on the
+//! settings from `hermes_gateway` (in [`crate::doctor`]). Those crates produce their parts as
+//! `hermes-report` data and never link this one.
 
 use std::path::PathBuf;
 
+use hermes_deps::Environment;
 use hermes_home::Home;
 use serde::Serialize;
 
@@ -17,15 +19,49 @@ use crate::dump::{self, AgentView, DumpReport, InvalidService, SupervisorView};
 use crate::identity::BuildIdentity;
 use crate::install::Install;
 
+/// The `hermes dump` report for `home`: `var` reads the environment (the supervisor's socket,
+/// the agent, the keys set).
+pub fn dump(home: &Home, var: &dyn Fn(&str) -> Option<String>) -> DumpReport {
+    dump_report(
+        home,
+        var,
+        hermes_services::diag::supervisor_view(home.root(), var),
+        hermes_services::diag::invalid_services(home.root()),
+        agent(var),
+    )
+}
+
+/// The `hermes doctor` report for `home`: the home's checks, the declared services', then the
+/// installer's and the plugins'. `var` reads the environment; `installer` is the environment the
+/// installer would run with (the profile's `.env` is laid over it here).
+pub fn doctor(
+    home: &Home,
+    var: &dyn Fn(&str) -> Option<String>,
+    installer: Environment,
+) -> DoctorReport {
+    let mut extra = hermes_services::diag::service_checks(home.root());
+    extra.extend(
+        hermes_plugins::doctor::profile_rows(home, installer)
+            .into_iter()
+            .map(Check::from),
+    );
+    doctor_report(home, var, extra)
+}
+
+/// The original agent whose commands are handed over, as `version` and `dump` show it.
+pub fn agent(var: &dyn Fn(&str) -> Option<String>) -> AgentView {
+    hermes_services::diag::agent_view(var)
+}
+
 /// This binary's build and how it was installed.
 pub fn identity_and_install() -> (BuildIdentity, Install) {
     let install = Install::current();
     (BuildIdentity::current(install.dir.as_deref()), install)
 }
 
-/// The `hermes dump` report for `home`; `var` reads the environment. `invalid_services` are
-/// listed under the services, whether a supervisor runs or not.
-pub fn dump_report(
+/// The dump of `home` with the given views. `invalid_services` are listed under the services,
+/// whether a supervisor runs or not.
+fn dump_report(
     home: &Home,
     var: &dyn Fn(&str) -> Option<String>,
     supervisor: SupervisorView,
@@ -66,9 +102,8 @@ impl DoctorReport {
     }
 }
 
-/// The `hermes doctor` report for `home`: the home's own checks, then `extra` (the rows of
-/// crates above this one). `var` reads the environment.
-pub fn doctor_report(
+/// The doctor report of `home`: the home's own checks, then `extra`.
+fn doctor_report(
     home: &Home,
     var: &dyn Fn(&str) -> Option<String>,
     extra: Vec<Check>,
@@ -114,6 +149,60 @@ mod tests {
                 .unwrap(),
             &serde_json::json!({ "status": "fail", "message": "broken", "fix": "mend it" })
         );
+    }
+
+    /// The one `doctor()`: the home's rows, then the declared services', then the installer's
+    /// and the memory provider's — the order both the CLI and the dashboard show.
+    #[test]
+    fn doctor_puts_the_services_and_the_plugins_rows_after_the_homes() {
+        let dir = tempfile::tempdir().unwrap();
+        hermes_home::layout::ensure_skeleton(dir.path(), true).unwrap();
+        std::fs::write(
+            dir.path().join("config.yaml"),
+            "memory:\n  provider: mem0\nservices:\n  typo:\n    comand: y\n",
+        )
+        .unwrap();
+        let home = Home::select(dir.path().to_path_buf(), None).unwrap();
+        let report = doctor(&home, &|_| None, Environment::default());
+        let at = |needle: &str| {
+            report
+                .checks
+                .iter()
+                .position(|c| c.message.contains(needle))
+                .unwrap_or_else(|| panic!("no row mentions {needle:?}: {:#?}", report.checks))
+        };
+        let (build, service, installs, memory) = (
+            at("build identity"),
+            at("service `typo`"),
+            at("installs: "),
+            at("memory provider: "),
+        );
+        assert!(build < service && service < installs && installs < memory);
+        assert!(report.failed(), "an invalid service fails doctor");
+    }
+
+    #[test]
+    fn dump_asks_the_homes_supervisor_and_lists_its_invalid_services() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(
+            dir.path().join("config.yaml"),
+            "services:\n  typo:\n    comand: y\n",
+        )
+        .unwrap();
+        let home = Home::select(dir.path().to_path_buf(), None).unwrap();
+        let run = run.to_string_lossy().into_owned();
+        let var = move |k: &str| match k {
+            "HERMES_RUNTIME_DIR" => Some(run.clone()),
+            hermes_services::agent::AGENT_CLI_VAR => Some(String::new()),
+            _ => None,
+        };
+        let report = dump(&home, &var);
+        assert_eq!(report.supervisor, SupervisorView::NotRunning);
+        assert_eq!(report.agent, AgentView::NotInstalled);
+        assert_eq!(report.invalid_services.len(), 1, "{report:#?}");
+        assert_eq!(report.invalid_services[0].name, "typo");
     }
 
     #[test]

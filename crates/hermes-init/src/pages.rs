@@ -4,8 +4,9 @@
 //! Words: **boot text** is the code and constant data of the binary and its libraries that
 //! only the boot touched (argument parsing, YAML, the boot stages, spawning). It is a clean
 //! copy of the files, so it can be dropped from this process and faulted back in if ever
-//! needed. Only PID 1 does this: it lives as long as the container; a host command such as
-//! `hermes up` keeps its pages.
+//! needed. The long-lived supervisors do this: PID 1 (it lives as long as the container) and
+//! `hermes up` (as long as the machine), each from its `Hooks::settled`; a short command
+//! never reaches it.
 
 /// Gives back the file pages that only the boot touched.
 ///

@@ -1,13 +1,12 @@
-//! What `hermes dump` and `hermes doctor` show of this crate's world, in `hermes-diag`'s
+//! What `hermes dump` and `hermes doctor` show of this crate's world, in `hermes-report`'s
 //! terms: the supervisor of a home, the invalid entries of its `services:` and the original
-//! agent. The CLI's `hermes dump` / `hermes doctor` and the dashboard's Diagnostics page all
-//! take them from here, so they report the same.
+//! agent. `hermes_diag::report`'s one `doctor()` and one `dump()` take them from here (for the
+//! CLI and the dashboard alike), so both report the same.
 
 use std::path::Path;
 use std::time::Duration;
 
-use hermes_diag::doctor::Check;
-use hermes_diag::dump::{AgentView, InvalidService, ServiceLine, SupervisorView};
+use hermes_report::{AgentView, Check, InvalidService, ServiceLine, SupervisorView};
 
 use crate::Error;
 use crate::declared::{Declared, declared_in};
@@ -121,7 +120,7 @@ pub fn agent_view(var: impl Fn(&str) -> Option<String>) -> AgentView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hermes_diag::doctor::Status;
+    use hermes_report::Status;
 
     #[test]
     fn invalid_entries_are_doctor_failures_with_their_fix_and_dump_lines() {

@@ -1,9 +1,8 @@
 //! The Diagnostics page: `hermes dump` (to copy into a bug report) and `hermes doctor` (each
-//! check with its fix). Both are collected by the same functions the CLI calls
-//! (`hermes_diag::report`, with the supervisor's and the agent's views from
-//! `hermes_services::diag` and the plugins' rows from `hermes_plugins::doctor`), so the page
-//! shows exactly what the commands print for the same home and environment. Read-only: unlike
-//! `hermes doctor`, a request never seeds a missing home.
+//! check with its fix). Both come from the one `hermes_diag::report::dump` and the one
+//! `hermes_diag::report::doctor` the CLI calls, so the page shows exactly what the commands print
+//! for the same home and environment. Read-only: unlike `hermes doctor`, a request never seeds a
+//! missing home.
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
@@ -12,7 +11,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
 use hermes_deps::Environment;
-use hermes_diag::doctor::Check;
 use hermes_diag::{dump, report};
 use hermes_home::Home;
 use serde::Deserialize;
@@ -96,16 +94,7 @@ async fn api_dump(
     };
     let vars = app.vars.clone();
     // The supervisor is asked over its socket and the files are read: blocking work.
-    let collected = blocking(move || {
-        report::dump_report(
-            &home,
-            &|k: &str| vars(k),
-            hermes_services::diag::supervisor_view(home.root(), |k: &str| vars(k)),
-            hermes_services::diag::invalid_services(home.root()),
-            hermes_services::diag::agent_view(|k: &str| vars(k)),
-        )
-    })
-    .await;
+    let collected = blocking(move || report::dump(&home, &|k: &str| vars(k))).await;
     match (collected, format) {
         (Err(failed), _) => failed,
         (Ok(r), Format::Text) => text(dump::render(&r)),
@@ -127,14 +116,10 @@ async fn api_doctor(
         Err(refusal) => return *refusal,
     };
     let vars = app.vars.clone();
-    let collected = blocking(move || {
-        // The installer's rows see the process environment, as `hermes doctor` does.
-        let plugins = hermes_plugins::doctor::profile_rows(&home, Environment::from_process());
-        let mut extra = hermes_services::diag::service_checks(home.root());
-        extra.extend(plugins.into_iter().map(Check::from));
-        report::doctor_report(&home, &|k: &str| vars(k), extra)
-    })
-    .await;
+    // The installer's rows see the process environment, as `hermes doctor` does.
+    let collected =
+        blocking(move || report::doctor(&home, &|k: &str| vars(k), Environment::from_process()))
+            .await;
     match (collected, format) {
         (Err(failed), _) => failed,
         (Ok(r), Format::Text) => text(r.render(false)),

@@ -1,19 +1,13 @@
 //! `hermes version`, `hermes dump` and `hermes doctor`: what support needs to know.
 
 use hermes_deps::Environment;
-use hermes_diag::doctor::Check;
-use hermes_diag::dump::{self, AgentView};
+use hermes_diag::dump;
 use hermes_diag::report::{self, identity_and_install};
 use serde_json::json;
 
 use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
-
-/// The original agent whose commands are handed over, for `version` and `dump`.
-fn agent_view() -> AgentView {
-    hermes_services::diag::agent_view(Context::var)
-}
 
 /// The one-line banner: `hermes 0.1.0 · build abcdef12`.
 pub fn banner() -> String {
@@ -28,7 +22,7 @@ pub fn banner() -> String {
 /// `hermes version` / `hermes --version`.
 pub fn run_version(json_output: bool) -> CommandResult {
     let (identity, install) = identity_and_install();
-    let agent = agent_view();
+    let agent = report::agent(&Context::var);
     let dir = install
         .dir
         .as_ref()
@@ -57,13 +51,7 @@ pub fn run_version(json_output: bool) -> CommandResult {
 /// `hermes dump`.
 pub fn run_dump(ctx: &Context, json_output: bool) -> CommandResult {
     let home = ctx.home()?;
-    let report = report::dump_report(
-        &home,
-        &Context::var,
-        hermes_services::diag::supervisor_view(home.root(), Context::var),
-        hermes_services::diag::invalid_services(home.root()),
-        agent_view(),
-    );
+    let report = report::dump(&home, &Context::var);
     if json_output {
         output::json(&report)?;
     } else {
@@ -82,10 +70,7 @@ pub fn run_doctor(ctx: &Context, json_output: bool) -> CommandResult {
         Ok(home) => home,
         Err(e) => return Err(Failure::from(e)),
     };
-    let plugins = hermes_plugins::doctor::profile_rows(&home, Environment::from_process());
-    let mut extra = hermes_services::diag::service_checks(home.root());
-    extra.extend(plugins.into_iter().map(Check::from));
-    let report = report::doctor_report(&home, &Context::var, extra);
+    let report = report::doctor(&home, &Context::var, Environment::from_process());
     if json_output {
         output::json(&report)?;
     } else {

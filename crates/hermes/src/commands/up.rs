@@ -66,7 +66,8 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
         supervisor.socket_path().display()
     ));
     // An operator's start/stop is written to the profile's `gateway_state.json` as
-    // `desired_state` (the hooks PID 1 wraps; a host command keeps its code pages).
+    // `desired_state` (the hooks PID 1 wraps), and once the loop has settled the pages only
+    // the start-up used are given back, as PID 1 does (`hermes_init::pages`).
     let mut stderr = std::io::stderr();
     let mut hooks = UpHooks(hermes_services::DesiredStateHooks {
         home: root,
@@ -114,11 +115,18 @@ fn describe(action: &hermes_services::GatewayAction) -> String {
     }
 }
 
-/// The desired-state hooks (`hermes_services::DesiredStateHooks`), and the operator told on
-/// stderr what a Ctrl-C or SIGTERM stops.
+/// The desired-state hooks (`hermes_services::DesiredStateHooks`), the boot-only pages given
+/// back once the loop has settled (as PID 1's hooks do), and the operator told on stderr what
+/// a Ctrl-C or SIGTERM stops.
 struct UpHooks<'a>(hermes_services::DesiredStateHooks<'a>);
 
 impl Hooks for UpHooks<'_> {
+    /// `hermes up` runs as long as the machine is up: the start-up's code (argument parsing,
+    /// YAML, reconciling, spawning) is not needed again.
+    fn settled(&mut self) {
+        hermes_init::pages::release_boot_text();
+    }
+
     fn desired_state_changed(&mut self, service: &ServiceSpec, desired: Desired) {
         self.0.desired_state_changed(service, desired);
     }
