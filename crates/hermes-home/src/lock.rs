@@ -21,7 +21,8 @@
 //!   would let two writers in at once;
 //! * a lock file is opened with `O_NOFOLLOW` and must be a regular file, so a planted symlink
 //!   cannot make a writer create or lock a file elsewhere (`O_NONBLOCK` keeps a planted FIFO
-//!   from hanging the open); it is created with the data file's mode, and a lock file this user
+//!   from hanging the open); it is created with the data file's mode and, when root creates
+//!   it, the directory's owner (as the data file keeps its owner), and a lock file this user
 //!   may not write (left by root) is locked through a read-only descriptor, which `flock`
 //!   allows;
 //! * waiting is bounded: after [`LOCK_TIMEOUT`] the writer gives up with
@@ -110,6 +111,7 @@ fn open(lock_path: &Path, mode: u32) -> Result<File, Error> {
             // The umask may have removed bits from `mode`; the lock follows the data file.
             file.set_permissions(fs::Permissions::from_mode(mode))
                 .map_err(|e| Error::io("set the mode of", lock_path, e))?;
+            give_to_directory_owner(&file, lock_path)?;
             file
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -133,6 +135,32 @@ fn open(lock_path: &Path, mode: u32) -> Result<File, Error> {
         });
     }
     Ok(file)
+}
+
+/// A lock file root creates on the service user's volume (a root `docker exec … hermes config
+/// set`) belongs to the directory's owner, as the data file it guards does: with the data
+/// file's mode (0600 for `.env`) a root-owned lock could not even be opened read-only by the
+/// gateway, and every later write of that user would fail until the next boot repaired it.
+/// Through the descriptor just created (`O_CREAT|O_EXCL|O_NOFOLLOW`), so no planted link can
+/// be given away instead.
+fn give_to_directory_owner(file: &File, lock_path: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::MetadataExt;
+    if !nix::unistd::geteuid().is_root() {
+        return Ok(());
+    }
+    let Some(dir) = lock_path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    let owner = fs::metadata(dir).map_err(|e| Error::io("inspect", dir, e))?;
+    if (owner.uid(), owner.gid()) == (0, 0) {
+        return Ok(());
+    }
+    nix::unistd::fchown(
+        file,
+        Some(nix::unistd::Uid::from_raw(owner.uid())),
+        Some(nix::unistd::Gid::from_raw(owner.gid())),
+    )
+    .map_err(|e| Error::io("chown", lock_path, io::Error::from(e)))
 }
 
 fn open_error(lock_path: &Path, e: io::Error) -> Error {
@@ -221,6 +249,27 @@ mod tests {
         assert!(matches!(failed, Err(Error::NoHome)));
         test_timeout::set(Duration::from_millis(100));
         with_locked(&lock, 0o600, || Ok(())).unwrap();
+    }
+
+    #[test]
+    fn a_lock_file_root_creates_belongs_to_the_directorys_owner() {
+        use std::os::unix::fs::chown;
+        if hermes_test_support::skip_unless_root("only root can give a file away") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        chown(dir.path(), Some(12345), Some(12346)).unwrap();
+        let lock = dir.path().join(".env.lock");
+        with_locked(&lock, 0o600, || Ok(())).unwrap();
+        let meta = fs::metadata(&lock).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (12345, 12346));
+        assert_eq!(meta.mode() & 0o777, 0o600);
+        // One root already owns (left by an older build) stays as it is: it is not the one
+        // just created, and ownership repair at boot is what fixes it.
+        let old = dir.path().join("config.yaml.lock");
+        fs::write(&old, "").unwrap();
+        with_locked(&old, 0o644, || Ok(())).unwrap();
+        assert_eq!(fs::metadata(&old).unwrap().uid(), 0);
     }
 
     #[test]
