@@ -365,7 +365,8 @@ impl Error {
     reason = "example values for tests: a failure to build one is a failed test"
 )]
 fn refused_connection() -> reqwest::Error {
-    crate::provider::install_crypto_provider();
+    // reqwest is built without a crypto provider (the provider client installs ring).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

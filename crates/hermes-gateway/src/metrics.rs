@@ -704,7 +704,7 @@ mod tests {
     fn snapshot() -> Arc<Snapshot> {
         let dir = std::env::temp_dir();
         let settings = crate::settings::GatewaySettings::new("metrics", &dir);
-        crate::live::Live::new(&settings, crate::live::Role::Listener)
+        crate::live::Live::new(&settings.into(), crate::live::Role::Listener)
             .unwrap()
             .current()
     }

@@ -7,8 +7,8 @@
 //! * *config* — the profile's `config.yaml` as `hermes_home` reads it (its typed view of the
 //!   `model` section, `${VAR}` expanded from the env map).
 //! * *env map* — the profile's `.env` merged over the process environment by hermes-home's one
-//!   rule ([`DotEnv::overlay`]: a `.env` assignment wins even when empty, and an empty value
-//!   counts as unset), which [`GatewaySettings::from_home`] applies and `doctor` and `dump`
+//!   rule ([`hermes_home::dotenv::DotEnv::overlay`]: a `.env` assignment wins even when empty, and an empty value
+//!   counts as unset), which [`crate::source::read_profile`] applies and `doctor` and `dump`
 //!   share.
 //!
 //! Precedence, per setting: env map, then config, then the built-in default — except the
@@ -59,10 +59,10 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+use hermes_home::DEFAULT_PROFILE;
 use hermes_home::config::{Config, expand_vars};
-use hermes_home::dotenv::{self, DotEnv};
+use hermes_home::dotenv;
 use hermes_home::providers::{self, ModelProvider};
-use hermes_home::{DEFAULT_PROFILE, Home};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -411,12 +411,10 @@ pub struct GatewaySettings {
     pub profile: String,
     /// The profile's home directory (holds `SOUL.md`, `config.yaml`, `.env`, `state.db`).
     pub home: PathBuf,
-    /// Text of `SOUL.md`: the system message when there is no [`GatewaySettings::prompt`]
-    /// (settings built in code). `None` or blank: no soul message.
+    /// Text of `SOUL.md`: the system message when the profile has no prompt source
+    /// ([`crate::source::Profile::prompt`]: settings built in code). `None` or blank: no soul
+    /// message.
     pub soul: Option<String>,
-    /// What the system prompt of each new session is built from, as the original builds it
-    /// ([`crate::prompt`]): set by [`GatewaySettings::from_home`].
-    pub prompt: Option<std::sync::Arc<crate::prompt::PromptSource>>,
     /// Bind host (`API_SERVER_HOST`, default `127.0.0.1`).
     pub host: String,
     /// Bind port (`API_SERVER_PORT`, default from [`default_port`]); 0 picks a free port.
@@ -443,9 +441,6 @@ pub struct GatewaySettings {
     pub notify_socket: Option<String>,
     /// Command line written into the lock record.
     pub argv: Vec<String>,
-    /// Where these settings were read from, so a running gateway reads them again when the
-    /// files change ([`crate::live`]); `None` for settings built in code.
-    pub source: Option<crate::live::Reloadable>,
     /// Serve every profile of the volume ([`crate::multiplex`]): `home` is then the volume's
     /// root (the default profile) and each named profile is served at `/p/<profile>/`. Set
     /// by the caller from `hermes_home::multiplex` for the default profile; never read from
@@ -465,7 +460,6 @@ impl GatewaySettings {
             profile,
             home,
             soul: None,
-            prompt: None,
             host: "127.0.0.1".into(),
             api_key: None,
             api_server: crate::api_server::ApiServer::On,
@@ -477,50 +471,8 @@ impl GatewaySettings {
             connection_limits: ConnectionLimits::default(),
             notify_socket: None,
             argv: std::env::args().collect(),
-            source: None,
             multiplex: false,
         }
-    }
-
-    /// Settings of the profile `home` with `process_env` (the process environment): reads its
-    /// `.env` (merged over `process_env` by [`DotEnv::overlay`]), `config.yaml`, `SOUL.md` and
-    /// `auth.json`, then [`GatewaySettings::resolve_with_auth`]s. The one entry that reads the
-    /// profile's files, so reading them again picks up every edit.
-    ///
-    /// An `auth.json` that cannot be read or parsed does not stop the gateway: it is logged
-    /// (a damaged one is copied aside first, as the CLI does) and read as empty.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Home`] for a `.env` or `config.yaml` that cannot be read or parsed, and the
-    /// errors of [`GatewaySettings::resolve`]. All are configuration errors (exit 78).
-    pub fn from_home(
-        home: &Home,
-        process_env: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<GatewaySettings, Error> {
-        let env = DotEnv::load(&home.env_path())?.overlay(process_env);
-        let config = Config::load(&home.config_path())?;
-        let soul = std::fs::read_to_string(home.soul_path()).ok();
-        let auth = load_auth(&home.auth_path());
-        let mut settings = GatewaySettings::resolve_with_auth(
-            home.profile().name(),
-            home.dir(),
-            soul.clone(),
-            &config,
-            &env,
-            &auth,
-        )?;
-        let lookup = |k: &str| env.get(k).cloned();
-        let configured = config.model(&lookup).provider;
-        settings.prompt = Some(std::sync::Arc::new(crate::prompt::PromptSource {
-            home: home.dir().to_path_buf(),
-            soul,
-            model: settings.provider.as_ref().map(|p| p.model.clone()),
-            provider: Some(crate::prompt::original_provider_id(configured.as_deref())),
-            config,
-            env,
-        }));
-        Ok(settings)
     }
 
     /// Builds settings from a flattened `config.yaml` view and an env map (see the module doc
@@ -691,33 +643,6 @@ impl GatewaySettings {
     /// Where clients reach the API (`host:port`), or `None` when the API server is off.
     pub fn api_addr(&self) -> Option<String> {
         self.api_server.is_on().then(|| self.bind_addr())
-    }
-}
-
-/// Reads `auth.json` for the gateway: a file that cannot be read or parsed is logged and read
-/// as empty (a damaged one was copied aside by [`AuthStore::load`]), so credentials on disk
-/// never stop a gateway that could run on its other keys.
-fn load_auth(path: &Path) -> AuthStore {
-    match AuthStore::load(path) {
-        Ok(loaded) => {
-            if let Some(c) = &loaded.corrupt {
-                tracing::warn!(
-                    path = %c.path.display(),
-                    preserved_at = ?c.preserved_at,
-                    "auth.json could not be parsed ({}); reading it as empty",
-                    c.reason
-                );
-            }
-            loaded.store
-        }
-        Err(e) => {
-            tracing::warn!(
-                path = %path.display(),
-                "auth.json cannot be read; its credentials are not used: {}",
-                hermes_errors::one_line(&e)
-            );
-            AuthStore::default()
-        }
     }
 }
 
@@ -1271,7 +1196,6 @@ impl std::fmt::Debug for GatewaySettings {
             .field("connection_limits", &self.connection_limits)
             .field("notify_socket", &self.notify_socket)
             .field("argv", &self.argv)
-            .field("reloadable", &self.source.is_some())
             .field("multiplex", &self.multiplex)
             .finish()
     }

@@ -553,7 +553,7 @@ async fn chat_once_streams_and_shares_sessions_with_the_api() {
     let s = settings(home.path(), "work", Some(&up));
 
     let mut pieces = Vec::new();
-    let answer = chat_once(&s, "first question", Some("cli-1"), |d| {
+    let answer = chat_once(&s.clone().into(), "first question", Some("cli-1"), |d| {
         pieces.push(d.to_string())
     })
     .await
@@ -586,14 +586,18 @@ async fn chat_once_streams_and_shares_sessions_with_the_api() {
 async fn chat_once_errors_are_typed() {
     let home = tempfile::tempdir().unwrap();
     let s = settings(home.path(), "work", None);
-    let err = chat_once(&s, "q", None, |_| {}).await.unwrap_err();
+    let err = chat_once(&s.clone().into(), "q", None, |_| {})
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::NoModel { .. }), "{err:?}");
     assert!(err.hint().unwrap().contains("model.default"));
 
     let up = Upstream::start().await;
     *up.state.required_key.lock().unwrap() = Some("right".into());
     let s = settings(home.path(), "work", Some(&up));
-    let err = chat_once(&s, "q", None, |_| {}).await.unwrap_err();
+    let err = chat_once(&s.clone().into(), "q", None, |_| {})
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, Error::ProviderAuth { status: 401, .. }),
         "{err:?}"
@@ -608,6 +612,8 @@ async fn chat_once_errors_are_typed() {
         p.base_url = format!("http://{dead}/v1");
         p.max_retries = 1;
     }
-    let err = chat_once(&s, "q", None, |_| {}).await.unwrap_err();
+    let err = chat_once(&s.clone().into(), "q", None, |_| {})
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::ProviderUnreachable { .. }), "{err:?}");
 }

@@ -34,6 +34,7 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use hermes_gateway::provider::Provider;
+use hermes_gateway::source::read_profile;
 use hermes_gateway::{Error, GatewaySettings, ProviderSettings};
 use hermes_home::Home;
 use hermes_home::auth::AuthStore;
@@ -458,7 +459,7 @@ async fn a_corrupt_auth_json_does_not_stop_the_gateway() {
     std::fs::write(root.path().join("auth.json"), "{not json").unwrap();
     let home = Home::select(root.path().to_path_buf(), None).unwrap();
     let env = [("TOGETHER_API_KEY".to_string(), "sk-env".to_string())];
-    let s = GatewaySettings::from_home(&home, env).unwrap();
+    let s = read_profile(&home, env).unwrap().settings;
     let p = s.provider.unwrap();
     assert_eq!(p.api_key.as_deref(), Some("sk-env"));
     let copies = std::fs::read_dir(root.path())

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use hermes_gateway::ShutdownRequest;
-use hermes_gateway::live::{Reloadable, SettingsSource};
+use hermes_gateway::source::SettingsSource;
 use hermes_home::Home;
 use serde_json::{Value, json};
 use support::{Running, Upstream, client, start};
@@ -102,14 +102,9 @@ fn volume(upstream: &Upstream) -> tempfile::TempDir {
 async fn run(root: &Path, multiplex: bool) -> Running {
     let home = Home::select(root.to_path_buf(), None).unwrap();
     let source = SettingsSource::new(home, Vec::new());
-    let (fingerprint, settings) = source.load();
-    let mut settings = settings.unwrap();
-    settings.source = Some(Reloadable {
-        source,
-        fingerprint,
-    });
-    settings.multiplex = multiplex;
-    start(settings).await
+    let mut profile = source.read().1.unwrap();
+    profile.settings.multiplex = multiplex;
+    start(profile).await
 }
 
 /// `GET path` with `key` (none when `None`): status and JSON body.

@@ -16,7 +16,7 @@ use std::fs;
 use std::path::Path;
 
 use hermes_gateway::ShutdownRequest;
-use hermes_gateway::live::{Reloadable, SettingsSource};
+use hermes_gateway::source::SettingsSource;
 use hermes_home::Home;
 use serde_json::{Value, json};
 use support::{Running, Upstream, client, start};
@@ -33,16 +33,11 @@ fn home(dir: &Path, env: &str, config: &str, soul: &str) -> Home {
 }
 
 /// Runs the gateway on the profile's files exactly as `hermes gateway run` does: settings read
-/// through a [`SettingsSource`] and attached to them, so they are re-read on change.
+/// through a [`SettingsSource`], so they are re-read on change.
 async fn run_from_files(home: &Home) -> Running {
     let source = SettingsSource::new(home.clone(), Vec::new());
-    let (fingerprint, settings) = source.load();
-    let mut settings = settings.unwrap();
-    settings.source = Some(Reloadable {
-        source,
-        fingerprint,
-    });
-    start(settings).await
+    let profile = source.read().1.unwrap();
+    start(profile).await
 }
 
 fn model_yaml(upstream: &Upstream, model: &str, key: &str) -> String {

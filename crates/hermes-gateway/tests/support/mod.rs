@@ -309,7 +309,8 @@ pub fn settings(home: &Path, profile: &str, upstream: Option<&Upstream>) -> Gate
 }
 
 /// Starts `run` in a task and waits until the gateway reports `running`.
-pub async fn start(settings: GatewaySettings) -> Running {
+pub async fn start(settings: impl Into<hermes_gateway::Profile>) -> Running {
+    let settings = settings.into();
     let recorder = Arc::new(MemoryRecorder::default());
     let (tx, rx) = tokio::sync::oneshot::channel::<ShutdownRequest>();
     let rec = Arc::clone(&recorder);
