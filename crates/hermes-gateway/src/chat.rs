@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 
 use crate::error::Error;
 use crate::live::Live;
-use crate::sessions::{SOURCE_CLI, SessionStore, TurnMeta, assemble, validate_session_id};
+use hermes_sessions::{SOURCE_CLI, SessionStore, TurnMeta, validate_session_id};
+
+use crate::assemble::assemble;
 use crate::source::Profile;
 
 /// What `chat_once` returns once the answer is complete.

@@ -35,7 +35,8 @@
 //! Modules: [`settings`] (resolution, default ports), [`source`] (reading a profile's files,
 //! [`Profile`]), [`live`] (reload while running), [`prompt`] (system prompts), [`server`] (routes, auth, errors),
 //! [`connections`] (accept loop, connection cap, header and idle timeouts),
-//! [`provider`] (upstream client, retries, SSE), [`sessions`] (store, message assembly),
+//! [`provider`] (upstream client, retries, SSE), `assemble` (a request's messages with the
+//! session history; the store itself is `hermes-sessions`),
 //! [`lock`] (single instance, `--replace`), [`notify`] (sd_notify), [`lifecycle`] (phases,
 //! exit reasons), [`chat`] (`chat_once`), [`error`].
 
@@ -43,6 +44,7 @@ mod access;
 pub mod anthropic;
 pub mod api_error;
 pub mod api_server;
+mod assemble;
 pub mod chat;
 mod completions;
 pub mod connections;
@@ -59,7 +61,6 @@ mod probes;
 pub mod prompt;
 pub mod provider;
 pub mod server;
-pub mod sessions;
 pub mod settings;
 pub mod source;
 pub mod state_file;

@@ -26,9 +26,9 @@ use std::sync::{Arc, Mutex};
 use crate::error::Error;
 use crate::prompt::PromptSource;
 use crate::provider::Provider;
-use crate::sessions::SessionStore;
 use crate::settings::GatewaySettings;
 use crate::source::{Fingerprint, Profile, SettingsSource};
+use hermes_sessions::SessionStore;
 
 /// What a request uses from the settings. Immutable: a reload builds a new one.
 #[derive(Debug)]

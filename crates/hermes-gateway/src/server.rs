@@ -38,9 +38,9 @@ use crate::error::Error;
 use crate::live::{Live, Role};
 use crate::metrics::Metrics;
 use crate::multiplex::Directory;
-use crate::sessions::SessionStore;
 use crate::settings::{ConnectionLimits, GatewaySettings};
 use crate::source::{Fingerprint, Profile, SettingsSource};
+use hermes_sessions::SessionStore;
 
 /// Largest accepted request body.
 const MAX_BODY: usize = 32 * 1024 * 1024;
@@ -352,9 +352,9 @@ async fn capabilities(State(state): State<AppState>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sessions::SESSION_HEADER;
     use axum::body::Body;
     use axum::http::Request as HttpRequest;
+    use hermes_sessions::SESSION_HEADER;
     use tower::ServiceExt;
 
     fn state(dir: &std::path::Path, key: Option<&str>) -> AppState {

@@ -228,7 +228,7 @@ async fn a_session_replays_its_stored_prompt_and_a_new_session_sees_new_memory()
         first.starts_with("the soul") && first.contains("Fact one."),
         "{first}"
     );
-    let stored = hermes_gateway::sessions::SessionStore::open(&dir.path().join("state.db"))
+    let stored = hermes_sessions::SessionStore::open(&dir.path().join("state.db"))
         .unwrap()
         .system_prompt("s-1")
         .unwrap();

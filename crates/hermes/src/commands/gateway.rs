@@ -999,8 +999,8 @@ pub fn chat(ctx: &Context, query: &str, session: Option<&str>) -> CommandResult 
 /// original's `--resume`, which says "Session not found"; a new conversation is `chat`
 /// without `--session` (its id is printed afterwards).
 fn existing_session(state_db: &Path, id: &str) -> Result<(), Failure> {
-    use hermes_gateway::sessions::browse::{MAX_LIMIT, Reader};
-    hermes_gateway::sessions::validate_session_id(id)?;
+    use hermes_sessions::browse::{MAX_LIMIT, Reader};
+    hermes_sessions::validate_session_id(id)?;
     let reader = Reader::open(state_db)?;
     let known = match &reader {
         Some(reader) if reader.session(id)?.is_some() => return Ok(()),
