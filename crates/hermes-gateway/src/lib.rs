@@ -34,7 +34,7 @@
 //!
 //! Modules: [`settings`] (resolution, default ports), [`source`] (reading a profile's files,
 //! [`Profile`]), [`live`] (reload while running), [`prompt`] (system prompts), [`server`] (routes, auth, errors),
-//! [`connections`] (accept loop, connection cap, header and idle timeouts),
+//! `hermes-http` (accept loop, connection cap, header and idle timeouts),
 //! [`provider`] (upstream client, retries, SSE), `assemble` (a request's messages with the
 //! session history; the store itself is `hermes-sessions`),
 //! [`lock`] (single instance, `--replace`), [`notify`] (sd_notify), [`lifecycle`] (phases,
@@ -47,7 +47,6 @@ pub mod api_server;
 mod assemble;
 pub mod chat;
 mod completions;
-pub mod connections;
 pub mod credentials;
 pub mod error;
 pub mod fallback;
@@ -73,7 +72,7 @@ pub use error::Error;
 pub use lifecycle::{ExitReason, NoopRecorder, Phase, ShutdownRequest, StateRecorder};
 pub use server::{AppState, router, serve, serve_with_limits};
 pub use settings::{
-    ConnectionLimits, GatewaySettings, KnownProvider, ProviderKey, ProviderSettings, WithheldKey,
+    GatewaySettings, KnownProvider, ProviderKey, ProviderSettings, WithheldKey,
     choose_provider_key, default_port, known_provider, known_providers,
 };
 pub use source::Profile;

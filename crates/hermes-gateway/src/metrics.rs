@@ -450,18 +450,6 @@ impl Metrics {
         self.in_flight.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn connection_opened(&self) {
-        self.open_connections.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn connection_closed(&self) {
-        self.open_connections.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn connection_rejected(&self) {
-        self.rejected_connections.fetch_add(1, Ordering::Relaxed);
-    }
-
     pub(crate) fn open_connections(&self) -> i64 {
         self.open_connections.load(Ordering::Relaxed)
     }
@@ -693,6 +681,21 @@ fn escape_label(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
+}
+
+/// The accept loop's connection counts (`hermes_http`).
+impl hermes_http::ConnectionObserver for Metrics {
+    fn opened(&self) {
+        self.open_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn closed(&self) {
+        self.open_connections.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn rejected(&self) {
+        self.rejected_connections.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 //!
 //! `router(state)` builds the routes without a socket (tests drive it with `oneshot`);
 //! `serve_with_limits(listener, state, shutdown, grace, limits)` runs it on a bound listener
-//! (HTTP/1.1, with the connection cap and timeouts of [`crate::connections`]) until the
+//! (HTTP/1.1, with the connection cap and timeouts of `hermes_http`) until the
 //! shutdown future fires, then drains in-flight requests for at most `grace`. No signal
 //! handler is installed here: PID 1 / the binary owns signals and turns them into the
 //! shutdown future.
@@ -38,7 +38,9 @@ use crate::error::Error;
 use crate::live::{Live, Role};
 use crate::metrics::Metrics;
 use crate::multiplex::Directory;
-use crate::settings::{ConnectionLimits, GatewaySettings};
+use hermes_http::ConnectionLimits;
+
+use crate::settings::GatewaySettings;
 use crate::source::{Fingerprint, Profile, SettingsSource};
 use hermes_sessions::SessionStore;
 
@@ -231,8 +233,7 @@ pub async fn serve_with_limits(
     limits: ConnectionLimits,
 ) -> std::io::Result<()> {
     let metrics = Arc::clone(&state.inner.metrics);
-    crate::connections::serve_limited(listener, router(state), shutdown, grace, limits, metrics)
-        .await
+    hermes_http::serve_observed(listener, router(state), shutdown, grace, limits, metrics).await
 }
 
 /// Equal-time comparison: both sides are hashed first, so neither the position of the first

@@ -71,6 +71,8 @@ use sha2::{Digest, Sha256};
 use hermes_home::auth::AuthStore;
 use serde_json::{Map, Value};
 
+use hermes_http::ConnectionLimits;
+
 use crate::credentials::{PoolStore, PooledKey, Strategy, invoke_token_use_until};
 use crate::error::Error;
 use crate::fallback::{self, FallbackSpec};
@@ -358,47 +360,6 @@ impl ProviderSettings {
             format!("{} at {}", self.model, self.base_url)
         } else {
             format!("{} {} at {}", self.name, self.model, self.base_url)
-        }
-    }
-}
-
-/// Limits on the gateway's client connections (`gateway.*` in `config.yaml`).
-///
-/// A connection is *idle* when no request is in flight on it and it has sent nothing since its
-/// last answer (a new connection that has sent nothing is idle too); it is *reading a head*
-/// from the first byte of a request until the request's headers are complete.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConnectionLimits {
-    /// Most client connections served at once (`gateway.max_connections`, default 512). At
-    /// the cap, a new connection takes the place of the longest-idle one (then of the oldest
-    /// one still reading a head); when every connection has a request in flight it is
-    /// answered `503 too_many_connections` and closed.
-    pub max_connections: usize,
-    /// Time from a request's first byte to its last header byte (`gateway.header_timeout`,
-    /// seconds, default 10); slower connections are closed.
-    pub header_timeout: Duration,
-    /// Time an idle connection is kept open (`gateway.idle_timeout`, seconds, default 60).
-    pub idle_timeout: Duration,
-}
-
-impl Default for ConnectionLimits {
-    fn default() -> Self {
-        ConnectionLimits {
-            max_connections: 512,
-            header_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
-        }
-    }
-}
-
-impl ConnectionLimits {
-    /// Limits with these values (tests use small ones).
-    pub fn new(max_connections: usize, header_timeout: Duration, idle_timeout: Duration) -> Self {
-        ConnectionLimits {
-            max_connections,
-            header_timeout,
-            idle_timeout,
         }
     }
 }

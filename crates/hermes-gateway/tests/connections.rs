@@ -19,7 +19,8 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hermes_gateway::{ConnectionLimits, ShutdownRequest};
+use hermes_gateway::ShutdownRequest;
+use hermes_http::ConnectionLimits;
 use serde_json::{Value, json};
 use support::{Step, Upstream, client, settings, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -763,7 +763,7 @@ async fn connections_are_counted_open_and_rejected() {
     let home = tempfile::tempdir().unwrap();
     let mut s = settings(home.path(), "obs", Some(&up));
     s.connection_limits =
-        hermes_gateway::ConnectionLimits::new(1, Duration::from_secs(30), Duration::from_secs(30));
+        hermes_http::ConnectionLimits::new(1, Duration::from_secs(30), Duration::from_secs(30));
     let auth = bearer(&s);
     let gw = start(s).await;
     let before = metrics(&gw).await;
