@@ -13,20 +13,18 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::{Running, Step, Upstream, client, settings, sse_data, sse_text, start};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use hermes_gateway::{GatewaySettings, ProviderSettings, ShutdownRequest};
 use serde_json::{Value, json};
-use support::{Running, Step, Upstream, client, settings, sse_data, sse_text, start};
 
 // ---------------------------------------------------------------------------------------
 // Helpers.

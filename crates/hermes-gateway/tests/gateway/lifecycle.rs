@@ -12,17 +12,15 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
 use std::os::unix::net::UnixDatagram;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::{MemoryRecorder, Upstream, client, settings, sse_data, sse_text, start};
 use hermes_gateway::lock::{GatewayLock, LockRecord, read_holder};
 use hermes_gateway::{Error, ExitReason, NoopRecorder, Phase, ShutdownRequest};
 use serde_json::json;
-use support::{MemoryRecorder, Upstream, client, settings, sse_data, sse_text, start};
 
 const CHILD_GATEWAY: &str = "HERMES_GW_TEST_CHILD_GATEWAY";
 const CHILD_STUBBORN: &str = "HERMES_GW_TEST_CHILD_STUBBORN";
@@ -67,9 +65,14 @@ fn child_stubborn() {
     });
 }
 
+/// Runs the helper test `role` of this module alone in a process of its own (it takes signals
+/// and the profile's lock, so it must not share the test process).
 fn spawn_child(role: &str, env: &str, home: &std::path::Path) -> Child {
+    // Test names are paths inside the binary: `lifecycle::child_gateway`.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let name = format!("{module}::{role}");
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", role, "--nocapture", "--test-threads=1"])
+        .args(["--exact", &name, "--nocapture", "--test-threads=1"])
         .env(env, home)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -308,7 +311,10 @@ async fn shutdown_drains_an_in_flight_stream() {
     }
     let data = sse_data(&body);
     assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
-    assert_eq!(sse_text(&data), support::echo_of("one two three four five"));
+    assert_eq!(
+        sse_text(&data),
+        crate::support::echo_of("one two three four five")
+    );
     let reason = stopping.await.unwrap().unwrap();
     assert!(matches!(reason, ExitReason::Stopped));
 }

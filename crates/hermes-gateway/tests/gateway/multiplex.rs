@@ -9,17 +9,15 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::{Running, Upstream, client, start};
 use hermes_gateway::ShutdownRequest;
 use hermes_gateway::source::SettingsSource;
 use hermes_home::Home;
 use serde_json::{Value, json};
-use support::{Running, Upstream, client, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A profile of the test volume: where it is served, its key, model and soul.

@@ -10,16 +10,14 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
 use std::fs;
 use std::path::Path;
 
+use crate::support::{Running, Upstream, client, start};
 use hermes_gateway::ShutdownRequest;
 use hermes_gateway::source::SettingsSource;
 use hermes_home::Home;
 use serde_json::{Value, json};
-use support::{Running, Upstream, client, start};
 
 const KEY: &str = "reload-test-key-0123456789";
 

@@ -19,8 +19,6 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -1029,9 +1027,9 @@ async fn a_client_of_the_gateway_sees_the_fallback_answer_or_what_was_tried() {
     )
     .unwrap();
     s.provider = s.provider.map(fast);
-    let gw = support::start(s).await;
+    let gw = crate::support::start(s).await;
     let ask_gateway = |stream: bool| {
-        support::client()
+        crate::support::client()
             .post(gw.url("/v1/chat/completions"))
             .header("authorization", "Bearer gw-key-0123456789abcdef")
             .json(&json!({"messages": [{"role": "user", "content": "hi"}], "stream": stream}))

@@ -11,14 +11,12 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use crate::support::{Step, Upstream, client, echo_of, settings, sse_data, sse_text, start};
 use hermes_gateway::{Error, ShutdownRequest, chat_once};
 use serde_json::{Value, json};
-use support::{Step, Upstream, client, echo_of, settings, sse_data, sse_text, start};
 
 const KEY: &str = "Bearer gw-key";
 
@@ -479,7 +477,7 @@ async fn session_continuation_sends_history_upstream() {
     gw.stop(ShutdownRequest::Stop).await.unwrap();
 }
 
-fn contents_of(seen: &support::Seen) -> Vec<String> {
+fn contents_of(seen: &crate::support::Seen) -> Vec<String> {
     seen.body["messages"]
         .as_array()
         .unwrap()

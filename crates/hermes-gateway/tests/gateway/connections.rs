@@ -14,15 +14,13 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::{Step, Upstream, client, settings, start};
 use hermes_gateway::ShutdownRequest;
 use hermes_http::ConnectionLimits;
 use serde_json::{Value, json};
-use support::{Step, Upstream, client, settings, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
@@ -153,7 +151,7 @@ async fn idle_connections_are_closed_after_the_idle_timeout_but_long_requests_ar
     let v: Value = r.json().await.unwrap();
     assert_eq!(
         v["choices"][0]["message"]["content"],
-        support::echo_of("slow")
+        crate::support::echo_of("slow")
     );
     gw.stop(ShutdownRequest::Stop).await.unwrap();
 }

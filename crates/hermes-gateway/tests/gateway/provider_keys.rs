@@ -12,15 +12,13 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::support::{Upstream, client, echo_of, start};
 use hermes_gateway::{Error, GatewaySettings, ShutdownRequest, chat_once};
 use hermes_home::config::Config;
 use serde_json::json;
-use support::{Upstream, client, echo_of, start};
 
 /// Settings resolved the way `hermes gateway run` does it, on port 0 with a client key long enough for any key rule.
 fn resolved(home: &Path, yaml: &str, env: &[(&str, &str)]) -> GatewaySettings {
