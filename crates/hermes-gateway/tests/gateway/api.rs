@@ -11,6 +11,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+use hermes_test_support::poll::until_async;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -330,14 +331,12 @@ async fn client_disconnect_mid_stream_stops_upstream_and_server_keeps_working() 
     drop(r);
 
     // The gateway notices, stops reading, and the upstream sees its stream dropped.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while up.state.aborted.load(Ordering::SeqCst) == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "upstream stream was never dropped"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_async(
+        "the upstream stream to be dropped",
+        Duration::from_secs(30),
+        async || (up.state.aborted.load(Ordering::SeqCst) != 0).then_some(()),
+    )
+    .await;
     assert_eq!(up.state.completed.load(Ordering::SeqCst), 0);
 
     up.state.padding_pieces.store(0, Ordering::SeqCst);

@@ -14,6 +14,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+use hermes_test_support::poll::until_async;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -224,14 +225,12 @@ async fn when_every_connection_is_busy_a_new_one_gets_a_clear_503() {
             })
         })
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while up.seen().len() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "both requests reach the upstream"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_async(
+        "both requests to reach the upstream",
+        Duration::from_secs(10),
+        async || (up.seen().len() >= 2).then_some(()),
+    )
+    .await;
 
     // A third connection is told why, and closed.
     let mut third = TcpStream::connect(gw.addr).await.unwrap();

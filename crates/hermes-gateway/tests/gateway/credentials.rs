@@ -19,6 +19,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+use hermes_test_support::poll::until_async;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -282,17 +283,12 @@ fn stored_entry(home: &Path, pool: &str, id: &str) -> Value {
 
 /// Waits for the background write of a key's status.
 async fn wait_for_status(home: &Path, pool: &str, id: &str, status: &str) -> Value {
-    for _ in 0..200 {
+    let what = format!("{id} to become {status}");
+    until_async(&what, Duration::from_secs(10), async || {
         let e = stored_entry(home, pool, id);
-        if e["last_status"] == status {
-            return e;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!(
-        "{id} never became {status}: {}",
-        stored_entry(home, pool, id)
-    );
+        (e["last_status"] == status).then_some(e)
+    })
+    .await
 }
 
 fn ask() -> Value {

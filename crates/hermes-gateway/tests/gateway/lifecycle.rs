@@ -12,10 +12,11 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+use hermes_test_support::poll::{until, until_true};
 use std::os::unix::net::UnixDatagram;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::{MemoryRecorder, Upstream, client, settings, sse_data, sse_text, start};
 use hermes_gateway::lock::{GatewayLock, LockRecord, read_holder};
@@ -82,25 +83,17 @@ fn spawn_child(role: &str, env: &str, home: &std::path::Path) -> Child {
 
 /// Waits until the lock file names `pid` as holder.
 fn wait_for_holder(home: &std::path::Path, pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if read_holder(&home.join("gateway.lock")).is_some_and(|r| r.pid == pid as i32) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "child never took the lock");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until_true(
+        "the child to take the lock",
+        Duration::from_secs(60),
+        || read_holder(&home.join("gateway.lock")).is_some_and(|r| r.pid == pid as i32),
+    );
 }
 
 fn wait_child(child: &mut Child) -> std::process::ExitStatus {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "child did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until("the child to exit", Duration::from_secs(60), || {
+        child.try_wait().unwrap()
+    })
 }
 
 #[tokio::test]

@@ -7,6 +7,12 @@
 //! runtime, so the other modules' gateways writing into it change nothing it reads). No test
 //! sets environment variables or the current directory.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
 mod anthropic_parity;
 mod api;
 mod config_yaml;

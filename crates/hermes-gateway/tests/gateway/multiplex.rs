@@ -9,9 +9,10 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+use hermes_test_support::poll::until_async;
 use std::fs;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::{Running, Upstream, client, start};
 use hermes_gateway::ShutdownRequest;
@@ -169,11 +170,10 @@ async fn raw_get(gw: &Running, path: &str) -> (u16, String) {
 
 /// Polls `check` until it holds (a rescan is rate-limited), at most 10 s.
 async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_async(what, Duration::from_secs(10), async || {
+        check().await.then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
