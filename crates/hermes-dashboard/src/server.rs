@@ -70,16 +70,16 @@ pub async fn bind(settings: &Settings) -> Result<TcpListener, Error> {
 }
 
 /// Serves `router` on `listener` until the process ends, with the gateway's connection
-/// handling (`hermes_gateway::connections::serve_app`: a cap on connections, request-head and
+/// handling (`hermes_http::serve_app`: a cap on connections, request-head and
 /// idle timeouts), so slow or idle clients — unauthenticated ones included — cannot hold the
 /// dashboard. Handlers get the client's address as `ConnectInfo<SocketAddr>`.
 pub async fn serve(listener: TcpListener, router: Router) -> Result<(), Error> {
-    hermes_gateway::connections::serve_app(
+    hermes_http::serve_app(
         listener,
         router,
         std::future::pending(),
         Duration::from_secs(5),
-        hermes_gateway::ConnectionLimits::default(),
+        hermes_http::ConnectionLimits::default(),
     )
     .await
     .map_err(Error::Serve)

@@ -102,7 +102,7 @@ fn row(root: &Path, status: &ServiceStatus, gateway: Option<&GatewayEngine>) -> 
 /// The port the profile's API server listens on, resolved as the gateway resolves it
 /// (`None` when the API server is off or the settings are invalid).
 fn gateway_port(home: &Home) -> Option<u16> {
-    let (_, settings) = hermes_gateway::live::SettingsSource::from_process(home.clone()).load();
+    let (_, settings) = hermes_gateway::source::SettingsSource::from_process(home.clone()).load();
     let settings = settings.ok()?;
     settings.api_addr().map(|_| settings.port)
 }

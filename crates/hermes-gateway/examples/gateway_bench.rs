@@ -48,7 +48,7 @@
               with the panic's message, as a test would"
 )]
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/gateway/support.rs"]
 mod support;
 
 use std::io::{BufRead, BufReader, Write};

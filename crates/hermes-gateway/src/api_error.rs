@@ -56,7 +56,7 @@ impl ApiError {
                 "model_not_configured",
                 with_hint(e),
             ),
-            Error::InvalidSessionId { .. } => ApiError::new(
+            Error::Sessions(hermes_sessions::Error::InvalidSessionId { .. }) => ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "invalid_request_error",
                 "invalid_session_id",
@@ -144,6 +144,12 @@ impl IntoResponse for ApiError {
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         ApiError::from_error(&e)
+    }
+}
+
+impl From<hermes_sessions::Error> for ApiError {
+    fn from(e: hermes_sessions::Error) -> Self {
+        ApiError::from_error(&Error::from(e))
     }
 }
 

@@ -9,8 +9,10 @@ use serde_json::{Value, json};
 
 use crate::error::Error;
 use crate::live::Live;
-use crate::sessions::{SOURCE_CLI, SessionStore, TurnMeta, assemble, validate_session_id};
-use crate::settings::GatewaySettings;
+use hermes_sessions::{SOURCE_CLI, SessionStore, TurnMeta, validate_session_id};
+
+use crate::assemble::assemble;
+use crate::source::Profile;
 
 /// What `chat_once` returns once the answer is complete.
 #[non_exhaustive]
@@ -33,11 +35,12 @@ pub struct ChatAnswer {
 /// [`Error::ProviderUnreachable`], [`Error::ProviderTimeout`], [`Error::ProviderStatus`],
 /// [`Error::InvalidSessionId`], [`Error::SessionStore`].
 pub async fn chat_once(
-    settings: &GatewaySettings,
+    profile: &Profile,
     question: &str,
     session: Option<&str>,
     mut on_delta: impl FnMut(&str),
 ) -> Result<ChatAnswer, Error> {
+    let settings = &profile.settings;
     let model = settings
         .provider
         .as_ref()
@@ -50,7 +53,7 @@ pub async fn chat_once(
         validate_session_id(id)?;
     }
     // The same snapshot a gateway request uses: provider client and system prompt.
-    let snapshot = Live::new(settings, crate::live::Role::Listener)?.current();
+    let snapshot = Live::new(profile, crate::live::Role::Listener)?.current();
     let provider = snapshot.provider.clone().ok_or_else(|| Error::NoModel {
         profile: settings.profile.clone(),
         home: settings.home.clone(),

@@ -24,7 +24,9 @@ use crate::error::Error;
 use crate::live::Snapshot;
 use crate::metrics::{StreamEnd, Tokens};
 use crate::server::AppState;
-use crate::sessions::{SESSION_HEADER, TurnMeta, assemble, validate_session_id};
+use hermes_sessions::{SESSION_HEADER, TurnMeta, validate_session_id};
+
+use crate::assemble::assemble;
 use usage::UsageFilter;
 
 /// Events buffered between the provider reader and a slow client.
@@ -207,7 +209,7 @@ struct Relay {
     call: Option<UpstreamCall>,
     usage: UsageFilter,
     exchange: Option<Arc<Exchange>>,
-    store: crate::sessions::SessionStore,
+    store: hermes_sessions::SessionStore,
     /// Profile, source, model and (for a session's first turn) its system prompt.
     meta: TurnMeta,
     session: Option<String>,

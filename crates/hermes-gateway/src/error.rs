@@ -110,35 +110,9 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    /// The session store (`state.db`) could not be opened or used.
-    #[error("session store `{}` failed", path.display())]
-    SessionStore {
-        /// The database file.
-        path: PathBuf,
-        /// The underlying failure.
-        #[source]
-        source: rusqlite::Error,
-    },
-
-    /// The session store's file could not be created (private, mode 0600) before SQLite
-    /// opened it.
-    #[error("cannot create session store `{}`", path.display())]
-    SessionFile {
-        /// The database file.
-        path: PathBuf,
-        /// The underlying failure.
-        #[source]
-        source: std::io::Error,
-    },
-
-    /// A session id is not acceptable.
-    #[error(
-        "invalid session id `{id}`: use 1-256 characters without control characters, surrounding spaces, `/`, `\\` or `..`"
-    )]
-    InvalidSessionId {
-        /// The id as received (truncated for display).
-        id: String,
-    },
+    /// The session store (`state.db`) failed, or a session id is not acceptable.
+    #[error(transparent)]
+    Sessions(#[from] hermes_sessions::Error),
 
     /// No model is configured for this profile, so there is nothing to chat with.
     #[error("no model is configured for profile `{profile}`")]
@@ -285,14 +259,7 @@ impl Error {
                 "each profile needs its own port: set a free `API_SERVER_PORT` in this profile's `.env` (see who holds it with `ss -ltnp 'sport = :{port}'`)"
             )),
             Error::Serve { .. } => Some("check `API_SERVER_HOST` and `API_SERVER_PORT`".into()),
-            Error::SessionStore { path, .. } | Error::SessionFile { path, .. } => Some(format!(
-                "check that `{}` is a writable SQLite database",
-                path.display()
-            )),
-            Error::InvalidSessionId { .. } => Some(
-                "use an id as `hermes chat` prints it (`chat-…`), or leave `--session` out to start a new conversation"
-                    .into(),
-            ),
+            Error::Sessions(e) => e.hint(),
             Error::NoModel { home, .. } => Some(format!(
                 "set `model.default` (and `model.base_url` for a non-OpenAI provider) in `{}`, and the provider key `OPENAI_API_KEY` in `{}`",
                 home.join("config.yaml").display(),
@@ -365,7 +332,8 @@ impl Error {
     reason = "example values for tests: a failure to build one is a failed test"
 )]
 fn refused_connection() -> reqwest::Error {
-    crate::provider::install_crypto_provider();
+    // reqwest is built without a crypto provider (the provider client installs ring).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -377,6 +345,20 @@ fn refused_connection() -> reqwest::Error {
                 .send(),
         )
         .expect_err("nothing listens on port 1")
+}
+
+/// The session store's `n`th example error, as the gateway reports it.
+#[cfg(any(test, feature = "examples"))]
+#[allow(
+    clippy::expect_used,
+    reason = "example values for tests: a missing one is a failed test"
+)]
+fn session_example(n: usize) -> Error {
+    let (_, e) = hermes_sessions::Error::every_variant()
+        .into_iter()
+        .nth(n)
+        .expect("the session store lists four examples");
+    Error::Sessions(e)
 }
 
 /// A `reqwest` builder error, as a client that cannot be set up returns.
@@ -433,20 +415,10 @@ hermes_errors::every_variant!(Error {
         addr: "203.0.113.7:8642".into(),
         source: std::io::Error::from_raw_os_error(99),
     },
-    Error::SessionStore { .. } => Error::SessionStore {
-        path: "/opt/data/profiles/work/state.db".into(),
-        source: rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
-            Some("attempt to write a readonly database".into()),
-        ),
-    },
-    Error::SessionFile { .. } => Error::SessionFile {
-        path: "/opt/data/profiles/work/state.db".into(),
-        source: std::io::Error::from_raw_os_error(13),
-    },
-    Error::InvalidSessionId { .. } => Error::InvalidSessionId {
-        id: "../etc".into(),
-    },
+    Error::Sessions(hermes_sessions::Error::SessionStore { .. }) => session_example(0),
+    Error::Sessions(hermes_sessions::Error::SessionFile { .. }) => session_example(1),
+    Error::Sessions(hermes_sessions::Error::InvalidSessionId { .. }) => session_example(2),
+    Error::Sessions(hermes_sessions::Error::Task { .. }) => session_example(3),
     Error::NoModel { .. } => Error::NoModel {
         profile: "work".into(),
         home: "/opt/data/profiles/work".into(),

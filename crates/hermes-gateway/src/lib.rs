@@ -6,8 +6,9 @@
 //! `SOUL.md` as the first system message, and keeps conversations named by
 //! `X-Hermes-Session-Id` in `state.db`.
 //!
-//! The caller (the `hermes` binary) resolves settings ([`GatewaySettings::resolve`]), supplies
-//! a [`StateRecorder`] that writes `gateway_state.json`, and a shutdown future built from its
+//! The caller (the `hermes` binary) reads the profile ([`source::SettingsSource::read`]: the
+//! settings, resolved once by [`GatewaySettings::resolve`], with the prompt source and the
+//! live-reload source beside them), supplies a [`StateRecorder`] that writes `gateway_state.json`, and a shutdown future built from its
 //! signals; [`run`] does the rest:
 //!
 //! ```text
@@ -31,9 +32,11 @@
 //! one gateway serves every profile of the volume: named ones at `/p/<profile>/...`, each with
 //! its own state (`multiplex`).
 //!
-//! Modules: [`settings`] (resolution, default ports), [`server`] (routes, auth, errors),
-//! [`connections`] (accept loop, connection cap, header and idle timeouts),
-//! [`provider`] (upstream client, retries, SSE), [`sessions`] (store, message assembly),
+//! Modules: [`settings`] (resolution, default ports), [`source`] (reading a profile's files,
+//! [`Profile`]), [`live`] (reload while running), [`prompt`] (system prompts), [`server`] (routes, auth, errors),
+//! `hermes-http` (accept loop, connection cap, header and idle timeouts),
+//! [`provider`] (upstream client, retries, SSE), `assemble` (a request's messages with the
+//! session history; the store itself is `hermes-sessions`),
 //! [`lock`] (single instance, `--replace`), [`notify`] (sd_notify), [`lifecycle`] (phases,
 //! exit reasons), [`chat`] (`chat_once`), [`error`].
 
@@ -41,14 +44,14 @@ mod access;
 pub mod anthropic;
 pub mod api_error;
 pub mod api_server;
+mod assemble;
 pub mod chat;
 mod completions;
-pub mod connections;
 pub mod credentials;
 pub mod error;
 pub mod fallback;
 pub mod lifecycle;
-pub mod live;
+mod live;
 pub mod lock;
 mod metrics;
 mod multiplex;
@@ -57,8 +60,8 @@ mod probes;
 pub mod prompt;
 pub mod provider;
 pub mod server;
-pub mod sessions;
 pub mod settings;
+pub mod source;
 pub mod state_file;
 
 use std::future::IntoFuture;
@@ -69,17 +72,19 @@ pub use error::Error;
 pub use lifecycle::{ExitReason, NoopRecorder, Phase, ShutdownRequest, StateRecorder};
 pub use server::{AppState, router, serve, serve_with_limits};
 pub use settings::{
-    ConnectionLimits, GatewaySettings, KnownProvider, ProviderKey, ProviderSettings, WithheldKey,
+    GatewaySettings, KnownProvider, ProviderKey, ProviderSettings, WithheldKey,
     choose_provider_key, default_port, known_provider, known_providers,
 };
+pub use source::Profile;
 pub use state_file::StateFileRecorder;
 
 use crate::api_server::ApiServer;
 use crate::lock::{GatewayLock, LockRecord};
 
-/// Runs the gateway for `settings` until `shutdown` resolves, reporting phases to `recorder`.
+/// Runs the gateway for `profile` until `shutdown` resolves, reporting phases to `recorder`.
 ///
-/// `shutdown` may resolve to `()` (a plain stop) or to a [`ShutdownRequest`].
+/// `profile` is a [`Profile`] read from its files (reloaded when they change), or
+/// [`GatewaySettings`] built in code. `shutdown` may resolve to `()` (a plain stop) or to a [`ShutdownRequest`].
 ///
 /// Returns `Ok(ExitReason::ConfigError)` for unusable settings (exit 78, nothing started),
 /// `Ok(Stopped)` / `Ok(RestartRequested)` after a drained shutdown (exit 0 / 75).
@@ -90,7 +95,7 @@ use crate::lock::{GatewayLock, LockRecord};
 /// `startup_failed` is recorded with the error's message first. The caller exits 1 (or
 /// [`Error::exit_code`]) so the supervisor retries with backoff.
 pub async fn run<F>(
-    settings: GatewaySettings,
+    profile: impl Into<Profile>,
     recorder: &dyn StateRecorder,
     shutdown: F,
 ) -> Result<ExitReason, Error>
@@ -99,11 +104,13 @@ where
     F::IntoFuture: Send,
     F::Output: Into<ShutdownRequest>,
 {
+    let profile = profile.into();
+    let settings = &profile.settings;
     if let Err(e) = settings.validate() {
-        record_unlocked_failure(&settings, recorder, &e);
+        record_unlocked_failure(settings, recorder, &e);
         return Ok(ExitReason::ConfigError(e));
     }
-    let lock = match take_lock(&settings).await {
+    let lock = match take_lock(settings).await {
         Ok(lock) => lock,
         Err(e) => {
             // Refused because another gateway holds the profile: its record stays as it is.
@@ -111,16 +118,16 @@ where
                 e,
                 Error::AlreadyRunning { .. } | Error::TakeoverTimedOut { .. }
             ) {
-                record_unlocked_failure(&settings, recorder, &e);
+                record_unlocked_failure(settings, recorder, &e);
             }
             return Err(e);
         }
     };
     recorder.record(Phase::Starting, None);
     if let ApiServer::Off { reason } = &settings.api_server {
-        return Ok(serve_nothing(&settings, recorder, lock, reason, shutdown).await);
+        return Ok(serve_nothing(settings, recorder, lock, reason, shutdown).await);
     }
-    let (listener, state) = match open(&settings, recorder).await {
+    let (listener, state) = match open(&profile, recorder).await {
         Ok(parts) => parts,
         Err(e) => {
             recorder.record(Phase::StartupFailed, Some(&hermes_errors::one_line(&e)));
@@ -257,10 +264,11 @@ async fn take_lock(settings: &GatewaySettings) -> Result<GatewayLock, Error> {
 /// Store, bind: what must succeed, once the lock is held, before the gateway reports
 /// `running`.
 async fn open(
-    settings: &GatewaySettings,
+    profile: &Profile,
     recorder: &dyn StateRecorder,
 ) -> Result<(tokio::net::TcpListener, AppState), Error> {
-    let state = AppState::new(settings)?;
+    let settings = &profile.settings;
+    let state = AppState::for_profile(profile)?;
     let addr = settings.bind_addr();
     let listener = tokio::net::TcpListener::bind(&addr)
         .await

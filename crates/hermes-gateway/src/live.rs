@@ -1,18 +1,13 @@
 //! Configuration changes applied while the gateway runs, without a restart.
 //!
-//! Words:
-//! * *source* — where a profile's settings come from ([`SettingsSource`]): its home (the files
-//!   `config.yaml`, `.env`, `SOUL.md`, `auth.json`, `memories/*.md`) and the process
-//!   environment the gateway started with.
-//! * *fingerprint* — what `stat` says about each watched file (device, inode, size, mtime and
-//!   ctime in nanoseconds; absent files count too). Any difference means "read again".
+//! Words (*source* and *fingerprint*: [`crate::source`]):
 //! * *snapshot* — what a request uses from the settings: the soul, the client key and the
 //!   provider client ([`Snapshot`]). Requests hold an `Arc` to the one current when they
 //!   started, so a reload never changes a request midway.
 //!
 //! Every request (and `/health`) asks [`Live::current`], which compares the fingerprint (a
 //! handful of `stat` calls, microseconds) and, when a file changed, resolves the settings
-//! again with the same code as at start (`GatewaySettings::from_home`). So an edit of the
+//! again with the same code as at start ([`SettingsSource::read`]). So an edit of the
 //! model, the provider, a key or `SOUL.md` is used by the very next request; no signal and no
 //! watcher thread are needed.
 //!
@@ -26,111 +21,14 @@
 //! snapshot in use, logs the reason once per change and shows it in `/health`
 //! (`config_error`), so a typo in `config.yaml` never takes a running gateway down.
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-
-use hermes_home::Home;
 
 use crate::error::Error;
 use crate::prompt::PromptSource;
 use crate::provider::Provider;
-use crate::sessions::SessionStore;
 use crate::settings::GatewaySettings;
-
-/// Where a profile's settings are read from, so they can be read again.
-#[derive(Debug, Clone)]
-pub struct SettingsSource {
-    home: Home,
-    process_env: Vec<(String, String)>,
-}
-
-impl SettingsSource {
-    /// The profile `home`, with the environment the gateway process started with.
-    pub fn new(home: Home, process_env: Vec<(String, String)>) -> SettingsSource {
-        SettingsSource { home, process_env }
-    }
-
-    /// The profile `home` with this process's environment. Variables whose name or value is
-    /// not UTF-8 cannot be configuration and are left out (never a panic).
-    pub fn from_process(home: Home) -> SettingsSource {
-        let process_env = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect();
-        SettingsSource::new(home, process_env)
-    }
-
-    /// The source of another profile served by the same process: its own home, the same
-    /// process environment, except the variables the supervisor sets to name the profile
-    /// (`HERMES_PROFILE`, `HERMES_PROFILE_HOME`), which name that profile instead.
-    pub(crate) fn for_profile(&self, home: Home) -> SettingsSource {
-        let mut process_env: Vec<(String, String)> = self
-            .process_env
-            .iter()
-            .filter(|(k, _)| k != "HERMES_PROFILE" && k != "HERMES_PROFILE_HOME")
-            .cloned()
-            .collect();
-        process_env.push(("HERMES_PROFILE".into(), home.profile().name().to_owned()));
-        process_env.push((
-            "HERMES_PROFILE_HOME".into(),
-            home.dir().to_string_lossy().into_owned(),
-        ));
-        SettingsSource::new(home, process_env)
-    }
-
-    /// Files whose change means the settings must be read again.
-    fn watched(&self) -> Vec<PathBuf> {
-        let dir = self.home.dir();
-        vec![
-            self.home.config_path(),
-            self.home.env_path(),
-            self.home.soul_path(),
-            self.home.auth_path(),
-            dir.join("memories").join("MEMORY.md"),
-            dir.join("memories").join("USER.md"),
-        ]
-    }
-
-    /// Reads the settings, with the fingerprint taken *before* reading: an edit that lands
-    /// while they are read changes the fingerprint again and is picked up next time.
-    ///
-    /// # Errors
-    ///
-    /// Those of [`GatewaySettings::from_home`].
-    pub fn load(&self) -> (Fingerprint, Result<GatewaySettings, Error>) {
-        let fingerprint = Fingerprint::of(&self.watched());
-        let settings = GatewaySettings::from_home(&self.home, self.process_env.iter().cloned());
-        (fingerprint, settings)
-    }
-}
-
-/// `stat` of every watched file; equal fingerprints mean nothing changed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Fingerprint(BTreeMap<PathBuf, Option<[i64; 6]>>);
-
-impl Fingerprint {
-    fn of(paths: &[PathBuf]) -> Fingerprint {
-        Fingerprint(
-            paths
-                .iter()
-                .map(|p| {
-                    let stat = std::fs::metadata(p).ok().map(|m| {
-                        [
-                            m.dev() as i64,
-                            m.ino() as i64,
-                            m.size() as i64,
-                            m.mtime().saturating_mul(1_000_000_000) + m.mtime_nsec(),
-                            m.ctime().saturating_mul(1_000_000_000) + m.ctime_nsec(),
-                            i64::from(m.mode()),
-                        ]
-                    });
-                    (p.clone(), stat)
-                })
-                .collect(),
-        )
-    }
-}
+use crate::source::{Fingerprint, Profile, SettingsSource};
+use hermes_sessions::SessionStore;
 
 /// What a request uses from the settings. Immutable: a reload builds a new one.
 #[derive(Debug)]
@@ -228,6 +126,7 @@ impl Snapshot {
     /// profile's listener, so its routes refuse every key ([`Role::Mounted`]).
     fn build(
         settings: &GatewaySettings,
+        prompt: Option<Arc<PromptSource>>,
         previous: Option<&Snapshot>,
         role: Role,
     ) -> Result<Snapshot, Error> {
@@ -247,7 +146,7 @@ impl Snapshot {
                 .filter(|k| !k.is_empty())
                 .filter(|_| role == Role::Listener || settings.api_server.is_on()),
             provider,
-            prompt: settings.prompt.clone(),
+            prompt,
             fresh_prompt: Mutex::new(None),
         })
     }
@@ -288,12 +187,18 @@ struct LiveState {
 }
 
 impl Live {
-    /// The settings the gateway starts with. `settings.source` (set by the binary) makes them
-    /// reloadable; its `fingerprint` is the one taken when they were read.
-    pub(crate) fn new(settings: &GatewaySettings, role: Role) -> Result<Live, Error> {
-        let snapshot = Arc::new(Snapshot::build(settings, None, role)?);
-        let (source, fingerprint) = match &settings.source {
-            Some(s) => (Some(s.source.clone()), s.fingerprint.clone()),
+    /// The profile the gateway starts with. [`Profile::reload`] makes it reloadable; its
+    /// `fingerprint` is the one taken when it was read.
+    pub(crate) fn new(profile: &Profile, role: Role) -> Result<Live, Error> {
+        let settings = &profile.settings;
+        let snapshot = Arc::new(Snapshot::build(
+            settings,
+            profile.prompt.clone(),
+            None,
+            role,
+        )?);
+        let (source, fingerprint) = match &profile.reload {
+            Some(r) => (Some(r.source.clone()), r.fingerprint.clone()),
             None => (None, Fingerprint::default()),
         };
         Ok(Live {
@@ -375,13 +280,14 @@ impl Live {
     }
 
     fn reload(&self, source: &SettingsSource, state: &mut LiveState) {
-        let (fingerprint, loaded) = source.load();
+        let (fingerprint, loaded) = source.read();
         // Even a refused edit is not re-read on every request: only a further change is.
         state.fingerprint = fingerprint;
-        let applied = loaded.and_then(|mut new| {
+        let applied = loaded.and_then(|profile| {
+            let (mut new, prompt) = (profile.settings, profile.prompt);
             if self.role == Role::Mounted {
                 // No address of its own to protect: its key decides, fail closed.
-                let snapshot = Snapshot::build(&new, Some(&state.snapshot), self.role)?;
+                let snapshot = Snapshot::build(&new, prompt, Some(&state.snapshot), self.role)?;
                 return Ok((new, snapshot));
             }
             self.note_restart_needed(&new, state);
@@ -399,7 +305,7 @@ impl Live {
             new.host.clone_from(&self.fixed.host);
             new.port = self.fixed.port;
             new.validate()?;
-            let snapshot = Snapshot::build(&new, Some(&state.snapshot), self.role)?;
+            let snapshot = Snapshot::build(&new, prompt, Some(&state.snapshot), self.role)?;
             Ok((new, snapshot))
         });
         match applied {
@@ -465,14 +371,4 @@ fn describe_changes(old: &Snapshot, new: &Snapshot) -> Vec<String> {
         out.push("API_SERVER_KEY".into());
     }
     out
-}
-
-/// A [`SettingsSource`] and the fingerprint of the files when the settings were read: what
-/// the binary attaches to [`GatewaySettings::source`] to make them reloadable.
-#[derive(Debug, Clone)]
-pub struct Reloadable {
-    /// Where to read the settings again.
-    pub source: SettingsSource,
-    /// The files as they were when the settings in use were read.
-    pub fingerprint: Fingerprint,
 }

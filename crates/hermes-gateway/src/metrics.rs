@@ -450,18 +450,6 @@ impl Metrics {
         self.in_flight.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn connection_opened(&self) {
-        self.open_connections.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn connection_closed(&self) {
-        self.open_connections.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn connection_rejected(&self) {
-        self.rejected_connections.fetch_add(1, Ordering::Relaxed);
-    }
-
     pub(crate) fn open_connections(&self) -> i64 {
         self.open_connections.load(Ordering::Relaxed)
     }
@@ -695,6 +683,21 @@ fn escape_label(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// The accept loop's connection counts (`hermes_http`).
+impl hermes_http::ConnectionObserver for Metrics {
+    fn opened(&self) {
+        self.open_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn closed(&self) {
+        self.open_connections.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn rejected(&self) {
+        self.rejected_connections.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -704,7 +707,7 @@ mod tests {
     fn snapshot() -> Arc<Snapshot> {
         let dir = std::env::temp_dir();
         let settings = crate::settings::GatewaySettings::new("metrics", &dir);
-        crate::live::Live::new(&settings, crate::live::Role::Listener)
+        crate::live::Live::new(&settings.into(), crate::live::Role::Listener)
             .unwrap()
             .current()
     }

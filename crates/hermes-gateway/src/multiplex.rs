@@ -45,8 +45,8 @@ use tower::ServiceExt;
 
 use crate::api_error::ApiError;
 use crate::error::Error;
-use crate::live::{Reloadable, SettingsSource};
 use crate::server::{AppState, profile_routes};
+use crate::source::SettingsSource;
 
 /// The shortest time between two scans of `profiles/`.
 pub(crate) const RESCAN_INTERVAL: Duration = Duration::from_secs(1);
@@ -260,10 +260,10 @@ impl Profiles {
             Some(default) => default.for_profile(home),
             None => SettingsSource::from_process(home),
         };
-        let (fingerprint, loaded) = source.load();
+        let (fingerprint, loaded) = source.read();
         let state = match loaded {
-            Ok(mut settings) => {
-                if !settings.api_server.is_on() {
+            Ok(profile) => {
+                if !profile.settings.api_server.is_on() {
                     tracing::warn!(
                         profile = %name,
                         "profile `{name}` has no API_SERVER_KEY of its own: its routes refuse \
@@ -271,11 +271,7 @@ impl Profiles {
                         dir.join(".env").display()
                     );
                 }
-                settings.source = Some(Reloadable {
-                    source,
-                    fingerprint,
-                });
-                AppState::mounted(&settings, &self.directory)?
+                AppState::mounted(&profile, &self.directory)?
             }
             Err(e) => {
                 tracing::warn!(

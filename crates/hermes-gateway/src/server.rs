@@ -13,7 +13,7 @@
 //!
 //! `router(state)` builds the routes without a socket (tests drive it with `oneshot`);
 //! `serve_with_limits(listener, state, shutdown, grace, limits)` runs it on a bound listener
-//! (HTTP/1.1, with the connection cap and timeouts of [`crate::connections`]) until the
+//! (HTTP/1.1, with the connection cap and timeouts of `hermes_http`) until the
 //! shutdown future fires, then drains in-flight requests for at most `grace`. No signal
 //! handler is installed here: PID 1 / the binary owns signals and turns them into the
 //! shutdown future.
@@ -35,11 +35,14 @@ use tokio::net::TcpListener;
 use crate::api_error::ApiError;
 use crate::completions::chat_completions;
 use crate::error::Error;
-use crate::live::{Fingerprint, Live, Role, SettingsSource};
+use crate::live::{Live, Role};
 use crate::metrics::Metrics;
 use crate::multiplex::Directory;
-use crate::sessions::SessionStore;
-use crate::settings::{ConnectionLimits, GatewaySettings};
+use hermes_http::ConnectionLimits;
+
+use crate::settings::GatewaySettings;
+use crate::source::{Fingerprint, Profile, SettingsSource};
+use hermes_sessions::SessionStore;
 
 /// Largest accepted request body.
 const MAX_BODY: usize = 32 * 1024 * 1024;
@@ -71,29 +74,40 @@ pub(crate) struct Inner {
 }
 
 impl AppState {
-    /// Opens the session store and builds the provider client for `settings`.
+    /// Opens the session store and builds the provider client for settings built in code
+    /// (never read again, `SOUL.md` as the system prompt): [`AppState::for_profile`] of them.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`AppState::for_profile`].
+    pub fn new(settings: &GatewaySettings) -> Result<AppState, Error> {
+        AppState::for_profile(&Profile::from(settings.clone()))
+    }
+
+    /// Opens the session store and builds the provider client for `profile`.
     ///
     /// # Errors
     ///
     /// [`Error::SessionStore`] or [`Error::HttpClient`].
     ///
-    /// With [`GatewaySettings::multiplex`], `settings` are the default profile's and the
-    /// state serves every profile of the volume ([`crate::multiplex`]).
-    pub fn new(settings: &GatewaySettings) -> Result<AppState, Error> {
+    /// With [`GatewaySettings::multiplex`], `profile` is the default one and the state
+    /// serves every profile of the volume ([`crate::multiplex`]).
+    pub fn for_profile(profile: &Profile) -> Result<AppState, Error> {
+        let settings = &profile.settings;
         let directory = settings
             .multiplex
             .then(|| Arc::new(Directory::new(settings.home.clone())));
-        let live = Live::new(settings, Role::Listener)?;
+        let live = Live::new(profile, Role::Listener)?;
         AppState::with_live(settings, live, directory)
     }
 
     /// The state of a named profile served on the multiplexing gateway's listener.
     pub(crate) fn mounted(
-        settings: &GatewaySettings,
+        profile: &Profile,
         directory: &Arc<Directory>,
     ) -> Result<AppState, Error> {
-        let live = Live::new(settings, Role::Mounted)?;
-        AppState::with_live(settings, live, Some(Arc::clone(directory)))
+        let live = Live::new(profile, Role::Mounted)?;
+        AppState::with_live(&profile.settings, live, Some(Arc::clone(directory)))
     }
 
     /// The state of a named profile whose settings cannot be read (`error`): it refuses every
@@ -219,8 +233,7 @@ pub async fn serve_with_limits(
     limits: ConnectionLimits,
 ) -> std::io::Result<()> {
     let metrics = Arc::clone(&state.inner.metrics);
-    crate::connections::serve_limited(listener, router(state), shutdown, grace, limits, metrics)
-        .await
+    hermes_http::serve_observed(listener, router(state), shutdown, grace, limits, metrics).await
 }
 
 /// Equal-time comparison: both sides are hashed first, so neither the position of the first
@@ -340,9 +353,9 @@ async fn capabilities(State(state): State<AppState>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sessions::SESSION_HEADER;
     use axum::body::Body;
     use axum::http::Request as HttpRequest;
+    use hermes_sessions::SESSION_HEADER;
     use tower::ServiceExt;
 
     fn state(dir: &std::path::Path, key: Option<&str>) -> AppState {

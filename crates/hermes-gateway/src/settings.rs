@@ -7,8 +7,8 @@
 //! * *config* — the profile's `config.yaml` as `hermes_home` reads it (its typed view of the
 //!   `model` section, `${VAR}` expanded from the env map).
 //! * *env map* — the profile's `.env` merged over the process environment by hermes-home's one
-//!   rule ([`DotEnv::overlay`]: a `.env` assignment wins even when empty, and an empty value
-//!   counts as unset), which [`GatewaySettings::from_home`] applies and `doctor` and `dump`
+//!   rule ([`hermes_home::dotenv::DotEnv::overlay`]: a `.env` assignment wins even when empty, and an empty value
+//!   counts as unset), which [`crate::source::read_profile`] applies and `doctor` and `dump`
 //!   share.
 //!
 //! Precedence, per setting: env map, then config, then the built-in default — except the
@@ -59,10 +59,10 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+use hermes_home::DEFAULT_PROFILE;
 use hermes_home::config::{Config, expand_vars};
-use hermes_home::dotenv::{self, DotEnv};
-use hermes_home::providers::{self, ModelProvider};
-use hermes_home::{DEFAULT_PROFILE, Home};
+use hermes_home::dotenv;
+use hermes_home::providers;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -70,6 +70,17 @@ use sha2::{Digest, Sha256};
 
 use hermes_home::auth::AuthStore;
 use serde_json::{Map, Value};
+
+use hermes_http::ConnectionLimits;
+
+mod routing;
+
+pub use routing::{
+    ANTHROPIC, ANTHROPIC_OAUTH_VARS, CUSTOM_PROVIDER_NAMES, KnownProvider, ProviderKey,
+    WithheldKey, api_kind, choose_provider_key, is_custom, key_owner, known_provider,
+    known_providers, pooled_key_may_go,
+};
+use routing::{anthropic_url_ok, gated_providers};
 
 use crate::credentials::{PoolStore, PooledKey, Strategy, invoke_token_use_until};
 use crate::error::Error;
@@ -83,197 +94,6 @@ pub const NAMED_PORT_BASE: u16 = 9200;
 pub const NAMED_PORT_SLOTS: u16 = 600;
 /// Provider base URL when none is configured (OpenAI's).
 pub const DEFAULT_BASE_URL: &str = providers::OPENAI_BASE_URL;
-
-/// An OpenAI-compatible provider the gateway reaches by name: a row of
-/// [`hermes_home::providers::MODEL_PROVIDERS`] that has an endpoint.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KnownProvider {
-    /// `model.provider` value (`openai`).
-    pub name: &'static str,
-    /// The variable holding its key (`OPENAI_API_KEY`).
-    pub key_var: &'static str,
-    /// Its default base URL.
-    pub base_url: &'static str,
-    /// The domain its key may be sent to (over `https`, the domain or a subdomain of it).
-    pub domain: &'static str,
-}
-
-/// The known providers, in the order `auto` tries them (`openai`, `openrouter`, `deepseek`).
-pub fn known_providers() -> impl Iterator<Item = KnownProvider> {
-    providers::auto_order().filter_map(KnownProvider::of)
-}
-
-impl KnownProvider {
-    fn of(p: &ModelProvider) -> Option<KnownProvider> {
-        p.endpoint.map(|e| KnownProvider {
-            name: p.name,
-            key_var: p.key_var,
-            base_url: e.base_url,
-            domain: e.key_domain,
-        })
-    }
-
-    /// True when `base_url` is `https` on this provider's domain (or a subdomain of it): the
-    /// only addresses its key variable is sent to.
-    pub fn serves(&self, base_url: &str) -> bool {
-        let Ok(url) = reqwest::Url::parse(base_url) else {
-            return false;
-        };
-        let Some(host) = url.host_str() else {
-            return false;
-        };
-        let host = host.to_ascii_lowercase();
-        url.scheme() == "https"
-            && (host == self.domain
-                || host
-                    .strip_suffix(self.domain)
-                    .is_some_and(|rest| rest.ends_with('.')))
-    }
-}
-
-/// The known provider by `model.provider` name (case-insensitive).
-pub fn known_provider(name: &str) -> Option<KnownProvider> {
-    providers::find(name).and_then(KnownProvider::of)
-}
-
-/// A provider key that exists but is not sent, and why (for the one warning line).
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WithheldKey {
-    /// The variable whose value was withheld (`OPENAI_API_KEY`).
-    pub var: String,
-    /// Why, and what to do instead.
-    pub reason: String,
-}
-
-/// The key a provider request carries, where it came from, and what was withheld.
-#[non_exhaustive]
-#[derive(Clone, PartialEq, Eq, Default)]
-pub struct ProviderKey {
-    /// The key to send as `Authorization: Bearer`; `None`: no header.
-    pub key: Option<String>,
-    /// Where the key came from: `model.api_key` or a variable's name.
-    pub source: Option<String>,
-    /// A key that was set but must not go to this address.
-    pub withheld: Option<WithheldKey>,
-}
-
-impl std::fmt::Debug for ProviderKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderKey")
-            .field("key", &redact(self.key.as_ref()))
-            .field("source", &self.source)
-            .field("withheld", &self.withheld)
-            .finish()
-    }
-}
-
-/// Decides which key may be sent to `base_url` (the module doc's key-routing rule).
-///
-/// `provider` is `model.provider` as configured (`None`, `auto`, a known name or another
-/// name), `configured` is `model.api_key`, `get_env` looks a variable up (empty = unset).
-pub fn choose_provider_key<'a>(
-    provider: Option<&str>,
-    base_url: &str,
-    configured: Option<&str>,
-    get_env: &dyn Fn(&str) -> Option<&'a str>,
-) -> ProviderKey {
-    if let Some(key) = configured.map(str::trim).filter(|k| !k.is_empty()) {
-        return ProviderKey {
-            key: Some(key.to_string()),
-            source: Some("model.api_key".into()),
-            withheld: None,
-        };
-    }
-    let from_var = |var: &str| ProviderKey {
-        key: get_env(var).map(str::to_string),
-        source: get_env(var).map(|_| var.to_string()),
-        withheld: None,
-    };
-    let withhold = |p: &KnownProvider| {
-        get_env(p.key_var).map(|_| ProviderKey {
-            key: None,
-            source: None,
-            withheld: Some(WithheldKey {
-                var: p.key_var.into(),
-                reason: format!(
-                    "`{}` is {}'s key and is only sent over https to {}; the provider URL `{base_url}` is elsewhere, so no key is sent: set `model.api_key` in config.yaml to that endpoint's own key (`${{{}}}` sends this one on purpose)",
-                    p.key_var, p.name, p.domain, p.key_var
-                ),
-            }),
-        })
-    };
-    let name = provider.map(str::trim).filter(|p| !p.is_empty());
-    match name {
-        None => auto_key(base_url, &from_var, &withhold),
-        Some(p) if p.eq_ignore_ascii_case("auto") => auto_key(base_url, &from_var, &withhold),
-        // The original's custom endpoint: `model.api_key` (above), else only the key of a
-        // provider whose own address `base_url` is — never a `CUSTOM_API_KEY`.
-        Some(p) if is_custom(p) => auto_key(base_url, &from_var, &withhold),
-        Some(p) => match key_owner(p) {
-            Some(known) if known.serves(base_url) => from_var(known.key_var),
-            Some(known) => withhold(&known).unwrap_or_default(),
-            None => {
-                let var = other_key_var(p);
-                // Never true for a valid name (known names match first), but a known key
-                // must not reach a foreign host through another spelling.
-                match known_providers().find(|k| k.key_var == var) {
-                    Some(known) if !known.serves(base_url) => withhold(&known).unwrap_or_default(),
-                    _ => from_var(&var),
-                }
-            }
-        },
-    }
-}
-
-/// `model.provider` values that mean "the OpenAI-compatible endpoint at `model.base_url`": the
-/// original's `custom` and the local-server aliases its `resolve_provider`
-/// (hermes-agent 0.19.0, `hermes_cli/auth.py`) maps to `custom`.
-pub const CUSTOM_PROVIDER_NAMES: [&str; 6] = [
-    "custom",
-    "ollama",
-    "vllm",
-    "llamacpp",
-    "llama.cpp",
-    "llama-cpp",
-];
-
-/// Whether `name` is `custom` or one of its aliases ([`CUSTOM_PROVIDER_NAMES`]).
-pub fn is_custom(name: &str) -> bool {
-    let name = name.trim();
-    CUSTOM_PROVIDER_NAMES
-        .iter()
-        .any(|c| c.eq_ignore_ascii_case(name))
-}
-
-/// `auto`: the key of the known provider serving `base_url`; anywhere else none, and the first
-/// known key that is set is reported as withheld.
-fn auto_key(
-    base_url: &str,
-    from_var: &dyn Fn(&str) -> ProviderKey,
-    withhold: &dyn Fn(&KnownProvider) -> Option<ProviderKey>,
-) -> ProviderKey {
-    if let Some(known) = gated_providers().find(|p| p.serves(base_url)) {
-        let key = from_var(known.key_var);
-        if key.key.is_some() {
-            return key;
-        }
-    }
-    gated_providers()
-        .filter(|p| !p.serves(base_url))
-        .find_map(|p| withhold(&p))
-        .unwrap_or_default()
-}
-
-/// The key variable of a provider the gateway cannot reach by name alone: its variable in
-/// hermes-home's provider table (`GEMINI_API_KEY`), else `<NAME>_API_KEY`.
-fn other_key_var(name: &str) -> String {
-    match providers::find(name) {
-        Some(p) => p.key_var.to_string(),
-        None => format!("{}_API_KEY", name.to_ascii_uppercase().replace('-', "_")),
-    }
-}
 
 /// How to reach the OpenAI-compatible provider.
 #[non_exhaustive]
@@ -362,47 +182,6 @@ impl ProviderSettings {
     }
 }
 
-/// Limits on the gateway's client connections (`gateway.*` in `config.yaml`).
-///
-/// A connection is *idle* when no request is in flight on it and it has sent nothing since its
-/// last answer (a new connection that has sent nothing is idle too); it is *reading a head*
-/// from the first byte of a request until the request's headers are complete.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConnectionLimits {
-    /// Most client connections served at once (`gateway.max_connections`, default 512). At
-    /// the cap, a new connection takes the place of the longest-idle one (then of the oldest
-    /// one still reading a head); when every connection has a request in flight it is
-    /// answered `503 too_many_connections` and closed.
-    pub max_connections: usize,
-    /// Time from a request's first byte to its last header byte (`gateway.header_timeout`,
-    /// seconds, default 10); slower connections are closed.
-    pub header_timeout: Duration,
-    /// Time an idle connection is kept open (`gateway.idle_timeout`, seconds, default 60).
-    pub idle_timeout: Duration,
-}
-
-impl Default for ConnectionLimits {
-    fn default() -> Self {
-        ConnectionLimits {
-            max_connections: 512,
-            header_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
-        }
-    }
-}
-
-impl ConnectionLimits {
-    /// Limits with these values (tests use small ones).
-    pub fn new(max_connections: usize, header_timeout: Duration, idle_timeout: Duration) -> Self {
-        ConnectionLimits {
-            max_connections,
-            header_timeout,
-            idle_timeout,
-        }
-    }
-}
-
 /// Everything one profile's gateway needs, resolved.
 #[non_exhaustive]
 #[derive(Clone)]
@@ -411,12 +190,10 @@ pub struct GatewaySettings {
     pub profile: String,
     /// The profile's home directory (holds `SOUL.md`, `config.yaml`, `.env`, `state.db`).
     pub home: PathBuf,
-    /// Text of `SOUL.md`: the system message when there is no [`GatewaySettings::prompt`]
-    /// (settings built in code). `None` or blank: no soul message.
+    /// Text of `SOUL.md`: the system message when the profile has no prompt source
+    /// ([`crate::source::Profile::prompt`]: settings built in code). `None` or blank: no soul
+    /// message.
     pub soul: Option<String>,
-    /// What the system prompt of each new session is built from, as the original builds it
-    /// ([`crate::prompt`]): set by [`GatewaySettings::from_home`].
-    pub prompt: Option<std::sync::Arc<crate::prompt::PromptSource>>,
     /// Bind host (`API_SERVER_HOST`, default `127.0.0.1`).
     pub host: String,
     /// Bind port (`API_SERVER_PORT`, default from [`default_port`]); 0 picks a free port.
@@ -443,9 +220,6 @@ pub struct GatewaySettings {
     pub notify_socket: Option<String>,
     /// Command line written into the lock record.
     pub argv: Vec<String>,
-    /// Where these settings were read from, so a running gateway reads them again when the
-    /// files change ([`crate::live`]); `None` for settings built in code.
-    pub source: Option<crate::live::Reloadable>,
     /// Serve every profile of the volume ([`crate::multiplex`]): `home` is then the volume's
     /// root (the default profile) and each named profile is served at `/p/<profile>/`. Set
     /// by the caller from `hermes_home::multiplex` for the default profile; never read from
@@ -465,7 +239,6 @@ impl GatewaySettings {
             profile,
             home,
             soul: None,
-            prompt: None,
             host: "127.0.0.1".into(),
             api_key: None,
             api_server: crate::api_server::ApiServer::On,
@@ -477,50 +250,8 @@ impl GatewaySettings {
             connection_limits: ConnectionLimits::default(),
             notify_socket: None,
             argv: std::env::args().collect(),
-            source: None,
             multiplex: false,
         }
-    }
-
-    /// Settings of the profile `home` with `process_env` (the process environment): reads its
-    /// `.env` (merged over `process_env` by [`DotEnv::overlay`]), `config.yaml`, `SOUL.md` and
-    /// `auth.json`, then [`GatewaySettings::resolve_with_auth`]s. The one entry that reads the
-    /// profile's files, so reading them again picks up every edit.
-    ///
-    /// An `auth.json` that cannot be read or parsed does not stop the gateway: it is logged
-    /// (a damaged one is copied aside first, as the CLI does) and read as empty.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Home`] for a `.env` or `config.yaml` that cannot be read or parsed, and the
-    /// errors of [`GatewaySettings::resolve`]. All are configuration errors (exit 78).
-    pub fn from_home(
-        home: &Home,
-        process_env: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<GatewaySettings, Error> {
-        let env = DotEnv::load(&home.env_path())?.overlay(process_env);
-        let config = Config::load(&home.config_path())?;
-        let soul = std::fs::read_to_string(home.soul_path()).ok();
-        let auth = load_auth(&home.auth_path());
-        let mut settings = GatewaySettings::resolve_with_auth(
-            home.profile().name(),
-            home.dir(),
-            soul.clone(),
-            &config,
-            &env,
-            &auth,
-        )?;
-        let lookup = |k: &str| env.get(k).cloned();
-        let configured = config.model(&lookup).provider;
-        settings.prompt = Some(std::sync::Arc::new(crate::prompt::PromptSource {
-            home: home.dir().to_path_buf(),
-            soul,
-            model: settings.provider.as_ref().map(|p| p.model.clone()),
-            provider: Some(crate::prompt::original_provider_id(configured.as_deref())),
-            config,
-            env,
-        }));
-        Ok(settings)
     }
 
     /// Builds settings from a flattened `config.yaml` view and an env map (see the module doc
@@ -694,42 +425,6 @@ impl GatewaySettings {
     }
 }
 
-/// Reads `auth.json` for the gateway: a file that cannot be read or parsed is logged and read
-/// as empty (a damaged one was copied aside by [`AuthStore::load`]), so credentials on disk
-/// never stop a gateway that could run on its other keys.
-fn load_auth(path: &Path) -> AuthStore {
-    match AuthStore::load(path) {
-        Ok(loaded) => {
-            if let Some(c) = &loaded.corrupt {
-                tracing::warn!(
-                    path = %c.path.display(),
-                    preserved_at = ?c.preserved_at,
-                    "auth.json could not be parsed ({}); reading it as empty",
-                    c.reason
-                );
-            }
-            loaded.store
-        }
-        Err(e) => {
-            tracing::warn!(
-                path = %path.display(),
-                "auth.json cannot be read; its credentials are not used: {}",
-                hermes_errors::one_line(&e)
-            );
-            AuthStore::default()
-        }
-    }
-}
-
-/// Anthropic's Messages API: its key variable is sent only over `https` to `anthropic.com`
-/// (or a subdomain), as the other known providers' keys are.
-pub const ANTHROPIC: KnownProvider = KnownProvider {
-    name: "anthropic",
-    key_var: "ANTHROPIC_API_KEY",
-    base_url: "https://api.anthropic.com",
-    domain: "anthropic.com",
-};
-
 /// `model.provider` unset or `auto`.
 fn is_auto(configured: Option<&str>) -> bool {
     configured.is_none_or(|c| c.trim().is_empty() || c.trim().eq_ignore_ascii_case("auto"))
@@ -752,91 +447,6 @@ fn nous_inference_url(state: &Map<String, Value>) -> String {
         .filter(|u| !u.is_empty())
         .unwrap_or(NOUS_INFERENCE_URL)
         .to_string()
-}
-
-/// Anthropic's variables that hold OAuth tokens (a Claude subscription), which need the
-/// original's OAuth request shape: the gateway does not send them, and says so.
-pub const ANTHROPIC_OAUTH_VARS: [&str; 2] = ["ANTHROPIC_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"];
-
-/// The provider whose key a name stands for: a [`known_provider`], or [`ANTHROPIC`].
-pub fn key_owner(name: &str) -> Option<KnownProvider> {
-    known_provider(name).or_else(|| {
-        name.trim()
-            .eq_ignore_ascii_case(ANTHROPIC.name)
-            .then_some(ANTHROPIC)
-    })
-}
-
-/// Every provider whose key is confined to its own domain: the known providers, then
-/// Anthropic.
-fn gated_providers() -> impl Iterator<Item = KnownProvider> {
-    known_providers().chain(std::iter::once(ANTHROPIC))
-}
-
-/// The API an endpoint speaks: Anthropic's Messages API for `provider: anthropic`, a base URL
-/// on `anthropic.com`, or one ending in `/anthropic` (how Anthropic-compatible proxies expose
-/// it, the original's `_detect_api_mode_for_url`); chat completions otherwise.
-pub fn api_kind(provider: &str, base_url: &str) -> ApiKind {
-    let anthropic = provider.trim().eq_ignore_ascii_case(ANTHROPIC.name)
-        || host_of(base_url)
-            .is_some_and(|h| h == ANTHROPIC.domain || h.ends_with(".anthropic.com"))
-        || base_url.trim_end_matches('/').ends_with("/anthropic");
-    if anthropic {
-        ApiKind::AnthropicMessages
-    } else {
-        ApiKind::ChatCompletions
-    }
-}
-
-/// Whether `provider: anthropic` may use the configured `base_url`: an Anthropic or Claude
-/// host, Azure, or a `/anthropic` proxy; any other URL is a stale one left from another
-/// provider and Anthropic's own address is used (the original's
-/// `_anthropic_base_url_override_ok`).
-fn anthropic_url_ok(base_url: &str) -> bool {
-    let Some(host) = host_of(base_url) else {
-        return false;
-    };
-    host == ANTHROPIC.domain
-        || [".anthropic.com", ".claude.com", ".azure.com"]
-            .iter()
-            .any(|d| host.ends_with(d))
-        || base_url.trim_end_matches('/').ends_with("/anthropic")
-}
-
-fn host_of(url: &str) -> Option<String> {
-    reqwest::Url::parse(url)
-        .ok()?
-        .host_str()
-        .map(str::to_ascii_lowercase)
-}
-
-/// `scheme://host:port` of a URL, to compare where two URLs send a key.
-fn origin_of(url: &str) -> Option<String> {
-    let u = reqwest::Url::parse(url).ok()?;
-    Some(format!(
-        "{}://{}:{}",
-        u.scheme(),
-        u.host_str()?.to_ascii_lowercase(),
-        u.port_or_known_default()?
-    ))
-}
-
-/// Whether a pooled key may go to `dest`: a gated provider's key only to its own domain over
-/// `https` (as its variable); another provider's stored key only to the origin it was stored
-/// for (its entry's `base_url`), or, when it names none, to the address configured for that
-/// provider.
-pub fn pooled_key_may_go(
-    owner: Option<&KnownProvider>,
-    stored_url: Option<&str>,
-    dest: &str,
-) -> bool {
-    if let Some(owner) = owner {
-        return owner.serves(dest);
-    }
-    match stored_url.map(str::trim).filter(|u| !u.is_empty()) {
-        Some(u) => origin_of(u).is_some_and(|o| Some(o) == origin_of(dest)),
-        None => true,
-    }
 }
 
 /// The `credential_pool` ids the original keeps a provider's keys under: the provider's name
@@ -1271,7 +881,6 @@ impl std::fmt::Debug for GatewaySettings {
             .field("connection_limits", &self.connection_limits)
             .field("notify_socket", &self.notify_socket)
             .field("argv", &self.argv)
-            .field("reloadable", &self.source.is_some())
             .field("multiplex", &self.multiplex)
             .finish()
     }

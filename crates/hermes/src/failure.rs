@@ -157,6 +157,7 @@ from_hinted_error!(
     hermes_plugins::Error,
     hermes_supervisor::Error,
     hermes_gateway::Error,
+    hermes_sessions::Error,
     hermes_services::Error,
     hermes_dashboard::Error,
 );

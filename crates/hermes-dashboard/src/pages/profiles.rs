@@ -6,7 +6,7 @@
 //! `hermes_home::profile`; names through `ProfileName` / `ProfileRef`; `.env` through
 //! `DotEnv::edit` (comments and unknown lines kept); `config.yaml` through
 //! `hermes_home::yaml_edit` (every other byte kept); the gateway's own settings check
-//! (`hermes_gateway::live::SettingsSource`) says what a gateway would make of the result.
+//! (`hermes_gateway::source::SettingsSource`) says what a gateway would make of the result.
 //! The supervisor learns about a new profile's gateway, or forgets a deleted one, over the
 //! control socket as the CLI does; without a supervisor that happens at its next start.
 

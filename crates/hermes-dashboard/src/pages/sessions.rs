@@ -1,6 +1,6 @@
 //! The Sessions page: a profile's conversations, newest first, one conversation's messages,
 //! and a text search — read-only. Everything is read from the profile's `state.db` through
-//! `hermes_gateway::sessions::browse`, which opens the file read-only (never creating or
+//! `hermes_sessions::browse`, which opens the file read-only (never creating or
 //! migrating it: the gateway and the original agent own it). A profile without `state.db`
 //! has no sessions; a database that is busy or unusable is an error answer the page shows.
 
@@ -10,8 +10,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
-use hermes_gateway::sessions::browse::{self, Reader};
 use hermes_home::Home;
+use hermes_sessions::browse::{self, Reader};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -122,7 +122,7 @@ fn limit(raw: Option<&str>) -> Step<usize> {
 
 /// A store that cannot be read: 503 while another process holds it (that passes), 500 for a
 /// file that is not a usable database.
-fn store_problem(e: &hermes_gateway::Error) -> Response {
+fn store_problem(e: &hermes_sessions::Error) -> Response {
     if browse::is_busy(e) {
         return problem(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -141,7 +141,7 @@ fn store_problem(e: &hermes_gateway::Error) -> Response {
 /// on the blocking pool.
 async fn read<T: Send + 'static>(
     home: Home,
-    read: impl FnOnce(Option<&Reader>) -> Result<T, hermes_gateway::Error> + Send + 'static,
+    read: impl FnOnce(Option<&Reader>) -> Result<T, hermes_sessions::Error> + Send + 'static,
 ) -> Step<T> {
     blocking(move || {
         let reader = Reader::open(&home.state_db_path())?;

@@ -13,7 +13,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::{Dashboard, get, get_json, token_mode};
-use hermes_gateway::sessions::SessionStore;
+use hermes_sessions::SessionStore;
 use serde_json::{Value, json};
 
 /// Writes `sessions` (id, [(role, content)]) into `dir/state.db` as the gateway does.

@@ -4,11 +4,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use hermes_gateway::api_server::ApiServer;
-use hermes_gateway::sessions::browse::{self, Reader};
 use hermes_home::auth::AuthStore;
 use hermes_home::config::Config;
 use hermes_home::dotenv::{self, DotEnv};
 use hermes_home::layout;
+use hermes_sessions::browse::{self, Reader};
 use serde::Serialize;
 
 use super::inside::{Located, Volume};

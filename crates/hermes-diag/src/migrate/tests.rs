@@ -91,7 +91,7 @@ fn a_complete_profile_carries_over_and_names_no_secret() {
         .to_string(),
     )
     .unwrap();
-    let store = hermes_gateway::sessions::SessionStore::open(&root.join("state.db")).unwrap();
+    let store = hermes_sessions::SessionStore::open(&root.join("state.db")).unwrap();
     store
         .append("s1", "default", &[json!({"role": "user", "content": "hi"})])
         .unwrap();

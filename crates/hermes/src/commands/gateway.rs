@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hermes_gateway::api_server::ApiServer;
-use hermes_gateway::live::{Reloadable, SettingsSource};
-use hermes_gateway::{ExitReason, GatewaySettings, Phase, ShutdownRequest, StateRecorder};
+use hermes_gateway::source::SettingsSource;
+use hermes_gateway::{ExitReason, GatewaySettings, Phase, Profile, ShutdownRequest, StateRecorder};
 use hermes_home::Home;
 use hermes_home::gateway_state;
 use hermes_home::profile;
@@ -65,20 +65,15 @@ pub fn run(ctx: &Context, command: GatewayCommand) -> CommandResult {
 /// the one rule (`hermes_home::DotEnv::overlay`), `config.yaml` and `SOUL.md`. Variables whose
 /// name or value is not UTF-8 cannot be configuration and are left out (never a panic).
 ///
-/// The settings carry their source, so a running gateway reads them again when one of those
+/// The profile carries its source, so a running gateway reads it again when one of those
 /// files changes (`hermes_gateway::live`).
-pub fn settings(home: &Home) -> Result<GatewaySettings, Failure> {
-    let source = SettingsSource::from_process(home.clone());
-    let (fingerprint, loaded) = source.load();
-    let mut settings = loaded?;
-    settings.argv = std::env::args_os()
+pub fn settings(home: &Home) -> Result<Profile, Failure> {
+    let (_, loaded) = SettingsSource::from_process(home.clone()).read();
+    let mut profile = loaded?;
+    profile.settings.argv = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    settings.source = Some(Reloadable {
-        source,
-        fingerprint,
-    });
-    Ok(settings)
+    Ok(profile)
 }
 
 /// Whether this native gateway serves every profile of the volume at `/p/<profile>/`
@@ -179,8 +174,8 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
             return Err(failure);
         }
     }
-    let mut settings = match settings(&home) {
-        Ok(settings) => settings,
+    let mut profile = match settings(&home) {
+        Ok(profile) => profile,
         Err(mut failure) => {
             // A profile whose settings cannot be resolved is a configuration error: exit 78 so
             // a supervisor parks it instead of restarting it in a loop.
@@ -189,8 +184,8 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
             return Err(failure);
         }
     };
-    settings.replace = replace;
-    settings.multiplex = match multiplexing(&home) {
+    profile.settings.replace = replace;
+    profile.settings.multiplex = match multiplexing(&home) {
         Ok(on) => on,
         Err(mut failure) => {
             recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
@@ -207,7 +202,7 @@ fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> CommandResul
         .enable_all()
         .build()?;
     let reason = runtime
-        .block_on(hermes_gateway::run(settings, &recorder, shutdown_signal()))
+        .block_on(hermes_gateway::run(profile, &recorder, shutdown_signal()))
         .map_err(|error| {
             // 78 for configuration, 1 for the rest (lock held, port in use, unusable state.db).
             let code = error.exit_code();
@@ -464,7 +459,12 @@ fn lifecycle(
 
 /// Where `home`'s gateway serves ([`address_of`] its settings).
 fn address(home: &Home) -> String {
-    address_of(settings(home).as_ref().map_err(|e| e.message.as_str()))
+    address_of(
+        settings(home)
+            .map(|p| p.settings)
+            .as_ref()
+            .map_err(|e| e.message.as_str()),
+    )
 }
 
 /// Where a gateway with these settings serves: `http://ADDR`, `(API server off)`, or
@@ -534,7 +534,7 @@ fn status(ctx: &Context, json_output: bool, detailed: bool) -> CommandResult {
             None => hermes_services::last_error::recorded(&root, &name),
         };
         let recorded = gateway_state::recorded_state(&home.gateway_state_path());
-        let resolved = settings(&home);
+        let resolved = settings(&home).map(|p| p.settings);
         let api_server = match resolved.as_ref().map(|s| &s.api_server) {
             Ok(ApiServer::On) => json!({"enabled": true}),
             Ok(ApiServer::Off { reason }) => json!({"enabled": false, "reason": reason}),
@@ -833,9 +833,9 @@ pub fn chat(ctx: &Context, query: &str, session: Option<&str>) -> CommandResult 
         ));
     }
     let home = ctx.home()?;
-    let settings = settings(&home)?;
+    let profile = settings(&home)?;
     if let Some(id) = session {
-        existing_session(&settings.state_db, id)?;
+        existing_session(&profile.settings.state_db, id)?;
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -844,7 +844,7 @@ pub fn chat(ctx: &Context, query: &str, session: Option<&str>) -> CommandResult 
     // Every conversation is stored, so it can be continued with `--session`.
     let session = session.map_or_else(new_session_id, str::to_string);
     let answer = runtime.block_on(hermes_gateway::chat_once(
-        &settings,
+        &profile,
         query,
         Some(&session),
         |delta| {
@@ -872,8 +872,8 @@ pub fn chat(ctx: &Context, query: &str, session: Option<&str>) -> CommandResult 
 /// original's `--resume`, which says "Session not found"; a new conversation is `chat`
 /// without `--session` (its id is printed afterwards).
 fn existing_session(state_db: &Path, id: &str) -> Result<(), Failure> {
-    use hermes_gateway::sessions::browse::{MAX_LIMIT, Reader};
-    hermes_gateway::sessions::validate_session_id(id)?;
+    use hermes_sessions::browse::{MAX_LIMIT, Reader};
+    hermes_sessions::validate_session_id(id)?;
     let reader = Reader::open(state_db)?;
     let known = match &reader {
         Some(reader) if reader.session(id)?.is_some() => return Ok(()),

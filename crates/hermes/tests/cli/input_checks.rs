@@ -54,7 +54,7 @@ fn an_empty_chat_message_is_refused_and_nothing_is_sent() {
 fn a_mistyped_session_is_refused_with_its_close_matches() {
     let t = TestContext::new();
     let provider = with_silent_provider(&t);
-    let store = hermes_gateway::sessions::SessionStore::open(&t.root().join("state.db")).unwrap();
+    let store = hermes_sessions::SessionStore::open(&t.root().join("state.db")).unwrap();
     let hello = serde_json::json!({"role": "user", "content": "hello"});
     for id in ["chat-0123456789abcdef", "chat-fedcba9876543210"] {
         store

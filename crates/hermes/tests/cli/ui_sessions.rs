@@ -2,7 +2,7 @@
 //! gateway's own store are listed, one opens with its messages shown as text (markup in a
 //! message is not interpreted), and a search finds a word and opens its session.
 
-use hermes_gateway::sessions::SessionStore;
+use hermes_sessions::SessionStore;
 use serde_json::json;
 
 use crate::ui::{Ui, WAIT};

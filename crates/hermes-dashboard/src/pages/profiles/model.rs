@@ -2,8 +2,8 @@
 //! `model.base_url`, checked by the gateway's rules before they are written, and the
 //! gateway's own settings check of the result.
 
-use hermes_gateway::live::SettingsSource;
 use hermes_gateway::settings::{is_custom, key_owner};
+use hermes_gateway::source::SettingsSource;
 use hermes_home::Home;
 use hermes_home::config::Config;
 use hermes_home::providers;

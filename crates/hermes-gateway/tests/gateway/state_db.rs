@@ -20,7 +20,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use hermes_gateway::sessions::{SOURCE_CLI, SessionStore, TurnMeta};
+use hermes_sessions::{SOURCE_CLI, SessionStore, TurnMeta};
 use rusqlite::Connection;
 use serde_json::{Value, json};
 

@@ -6,13 +6,14 @@
 
 #![allow(dead_code)]
 
+use hermes_test_support::poll::until_async;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -309,7 +310,8 @@ pub fn settings(home: &Path, profile: &str, upstream: Option<&Upstream>) -> Gate
 }
 
 /// Starts `run` in a task and waits until the gateway reports `running`.
-pub async fn start(settings: GatewaySettings) -> Running {
+pub async fn start(settings: impl Into<hermes_gateway::Profile>) -> Running {
+    let settings = settings.into();
     let recorder = Arc::new(MemoryRecorder::default());
     let (tx, rx) = tokio::sync::oneshot::channel::<ShutdownRequest>();
     let rec = Arc::clone(&recorder);
@@ -317,19 +319,19 @@ pub async fn start(settings: GatewaySettings) -> Running {
         let shutdown = async move { rx.await.unwrap_or(ShutdownRequest::Stop) };
         hermes_gateway::run(settings, &*rec, shutdown).await
     });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if recorder.phases().contains(&Phase::Running) {
-            break;
-        }
-        assert!(
-            !task.is_finished(),
-            "gateway exited early: {:?}",
-            recorder.phases()
-        );
-        assert!(Instant::now() < deadline, "gateway did not start");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_async(
+        "the gateway to start",
+        Duration::from_secs(30),
+        async || {
+            assert!(
+                !task.is_finished(),
+                "gateway exited early: {:?}",
+                recorder.phases()
+            );
+            recorder.phases().contains(&Phase::Running).then_some(())
+        },
+    )
+    .await;
     let addr = recorder.addr.lock().unwrap().expect("listening address");
     Running {
         addr,

@@ -11,14 +11,13 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
+use hermes_test_support::poll::until_async;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use crate::support::{Step, Upstream, client, echo_of, settings, sse_data, sse_text, start};
 use hermes_gateway::{Error, ShutdownRequest, chat_once};
 use serde_json::{Value, json};
-use support::{Step, Upstream, client, echo_of, settings, sse_data, sse_text, start};
 
 const KEY: &str = "Bearer gw-key";
 
@@ -332,14 +331,12 @@ async fn client_disconnect_mid_stream_stops_upstream_and_server_keeps_working() 
     drop(r);
 
     // The gateway notices, stops reading, and the upstream sees its stream dropped.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while up.state.aborted.load(Ordering::SeqCst) == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "upstream stream was never dropped"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_async(
+        "the upstream stream to be dropped",
+        Duration::from_secs(30),
+        async || (up.state.aborted.load(Ordering::SeqCst) != 0).then_some(()),
+    )
+    .await;
     assert_eq!(up.state.completed.load(Ordering::SeqCst), 0);
 
     up.state.padding_pieces.store(0, Ordering::SeqCst);
@@ -479,7 +476,7 @@ async fn session_continuation_sends_history_upstream() {
     gw.stop(ShutdownRequest::Stop).await.unwrap();
 }
 
-fn contents_of(seen: &support::Seen) -> Vec<String> {
+fn contents_of(seen: &crate::support::Seen) -> Vec<String> {
     seen.body["messages"]
         .as_array()
         .unwrap()
@@ -553,7 +550,7 @@ async fn chat_once_streams_and_shares_sessions_with_the_api() {
     let s = settings(home.path(), "work", Some(&up));
 
     let mut pieces = Vec::new();
-    let answer = chat_once(&s, "first question", Some("cli-1"), |d| {
+    let answer = chat_once(&s.clone().into(), "first question", Some("cli-1"), |d| {
         pieces.push(d.to_string())
     })
     .await
@@ -586,14 +583,18 @@ async fn chat_once_streams_and_shares_sessions_with_the_api() {
 async fn chat_once_errors_are_typed() {
     let home = tempfile::tempdir().unwrap();
     let s = settings(home.path(), "work", None);
-    let err = chat_once(&s, "q", None, |_| {}).await.unwrap_err();
+    let err = chat_once(&s.clone().into(), "q", None, |_| {})
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::NoModel { .. }), "{err:?}");
     assert!(err.hint().unwrap().contains("model.default"));
 
     let up = Upstream::start().await;
     *up.state.required_key.lock().unwrap() = Some("right".into());
     let s = settings(home.path(), "work", Some(&up));
-    let err = chat_once(&s, "q", None, |_| {}).await.unwrap_err();
+    let err = chat_once(&s.clone().into(), "q", None, |_| {})
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, Error::ProviderAuth { status: 401, .. }),
         "{err:?}"
@@ -608,6 +609,8 @@ async fn chat_once_errors_are_typed() {
         p.base_url = format!("http://{dead}/v1");
         p.max_retries = 1;
     }
-    let err = chat_once(&s, "q", None, |_| {}).await.unwrap_err();
+    let err = chat_once(&s.clone().into(), "q", None, |_| {})
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::ProviderUnreachable { .. }), "{err:?}");
 }

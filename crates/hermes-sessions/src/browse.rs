@@ -467,7 +467,7 @@ pub fn is_busy(error: &Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sessions::SessionStore;
+    use crate::SessionStore;
     use serde_json::json;
 
     fn msg(role: &str, content: &str) -> serde_json::Value {
@@ -495,10 +495,7 @@ mod tests {
         let overview = reader.overview().unwrap();
         assert_eq!(overview.sessions, 2);
         assert_eq!(overview.messages, 3);
-        assert_eq!(
-            overview.schema_version,
-            Some(super::super::schema::SCHEMA_VERSION)
-        );
+        assert_eq!(overview.schema_version, Some(crate::schema::SCHEMA_VERSION));
         // A database without the original's tables counts nothing and has no marker.
         let empty = _dir.path().join("empty.db");
         rusqlite::Connection::open(&empty)

@@ -19,8 +19,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
+use hermes_test_support::poll::until_async;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -34,6 +33,7 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use hermes_gateway::provider::Provider;
+use hermes_gateway::source::read_profile;
 use hermes_gateway::{Error, GatewaySettings, ProviderSettings};
 use hermes_home::Home;
 use hermes_home::auth::AuthStore;
@@ -283,17 +283,12 @@ fn stored_entry(home: &Path, pool: &str, id: &str) -> Value {
 
 /// Waits for the background write of a key's status.
 async fn wait_for_status(home: &Path, pool: &str, id: &str, status: &str) -> Value {
-    for _ in 0..200 {
+    let what = format!("{id} to become {status}");
+    until_async(&what, Duration::from_secs(10), async || {
         let e = stored_entry(home, pool, id);
-        if e["last_status"] == status {
-            return e;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!(
-        "{id} never became {status}: {}",
-        stored_entry(home, pool, id)
-    );
+        (e["last_status"] == status).then_some(e)
+    })
+    .await
 }
 
 fn ask() -> Value {
@@ -458,7 +453,7 @@ async fn a_corrupt_auth_json_does_not_stop_the_gateway() {
     std::fs::write(root.path().join("auth.json"), "{not json").unwrap();
     let home = Home::select(root.path().to_path_buf(), None).unwrap();
     let env = [("TOGETHER_API_KEY".to_string(), "sk-env".to_string())];
-    let s = GatewaySettings::from_home(&home, env).unwrap();
+    let s = read_profile(&home, env).unwrap().settings;
     let p = s.provider.unwrap();
     assert_eq!(p.api_key.as_deref(), Some("sk-env"));
     let copies = std::fs::read_dir(root.path())
@@ -1028,9 +1023,9 @@ async fn a_client_of_the_gateway_sees_the_fallback_answer_or_what_was_tried() {
     )
     .unwrap();
     s.provider = s.provider.map(fast);
-    let gw = support::start(s).await;
+    let gw = crate::support::start(s).await;
     let ask_gateway = |stream: bool| {
-        support::client()
+        crate::support::client()
             .post(gw.url("/v1/chat/completions"))
             .header("authorization", "Bearer gw-key-0123456789abcdef")
             .json(&json!({"messages": [{"role": "user", "content": "hi"}], "stream": stream}))

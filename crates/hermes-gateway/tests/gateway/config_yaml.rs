@@ -11,7 +11,7 @@
 use std::fs;
 use std::path::Path;
 
-use hermes_gateway::GatewaySettings;
+use hermes_gateway::source::read_profile;
 use hermes_home::Home;
 
 fn home(dir: &Path, config: &str) -> Home {
@@ -27,8 +27,9 @@ fn a_duplicate_key_is_not_fatal_and_the_last_value_wins() {
         dir.path(),
         "model:\n  default: first\n  base_url: http://127.0.0.1:9/v1\nmodel:\n  default: last\n  base_url: http://127.0.0.1:8/v1\n",
     );
-    let p = GatewaySettings::from_home(&home, Vec::new())
+    let p = read_profile(&home, Vec::new())
         .unwrap()
+        .settings
         .provider
         .unwrap();
     assert_eq!(p.model, "last");
@@ -42,8 +43,9 @@ fn a_merge_key_supplies_the_model_section() {
         dir.path(),
         "x-local: &local\n  default: llama3\n  base_url: http://127.0.0.1:11434/v1\n  api_key: sk-local\nmodel:\n  <<: *local\n  default: qwen\n",
     );
-    let p = GatewaySettings::from_home(&home, Vec::new())
+    let p = read_profile(&home, Vec::new())
         .unwrap()
+        .settings
         .provider
         .unwrap();
     assert_eq!(p.model, "qwen");
@@ -57,11 +59,12 @@ fn a_merge_key_supplies_the_model_section() {
 fn the_originals_openai_api_name_is_openai() {
     let dir = tempfile::tempdir().unwrap();
     let home = home(dir.path(), "model:\n  default: m\n  provider: openai-api\n");
-    let p = GatewaySettings::from_home(
+    let p = read_profile(
         &home,
         vec![("OPENAI_API_KEY".to_string(), "sk-oa".to_string())],
     )
     .unwrap()
+    .settings
     .provider
     .unwrap();
     assert_eq!(p.base_url, "https://api.openai.com/v1");

@@ -16,7 +16,7 @@ use std::path::Path;
 use hermes_diag::doctor::{self, Status};
 use hermes_diag::dump::{self, SupervisorView};
 use hermes_diag::{BuildIdentity, Install};
-use hermes_gateway::GatewaySettings;
+use hermes_gateway::source::read_profile;
 use hermes_home::Home;
 
 /// A default-profile home holding this `.env` and `config.yaml`.
@@ -82,7 +82,7 @@ fn an_empty_key_in_env_switches_off_the_shells_key_for_gateway_and_dump() {
         "OPENAI_API_KEY=\nOPENROUTER_API_KEY=sk-file\n",
         "model: {default: m}\n",
     );
-    let s = GatewaySettings::from_home(&home, process.clone()).unwrap();
+    let s = read_profile(&home, process.clone()).unwrap().settings;
     let p = s.provider.unwrap();
     // `auto`: OpenAI's key is off, so OpenRouter's is the first one set.
     assert_eq!(
@@ -94,8 +94,9 @@ fn an_empty_key_in_env_switches_off_the_shells_key_for_gateway_and_dump() {
 
     // Without the empty line, the shell's key is used by both.
     let home = self::home(dir.path(), "", "model: {default: m}\n");
-    let p = GatewaySettings::from_home(&home, process.clone())
+    let p = read_profile(&home, process.clone())
         .unwrap()
+        .settings
         .provider
         .unwrap();
     assert_eq!(
@@ -113,14 +114,14 @@ fn doctor_and_the_gateway_expand_config_variables_alike() {
 
     // `.env` empties the variable: no model for either.
     let home = home(dir.path(), "MODEL_NAME=\n", config);
-    let gateway = GatewaySettings::from_home(&home, process.clone()).unwrap();
+    let gateway = read_profile(&home, process.clone()).unwrap().settings;
     assert!(gateway.provider.is_none());
     assert_eq!(doctor_model(&home, &process), None);
 
     // `.env` sets it: both see the file's value; unset there: both see the shell's.
     for (env, want) in [("MODEL_NAME=gpt-file\n", "gpt-file"), ("", "gpt-shell")] {
         let home = self::home(dir.path(), env, config);
-        let gateway = GatewaySettings::from_home(&home, process.clone()).unwrap();
+        let gateway = read_profile(&home, process.clone()).unwrap().settings;
         assert_eq!(gateway.provider.unwrap().model, want);
         assert_eq!(doctor_model(&home, &process).as_deref(), Some(want));
     }
@@ -131,7 +132,7 @@ fn a_damaged_env_is_a_configuration_error() {
     let dir = tempfile::tempdir().unwrap();
     let home = home(dir.path(), "", "model: {default: m}\n");
     fs::write(dir.path().join(".env"), b"OPENAI_API_KEY=sk-\xff\n").unwrap();
-    let err = GatewaySettings::from_home(&home, Vec::new()).unwrap_err();
+    let err = read_profile(&home, Vec::new()).unwrap_err();
     assert!(err.is_config(), "{err}");
     assert_eq!(err.exit_code(), 78);
     assert!(err.hint().unwrap().contains("line 1"), "{:?}", err.hint());

@@ -13,20 +13,19 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
+use hermes_test_support::poll::until_async;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::support::{Running, Step, Upstream, client, settings, sse_data, sse_text, start};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use hermes_gateway::{GatewaySettings, ProviderSettings, ShutdownRequest};
 use serde_json::{Value, json};
-use support::{Running, Step, Upstream, client, settings, sse_data, sse_text, start};
 
 // ---------------------------------------------------------------------------------------
 // Helpers.
@@ -103,14 +102,7 @@ async fn chat(gw: &Running, auth: &str, body: &Value, session: Option<&str>) -> 
 /// Polls `check` every 20 ms for up to 10 s (the access line of a stream is written when the
 /// connection is done with the body, just after the client has read it).
 async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_async(what, Duration::from_secs(10), async || check()).await
 }
 
 // ---------------------------------------------------------------------------------------
@@ -742,19 +734,12 @@ async fn eventually_metrics(
     series: &str,
     want: f64,
 ) -> BTreeMap<String, f64> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let what = format!("{series} to move by {want}");
+    until_async(&what, Duration::from_secs(10), async || {
         let now = metrics(gw).await;
-        if delta(before, &now, series) == want {
-            return now;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{series} moved by {} instead of {want}",
-            delta(before, &now, series)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        (delta(before, &now, series) == want).then_some(now)
+    })
+    .await
 }
 
 #[tokio::test]
@@ -763,7 +748,7 @@ async fn connections_are_counted_open_and_rejected() {
     let home = tempfile::tempdir().unwrap();
     let mut s = settings(home.path(), "obs", Some(&up));
     s.connection_limits =
-        hermes_gateway::ConnectionLimits::new(1, Duration::from_secs(30), Duration::from_secs(30));
+        hermes_http::ConnectionLimits::new(1, Duration::from_secs(30), Duration::from_secs(30));
     let auth = bearer(&s);
     let gw = start(s).await;
     let before = metrics(&gw).await;
@@ -813,13 +798,11 @@ async fn connections_are_counted_open_and_rejected() {
     );
     // The held chat's idle connection makes room for each new one (a new client per
     // scrape): soon only the scrape's own connection is open.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while metrics(&gw).await["hermes_gateway_open_connections"] != 1.0 {
-        assert!(
-            Instant::now() < deadline,
-            "open connections never settled at 1"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_async(
+        "open connections to settle at 1",
+        Duration::from_secs(10),
+        async || (metrics(&gw).await["hermes_gateway_open_connections"] == 1.0).then_some(()),
+    )
+    .await;
     gw.stop(ShutdownRequest::Stop).await.unwrap();
 }

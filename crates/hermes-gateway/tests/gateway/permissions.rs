@@ -13,7 +13,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use hermes_gateway::sessions::SessionStore;
+use hermes_sessions::SessionStore;
 use nix::sys::stat::{Mode, umask};
 use serde_json::json;
 

@@ -10,16 +10,14 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
 use std::fs;
 use std::path::Path;
 
+use crate::support::{Running, Upstream, client, start};
 use hermes_gateway::ShutdownRequest;
-use hermes_gateway::live::{Reloadable, SettingsSource};
+use hermes_gateway::source::SettingsSource;
 use hermes_home::Home;
 use serde_json::{Value, json};
-use support::{Running, Upstream, client, start};
 
 const KEY: &str = "reload-test-key-0123456789";
 
@@ -33,16 +31,11 @@ fn home(dir: &Path, env: &str, config: &str, soul: &str) -> Home {
 }
 
 /// Runs the gateway on the profile's files exactly as `hermes gateway run` does: settings read
-/// through a [`SettingsSource`] and attached to them, so they are re-read on change.
+/// through a [`SettingsSource`], so they are re-read on change.
 async fn run_from_files(home: &Home) -> Running {
     let source = SettingsSource::new(home.clone(), Vec::new());
-    let (fingerprint, settings) = source.load();
-    let mut settings = settings.unwrap();
-    settings.source = Some(Reloadable {
-        source,
-        fingerprint,
-    });
-    start(settings).await
+    let profile = source.read().1.unwrap();
+    start(profile).await
 }
 
 fn model_yaml(upstream: &Upstream, model: &str, key: &str) -> String {
@@ -233,7 +226,7 @@ async fn a_session_replays_its_stored_prompt_and_a_new_session_sees_new_memory()
         first.starts_with("the soul") && first.contains("Fact one."),
         "{first}"
     );
-    let stored = hermes_gateway::sessions::SessionStore::open(&dir.path().join("state.db"))
+    let stored = hermes_sessions::SessionStore::open(&dir.path().join("state.db"))
         .unwrap()
         .system_prompt("s-1")
         .unwrap();

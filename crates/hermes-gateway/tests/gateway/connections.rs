@@ -14,14 +14,14 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
+use hermes_test_support::poll::until_async;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hermes_gateway::{ConnectionLimits, ShutdownRequest};
+use crate::support::{Step, Upstream, client, settings, start};
+use hermes_gateway::ShutdownRequest;
+use hermes_http::ConnectionLimits;
 use serde_json::{Value, json};
-use support::{Step, Upstream, client, settings, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
@@ -152,7 +152,7 @@ async fn idle_connections_are_closed_after_the_idle_timeout_but_long_requests_ar
     let v: Value = r.json().await.unwrap();
     assert_eq!(
         v["choices"][0]["message"]["content"],
-        support::echo_of("slow")
+        crate::support::echo_of("slow")
     );
     gw.stop(ShutdownRequest::Stop).await.unwrap();
 }
@@ -225,14 +225,12 @@ async fn when_every_connection_is_busy_a_new_one_gets_a_clear_503() {
             })
         })
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while up.seen().len() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "both requests reach the upstream"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_async(
+        "both requests to reach the upstream",
+        Duration::from_secs(10),
+        async || (up.seen().len() >= 2).then_some(()),
+    )
+    .await;
 
     // A third connection is told why, and closed.
     let mut third = TcpStream::connect(gw.addr).await.unwrap();

@@ -9,17 +9,16 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
+use hermes_test_support::poll::until_async;
 use std::fs;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::support::{Running, Upstream, client, start};
 use hermes_gateway::ShutdownRequest;
-use hermes_gateway::live::{Reloadable, SettingsSource};
+use hermes_gateway::source::SettingsSource;
 use hermes_home::Home;
 use serde_json::{Value, json};
-use support::{Running, Upstream, client, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A profile of the test volume: where it is served, its key, model and soul.
@@ -102,14 +101,9 @@ fn volume(upstream: &Upstream) -> tempfile::TempDir {
 async fn run(root: &Path, multiplex: bool) -> Running {
     let home = Home::select(root.to_path_buf(), None).unwrap();
     let source = SettingsSource::new(home, Vec::new());
-    let (fingerprint, settings) = source.load();
-    let mut settings = settings.unwrap();
-    settings.source = Some(Reloadable {
-        source,
-        fingerprint,
-    });
-    settings.multiplex = multiplex;
-    start(settings).await
+    let mut profile = source.read().1.unwrap();
+    profile.settings.multiplex = multiplex;
+    start(profile).await
 }
 
 /// `GET path` with `key` (none when `None`): status and JSON body.
@@ -176,11 +170,10 @@ async fn raw_get(gw: &Running, path: &str) -> (u16, String) {
 
 /// Polls `check` until it holds (a rescan is rate-limited), at most 10 s.
 async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_async(what, Duration::from_secs(10), async || {
+        check().await.then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -12,17 +12,16 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
+use hermes_test_support::poll::{until, until_true};
 use std::os::unix::net::UnixDatagram;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::support::{MemoryRecorder, Upstream, client, settings, sse_data, sse_text, start};
 use hermes_gateway::lock::{GatewayLock, LockRecord, read_holder};
 use hermes_gateway::{Error, ExitReason, NoopRecorder, Phase, ShutdownRequest};
 use serde_json::json;
-use support::{MemoryRecorder, Upstream, client, settings, sse_data, sse_text, start};
 
 const CHILD_GATEWAY: &str = "HERMES_GW_TEST_CHILD_GATEWAY";
 const CHILD_STUBBORN: &str = "HERMES_GW_TEST_CHILD_STUBBORN";
@@ -67,9 +66,14 @@ fn child_stubborn() {
     });
 }
 
+/// Runs the helper test `role` of this module alone in a process of its own (it takes signals
+/// and the profile's lock, so it must not share the test process).
 fn spawn_child(role: &str, env: &str, home: &std::path::Path) -> Child {
+    // Test names are paths inside the binary: `lifecycle::child_gateway`.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let name = format!("{module}::{role}");
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", role, "--nocapture", "--test-threads=1"])
+        .args(["--exact", &name, "--nocapture", "--test-threads=1"])
         .env(env, home)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -79,25 +83,17 @@ fn spawn_child(role: &str, env: &str, home: &std::path::Path) -> Child {
 
 /// Waits until the lock file names `pid` as holder.
 fn wait_for_holder(home: &std::path::Path, pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if read_holder(&home.join("gateway.lock")).is_some_and(|r| r.pid == pid as i32) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "child never took the lock");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until_true(
+        "the child to take the lock",
+        Duration::from_secs(60),
+        || read_holder(&home.join("gateway.lock")).is_some_and(|r| r.pid == pid as i32),
+    );
 }
 
 fn wait_child(child: &mut Child) -> std::process::ExitStatus {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "child did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until("the child to exit", Duration::from_secs(60), || {
+        child.try_wait().unwrap()
+    })
 }
 
 #[tokio::test]
@@ -308,7 +304,10 @@ async fn shutdown_drains_an_in_flight_stream() {
     }
     let data = sse_data(&body);
     assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
-    assert_eq!(sse_text(&data), support::echo_of("one two three four five"));
+    assert_eq!(
+        sse_text(&data),
+        crate::support::echo_of("one two three four five")
+    );
     let reason = stopping.await.unwrap().unwrap();
     assert!(matches!(reason, ExitReason::Stopped));
 }

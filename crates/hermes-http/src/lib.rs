@@ -1,5 +1,6 @@
-//! The HTTP/1.1 accept loop, with connection limits: a cap on open connections, a time limit
-//! on reading a request head, and one on idleness.
+//! `hermes-http`: the HTTP/1.1 accept loop the gateway and the dashboard share, with
+//! connection limits: a cap on open connections, a time limit on reading a request head, and
+//! one on idleness.
 //!
 //! Words:
 //! * *tracker* — what the loop knows about one open connection: its activity, and whether
@@ -22,8 +23,9 @@
 //! Shutdown: the listener is closed at once; idle connections are closed; busy ones finish
 //! their request (keep-alive off) within the grace period, after which they are cut.
 //!
-//! Metrics: every admitted connection counts as open until its task ends (an evicted one
-//! until it is actually closed), and every connection over the cap counts as rejected.
+//! Counts: every admitted connection counts as open until its task ends (an evicted one
+//! until it is actually closed), and every connection over the cap counts as rejected, both
+//! told to a [`ConnectionObserver`] (the gateway's `/metrics`).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -49,8 +51,63 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tower::ServiceExt;
 
-use crate::metrics::Metrics;
-use crate::settings::ConnectionLimits;
+/// What the accept loop tells about connections as they come and go (the gateway counts them
+/// for `/metrics`). Every method does nothing by default.
+pub trait ConnectionObserver: Send + Sync + 'static {
+    /// A connection was admitted.
+    fn opened(&self) {}
+    /// An admitted connection's task ended.
+    fn closed(&self) {}
+    /// A connection over the cap was refused (answered 503 or closed).
+    fn rejected(&self) {}
+}
+
+/// An observer that counts nothing ([`serve_app`]).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Unobserved;
+
+impl ConnectionObserver for Unobserved {}
+
+/// Limits on the gateway's client connections (`gateway.*` in `config.yaml`).
+///
+/// A connection is *idle* when no request is in flight on it and it has sent nothing since its
+/// last answer (a new connection that has sent nothing is idle too); it is *reading a head*
+/// from the first byte of a request until the request's headers are complete.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Most client connections served at once (`gateway.max_connections`, default 512). At
+    /// the cap, a new connection takes the place of the longest-idle one (then of the oldest
+    /// one still reading a head); when every connection has a request in flight it is
+    /// answered `503 too_many_connections` and closed.
+    pub max_connections: usize,
+    /// Time from a request's first byte to its last header byte (`gateway.header_timeout`,
+    /// seconds, default 10); slower connections are closed.
+    pub header_timeout: Duration,
+    /// Time an idle connection is kept open (`gateway.idle_timeout`, seconds, default 60).
+    pub idle_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ConnectionLimits {
+    /// Limits with these values (tests use small ones).
+    pub fn new(max_connections: usize, header_timeout: Duration, idle_timeout: Duration) -> Self {
+        ConnectionLimits {
+            max_connections,
+            header_timeout,
+            idle_timeout,
+        }
+    }
+}
 
 /// Rejections (503 answers) written at the same time; beyond this a connection over the cap
 /// is closed without an answer.
@@ -248,12 +305,12 @@ impl Registry {
 struct Registered {
     registry: Arc<Registry>,
     id: u64,
-    metrics: Arc<Metrics>,
+    metrics: Arc<dyn ConnectionObserver>,
 }
 
 impl Registered {
-    fn new(registry: &Arc<Registry>, id: u64, metrics: &Arc<Metrics>) -> Registered {
-        metrics.connection_opened();
+    fn new(registry: &Arc<Registry>, id: u64, metrics: &Arc<dyn ConnectionObserver>) -> Registered {
+        metrics.opened();
         Registered {
             registry: Arc::clone(registry),
             id,
@@ -265,7 +322,7 @@ impl Registered {
 impl Drop for Registered {
     fn drop(&mut self) {
         self.registry.remove(self.id);
-        self.metrics.connection_closed();
+        self.metrics.closed();
     }
 }
 
@@ -535,13 +592,6 @@ fn is_connection_error(e: &std::io::Error) -> bool {
     )
 }
 
-/// Serves `app` on `listener` with `limits` until `shutdown` resolves, then lets requests in
-/// flight finish for at most `grace`. Open and rejected connections are counted in `metrics`.
-///
-/// # Errors
-///
-/// None today: accept errors are logged and retried (the signature leaves room for fatal
-/// ones).
 /// Serves `app` on `listener` with the gateway's connection handling — at most
 /// `limits.max_connections` at once (idle ones make room, a 503 when all are busy), request
 /// heads within `limits.header_timeout`, idle connections closed after `limits.idle_timeout`
@@ -558,24 +608,22 @@ pub async fn serve_app(
     grace: Duration,
     limits: ConnectionLimits,
 ) -> std::io::Result<()> {
-    serve_limited(
-        listener,
-        app,
-        shutdown,
-        grace,
-        limits,
-        Arc::new(Metrics::new()),
-    )
-    .await
+    serve_observed(listener, app, shutdown, grace, limits, Arc::new(Unobserved)).await
 }
 
-pub(crate) async fn serve_limited(
+/// [`serve_app`], telling `metrics` of connections opened, closed and rejected.
+///
+/// # Errors
+///
+/// None today: accept errors are logged and retried (the signature leaves room for fatal
+/// ones).
+pub async fn serve_observed(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
     grace: Duration,
     limits: ConnectionLimits,
-    metrics: Arc<Metrics>,
+    metrics: Arc<dyn ConnectionObserver>,
 ) -> std::io::Result<()> {
     let registry = Arc::new(Registry::default());
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -623,7 +671,7 @@ pub(crate) async fn serve_limited(
                 });
             }
             Admission::Full => {
-                metrics.connection_rejected();
+                metrics.rejected();
                 rejected += 1;
                 if last_warning.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
                     tracing::warn!(

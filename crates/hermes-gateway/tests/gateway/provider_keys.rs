@@ -12,15 +12,13 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::support::{Upstream, client, echo_of, start};
 use hermes_gateway::{Error, GatewaySettings, ShutdownRequest, chat_once};
 use hermes_home::config::Config;
 use serde_json::json;
-use support::{Upstream, client, echo_of, start};
 
 /// Settings resolved the way `hermes gateway run` does it, on port 0 with a client key long enough for any key rule.
 fn resolved(home: &Path, yaml: &str, env: &[(&str, &str)]) -> GatewaySettings {
@@ -80,7 +78,9 @@ async fn no_well_known_key_reaches_a_local_base_url_whatever_the_provider_says()
             up.base_url()
         );
         let s = resolved(home.path(), &yaml, &env);
-        let answer = chat_once(&s, "q", None, |_| {}).await.unwrap();
+        let answer = chat_once(&s.clone().into(), "q", None, |_| {})
+            .await
+            .unwrap();
         assert_eq!(answer.text, echo_of("q"));
         let seen = up.seen();
         assert_eq!(
@@ -97,7 +97,9 @@ async fn no_well_known_key_reaches_a_local_base_url_whatever_the_provider_says()
         ("OPENAI_BASE_URL", base.as_str()),
     ];
     let s = resolved(home.path(), "model: m\n", &env);
-    chat_once(&s, "q", None, |_| {}).await.unwrap();
+    chat_once(&s.clone().into(), "q", None, |_| {})
+        .await
+        .unwrap();
     assert_eq!(up.seen().last().unwrap().authorization, None);
 }
 
@@ -129,7 +131,9 @@ async fn the_key_configured_for_the_endpoint_is_sent() {
             up.base_url()
         );
         let s = resolved(home.path(), &yaml, &env);
-        chat_once(&s, "q", None, |_| {}).await.unwrap();
+        chat_once(&s.clone().into(), "q", None, |_| {})
+            .await
+            .unwrap();
         assert_eq!(
             up.seen().last().unwrap().authorization.as_deref(),
             Some(want),
@@ -145,7 +149,9 @@ async fn a_401_from_the_endpoint_names_the_withheld_key() {
     let home = tempfile::tempdir().unwrap();
     let yaml = format!("model:\n  default: m\n  base_url: {}\n", up.base_url());
     let s = resolved(home.path(), &yaml, &[("OPENAI_API_KEY", "sk-openai")]);
-    let err = chat_once(&s, "q", None, |_| {}).await.unwrap_err();
+    let err = chat_once(&s.clone().into(), "q", None, |_| {})
+        .await
+        .unwrap_err();
     match &err {
         Error::ProviderAuth {
             status: 401,
