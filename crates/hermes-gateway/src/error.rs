@@ -262,8 +262,8 @@ impl Error {
             Error::Sessions(e) => e.hint(),
             Error::NoModel { home, .. } => Some(format!(
                 "set `model.default` (and `model.base_url` for a non-OpenAI provider) in `{}`, and the provider key `OPENAI_API_KEY` in `{}`",
-                home.join("config.yaml").display(),
-                home.join(".env").display()
+                hermes_home::layout::config_path(home).display(),
+                hermes_home::layout::env_path(home).display()
             )),
             Error::HttpClient { .. } => Some(
                 "check the system's TLS certificates (`ca-certificates`) and any `HTTPS_PROXY` or `ALL_PROXY` setting"

@@ -223,7 +223,10 @@ impl Profiles {
             mounted.remove(&name);
             return Selected::Unknown;
         }
-        let soul = hermes_home::profile::profile_dir(&self.directory.root, &name).join("SOUL.md");
+        let soul = hermes_home::layout::soul_path(&hermes_home::profile::profile_dir(
+            &self.directory.root,
+            &name,
+        ));
         if !soul.is_file() {
             tracing::info!(profile = %name, "profile deleted: no longer served");
             self.directory.forget(&name);
@@ -268,7 +271,7 @@ impl Profiles {
                         profile = %name,
                         "profile `{name}` has no API_SERVER_KEY of its own: its routes refuse \
                          every request; set API_SERVER_KEY in {}",
-                        dir.join(".env").display()
+                        hermes_home::layout::env_path(&dir).display()
                     );
                 }
                 AppState::mounted(&profile, &self.directory)?

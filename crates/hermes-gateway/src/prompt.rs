@@ -304,9 +304,9 @@ fn identity(home: &Path, soul: Option<&str>, config: &Config) -> String {
     };
     truncate(
         &content,
-        "SOUL.md",
+        hermes_home::layout::SOUL_FILE,
         context_file_max_chars(config),
-        &home.join("SOUL.md"),
+        &hermes_home::layout::soul_path(home),
     )
 }
 

@@ -234,7 +234,7 @@ impl GatewaySettings {
         let home = home.into();
         GatewaySettings {
             port: default_port(&profile),
-            state_db: home.join("state.db"),
+            state_db: hermes_home::layout::state_db_path(&home),
             lock_path: home.join("gateway.lock"),
             profile,
             home,
@@ -347,7 +347,7 @@ impl GatewaySettings {
                 config,
                 lookup: &lookup,
                 auth,
-                auth_path: home.join("auth.json"),
+                auth_path: hermes_home::layout::auth_path(home),
             };
             let primary = FallbackSpec {
                 provider: model.provider.clone().unwrap_or_default(),
