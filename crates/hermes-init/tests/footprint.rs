@@ -4,6 +4,13 @@
 //! this host, so a new arrow anywhere in the workspace that drags one in fails here, naming the
 //! path of crates it came by.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    reason = "test code, helpers included: a failed unwrap is a failed test; the sizes are printed"
+)]
+
 use std::collections::{BTreeMap, VecDeque};
 use std::process::Command;
 
