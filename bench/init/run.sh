@@ -142,11 +142,14 @@ up_row() {
     HERMES_HOME="$root" HERMES_RUNTIME_DIR="$run" HERMES_AGENT_CLI="" \
         "$bin" up --no-dashboard >/dev/null 2>&1 &
     local pid=$!
+    # The service is `sh -c 'sleep 600'`: up once the shell's child runs.
+    local sh=""
     for _ in $(seq 100); do
-        [ -n "$(pgrep -P "$pid" -x sleep | head -1 || true)" ] && break
+        sh="$(pgrep -P "$pid" | head -1 || true)"
+        [ -n "$sh" ] && [ -n "$(pgrep -P "$sh" | head -1 || true)" ] && break
         sleep 0.05
     done
-    [ -n "$(pgrep -P "$pid" -x sleep | head -1 || true)" ] || die "\`hermes up\` did not start its service"
+    [ -n "$sh" ] || { kill -TERM "$pid"; die "\`hermes up\` did not start its service"; }
     # Before its loop settles (1 s), then past it (as for PID 1).
     sleep 0.3
     local early

@@ -7,7 +7,8 @@
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
-    reason = "test code, helpers included: a failed unwrap is a failed test"
+    clippy::print_stderr,
+    reason = "test code, helpers included: a failed unwrap is a failed test; the sizes are printed"
 )]
 
 use std::collections::{BTreeMap, VecDeque};
