@@ -22,10 +22,7 @@ use hermes_supervisor::ServiceSpec;
 use hermes_supervisor::config::{ConfigError, SERVICE_KEYS, parse_service};
 use serde_json::Value;
 
-use crate::gateway::run_as_identity;
-
-/// The prefix reserved for the gateway services.
-const GATEWAY_PREFIX: &str = "gateway-";
+use crate::gateway::{GATEWAY_PREFIX, run_as_identity};
 
 /// The most edits between a mistyped key and the key it is taken for (`comand`, `restrat`).
 const TYPO_DISTANCE: usize = 2;
