@@ -14,8 +14,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use hermes_home::Home;
 use hermes_home::config::Config;
+use hermes_home::{Home, ProfileRef};
 use hermes_privilege::Identity;
 use hermes_supervisor::{Client, LogTarget, RestartPolicy, RunAs, ServiceSpec};
 
@@ -34,6 +34,13 @@ pub const GATEWAY_STOP_GRACE: Duration = Duration::from_secs(35);
 /// The supervisor service name of `profile`'s gateway: `gateway-<profile>`.
 pub fn service_name(profile: &str) -> String {
     format!("{GATEWAY_PREFIX}{profile}")
+}
+
+/// The profile whose gateway `service` is (`gateway-<profile>`), as a home under `root`; `None`
+/// for any other service (or a name that is not a valid profile's).
+pub fn home_of_service(root: &Path, service: &str) -> Option<Home> {
+    let profile = ProfileRef::parse(service.strip_prefix(GATEWAY_PREFIX)?).ok()?;
+    Home::for_profile(root.to_path_buf(), profile).ok()
 }
 
 /// The supervisor service of one profile's gateway: `hermes -p <profile> gateway run
@@ -270,6 +277,29 @@ fn gateway_argv(profile: &str, dir: &Path, hermes_exe: &Path, out: &mut dyn Writ
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gateway_service_names_its_profiles_home_and_nothing_else_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let work_dir = root.join("profiles/work");
+        std::fs::create_dir_all(&work_dir).unwrap();
+        std::fs::write(work_dir.join("SOUL.md"), "soul\n").unwrap();
+        let default = home_of_service(root, "gateway-default").unwrap();
+        assert_eq!(default.dir(), root);
+        let work = home_of_service(root, "gateway-work").unwrap();
+        assert_eq!(work.dir(), work_dir);
+        // A profile that does not exist has no home to write a marker into.
+        for other in [
+            "dashboard",
+            "gateway-",
+            "gateway-../etc",
+            "gatewaywork",
+            "gateway-gone",
+        ] {
+            assert!(home_of_service(root, other).is_none(), "{other}");
+        }
+    }
 
     #[test]
     fn the_unit_runs_the_same_command_with_the_same_grace() {

@@ -19,10 +19,8 @@
 use std::path::Path;
 
 use hermes_home::gateway_state::{self, StateRead};
-use hermes_home::{Home, ProfileRef};
 use hermes_supervisor::{ServiceStatus, StateName};
 
-use crate::gateway::GATEWAY_PREFIX;
 use crate::logs::{log_file, tail};
 
 /// How many of a log's last lines are searched for an error entry.
@@ -120,8 +118,7 @@ fn with_logged_hint(home: &Path, service: &str, message: String) -> LastError {
 /// The `exit_reason` of a gateway's failed start and the pid that recorded it, from the
 /// profile's `gateway_state.json`; `None` for other services or another recorded state.
 fn recorded_failure(home: &Path, service: &str) -> Option<(String, Option<i64>)> {
-    let profile = ProfileRef::parse(service.strip_prefix(GATEWAY_PREFIX)?).ok()?;
-    let dir = Home::for_profile(home.to_path_buf(), profile).ok()?;
+    let dir = crate::gateway::home_of_service(home, service)?;
     let StateRead::Valid(state) = gateway_state::read(&gateway_state::path(dir.dir())).ok()? else {
         return None;
     };

@@ -3,6 +3,7 @@
 //! ([`mark_planned_stop`]), and stopping a gateway that runs without the supervisor — a
 //! foreground `gateway run` holding its profile's `gateway.lock` ([`stop_unsupervised`]).
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use hermes_home::{Home, gateway_lock, gateway_state};
@@ -44,6 +45,19 @@ pub fn mark_planned_stop(home: &Home, client: &mut Client, service: &str) -> Res
     let start_time = gateway_lock::process_start_time(pid);
     gateway_state::write_planned_stop(home.dir(), pid.unsigned_abs(), start_time)?;
     Ok(())
+}
+
+/// [`mark_planned_stop`] for an operator's stop or restart of any service by name, as the
+/// dashboard's buttons make it: the marker when `service` is a profile's gateway under `root`,
+/// nothing for other services.
+///
+/// # Errors
+/// As [`mark_planned_stop`].
+pub fn mark_planned_stop_of(root: &Path, client: &mut Client, service: &str) -> Result<(), Error> {
+    match crate::gateway::home_of_service(root, service) {
+        Some(home) => mark_planned_stop(&home, client, service),
+        None => Ok(()),
+    }
 }
 
 /// `gateway stop` without a supervisor, as the original's `stop_profile_gateway`: when

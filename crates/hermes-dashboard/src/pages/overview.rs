@@ -93,16 +93,30 @@ async fn action(State(app): State<App>, Path((name, verb)): Path<(String, String
     let (root, vars) = (app.root.clone(), app.vars.clone());
     let done = tokio::task::spawn_blocking(move || {
         let mut client = hermes_services::connect(&root, &*vars, status::CLIENT_TIMEOUT)?;
+        // Before an operator's stop or restart of a gateway, the planned-stop marker, as the
+        // CLI's `gateway stop|restart` writes it; one that cannot be written costs only the
+        // recorded state (the supervisor records the desired state either way), so it is said
+        // beside the outcome.
+        let warning = match verb.as_str() {
+            "stop" | "restart" => {
+                hermes_services::stop::mark_planned_stop_of(&root, &mut client, &name)
+                    .err()
+                    .map(|e| hermes_errors::one_line(&e))
+            }
+            _ => None,
+        };
         match verb.as_str() {
             "start" => client.start(&name),
             "stop" => client.stop(&name),
             _ => client.restart(&name),
         }
+        .map(|()| warning)
         .map_err(hermes_services::Error::Supervisor)
     })
     .await;
     match done {
-        Ok(Ok(())) => Json(json!({ "ok": true })).into_response(),
+        Ok(Ok(None)) => Json(json!({ "ok": true })).into_response(),
+        Ok(Ok(Some(warning))) => Json(json!({ "ok": true, "warning": warning })).into_response(),
         Ok(Err(e)) => {
             let code = match e {
                 hermes_services::Error::NotRunning { .. } => StatusCode::SERVICE_UNAVAILABLE,

@@ -228,6 +228,47 @@ fn the_overview_api_runs_a_gateway_through_the_real_supervisor() {
     dashboard.stop();
 }
 
+/// The Overview's Stop is an operator's stop as the CLI's is: the planned-stop marker naming
+/// the gateway's process is written before the supervisor signals it (a gateway command that
+/// does not consume the marker leaves it to be seen).
+#[test]
+fn the_overview_stop_writes_the_planned_stop_marker_as_the_cli_does() {
+    let t = TestContext::new();
+    std::fs::create_dir_all(t.root()).unwrap();
+    t.free_ports(&[]);
+    std::fs::write(
+        t.root().join("config.yaml"),
+        "gateway:\n  command: 'exec sleep 60'\n",
+    )
+    .unwrap();
+    let (mut dashboard, port, _) = start_dashboard(&t);
+    poll::until_true("the dashboard", Duration::from_secs(20), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let _up = t.start_up();
+    let pid = poll::until("gateway-default's pid", Duration::from_secs(30), || {
+        status(port)["services"]
+            .as_array()?
+            .iter()
+            .find(|r| r["name"] == "gateway-default")?["pid"]
+            .as_i64()
+            .filter(|p| *p > 1)
+    });
+    let marker = t.root().join(".gateway-planned-stop.json");
+    assert!(!marker.exists());
+    let (code, body) = http(
+        port,
+        "POST",
+        "/api/services/gateway-default/stop",
+        &[&auth()],
+    );
+    assert_eq!(code, 200, "{body}");
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&marker).unwrap()).unwrap();
+    assert_eq!(written["target_pid"].as_i64(), Some(pid), "{written}");
+    dashboard.stop();
+}
+
 #[test]
 fn hermes_up_runs_the_dashboard_service_unless_switched_off() {
     let t = TestContext::new();
