@@ -29,6 +29,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 
+// The reading side (is the lock held; a process's start time) is the volume's, shared with
+// `hermes_services::stop`, which must not link the gateway.
+pub use hermes_home::gateway_lock::{is_held, process_start_time};
+
 /// The `kind` written into every gateway lock record.
 pub const LOCK_KIND: &str = "hermes-gateway";
 
@@ -298,15 +302,6 @@ fn read_record(file: &mut File) -> Option<LockRecord> {
     })
 }
 
-/// True when some process (this one included, through another descriptor) holds the lock at
-/// `path`. A missing or unopenable file counts as not held; the file is never created.
-pub fn is_held(path: &Path) -> bool {
-    match File::open(path) {
-        Ok(file) => matches!(file.try_lock(), Err(TryLockError::WouldBlock)),
-        Err(_) => false,
-    }
-}
-
 /// `Ok(true)` when we now hold the lock, `Ok(false)` when someone else does.
 fn try_lock(file: &File) -> std::io::Result<bool> {
     match file.try_lock() {
@@ -380,15 +375,6 @@ fn same_process(pid: i32, start_time: Option<u64>) -> bool {
         (Some(_), None) => true,
         (None, _) => false,
     }
-}
-
-/// `/proc/<pid>/stat` field 22 (start time in clock ticks since boot).
-pub fn process_start_time(pid: i32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Field 2 (comm) may contain spaces and parentheses: count fields after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    // rest starts at field 3; field 22 is the 20th field of rest (index 19).
-    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 #[cfg(test)]

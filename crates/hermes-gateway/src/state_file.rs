@@ -146,12 +146,10 @@ impl StateFileRecorder {
     }
 }
 
-/// Field 22 of `/proc/self/stat`: this process's start time in clock ticks since boot.
+/// This process's start time in clock ticks since boot (`/proc/<pid>/stat` field 22, read as
+/// every reader of a lock record or a planned-stop marker reads it).
 fn process_start_time() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name (field 2) may contain spaces; the fields after it start past the last ')'.
-    let after = &stat[stat.rfind(')')? + 2..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    hermes_home::gateway_lock::process_start_time(i32::try_from(std::process::id()).ok()?)
 }
 
 #[cfg(test)]
