@@ -35,18 +35,36 @@ pub fn is_held(path: &Path) -> bool {
 /// The holder of the lock at `path` when it is held and its record names a process that is
 /// still the one that wrote it: a record without a start time, or whose start time differs
 /// from the running pid's (a reused pid, a forged record), names no one to signal.
+///
+/// The record is the volume's, which the service user can write: root stopping a gateway
+/// (`docker exec … hermes gateway stop`) must not signal whatever pid a forged record names.
+/// So the file is read without following a link, and its pid counts only when that process
+/// belongs to the file's owner, as a gateway's own lock does (it creates the file as itself).
 pub fn live_holder(path: &Path) -> Option<Holder> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     if !is_held(path) {
         return None;
     }
-    let text = std::fs::read_to_string(path).ok()?;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let owner = file.metadata().ok().filter(|m| m.is_file())?.uid();
+    // A lock record is one short JSON line; more is not a record.
+    let mut text = String::new();
+    (&mut file).take(64 * 1024).read_to_string(&mut text).ok()?;
     let record: serde_json::Value = serde_json::from_str(text.trim()).ok()?;
     let pid = i32::try_from(record.get("pid")?.as_i64()?).ok()?;
     let recorded = record.get("start_time")?.as_u64()?;
-    (pid > 0 && process_start_time(pid) == Some(recorded)).then_some(Holder {
-        pid,
-        start_time: recorded,
-    })
+    let process_owner = std::fs::metadata(format!("/proc/{pid}")).ok()?.uid();
+    (pid > 0 && process_owner == owner && process_start_time(pid) == Some(recorded)).then_some(
+        Holder {
+            pid,
+            start_time: recorded,
+        },
+    )
 }
 
 /// `/proc/<pid>/stat` field 22: the process's start time in clock ticks since boot (`None`
@@ -82,5 +100,37 @@ mod tests {
         assert_eq!(live_holder(&lock), None, "another process's record");
         std::fs::write(&lock, format!("{pid}\n")).unwrap();
         assert_eq!(live_holder(&lock), None, "no start time");
+    }
+
+    #[test]
+    fn a_record_naming_another_users_process_names_no_one() {
+        use std::os::unix::fs::{chown, symlink};
+        if hermes_test_support::skip_unless_root("the forged record must belong to another user") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let lock = path(dir.path());
+        let pid = std::process::id() as i32;
+        let start_time = process_start_time(pid).unwrap();
+        let record = serde_json::json!({"pid": pid, "start_time": start_time});
+        std::fs::write(&lock, record.to_string()).unwrap();
+        let held = File::open(&lock).unwrap();
+        held.lock().unwrap();
+        assert_eq!(
+            live_holder(&lock),
+            Some(Holder { pid, start_time }),
+            "root's own record names root's process"
+        );
+        // The service user (uid 12345) writes a record naming a process of root's.
+        chown(&lock, Some(12345), Some(12345)).unwrap();
+        assert_eq!(live_holder(&lock), None, "another user's process");
+        // Nor through a link to a file of root's.
+        let elsewhere = dir.path().join("root-record");
+        std::fs::write(&elsewhere, record.to_string()).unwrap();
+        let linked = dir.path().join("linked.lock");
+        symlink(&elsewhere, &linked).unwrap();
+        let _also = File::open(&elsewhere).unwrap();
+        _also.lock().unwrap();
+        assert_eq!(live_holder(&linked), None, "a planted link");
     }
 }
