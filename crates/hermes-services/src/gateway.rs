@@ -43,6 +43,15 @@ pub fn home_of_service(root: &Path, service: &str) -> Option<Home> {
     Home::for_profile(root.to_path_buf(), profile).ok()
 }
 
+/// Whether a supervisor restarts the gateway running with this environment (`var`) when it
+/// exits 75 (`EX_TEMPFAIL`): ours ([`SUPERVISED_VAR`] truthy, as [`gateway_spec`] sets it) or
+/// systemd (`INVOCATION_ID`, which systemd sets for a unit's processes, as for the unit
+/// [`systemd_user_unit`] describes). A gateway in a terminal has no one to start it again.
+pub fn restarted_on_tempfail(var: impl Fn(&str) -> Option<String>) -> bool {
+    var(SUPERVISED_VAR).is_some_and(|v| hermes_errors::switch::is_truthy(&v))
+        || var("INVOCATION_ID").is_some_and(|v| !v.is_empty())
+}
+
 /// The supervisor service of one profile's gateway: `hermes -p <profile> gateway run
 /// --no-supervise` (the flag keeps the supervised child from handing itself over to the
 /// supervisor again) or the profile's `gateway.command`; restarted on failure only (exit 0
@@ -277,6 +286,26 @@ fn gateway_argv(profile: &str, dir: &Path, hermes_exe: &Path, out: &mut dyn Writ
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gateway_is_restarted_under_our_supervisor_or_systemd_only() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_string())
+            }
+        };
+        assert!(restarted_on_tempfail(env(&[(SUPERVISED_VAR, "1")])));
+        assert!(restarted_on_tempfail(env(&[(SUPERVISED_VAR, " on ")])));
+        assert!(restarted_on_tempfail(env(&[("INVOCATION_ID", "0123abcd")])));
+        // A terminal: nothing set, switched off, or an empty id.
+        assert!(!restarted_on_tempfail(env(&[])));
+        assert!(!restarted_on_tempfail(env(&[(SUPERVISED_VAR, "0")])));
+        assert!(!restarted_on_tempfail(env(&[(SUPERVISED_VAR, "")])));
+        assert!(!restarted_on_tempfail(env(&[("INVOCATION_ID", "")])));
+    }
 
     #[test]
     fn a_gateway_service_names_its_profiles_home_and_nothing_else_does() {
