@@ -185,7 +185,7 @@ fn run(cli: Cli) -> CommandResult {
         Some(Command::Service(command)) => commands::service::run(&ctx, command),
         Some(Command::Gateway(command)) => commands::gateway::run(&ctx, command),
         Some(Command::Chat { query, session }) => {
-            commands::gateway::chat(&ctx, &query, session.as_deref())
+            commands::chat::run(&ctx, &query, session.as_deref())
         }
         Some(Command::Profile(command)) => commands::profile::run(&ctx, command),
         Some(Command::Auth(command)) => commands::auth::run(&ctx, command),

@@ -80,7 +80,7 @@ fn create(
     match registration {
         Registration::Registered | Registration::Known => text.push_str(&format!(
             "Registered `{}` with the supervisor (start it with `hermes -p {name} gateway start`)\n",
-            crate::commands::gateway::service_name(name.as_str())
+            hermes_services::service_name(name.as_str())
         )),
         Registration::NoSupervisor => text.push_str(
             "No supervisor is running: its gateway is registered when `hermes up` (or the \
@@ -298,7 +298,7 @@ fn show(ctx: &Context, name: &str, json_output: bool) -> CommandResult {
         .and_then(|e| e.description);
     // What the supervisor says of its gateway now: a recorded `running` must not hide a crash
     // loop. Without a supervisor, only the record is known.
-    let service = crate::commands::gateway::service_name(&i.name);
+    let service = hermes_services::service_name(&i.name);
     let row = crate::commands::service::connect(&root)
         .ok()
         .and_then(|mut client| client.status(Some(&service)).ok())

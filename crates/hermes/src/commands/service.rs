@@ -89,7 +89,7 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
                 .map(|row| hermes_services::last_error::of_failing(&root, row).map(|e| e.message))
                 .collect();
             if json {
-                let mut values = super::gateway::with_engines(&root, &rows)?;
+                let mut values = super::gateway::engines::with_engines(&root, &rows)?;
                 for (value, error) in values
                     .as_array_mut()
                     .into_iter()
@@ -109,7 +109,7 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
                         .chain(invalid.iter().map(invalid_cells)),
                 );
                 output::stdout(&with_last_errors(&table, &last_errors))?;
-                output::stdout(&super::gateway::engines_line(&root, &rows))?;
+                output::stdout(&super::gateway::engines::engines_line(&root, &rows))?;
             }
         }
         ServiceCommand::Start { name, wait } => {
