@@ -30,11 +30,13 @@ fn main() -> ExitCode {
         return report(&failure, Format::Text);
     }
     let args = arguments();
-    let invocation = commands::handoff::route(&args, &cli::command());
+    // Built once: the command tree is most of what parsing costs (PID 1 starts through here).
+    let mut command = cli::command();
+    let invocation = commands::handoff::route(&args, &command);
     if let Err(failure) = commands::handoff::before_parse(&args, &invocation) {
         return report(&failure, Format::Text);
     }
-    let matches = match cli::command().try_get_matches_from(&args) {
+    let matches = match command.try_get_matches_from_mut(&args) {
         Ok(matches) => matches,
         Err(e) => {
             if let Some(failure) = commands::handoff::after_rejection(&args, &invocation, &e) {
