@@ -11,7 +11,7 @@
 //!   original's line; `<e>` is `clean`, `unclean` or `unknown`) with `<ts>` in local time,
 //!   `%Y-%m-%dT%H:%M:%S%z`; the file is rotated to `.1` once it reaches [`BOOT_LOG_ROTATE`];
 //! * once the loop has settled, PID 1 gives back its boot-only pages
-//!   ([`crate::pages::release_boot_text`]).
+//!   ([`crate::pages::release_boot_memory`]).
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -206,7 +206,7 @@ pub struct InitHooks<'a> {
 
 impl Hooks for InitHooks<'_> {
     fn settled(&mut self) {
-        crate::pages::release_boot_text();
+        crate::pages::release_boot_memory();
     }
 
     fn desired_state_changed(&mut self, service: &ServiceSpec, desired: Desired) {

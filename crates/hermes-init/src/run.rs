@@ -19,7 +19,7 @@
 //!
 //! Once the supervisor runs nothing may bail: PID 1 exiting kills the container. About 1 s
 //! into the loop, PID 1 gives back the file pages only the boot used
-//! ([`crate::pages::release_boot_text`], from its hooks [`InitHooks`]).
+//! ([`crate::pages::release_boot_memory`], from its hooks [`InitHooks`]).
 
 use std::io::{IsTerminal, Write};
 

@@ -124,7 +124,7 @@ impl Hooks for UpHooks<'_> {
     /// `hermes up` runs as long as the machine is up: the start-up's code (argument parsing,
     /// YAML, reconciling, spawning) is not needed again.
     fn settled(&mut self) {
-        hermes_init::pages::release_boot_text();
+        hermes_init::pages::release_boot_memory();
     }
 
     fn desired_state_changed(&mut self, service: &ServiceSpec, desired: Desired) {
