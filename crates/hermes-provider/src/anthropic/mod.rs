@@ -16,13 +16,11 @@
 //! `assistant`), which the API wants strictly alternating.
 //!
 //! The conversion of messages follows the original agent's (`agent/anthropic_adapter.py`,
-//! `convert_messages_to_anthropic`), so a conversation it started reads the same to the model
-//! when we serve it: the placeholders it puts in empty messages, the tool-id sanitizing, the
-//! removal of tool calls without an adjacent result, the merging of consecutive same-role
-//! turns. Where a client of an HTTP API deserves better than the original's silent repairs
-//! (arguments that are not JSON, a content part Anthropic has no counterpart for), the
-//! request is refused with the reason instead. `docs/gateway.md` ("Anthropic") lists every
-//! field that is mapped, dropped, or defaulted.
+//! `convert_messages_to_anthropic`; see `messages`), so a conversation it started reads the
+//! same to the model when we serve it. Where a client of an HTTP API deserves better than the
+//! original's silent repairs (arguments that are not JSON, a content part Anthropic has no
+//! counterpart for), the request is refused with the reason instead ([`Refusal`]).
+//! `docs/gateway.md` ("Anthropic") lists every field that is mapped, dropped, or defaulted.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

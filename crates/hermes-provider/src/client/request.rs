@@ -54,6 +54,7 @@ impl Provider {
     }
 }
 
+/// The client's body with the endpoint's `model` and the `stream` this call makes.
 pub(super) fn prepare(s: &ProviderSettings, body: &mut Value, stream: bool) {
     if let Some(obj) = body.as_object_mut() {
         obj.insert("model".into(), Value::String(s.model.clone()));

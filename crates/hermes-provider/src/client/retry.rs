@@ -201,6 +201,7 @@ fn status_error(s: &ProviderSettings, code: u16, attempt: u32, message: String) 
     }
 }
 
+/// A failure of the connection once the request was sent: a timeout, else a transport error.
 pub(super) fn transport_error(s: &ProviderSettings, e: reqwest::Error) -> Error {
     let base_url = s.base_url.clone();
     if e.is_timeout() {
