@@ -89,7 +89,7 @@ fn serve_gateway(home: &str, base_url: &str) {
         s.port = 0;
         s.api_key = Some(KEY.into());
         s.soul = Some("You are the benchmark soul.".into());
-        let mut p = hermes_gateway::ProviderSettings::new(base_url, "bench-model");
+        let mut p = hermes_provider::ProviderSettings::new(base_url, "bench-model");
         p.api_key = Some("upstream".into());
         s.provider = Some(p);
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

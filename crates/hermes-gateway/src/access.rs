@@ -34,7 +34,6 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::error::Error;
 use crate::live::Snapshot;
 use crate::metrics::{LastCall, Metrics, Route, StreamEnd, Tokens, UpstreamError};
 use crate::server::AppState;
@@ -159,7 +158,7 @@ impl UpstreamCall {
     }
 
     /// The call failed with `e`.
-    pub(crate) fn failed(self, e: &Error) {
+    pub(crate) fn failed(self, e: &hermes_provider::Error) {
         let (kind, status) = UpstreamError::of(e);
         self.finish(status, Some(kind));
     }

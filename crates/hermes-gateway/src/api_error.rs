@@ -1,11 +1,14 @@
 //! What a client sees when a request fails: [`ApiError`], an OpenAI-style error body
 //! `{"error": {"message", "type", "code"}}` with an HTTP status. Every failure the API returns
 //! has this shape, and [`ApiError::from_error`] is the one place a gateway [`Error`] becomes
-//! one.
+//! one (a provider's error, met before the gateway wraps it, through
+//! [`ApiError::from_provider`], which `from_error` uses too).
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+
+use hermes_provider::Error as ProviderError;
 
 use crate::error::Error;
 
@@ -45,16 +48,12 @@ impl ApiError {
     /// Maps a gateway error to what the client sees. The message carries the hint, so an API
     /// client learns what to fix without reading the gateway's log.
     pub fn from_error(e: &Error) -> ApiError {
-        let with_hint = |e: &Error| match e.hint() {
-            Some(h) => format!("{e}; {h}"),
-            None => e.to_string(),
-        };
         match e {
             Error::NoModel { .. } => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "server_error",
                 "model_not_configured",
-                with_hint(e),
+                with_hint(e.to_string(), e.hint()),
             ),
             Error::Sessions(hermes_sessions::Error::InvalidSessionId { .. }) => ApiError::new(
                 StatusCode::BAD_REQUEST,
@@ -62,31 +61,40 @@ impl ApiError {
                 "invalid_session_id",
                 e.to_string(),
             ),
-            Error::ProviderAuth { .. } => ApiError::new(
+            Error::Provider(e) => ApiError::from_provider(e),
+            _ => internal(e.to_string()),
+        }
+    }
+
+    /// Maps a provider error to what the client sees (as [`ApiError::from_error`]).
+    pub fn from_provider(e: &ProviderError) -> ApiError {
+        let hinted = |e: &ProviderError| with_hint(e.to_string(), e.hint());
+        match e {
+            ProviderError::ProviderAuth { .. } => ApiError::new(
                 StatusCode::BAD_GATEWAY,
                 "upstream_error",
                 "provider_auth_failed",
-                with_hint(e),
+                hinted(e),
             ),
-            Error::ProviderUnreachable { .. } => ApiError::new(
+            ProviderError::ProviderUnreachable { .. } => ApiError::new(
                 StatusCode::BAD_GATEWAY,
                 "upstream_error",
                 "provider_unreachable",
-                with_hint(e),
+                hinted(e),
             ),
-            Error::ProviderTimeout { .. } => ApiError::new(
+            ProviderError::ProviderTimeout { .. } => ApiError::new(
                 StatusCode::GATEWAY_TIMEOUT,
                 "upstream_error",
                 "provider_timeout",
                 e.to_string(),
             ),
-            Error::ProviderStatus { status: 429, .. } => ApiError::new(
+            ProviderError::ProviderStatus { status: 429, .. } => ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limit_error",
                 "rate_limit_exceeded",
                 e.to_string(),
             ),
-            Error::ProviderStatus {
+            ProviderError::ProviderStatus {
                 status, message, ..
             } if (400..500).contains(status) => {
                 // The request itself was refused: pass the provider's status and words on.
@@ -97,34 +105,47 @@ impl ApiError {
                     message.clone(),
                 )
             }
-            Error::ProviderStatus { .. }
-            | Error::ProviderProtocol { .. }
-            | Error::ProviderTransport { .. } => ApiError::new(
+            ProviderError::ProviderStatus { .. }
+            | ProviderError::ProviderProtocol { .. }
+            | ProviderError::ProviderTransport { .. } => ApiError::new(
                 StatusCode::BAD_GATEWAY,
                 "upstream_error",
                 "provider_error",
                 e.to_string(),
             ),
             // The last endpoint's status and code, with what was tried before it.
-            Error::ProviderFallbacksFailed { source, .. } => {
-                let mut last = ApiError::from_error(source);
-                last.message = with_hint(e);
+            ProviderError::ProviderFallbacksFailed { source, .. } => {
+                let mut last = ApiError::from_provider(source);
+                last.message = hinted(e);
                 last
             }
-            Error::UnsupportedRequest { .. } => ApiError::new(
+            ProviderError::UnsupportedRequest { .. } => ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "invalid_request_error",
                 "unsupported_by_provider",
                 e.to_string(),
             ),
-            _ => ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "server_error",
-                "internal_error",
-                e.to_string(),
-            ),
+            ProviderError::HttpClient { .. } => internal(e.to_string()),
         }
     }
+}
+
+/// `message; hint`, or the message alone.
+fn with_hint(message: String, hint: Option<String>) -> String {
+    match hint {
+        Some(h) => format!("{message}; {h}"),
+        None => message,
+    }
+}
+
+/// A 500 for a failure of the gateway itself.
+fn internal(message: String) -> ApiError {
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "server_error",
+        "internal_error",
+        message,
+    )
 }
 
 impl IntoResponse for ApiError {
@@ -150,6 +171,12 @@ impl From<Error> for ApiError {
 impl From<hermes_sessions::Error> for ApiError {
     fn from(e: hermes_sessions::Error) -> Self {
         ApiError::from_error(&Error::from(e))
+    }
+}
+
+impl From<ProviderError> for ApiError {
+    fn from(e: ProviderError) -> Self {
+        ApiError::from_provider(&e)
     }
 }
 

@@ -31,9 +31,9 @@ pub struct ChatAnswer {
 ///
 /// # Errors
 ///
-/// [`Error::NoModel`] when no model is configured, [`Error::ProviderAuth`] on a rejected key,
-/// [`Error::ProviderUnreachable`], [`Error::ProviderTimeout`], [`Error::ProviderStatus`],
-/// [`Error::InvalidSessionId`], [`Error::SessionStore`].
+/// [`Error::NoModel`] when no model is configured; [`Error::Provider`] when the provider
+/// fails (a rejected key, unreachable, a timeout, an error status); [`Error::Sessions`] for
+/// an invalid session id or a failing session store.
 pub async fn chat_once(
     profile: &Profile,
     question: &str,

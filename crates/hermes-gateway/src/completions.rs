@@ -24,6 +24,7 @@ use crate::error::Error;
 use crate::live::Snapshot;
 use crate::metrics::{StreamEnd, Tokens};
 use crate::server::AppState;
+use hermes_provider::ChatStream;
 use hermes_sessions::{SESSION_HEADER, TurnMeta, validate_session_id};
 
 use crate::assemble::assemble;
@@ -236,7 +237,7 @@ impl Relay {
     /// event).
     async fn pump(
         &mut self,
-        upstream: &mut crate::provider::ChatStream,
+        upstream: &mut ChatStream,
         tx: &tokio::sync::mpsc::Sender<Bytes>,
     ) -> Result<Option<String>, ClientGone> {
         let mut answer = String::new();
@@ -255,7 +256,7 @@ impl Relay {
                     tracing::warn!(error = %e, "provider stream failed");
                     self.finish_call(Some(&e));
                     send_all(tx, self.usage.finish()).await?;
-                    let event = sse_event(&ApiError::from_error(&e).body().to_string());
+                    let event = sse_event(&ApiError::from_provider(&e).body().to_string());
                     tx.send(event).await.map_err(|_| ClientGone)?;
                     return Ok(None);
                 }
@@ -267,7 +268,7 @@ impl Relay {
     }
 
     /// Reports the provider call's end (once) and the tokens it reported.
-    fn finish_call(&mut self, error: Option<&Error>) {
+    fn finish_call(&mut self, error: Option<&hermes_provider::Error>) {
         let Some(call) = self.call.take() else {
             return;
         };
@@ -283,7 +284,7 @@ impl Relay {
 
 /// Relays the provider's stream to the client as server-sent events, then stores the turn
 /// (only when the client got the whole answer) and ends with `data: [DONE]`.
-fn relay_stream(mut upstream: crate::provider::ChatStream, mut relay: Relay) -> Response {
+fn relay_stream(mut upstream: ChatStream, mut relay: Relay) -> Response {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(STREAM_BUFFER);
     tokio::spawn(async move {
         let answer = match relay.pump(&mut upstream, &tx).await {

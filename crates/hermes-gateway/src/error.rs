@@ -1,10 +1,13 @@
 //! The gateway's one error type.
 //!
 //! Every failure the gateway can report is a variant of [`Error`], with its context (path,
-//! profile, host, port, provider URL) in fields rather than joined into strings. The message
-//! says what failed; [`Error::hint`] says what to do about it; [`Error::exit_code`] says how a
-//! gateway process should exit because of it (78 for bad configuration, so the supervisor parks
-//! the service as failed instead of restarting it in a loop).
+//! profile, host, port) in fields rather than joined into strings; the provider client's
+//! failures are its own error ([`hermes_provider::Error`]: the provider URL, the status),
+//! wrapped as they are in [`Error::Provider`], as the session store's are in
+//! [`Error::Sessions`]. The message says what failed; [`Error::hint`] says what to do about
+//! it; [`Error::exit_code`] says how a gateway process should exit because of it (78 for bad
+//! configuration, so the supervisor parks the service as failed instead of restarting it in a
+//! loop).
 //!
 //! Words: a *configuration error* is one that restarting cannot fix (see [`Error::is_config`]).
 
@@ -123,99 +126,9 @@ pub enum Error {
         home: PathBuf,
     },
 
-    /// The HTTP client for the provider could not be built.
-    #[error("cannot build the HTTP client for the provider")]
-    HttpClient {
-        /// The underlying failure.
-        #[source]
-        source: reqwest::Error,
-    },
-
-    /// The provider refused our API key (HTTP 401/403).
-    #[error("the provider at `{base_url}` rejected the API key (HTTP {status}): {message}")]
-    ProviderAuth {
-        /// Provider base URL.
-        base_url: String,
-        /// 401 or 403.
-        status: u16,
-        /// The provider's own message.
-        message: String,
-        /// A key variable that was set but not sent to this address (it belongs to another
-        /// provider), if any.
-        withheld_key: Option<String>,
-    },
-
-    /// The provider could not be reached at all.
-    #[error("cannot reach the provider at `{base_url}`")]
-    ProviderUnreachable {
-        /// Provider base URL.
-        base_url: String,
-        /// The underlying failure.
-        #[source]
-        source: reqwest::Error,
-    },
-
-    /// The provider did not answer in time.
-    #[error("the provider at `{base_url}` did not answer within {after:?}")]
-    ProviderTimeout {
-        /// Provider base URL.
-        base_url: String,
-        /// The timeout that expired.
-        after: Duration,
-    },
-
-    /// The provider answered with an error status (after any retries).
-    #[error(
-        "the provider at `{base_url}` answered HTTP {status} after {attempts} attempt(s): {message}"
-    )]
-    ProviderStatus {
-        /// Provider base URL.
-        base_url: String,
-        /// The final HTTP status.
-        status: u16,
-        /// How many requests were made.
-        attempts: u32,
-        /// The provider's own message.
-        message: String,
-    },
-
-    /// The provider's answer was not what an OpenAI-compatible API sends.
-    #[error("the provider at `{base_url}` sent an invalid answer: {reason}")]
-    ProviderProtocol {
-        /// Provider base URL.
-        base_url: String,
-        /// What was wrong.
-        reason: String,
-    },
-
-    /// The connection to the provider failed after it had started answering.
-    #[error("the connection to the provider at `{base_url}` failed")]
-    ProviderTransport {
-        /// Provider base URL.
-        base_url: String,
-        /// The underlying failure.
-        #[source]
-        source: reqwest::Error,
-    },
-
-    /// The primary provider and every `fallback_providers` entry failed.
-    #[error("every provider failed; tried {tried}")]
-    ProviderFallbacksFailed {
-        /// Each endpoint tried, with why it failed, in order.
-        tried: String,
-        /// The last endpoint's error (what the client's status follows).
-        #[source]
-        source: Box<Error>,
-    },
-
-    /// The client's request cannot be expressed in the provider's API (a 400).
-    #[error("the request cannot be sent to {endpoint}: {reason}")]
-    UnsupportedRequest {
-        /// The endpoint (`anthropic claude-sonnet-4 at https://api.anthropic.com`).
-        endpoint: String,
-        /// What in the request has no counterpart there.
-        reason: String,
-    },
+    /// The provider client failed (building it, or a request to the provider).
+    #[error(transparent)]
+    Provider(#[from] hermes_provider::Error),
 
     /// A background task died (a bug or a runtime shutting down).
     #[error("internal task failed: {reason}")]
@@ -265,41 +178,7 @@ impl Error {
                 hermes_home::layout::config_path(home).display(),
                 hermes_home::layout::env_path(home).display()
             )),
-            Error::HttpClient { .. } => Some(
-                "check the system's TLS certificates (`ca-certificates`) and any `HTTPS_PROXY` or `ALL_PROXY` setting"
-                    .into(),
-            ),
-            Error::ProviderAuth {
-                withheld_key: Some(var),
-                ..
-            } => Some(format!(
-                "`{var}` was not sent: it is only sent to its own provider's address; set `model.api_key` in `config.yaml` to this endpoint's key"
-            )),
-            Error::ProviderAuth { .. } => Some(
-                "check the provider key (`model.api_key` in `config.yaml`, or the provider's variable such as `OPENAI_API_KEY` in `.env`)"
-                    .into(),
-            ),
-            Error::ProviderUnreachable { .. } => Some(
-                "check `model.base_url` and that the provider is up and reachable from here"
-                    .into(),
-            ),
-            Error::ProviderTimeout { .. } => {
-                Some("raise `model.timeout` (seconds) or check the provider's load".into())
-            }
-            Error::ProviderStatus { status: 429, .. } => {
-                Some("the provider is rate limiting: wait and retry, or raise its limits".into())
-            }
-            Error::ProviderStatus { .. }
-            | Error::ProviderProtocol { .. }
-            | Error::ProviderTransport { .. } => {
-                Some("check the provider's status and `model.base_url`".into())
-            }
-            Error::ProviderFallbacksFailed { source, .. } => source.hint().map(|h| {
-                format!("for the last one: {h}; check each of `fallback_providers` in `config.yaml` too")
-            }),
-            Error::UnsupportedRequest { .. } => {
-                Some("change the request, or use a provider that speaks chat completions".into())
-            }
+            Error::Provider(e) => e.hint(),
             Error::Task { .. } => Some(
                 "retry; if it happens again, report it with the output of `hermes dump`".into(),
             ),
@@ -324,29 +203,6 @@ impl Error {
     }
 }
 
-/// A real `reqwest` error for the examples: a request to port 1 on loopback, which nothing
-/// listens on (`connection refused`). Not to be called from inside a Tokio runtime.
-#[cfg(any(test, feature = "examples"))]
-#[allow(
-    clippy::expect_used,
-    reason = "example values for tests: a failure to build one is a failed test"
-)]
-fn refused_connection() -> reqwest::Error {
-    // reqwest is built without a crypto provider (the provider client installs ring).
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a current-thread runtime");
-    runtime
-        .block_on(
-            reqwest::Client::new()
-                .get("http://127.0.0.1:1/v1/models")
-                .send(),
-        )
-        .expect_err("nothing listens on port 1")
-}
-
 /// The session store's `n`th example error, as the gateway reports it.
 #[cfg(any(test, feature = "examples"))]
 #[allow(
@@ -361,14 +217,19 @@ fn session_example(n: usize) -> Error {
     Error::Sessions(e)
 }
 
-/// A `reqwest` builder error, as a client that cannot be set up returns.
+/// The provider client's first example error, as the gateway reports it. (The binary's
+/// snapshot lists every one of them in this place: `hermes_provider::Error::every_variant`.)
 #[cfg(any(test, feature = "examples"))]
 #[allow(
     clippy::expect_used,
-    reason = "example values for tests: a failure to build one is a failed test"
+    reason = "example values for tests: a missing one is a failed test"
 )]
-fn builder_error() -> reqwest::Error {
-    reqwest::Proxy::all("http://[::1").expect_err("an unclosed IPv6 host is refused")
+fn provider_example() -> Error {
+    let (_, e) = hermes_provider::Error::every_variant()
+        .into_iter()
+        .next()
+        .expect("the provider client lists its examples");
+    Error::Provider(e)
 }
 
 #[cfg(any(test, feature = "examples"))]
@@ -423,50 +284,7 @@ hermes_errors::every_variant!(Error {
         profile: "work".into(),
         home: "/opt/data/profiles/work".into(),
     },
-    Error::HttpClient { .. } => Error::HttpClient {
-        source: builder_error(),
-    },
-    Error::ProviderAuth { .. } => Error::ProviderAuth {
-        base_url: "https://llm.example.com/v1".into(),
-        status: 401,
-        message: "invalid api key".into(),
-        withheld_key: Some("OPENAI_API_KEY".into()),
-    },
-    Error::ProviderUnreachable { .. } => Error::ProviderUnreachable {
-        base_url: "http://127.0.0.1:1/v1".into(),
-        source: refused_connection(),
-    },
-    Error::ProviderTimeout { .. } => Error::ProviderTimeout {
-        base_url: "https://api.openai.com/v1".into(),
-        after: Duration::from_secs(120),
-    },
-    Error::ProviderStatus { .. } => Error::ProviderStatus {
-        base_url: "https://api.openai.com/v1".into(),
-        status: 503,
-        attempts: 3,
-        message: "the engine is overloaded".into(),
-    },
-    Error::ProviderProtocol { .. } => Error::ProviderProtocol {
-        base_url: "https://llm.example.com/v1".into(),
-        reason: "answer is not JSON: expected value at line 1 column 1".into(),
-    },
-    Error::ProviderTransport { .. } => Error::ProviderTransport {
-        base_url: "http://127.0.0.1:1/v1".into(),
-        source: refused_connection(),
-    },
-    Error::ProviderFallbacksFailed { .. } => Error::ProviderFallbacksFailed {
-        tried: "openai gpt-4o at https://api.openai.com/v1: the provider at `https://api.openai.com/v1` answered HTTP 503 after 4 attempt(s): overloaded; openrouter openai/gpt-4o at https://openrouter.ai/api/v1: the provider at `https://openrouter.ai/api/v1` answered HTTP 503 after 4 attempt(s): overloaded".into(),
-        source: Box::new(Error::ProviderStatus {
-            base_url: "https://openrouter.ai/api/v1".into(),
-            status: 503,
-            attempts: 4,
-            message: "overloaded".into(),
-        }),
-    },
-    Error::UnsupportedRequest { .. } => Error::UnsupportedRequest {
-        endpoint: "anthropic claude-sonnet-4 at https://api.anthropic.com".into(),
-        reason: "`n` must be 1: Anthropic answers with one choice".into(),
-    },
+    Error::Provider(_) => provider_example(),
     Error::Task { .. } => Error::Task {
         reason: "task 7 panicked".into(),
     },

@@ -35,21 +35,18 @@
 //! Modules: [`settings`] (resolution, default ports), [`source`] (reading a profile's files,
 //! [`Profile`]), [`live`] (reload while running), [`prompt`] (system prompts), [`server`] (routes, auth, errors),
 //! `hermes-http` (accept loop, connection cap, header and idle timeouts),
-//! [`provider`] (upstream client, retries, SSE), `assemble` (a request's messages with the
-//! session history; the store itself is `hermes-sessions`),
+//! `assemble` (a request's messages with the session history; the store itself is
+//! `hermes-sessions`; the upstream client, its retries and SSE are `hermes-provider`),
 //! [`lock`] (single instance, `--replace`), [`notify`] (sd_notify), [`lifecycle`] (phases,
 //! exit reasons), [`chat`] (`chat_once`), [`error`].
 
 mod access;
-pub mod anthropic;
 pub mod api_error;
 pub mod api_server;
 mod assemble;
 pub mod chat;
 mod completions;
-pub mod credentials;
 pub mod error;
-pub mod fallback;
 pub mod lifecycle;
 mod live;
 pub mod lock;
@@ -58,7 +55,6 @@ mod multiplex;
 pub mod notify;
 mod probes;
 pub mod prompt;
-pub mod provider;
 pub mod server;
 pub mod settings;
 pub mod source;
@@ -72,8 +68,8 @@ pub use error::Error;
 pub use lifecycle::{ExitReason, NoopRecorder, Phase, ShutdownRequest, StateRecorder};
 pub use server::{AppState, router, serve, serve_with_limits};
 pub use settings::{
-    GatewaySettings, KnownProvider, ProviderKey, ProviderSettings, WithheldKey,
-    choose_provider_key, default_port, known_provider, known_providers,
+    GatewaySettings, KnownProvider, ProviderKey, choose_provider_key, default_port, known_provider,
+    known_providers,
 };
 pub use source::Profile;
 pub use state_file::StateFileRecorder;

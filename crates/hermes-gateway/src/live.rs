@@ -23,9 +23,10 @@
 
 use std::sync::{Arc, Mutex};
 
+use hermes_provider::Provider;
+
 use crate::error::Error;
 use crate::prompt::PromptSource;
-use crate::provider::Provider;
 use crate::settings::GatewaySettings;
 use crate::source::{Fingerprint, Profile, SettingsSource};
 use hermes_sessions::SessionStore;
@@ -63,7 +64,7 @@ impl Snapshot {
     ///
     /// # Errors
     ///
-    /// [`Error::SessionStore`] when the stored prompt cannot be read.
+    /// [`Error::Sessions`] when the stored prompt cannot be read.
     pub(crate) async fn turn_prompt(
         &self,
         store: &SessionStore,

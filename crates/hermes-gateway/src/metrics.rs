@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::error::Error;
+use hermes_provider::Error;
+
 use crate::live::Snapshot;
 
 /// The endpoints, as metric labels.
@@ -143,7 +144,7 @@ impl UpstreamError {
             Error::ProviderUnreachable { .. } => (UpstreamError::Unreachable, None),
             Error::ProviderTransport { .. } => (UpstreamError::Transport, None),
             Error::ProviderProtocol { .. } => (UpstreamError::Protocol, None),
-            _ => (UpstreamError::Other, None),
+            Error::HttpClient { .. } => (UpstreamError::Other, None),
         }
     }
 

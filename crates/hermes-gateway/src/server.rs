@@ -88,7 +88,8 @@ impl AppState {
     ///
     /// # Errors
     ///
-    /// [`Error::SessionStore`] or [`Error::HttpClient`].
+    /// [`Error::Sessions`] (the store), or [`Error::Provider`] when the provider's HTTP client
+    /// cannot be built.
     ///
     /// With [`GatewaySettings::multiplex`], `profile` is the default one and the state
     /// serves every profile of the volume ([`crate::multiplex`]).
@@ -450,7 +451,7 @@ mod tests {
     async fn bad_body_is_an_openai_style_400() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = GatewaySettings::new("work", dir.path());
-        s.provider = Some(crate::settings::ProviderSettings::new(
+        s.provider = Some(hermes_provider::ProviderSettings::new(
             "http://127.0.0.1:9",
             "m",
         ));

@@ -47,9 +47,9 @@
 //! the origin it was stored for), then the variable above unless an `env:` entry stands for
 //! it. A Nous Portal login's inference key counts while valid; other OAuth logins are listed
 //! in [`ProviderSettings::unusable`]. `auto` without a key variable takes the first known
-//! provider whose pool has a key. How the keys are used: [`crate::credentials`].
+//! provider whose pool has a key. How the keys are used: [`hermes_provider::credentials`].
 //!
-//! Fallbacks: `fallback_providers` ([`crate::fallback`]) become
+//! Fallbacks: `fallback_providers` ([`hermes_provider::fallback`]) become
 //! [`ProviderSettings::fallbacks`], each resolved like the primary.
 //!
 //! Default port: the `default` profile listens on 8642 (as the original did); every named
@@ -76,15 +76,16 @@ use hermes_http::ConnectionLimits;
 mod routing;
 
 pub use routing::{
-    ANTHROPIC, ANTHROPIC_OAUTH_VARS, CUSTOM_PROVIDER_NAMES, KnownProvider, ProviderKey,
-    WithheldKey, api_kind, choose_provider_key, is_custom, key_owner, known_provider,
-    known_providers, pooled_key_may_go,
+    ANTHROPIC, ANTHROPIC_OAUTH_VARS, CUSTOM_PROVIDER_NAMES, KnownProvider, ProviderKey, api_kind,
+    choose_provider_key, is_custom, key_owner, known_provider, known_providers, pooled_key_may_go,
 };
 use routing::{anthropic_url_ok, gated_providers};
 
-use crate::credentials::{PoolStore, PooledKey, Strategy, invoke_token_use_until};
+use hermes_provider::ProviderSettings;
+use hermes_provider::credentials::{PoolStore, PooledKey, Strategy, invoke_token_use_until};
+use hermes_provider::fallback::{self, FallbackSpec};
+
 use crate::error::Error;
-use crate::fallback::{self, FallbackSpec};
 
 /// Port of the `default` profile's gateway.
 pub const DEFAULT_PORT: u16 = 8642;
@@ -94,93 +95,6 @@ pub const NAMED_PORT_BASE: u16 = 9200;
 pub const NAMED_PORT_SLOTS: u16 = 600;
 /// Provider base URL when none is configured (OpenAI's).
 pub const DEFAULT_BASE_URL: &str = providers::OPENAI_BASE_URL;
-
-/// How to reach the OpenAI-compatible provider.
-#[non_exhaustive]
-#[derive(Clone, PartialEq, Eq)]
-pub struct ProviderSettings {
-    /// Base URL; `/chat/completions` is appended (`https://api.openai.com/v1`).
-    pub base_url: String,
-    /// Model name sent upstream (`model.default`).
-    pub model: String,
-    /// Bearer key for the provider; `None` for providers that need none (local servers).
-    pub api_key: Option<String>,
-    /// A key that was set but not sent because it belongs to another address; logged once
-    /// when the client is built, and named in the hint of a 401 from the provider.
-    pub withheld_key: Option<WithheldKey>,
-    /// Time allowed to open a TCP/TLS connection.
-    pub connect_timeout: Duration,
-    /// Time allowed for a whole non-streaming answer, or for a stream's response headers.
-    pub request_timeout: Duration,
-    /// Longest silence allowed between two pieces of a streamed answer.
-    pub idle_timeout: Duration,
-    /// Retries after the first attempt on 429, 5xx and connection failures.
-    pub max_retries: u32,
-    /// Backoff before the first retry; doubled each time, capped at 30 s.
-    pub retry_base_delay: Duration,
-    /// The provider's name as configured (`openai`, `openrouter`, `custom`), for log lines
-    /// and errors; empty for an endpoint built in code.
-    pub name: String,
-    /// The API the endpoint speaks.
-    pub api: ApiKind,
-    /// The keys of its credential pool, in priority order (see [`crate::credentials`]). When
-    /// empty, [`ProviderSettings::api_key`] is the one key (or none).
-    pub credentials: Vec<PooledKey>,
-    /// How the pool picks a key (`credential_pool_strategies.<id>`).
-    pub strategy: Strategy,
-    /// Where the pool's key status is written back (`auth.json`), when its keys are stored.
-    pub pool_store: Option<PoolStore>,
-    /// Stored logins this endpoint cannot use (an OAuth login that needs a refresh flow), by
-    /// description; logged once when the client is built.
-    pub unusable: Vec<String>,
-    /// The `fallback_providers` chain, tried in order when this endpoint fails.
-    pub fallbacks: Vec<ProviderSettings>,
-}
-
-/// The API an endpoint speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ApiKind {
-    /// OpenAI chat completions: `POST <base_url>/chat/completions`, `Authorization: Bearer`.
-    #[default]
-    ChatCompletions,
-    /// Anthropic's Messages API: `POST <base_url>/v1/messages`, `x-api-key` and
-    /// `anthropic-version`.
-    AnthropicMessages,
-}
-
-impl ProviderSettings {
-    /// Settings with the built-in timeouts (10 s connect, 300 s request, 120 s idle, 3
-    /// retries starting at 500 ms).
-    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        ProviderSettings {
-            base_url: base_url.into(),
-            model: model.into(),
-            api_key: None,
-            withheld_key: None,
-            connect_timeout: Duration::from_secs(10),
-            request_timeout: Duration::from_secs(300),
-            idle_timeout: Duration::from_secs(120),
-            max_retries: 3,
-            retry_base_delay: Duration::from_millis(500),
-            name: String::new(),
-            api: ApiKind::ChatCompletions,
-            credentials: Vec::new(),
-            strategy: Strategy::FillFirst,
-            pool_store: None,
-            unusable: Vec::new(),
-            fallbacks: Vec::new(),
-        }
-    }
-
-    /// How the log and errors name this endpoint: `name model at base_url`.
-    pub fn describe(&self) -> String {
-        if self.name.is_empty() {
-            format!("{} at {}", self.model, self.base_url)
-        } else {
-            format!("{} {} at {}", self.name, self.model, self.base_url)
-        }
-    }
-}
 
 /// Everything one profile's gateway needs, resolved.
 #[non_exhaustive]
@@ -349,12 +263,9 @@ impl GatewaySettings {
                 auth,
                 auth_path: hermes_home::layout::auth_path(home),
             };
-            let primary = FallbackSpec {
-                provider: model.provider.clone().unwrap_or_default(),
-                model: name,
-                base_url: model.base_url.clone(),
-                api_key: model.api_key.clone(),
-            };
+            let mut primary = FallbackSpec::new(model.provider.clone().unwrap_or_default(), name);
+            primary.base_url = model.base_url.clone();
+            primary.api_key = model.api_key.clone();
             let mut p = resolver.endpoint(&primary, "model")?;
             if let Some(t) = get_cfg("model.timeout") {
                 let secs: u64 = parse_num("model.timeout", &t)?;
@@ -652,10 +563,10 @@ impl Resolver<'_, '_> {
         if auth_type != "api_key" && pool == NOUS {
             return self
                 .login_key(pool, entry, source, dest)
-                .map(|k| PooledKey {
-                    id: text("id").map(str::to_string),
-                    label: label.to_string(),
-                    ..k
+                .map(|mut k| {
+                    k.id = text("id").map(str::to_string);
+                    k.label = label.to_string();
+                    k
                 })
                 .map_err(|why| Some(format!("`{pool}` credential `{label}` ({source}): {why}")));
         }
@@ -693,7 +604,7 @@ impl Resolver<'_, '_> {
 
     /// The inference key of a login (`providers.<id>`, or a pool entry seeded from it): the
     /// Nous Portal's `agent_key` while it is valid (see
-    /// [`crate::credentials::invoke_token_use_until`]), sent only to the login's own
+    /// [`hermes_provider::credentials::invoke_token_use_until`]), sent only to the login's own
     /// `inference_base_url`. Any other login needs a refresh flow or request shape the
     /// gateway does not have: `Err` says so.
     fn login_key(
@@ -834,29 +745,6 @@ fn auto_provider<'a>(get_env: &dyn Fn(&str) -> Option<&'a str>) -> Option<KnownP
 /// Secrets show as `<redacted>` so settings can be logged with `{:?}`.
 fn redact(key: Option<&String>) -> Option<&'static str> {
     key.map(|_| "<redacted>")
-}
-
-impl std::fmt::Debug for ProviderSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderSettings")
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field("api_key", &redact(self.api_key.as_ref()))
-            .field("withheld_key", &self.withheld_key)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("request_timeout", &self.request_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("max_retries", &self.max_retries)
-            .field("retry_base_delay", &self.retry_base_delay)
-            .field("name", &self.name)
-            .field("api", &self.api)
-            .field("credentials", &self.credentials)
-            .field("strategy", &self.strategy)
-            .field("pool_store", &self.pool_store)
-            .field("unusable", &self.unusable)
-            .field("fallbacks", &self.fallbacks)
-            .finish()
-    }
 }
 
 impl std::fmt::Debug for GatewaySettings {
@@ -1527,7 +1415,7 @@ mod tests {
 
     #[test]
     fn anthropic_is_recognised_by_name_host_or_proxy_path() {
-        use ApiKind::*;
+        use hermes_provider::ApiKind::*;
         for (provider, url, want) in [
             ("anthropic", "https://api.anthropic.com", AnthropicMessages),
             (

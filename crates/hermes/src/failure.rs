@@ -452,11 +452,20 @@ mod tests {
 
     #[test]
     fn every_gateway_error() {
+        // The provider client's errors reach users as the gateway's (`Error::Provider`, which
+        // renders them as they are): listed in its place, each under its own name.
+        let all = hermes_gateway::Error::every_variant()
+            .into_iter()
+            .flat_map(|(pattern, e)| match e {
+                hermes_gateway::Error::Provider(_) => hermes_provider::Error::every_variant()
+                    .into_iter()
+                    .map(|(pattern, e)| (pattern, hermes_gateway::Error::Provider(e)))
+                    .collect(),
+                e => vec![(pattern, e)],
+            })
+            .collect();
         // With the exit code `hermes gateway run` gives each (78: configuration).
-        let all = failures_exiting(
-            hermes_gateway::Error::every_variant(),
-            hermes_gateway::Error::exit_code,
-        );
+        let all = failures_exiting(all, hermes_gateway::Error::exit_code);
         insta::assert_snapshot!(render_all("hermes_gateway", all));
     }
 

@@ -4,7 +4,9 @@
 
 use hermes_home::providers::{self, ModelProvider};
 
-use super::{ApiKind, redact};
+use hermes_provider::{ApiKind, WithheldKey};
+
+use super::redact;
 
 /// An OpenAI-compatible provider the gateway reaches by name: a row of
 /// [`hermes_home::providers::MODEL_PROVIDERS`] that has an endpoint.
@@ -59,16 +61,6 @@ pub fn known_provider(name: &str) -> Option<KnownProvider> {
     providers::find(name).and_then(KnownProvider::of)
 }
 
-/// A provider key that exists but is not sent, and why (for the one warning line).
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WithheldKey {
-    /// The variable whose value was withheld (`OPENAI_API_KEY`).
-    pub var: String,
-    /// Why, and what to do instead.
-    pub reason: String,
-}
-
 /// The key a provider request carries, where it came from, and what was withheld.
 #[non_exhaustive]
 #[derive(Clone, PartialEq, Eq, Default)]
@@ -117,13 +109,13 @@ pub fn choose_provider_key<'a>(
         get_env(p.key_var).map(|_| ProviderKey {
             key: None,
             source: None,
-            withheld: Some(WithheldKey {
-                var: p.key_var.into(),
-                reason: format!(
+            withheld: Some(WithheldKey::new(
+                p.key_var,
+                format!(
                     "`{}` is {}'s key and is only sent over https to {}; the provider URL `{base_url}` is elsewhere, so no key is sent: set `model.api_key` in config.yaml to that endpoint's own key (`${{{}}}` sends this one on purpose)",
                     p.key_var, p.name, p.domain, p.key_var
                 ),
-            }),
+            )),
         })
     };
     let name = provider.map(str::trim).filter(|p| !p.is_empty());

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::{Step, Upstream, client, echo_of, settings, sse_data, sse_text, start};
 use hermes_gateway::{Error, ShutdownRequest, chat_once};
+use hermes_provider::Error as ProviderError;
 use serde_json::{Value, json};
 
 const KEY: &str = "Bearer gw-key";
@@ -596,7 +597,10 @@ async fn chat_once_errors_are_typed() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, Error::ProviderAuth { status: 401, .. }),
+        matches!(
+            err,
+            Error::Provider(ProviderError::ProviderAuth { status: 401, .. })
+        ),
         "{err:?}"
     );
 
@@ -612,5 +616,11 @@ async fn chat_once_errors_are_typed() {
     let err = chat_once(&s.clone().into(), "q", None, |_| {})
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::ProviderUnreachable { .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Error::Provider(ProviderError::ProviderUnreachable { .. })
+        ),
+        "{err:?}"
+    );
 }

@@ -32,12 +32,12 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use hermes_gateway::provider::Provider;
+use hermes_gateway::GatewaySettings;
 use hermes_gateway::source::read_profile;
-use hermes_gateway::{Error, GatewaySettings, ProviderSettings};
 use hermes_home::Home;
 use hermes_home::auth::AuthStore;
 use hermes_home::config::Config;
+use hermes_provider::{Error, Provider, ProviderSettings};
 use serde_json::{Value, json};
 
 /// One request a fake upstream received.
@@ -558,7 +558,7 @@ async fn when_every_provider_fails_the_error_names_what_was_tried() {
         Error::ProviderStatus { status: 500, .. }
     ));
     // The client's error: the last endpoint's status, and the whole story.
-    let api = hermes_gateway::api_error::ApiError::from_error(&err);
+    let api = hermes_gateway::api_error::ApiError::from_provider(&err);
     assert_eq!(api.status, StatusCode::BAD_GATEWAY);
     assert_eq!(api.code, "provider_error");
     assert!(
@@ -605,7 +605,7 @@ async fn anthropic_is_spoken_natively() {
         None,
         &[("ANTHROPIC_API_KEY", "sk-ant-env")],
     );
-    assert_eq!(p.api, hermes_gateway::settings::ApiKind::AnthropicMessages);
+    assert_eq!(p.api, hermes_provider::ApiKind::AnthropicMessages);
     let provider = Provider::new(p).unwrap();
 
     // A tool call, with usage.
@@ -801,14 +801,14 @@ async fn keys_stored_by_the_originals_cli_are_used_and_our_status_reads_back_in_
     assert_eq!(shown, [("sk-o...1111", true), ("sk-o...2222", false)]);
 
     // A 429 on the first key, recorded by our pool, is the original's "rate-limited".
-    let pool = hermes_gateway::credentials::KeyPool::new(
+    let pool = hermes_provider::credentials::KeyPool::new(
         p.credentials.clone(),
         p.strategy,
         p.pool_store.clone(),
     );
     let pick = pool.select(std::time::SystemTime::now()).unwrap();
     assert_eq!(pick.key, first);
-    let failure = hermes_gateway::credentials::Failure {
+    let failure = hermes_provider::credentials::Failure {
         status: 429,
         reason: Some("rate_limit_exceeded".into()),
         message: Some("Rate limit reached".into()),
@@ -832,7 +832,7 @@ async fn keys_stored_by_the_originals_cli_are_used_and_our_status_reads_back_in_
     assert!(!work.contains('←') && spare.contains('←'), "{listed}");
     // And a gateway reading the file anew skips it too.
     let again = settings(home.path(), yaml, None, &[]);
-    let pool = hermes_gateway::credentials::KeyPool::new(again.credentials, again.strategy, None);
+    let pool = hermes_provider::credentials::KeyPool::new(again.credentials, again.strategy, None);
     assert_eq!(
         pool.select(std::time::SystemTime::now()).unwrap().key,
         second

@@ -13,7 +13,6 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
-mod anthropic_parity;
 mod api;
 mod config_yaml;
 mod connections;

@@ -24,7 +24,8 @@ use crate::support::{Running, Step, Upstream, client, settings, sse_data, sse_te
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use hermes_gateway::{GatewaySettings, ProviderSettings, ShutdownRequest};
+use hermes_gateway::{GatewaySettings, ShutdownRequest};
+use hermes_provider::ProviderSettings;
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------

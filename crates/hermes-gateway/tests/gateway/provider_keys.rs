@@ -153,11 +153,11 @@ async fn a_401_from_the_endpoint_names_the_withheld_key() {
         .await
         .unwrap_err();
     match &err {
-        Error::ProviderAuth {
+        Error::Provider(hermes_provider::Error::ProviderAuth {
             status: 401,
             withheld_key,
             ..
-        } => assert_eq!(withheld_key.as_deref(), Some("OPENAI_API_KEY")),
+        }) => assert_eq!(withheld_key.as_deref(), Some("OPENAI_API_KEY")),
         other => panic!("expected ProviderAuth, got {other:?}"),
     }
     let hint = err.hint().unwrap();

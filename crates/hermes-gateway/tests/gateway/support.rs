@@ -21,9 +21,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use hermes_gateway::{
-    ExitReason, GatewaySettings, Phase, ProviderSettings, ShutdownRequest, StateRecorder,
-};
+use hermes_gateway::{ExitReason, GatewaySettings, Phase, ShutdownRequest, StateRecorder};
+use hermes_provider::ProviderSettings;
 use serde_json::{Value, json};
 
 /// A scripted answer for one upstream request.

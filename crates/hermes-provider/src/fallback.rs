@@ -30,6 +30,19 @@ pub struct FallbackSpec {
     pub api_key: Option<String>,
 }
 
+impl FallbackSpec {
+    /// An entry for `model` of `provider`, with no `base_url` or key of its own (the
+    /// `model` section of `config.yaml` is resolved as one too).
+    pub fn new(provider: impl Into<String>, model: impl Into<String>) -> Self {
+        FallbackSpec {
+            provider: provider.into(),
+            model: model.into(),
+            base_url: None,
+            api_key: None,
+        }
+    }
+}
+
 impl std::fmt::Debug for FallbackSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FallbackSpec")

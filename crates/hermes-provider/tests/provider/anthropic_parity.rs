@@ -9,16 +9,10 @@
 //!
 //! Needs the original: `HERMES_TEST_PYPI=1` (see `hermes_test_support::original_agent`).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test code, helpers included: a failed unwrap is a failed test"
-)]
-
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use hermes_gateway::anthropic::to_messages_request;
+use hermes_provider::anthropic::{Refusal, to_messages_request};
 use serde_json::{Value, json};
 
 /// Reads `{"messages", "tools"}` on stdin, prints what the original builds from them.
@@ -168,6 +162,11 @@ fn arguments_that_are_not_json_are_refused_where_the_original_sends_nothing() {
     // with nothing; we refuse the request and say which call is broken.
     assert_eq!(original["messages"][1]["content"][0]["input"], json!({}));
     let err = to_messages_request(&request).unwrap_err();
+    assert!(
+        matches!(&err, Refusal::ArgumentsNotJson { message: 1, name, .. } if name == "run"),
+        "{err:?}"
+    );
+    let err = err.to_string();
     assert!(
         err.contains("`run`") && err.contains("not valid JSON"),
         "{err}"
