@@ -32,37 +32,40 @@
 //! one gateway serves every profile of the volume: named ones at `/p/<profile>/...`, each with
 //! its own state (`multiplex`).
 //!
-//! Modules: [`settings`] (resolution, default ports), [`source`] (reading a profile's files,
-//! [`Profile`]), [`live`] (reload while running), [`prompt`] (system prompts), [`server`] (routes, auth, errors),
-//! `hermes-http` (accept loop, connection cap, header and idle timeouts),
-//! `assemble` (a request's messages with the session history; the store itself is
-//! `hermes-sessions`; the upstream client, its retries and SSE are `hermes-provider`),
-//! [`lock`] (single instance, `--replace`), [`notify`] (sd_notify), [`lifecycle`] (phases,
-//! exit reasons), [`chat`] (`chat_once`), [`error`].
+//! The public API is what other crates use, and no more: [`run`] and [`chat_once`], the
+//! lifecycle types, [`Error`] and [`ApiError`], and five modules — [`settings`] (resolution,
+//! default ports), [`source`] (reading a profile's files, [`Profile`]), [`api_server`] (is the
+//! API server on, and where), [`prompt`] (system prompts), [`lock`] (single instance,
+//! `--replace`). The rest is the server's own: `server` (routes, auth, errors), `live` (reload
+//! while running), `assemble` (a request's messages with the session history), `notify`
+//! (sd_notify), `lifecycle` (phases, exit reasons), `chat`, `error`. Beside it: `hermes-http`
+//! (accept loop, connection cap, header and idle timeouts), `hermes-sessions` (the store) and
+//! `hermes-provider` (the upstream client, its retries and SSE).
 
 mod access;
-pub mod api_error;
+mod api_error;
 pub mod api_server;
 mod assemble;
-pub mod chat;
+mod chat;
 mod completions;
-pub mod error;
-pub mod lifecycle;
+mod error;
+mod lifecycle;
 mod live;
 pub mod lock;
 mod metrics;
 mod multiplex;
-pub mod notify;
+mod notify;
 mod probes;
 pub mod prompt;
-pub mod server;
+mod server;
 pub mod settings;
 pub mod source;
-pub mod state_file;
+mod state_file;
 
 use std::future::IntoFuture;
 use std::sync::{Arc, Mutex};
 
+pub use api_error::ApiError;
 pub use chat::{ChatAnswer, chat_once};
 pub use error::Error;
 pub use lifecycle::{ExitReason, NoopRecorder, Phase, ShutdownRequest, StateRecorder};

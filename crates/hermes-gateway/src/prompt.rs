@@ -12,7 +12,7 @@
 //! The parts, in order (the original's "stable" tier, then its "volatile" tier):
 //!
 //! 1. **Identity**: `SOUL.md` with surrounding whitespace and a leading byte-order mark removed,
-//!    scanned for prompt injection ([`threats`], context scope: a match replaces the whole file
+//!    scanned for prompt injection (`threats`, context scope: a match replaces the whole file
 //!    by `[BLOCKED: SOUL.md contained potential prompt injection (<ids>). Content not loaded.]`),
 //!    then cut to the context-file limit (below). A missing, empty or non-UTF-8 `SOUL.md` gives
 //!    [`DEFAULT_AGENT_IDENTITY`] instead.
@@ -24,7 +24,7 @@
 //! 5. The API-server platform hint ([`API_SERVER_HINT`]), replaced or extended by
 //!    `platform_hints.api_server` (`{replace: …, append: …}`, or a string to append).
 //! 6. `MEMORY.md` as a block (when `memory.memory_enabled`, default on), then `USER.md` (when
-//!    `memory.user_profile_enabled`, default on), each framed by [`memory_block`].
+//!    `memory.user_profile_enabled`, default on), each framed by `memory_block`.
 //! 7. `Conversation started: <Weekday, Month DD, YYYY>`, then `Model: <model>` and
 //!    `Provider: <provider>` lines when known.
 //!
@@ -40,7 +40,7 @@
 //!   only when its memory tool writes, and sends a longer hand-edited file whole.
 //!
 //! Memory entries are trimmed, empty ones dropped, duplicates dropped (the first is kept), and
-//! each one is scanned ([`threats`], strict scope); a match replaces that entry by a
+//! each one is scanned (`threats`, strict scope); a match replaces that entry by a
 //! `[BLOCKED: …]` line. `memory: <not a mapping>` turns memory off (the original's reader
 //! fails on it); so does a limit that is not a number, and a memory file that is not UTF-8: as
 //! in the original, one such file leaves out *both* blocks.

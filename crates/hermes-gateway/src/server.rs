@@ -68,7 +68,7 @@ pub(crate) struct Inner {
     pub(crate) state_db: std::path::PathBuf,
     /// Counters for `/metrics`, and the last upstream call behind `/ready`.
     pub(crate) metrics: Arc<Metrics>,
-    /// The volume's profiles when one gateway serves them all ([`crate::multiplex`]), shared
+    /// The volume's profiles when one gateway serves them all (`multiplex`), shared
     /// by every profile's state; `None`: this gateway serves its profile alone.
     pub(crate) directory: Option<Arc<Directory>>,
 }
@@ -92,7 +92,7 @@ impl AppState {
     /// cannot be built.
     ///
     /// With [`GatewaySettings::multiplex`], `profile` is the default one and the state
-    /// serves every profile of the volume ([`crate::multiplex`]).
+    /// serves every profile of the volume (`multiplex`).
     pub fn for_profile(profile: &Profile) -> Result<AppState, Error> {
         let settings = &profile.settings;
         let directory = settings
@@ -151,8 +151,8 @@ impl AppState {
     }
 }
 
-/// The routes of the gateway: one profile's ([`profile_routes`]), or, when the state serves
-/// every profile, those of each profile under its prefix ([`crate::multiplex`]).
+/// The routes of the gateway: one profile's (`profile_routes`), or, when the state serves
+/// every profile, those of each profile under its prefix (`multiplex`).
 pub fn router(state: AppState) -> Router {
     match state.inner.directory.clone() {
         Some(directory) if !state.is_mounted() => crate::multiplex::app(state, directory),

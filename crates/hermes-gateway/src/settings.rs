@@ -134,7 +134,7 @@ pub struct GatewaySettings {
     pub notify_socket: Option<String>,
     /// Command line written into the lock record.
     pub argv: Vec<String>,
-    /// Serve every profile of the volume ([`crate::multiplex`]): `home` is then the volume's
+    /// Serve every profile of the volume (`multiplex`): `home` is then the volume's
     /// root (the default profile) and each named profile is served at `/p/<profile>/`. Set
     /// by the caller from `hermes_home::multiplex` for the default profile; never read from
     /// the profile's files here.

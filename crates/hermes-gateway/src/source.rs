@@ -6,7 +6,7 @@
 //! `auth.json`) go into the settings, and beside them into the [`PromptSource`] each new
 //! session's system prompt is built from. A [`Profile`] holds the three together: the
 //! settings, the prompt source, and where to read both again ([`Reloadable`], used by
-//! [`crate::live`] when a watched file changes).
+//! `live` when a watched file changes).
 //!
 //! Words:
 //! * *source* — where a profile's settings come from ([`SettingsSource`]): its home (the files
@@ -41,7 +41,7 @@ pub struct Profile {
     /// [`GatewaySettings::soul`] as it is.
     pub prompt: Option<Arc<PromptSource>>,
     /// Where the profile was read from, so a running gateway reads it again when the files
-    /// change ([`crate::live`]); `None`: never read again.
+    /// change (`live`); `None`: never read again.
     pub reload: Option<Reloadable>,
 }
 

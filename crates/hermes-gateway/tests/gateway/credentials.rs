@@ -558,7 +558,7 @@ async fn when_every_provider_fails_the_error_names_what_was_tried() {
         Error::ProviderStatus { status: 500, .. }
     ));
     // The client's error: the last endpoint's status, and the whole story.
-    let api = hermes_gateway::api_error::ApiError::from_provider(&err);
+    let api = hermes_gateway::ApiError::from_provider(&err);
     assert_eq!(api.status, StatusCode::BAD_GATEWAY);
     assert_eq!(api.code, "provider_error");
     assert!(
