@@ -13,8 +13,11 @@
 /// Gives back what only the boot used: its file pages ([`release_boot_text`]) and the free
 /// pages of the heap ([`trim_heap`]).
 pub fn release_boot_memory() {
-    release_boot_text();
+    // The heap is trimmed between reading the mappings and dropping them: reading smaps
+    // allocates, and anything run after the drop faults its code back in.
+    let ranges = boot_text();
     trim_heap();
+    drop_pages(&ranges);
 }
 
 /// Returns the heap's free pages to the kernel. glibc's allocator keeps freed memory for
@@ -43,10 +46,19 @@ pub fn trim_heap() {
 /// page the dynamic linker relocated, holds state the file does not and must never be
 /// dropped: it would silently revert to the file's bytes.
 pub fn release_boot_text() {
-    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
-        return;
-    };
-    for (start, end) in releasable(&smaps) {
+    drop_pages(&boot_text());
+}
+
+/// The ranges [`release_boot_text`] drops, from `/proc/self/smaps` (none if it is unreadable).
+fn boot_text() -> Vec<(usize, usize)> {
+    std::fs::read_to_string("/proc/self/smaps")
+        .map(|smaps| releasable(&smaps))
+        .unwrap_or_default()
+}
+
+/// Drops the pages of `ranges`, which must come from [`releasable`].
+fn drop_pages(ranges: &[(usize, usize)]) {
+    for &(start, end) in ranges {
         #[allow(unsafe_code)]
         // SAFETY: the range is a whole read-only private file mapping of this process with no
         // anonymous (modified) page, from /proc/self/smaps; dropping its pages loses nothing,
