@@ -27,10 +27,14 @@ else
     venv=${XDG_CACHE_HOME:-$HOME/.cache}/hermes/helm-venv
 fi
 want=$( (sha256sum <"$req"; python3 --version 2>&1) | sha256sum | cut -d' ' -f1)
-if [[ $(cat "$venv/.ready" 2>/dev/null) != "$want" ]]; then
+# One installer at a time: the chart checks (scripts/test.sh) and the pod scenarios
+# (scripts/docker-test.sh) share this venv, and a second run must not remove it under the first.
+mkdir -p "$(dirname "$venv")"
+exec 9>"$venv.lock"
+flock 9
+if [[ ! -x $venv/bin/python || $(cat "$venv/.ready" 2>/dev/null) != "$want" ]]; then
     say "installing $(grep -Ev '^(#|$)' "$req" | tr '\n' ' ')into $venv (once)"
     rm -rf "$venv"
-    mkdir -p "$(dirname "$venv")"
     python3 -m venv "$venv" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
     log=$venv/pip.log
     if ! "$venv/bin/pip" install --disable-pip-version-check --no-input -q -r "$req" >"$log" 2>&1; then
@@ -39,6 +43,8 @@ if [[ $(cat "$venv/.ready" 2>/dev/null) != "$want" ]]; then
     fi
     printf '%s\n' "$want" >"$venv/.ready"
 fi
+
+exec 9>&-
 
 out=target/helm
 case ${1:-} in
