@@ -30,6 +30,15 @@ fn queued(pipe: &File) -> usize {
     usize::try_from(n).unwrap_or(0)
 }
 
+/// The capacity of a pipe (`F_GETPIPE_SZ`).
+fn pipe_size(pipe: &File) -> usize {
+    #[allow(unsafe_code)]
+    // SAFETY: F_GETPIPE_SZ takes no argument and only reads the fd, open for the borrow.
+    let n = unsafe { libc::fcntl(pipe.as_raw_fd(), libc::F_GETPIPE_SZ) };
+    assert!(n > 0, "F_GETPIPE_SZ: {}", std::io::Error::last_os_error());
+    usize::try_from(n).unwrap_or(0)
+}
+
 /// Reads `pipe` until `needle` shows up (or [`WAIT`] passes); gives the pipe back with what
 /// was read, so the caller can stop reading again.
 fn read_until(mut pipe: File, needle: &'static str) -> (File, String) {
@@ -65,8 +74,13 @@ services:
         &["--settle-ms", "100"],
     );
     let pipe = h.stdout_pipe.take().expect("the unread pipe");
-    // Positive signal that the reader is stalled: the pipe is full (64 KiB by default).
-    h.wait_for("the stdout pipe to fill", || queued(&pipe) >= 60 * 1024);
+    // Positive signal that the reader is stalled: the pipe is full, but for less than one
+    // mirrored line. Its size is asked, not assumed (64 KiB by default; one page when the
+    // kernel's per-user pipe budget is spent by everything else running at the same time).
+    let room = pipe_size(&pipe).saturating_sub(1024);
+    h.wait_for(&format!("the stdout pipe to fill to {room} bytes"), || {
+        queued(&pipe) >= room
+    });
 
     // Status still answers, at once, over and over.
     for _ in 0..10 {
