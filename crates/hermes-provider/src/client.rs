@@ -169,22 +169,9 @@ impl Provider {
     ///
     /// The provider variants of [`Error`]: auth, unreachable, timeout, status, protocol;
     /// [`Error::ProviderFallbacksFailed`] when fallbacks were tried too.
-    pub async fn complete(&self, mut body: Value) -> Result<Value, Error> {
-        let mut tried = Vec::new();
-        let first = self.first_endpoint(&mut tried);
-        for (i, ep) in self.chain.iter().enumerate().skip(first) {
-            match self
-                .complete_on(ep, body_for(&mut body, i, self.chain.len()))
-                .await
-            {
-                Ok(answer) => {
-                    announce_success(ep, i);
-                    return Ok(answer);
-                }
-                Err(e) => self.failed(ep, i, e, &mut tried)?,
-            }
-        }
-        Err(no_endpoint(&self.settings))
+    pub async fn complete(&self, body: Value) -> Result<Value, Error> {
+        self.over_chain(body, |ep, body| self.complete_on(ep, body))
+            .await
     }
 
     /// Sends `body` with `stream: true` and returns the stream once an endpoint has answered
@@ -194,17 +181,32 @@ impl Provider {
     /// # Errors
     ///
     /// As [`Provider::complete`].
-    pub async fn stream(&self, mut body: Value) -> Result<ChatStream, Error> {
+    pub async fn stream(&self, body: Value) -> Result<ChatStream, Error> {
+        self.over_chain(body, |ep, body| self.stream_on(ep, body))
+            .await
+    }
+
+    /// Sends `body` with `send` to each endpoint of the chain in turn, from where
+    /// [`Provider::first_endpoint`] says, until one answers: the primary, then each fallback
+    /// while the failure is one a fallback can cure ([`Provider::failed`]).
+    ///
+    /// `send` borrows the endpoint for the whole call (one lifetime, not a closure generic over
+    /// every lifetime: the server needs the request's future to be `Send`).
+    async fn over_chain<'a, T, F>(
+        &'a self,
+        mut body: Value,
+        send: impl Fn(&'a Endpoint, Value) -> F,
+    ) -> Result<T, Error>
+    where
+        F: Future<Output = Result<T, Error>>,
+    {
         let mut tried = Vec::new();
         let first = self.first_endpoint(&mut tried);
         for (i, ep) in self.chain.iter().enumerate().skip(first) {
-            match self
-                .stream_on(ep, body_for(&mut body, i, self.chain.len()))
-                .await
-            {
-                Ok(stream) => {
+            match send(ep, body_for(&mut body, i, self.chain.len())).await {
+                Ok(answer) => {
                     announce_success(ep, i);
-                    return Ok(stream);
+                    return Ok(answer);
                 }
                 Err(e) => self.failed(ep, i, e, &mut tried)?,
             }

@@ -582,6 +582,7 @@ fn scope_values(v: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hermes_test_support::jwt::unsigned as jwt;
 
     fn keys(n: usize) -> Vec<PooledKey> {
         (0..n)
@@ -751,23 +752,6 @@ mod tests {
             (&e["last_status"], &e["last_error_code"]),
             (&json!("ok"), &Value::Null)
         );
-    }
-
-    /// A JWT with these claims (unsigned: only its payload is read).
-    pub(crate) fn jwt(claims: &Value) -> String {
-        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-        let bytes = claims.to_string().into_bytes();
-        let mut text = String::new();
-        for chunk in bytes.chunks(3) {
-            let n = chunk
-                .iter()
-                .enumerate()
-                .fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
-            for i in 0..=chunk.len() {
-                text.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            }
-        }
-        format!("eyJhbGciOiJub25lIn0.{text}.sig")
     }
 
     #[test]

@@ -14,12 +14,15 @@
 //!
 //! **Polling.** [`poll`] waits for an effect with a deadline that names it.
 //!
+//! **Tokens.** [`jwt::unsigned`] makes a JWT-shaped token with the claims a test needs.
+//!
 //! **Wheels.** [`wheel`] writes tiny pure-Python wheels and serves them from a loopback index,
 //! so install tests never reach the network.
 
 #![deny(missing_docs)]
 
 pub mod browser;
+pub mod jwt;
 pub mod poll;
 pub mod wheel;
 

@@ -280,12 +280,12 @@ mod tests {
                     && m.chars().next().is_some_and(|c| !c.is_uppercase()),
                 "{crate_name} {pattern}: message style: {m}"
             );
-            // Every `error:` a user meets says what to do about it.
+            // Every `error:` a user meets says what to do about it, in the message's style.
             assert!(
                 failure
                     .hint
                     .as_deref()
-                    .is_some_and(|h| !h.trim().is_empty()),
+                    .is_some_and(|h| !h.trim().is_empty() && !h.ends_with('.')),
                 "{crate_name} {pattern}: no hint: {}",
                 failure.render()
             );

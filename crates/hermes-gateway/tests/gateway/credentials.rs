@@ -19,6 +19,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+use hermes_test_support::jwt::unsigned as jwt;
 use hermes_test_support::poll::until_async;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -851,23 +852,6 @@ fn stored_entry_id(home: &Path, label: &str) -> String {
         .and_then(|e| e["id"].as_str())
         .unwrap()
         .to_string()
-}
-
-/// An unsigned JWT with these claims (the gateway reads only its payload).
-fn jwt(claims: &Value) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let bytes = claims.to_string().into_bytes();
-    let mut text = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..=chunk.len() {
-            text.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    format!("eyJhbGciOiJub25lIn0.{text}.sig")
 }
 
 fn epoch_now() -> f64 {

@@ -525,6 +525,23 @@ services:
 }
 
 #[test]
+fn the_lock_record_is_this_supervisors_pid_and_nothing_of_an_older_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    // A record longer than ours, left by an earlier supervisor (it is overwritten in place
+    // and cut to length, not truncated first).
+    let lock = runtime.join("supervisor.lock");
+    std::fs::write(&lock, "4294967295\nleft over from an older record\n").unwrap();
+    let sup = Supervisor::new(Options::new(&runtime, dir.path().join("logs")), vec![]);
+    assert!(sup.is_ok(), "{sup:?}");
+    assert_eq!(
+        std::fs::read_to_string(&lock).unwrap(),
+        format!("{}\n", std::process::id())
+    );
+}
+
+#[test]
 fn main_service_exit_ends_the_loop_with_its_code() {
     let mut h = Harness::start(
         r#"

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `hermes` binary, each in a fresh temporary home.
 //!
 //! Table of contents:
+//! * `binary` — how the binary is linked (packed relocations)
 //! * `config_cmd` — `hermes config` and byte-preserving `config.yaml` writes
 //! * `profiles` — create / clone / list / show / use / delete, names, aliases
 //! * `dashboard` — `hermes dashboard`: the fail-closed bind, the Overview's API against `hermes up`
@@ -31,6 +32,7 @@
 )]
 
 mod auth;
+mod binary;
 mod config_cmd;
 mod conventions;
 mod dashboard;
