@@ -350,6 +350,7 @@ fn no_endpoint(s: &ProviderSettings) -> Error {
 mod tests {
     use super::*;
     use crate::settings::WithheldKey;
+    use hermes_test_support::logs::Lines;
 
     #[test]
     fn only_a_refusal_of_the_request_itself_stays_on_the_primary() {
@@ -375,39 +376,6 @@ mod tests {
         }));
     }
 
-    /// A `tracing` subscriber that keeps each event as one line: `LEVEL field=value ...`.
-    #[derive(Clone, Default)]
-    struct Lines(Arc<std::sync::Mutex<Vec<String>>>);
-
-    struct LineVisitor(String);
-
-    impl tracing::field::Visit for LineVisitor {
-        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-            self.0.push_str(&format!(" {}={value:?}", field.name()));
-        }
-    }
-
-    impl tracing::Subscriber for Lines {
-        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-            tracing::span::Id::from_u64(1)
-        }
-        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-        fn event(&self, event: &tracing::Event<'_>) {
-            let mut v = LineVisitor(event.metadata().level().to_string());
-            event.record(&mut v);
-            self.0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(v.0);
-        }
-        fn enter(&self, _: &tracing::span::Id) {}
-        fn exit(&self, _: &tracing::span::Id) {}
-    }
-
     #[test]
     fn a_withheld_key_is_logged_once_by_name() {
         // As the gateway's key routing withholds `OPENAI_API_KEY` from a local address.
@@ -416,9 +384,9 @@ mod tests {
             "OPENAI_API_KEY",
             "`OPENAI_API_KEY` is openai's key and is only sent over https to openai.com; set `model.api_key` in config.yaml to that endpoint's own key",
         ));
-        let lines = Lines::default();
-        tracing::subscriber::with_default(lines.clone(), || Provider::new(s).unwrap());
-        let lines = lines.0.lock().unwrap().clone();
+        let capture = Lines::of_this_thread();
+        Provider::new(s).unwrap();
+        let lines = capture.all();
         assert_eq!(lines.len(), 1, "{lines:?}");
         let line = &lines[0];
         assert!(line.starts_with("WARN"), "{line}");
@@ -426,11 +394,9 @@ mod tests {
         assert!(line.contains("model.api_key"), "{line}");
 
         // Nothing withheld: nothing said.
-        let quiet = Lines::default();
-        tracing::subscriber::with_default(quiet.clone(), || {
-            Provider::new(ProviderSettings::new("http://127.0.0.1:9/v1", "m")).unwrap()
-        });
-        assert!(quiet.0.lock().unwrap().is_empty());
+        let quiet = Lines::of_this_thread();
+        Provider::new(ProviderSettings::new("http://127.0.0.1:9/v1", "m")).unwrap();
+        assert_eq!(quiet.all(), Vec::<String>::new());
     }
 
     #[tokio::test]

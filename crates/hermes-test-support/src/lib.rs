@@ -14,6 +14,8 @@
 //!
 //! **Polling.** [`poll`] waits for an effect with a deadline that names it.
 //!
+//! **Logs.** [`logs::Lines`] reads back what the code under test logged through `tracing`.
+//!
 //! **Tokens.** [`jwt::unsigned`] makes a JWT-shaped token with the claims a test needs.
 //!
 //! **Wheels.** [`wheel`] writes tiny pure-Python wheels and serves them from a loopback index,
@@ -23,6 +25,7 @@
 
 pub mod browser;
 pub mod jwt;
+pub mod logs;
 pub mod poll;
 pub mod wheel;
 

@@ -13,6 +13,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+use hermes_test_support::logs::Lines;
 use hermes_test_support::poll::until_async;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -106,87 +107,17 @@ async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     until_async(what, Duration::from_secs(10), async || check()).await
 }
 
-// ---------------------------------------------------------------------------------------
-// Capturing the access log: a `tracing` subscriber keeping `LEVEL target message` per event
-// (the pattern of `provider.rs`'s tests), with the thread it came from. It is the process's
-// global subscriber (a thread's own default one misses events while other tests register
-// the same call sites at the same time); a test that reads it runs on a current-thread
-// runtime, so every line its gateway writes comes from its own thread.
+// The access log, as `hermes_test_support::logs` captures it (`LEVEL target message`, per
+// thread): a test that reads it runs on a current-thread runtime, so every line its gateway
+// writes comes from its own thread.
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<(std::thread::ThreadId, String)>>>);
-
-/// The global capture, installed on first use.
-fn captured() -> &'static Captured {
-    static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
-    CAPTURED.get_or_init(|| {
-        let c = Captured::default();
-        tracing::subscriber::set_global_default(c.clone())
-            .expect("no other global subscriber in this test binary");
-        c
-    })
-}
-
-/// The captured lines of the current thread.
-struct Lines {
-    thread: std::thread::ThreadId,
-}
-
-impl Lines {
-    fn of_this_thread() -> Lines {
-        captured();
-        Lines {
-            thread: std::thread::current().id(),
-        }
-    }
-}
-
-struct MessageVisitor(String);
-
-impl tracing::field::Visit for MessageVisitor {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-impl tracing::Subscriber for Captured {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        let mut v = MessageVisitor(String::new());
-        event.record(&mut v);
-        let meta = event.metadata();
-        let line = format!("{} {} {}", meta.level(), meta.target(), v.0);
-        self.0
-            .lock()
-            .unwrap()
-            .push((std::thread::current().id(), line));
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
-impl Lines {
-    fn all(&self) -> Vec<String> {
-        captured()
-            .0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(t, _)| *t == self.thread)
-            .map(|(_, l)| l.clone())
-            .collect()
-    }
-
+/// The access lines among what a test's thread logged.
+trait AccessLines {
     /// Access lines (level, fields) whose fields include every `key=value` of `want`.
+    fn access(&self, want: &[(&str, &str)]) -> Vec<(String, BTreeMap<String, String>)>;
+}
+
+impl AccessLines for Lines {
     fn access(&self, want: &[(&str, &str)]) -> Vec<(String, BTreeMap<String, String>)> {
         self.all()
             .iter()
