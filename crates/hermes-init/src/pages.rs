@@ -21,8 +21,8 @@ pub fn release_boot_memory() {
 }
 
 /// Returns the heap's free pages to the kernel. glibc's allocator keeps freed memory for
-/// reuse; after the boot most of it (the command-line tree alone is ~190 kB) is never asked
-/// for again. Elsewhere (musl) freed memory is returned as it is freed: nothing to do.
+/// reuse; after the boot most of it (the command-line tree, parsed YAML) is never asked
+/// for again. Other C libraries have no such call: there it does nothing.
 pub fn trim_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[allow(unsafe_code)]

@@ -45,7 +45,7 @@ fn main() -> ExitCode {
             return usage_error(&e, Format::asked_in(&args));
         }
     };
-    // Not kept for the command's life: PID 1 would hold the whole tree (~190 kB) until exit.
+    // Not kept for the command's life: PID 1 lives as long as the container.
     drop(command);
     let format = Format::of(&matches);
     let mut cli = match Cli::from_arg_matches(&matches) {
