@@ -14,5 +14,8 @@ pub(crate) fn status_row(state: StateName, pid: Option<i32>, reason: &str) -> Se
         last_exit: None,
         reason: reason.into(),
         profile: None,
+        draining: Vec::new(),
+        handover: None,
+        listening: Vec::new(),
     }
 }

@@ -37,6 +37,9 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+mod handover;
+use handover::{HandOver, Replacing, Retiring};
+
 use crate::protocol::ErrorCode;
 use crate::spec::{Desired, RestartPolicy, ServiceSpec};
 use crate::status::{ExitStatus, ServiceStatus, StateName};
@@ -410,6 +413,12 @@ struct Service {
     started: bool,
     seq: u64,
     lingering: Option<Lingering>,
+    /// A hand-over's old process while its successor starts (`handover`).
+    replacing: Option<Replacing>,
+    /// Old processes finishing their work after a hand-over.
+    retiring: Vec<Retiring>,
+    /// The latest hand-over, for status.
+    handover: Option<HandOver>,
 }
 
 /// A killed process group that still has members.
@@ -483,6 +492,9 @@ impl Machine {
             started: false,
             seq: 0,
             lingering: None,
+            replacing: None,
+            retiring: Vec::new(),
+            handover: None,
         }
     }
 
@@ -512,9 +524,20 @@ impl Machine {
             .map(|i| self.services[i].spec.name.as_str())
     }
 
-    /// Pids of all live service processes (leaders = process groups).
+    /// Pids of all live service processes (leaders = process groups), the old processes of
+    /// hand-overs included.
     pub fn live_pids(&self) -> Vec<i32> {
-        self.services.iter().filter_map(|s| s.state.pid()).collect()
+        self.services
+            .iter()
+            .flat_map(|s| {
+                let old = s.replacing.iter().map(|r| r.pid);
+                s.state
+                    .pid()
+                    .into_iter()
+                    .chain(old)
+                    .chain(s.retiring.iter().map(|r| r.pid))
+            })
+            .collect()
     }
 
     /// The main service's live process group, for signal forwarding.
@@ -561,6 +584,7 @@ impl Machine {
                 | ServiceState::Up { .. }
                 | ServiceState::Failed { .. } => None,
             })
+            .chain(self.retiring_deadline())
             .min()
     }
 
@@ -597,6 +621,9 @@ impl Machine {
             last_exit: s.last_exit,
             reason,
             profile: s.spec.profile.clone(),
+            draining: s.retiring.iter().map(|r| r.pid).collect(),
+            handover: s.handover.as_ref().map(HandOver::status),
+            listening: Vec::new(),
         }
     }
 
@@ -633,6 +660,9 @@ impl Machine {
                     // The reason is a whole line already (`cannot start: …`, `cannot change
                     // to directory …`): the spawn knows which step failed.
                     let why = reason;
+                    if self.handover_failed(i, &why, &mut out) {
+                        return out;
+                    }
                     // The main program never started: nothing will ever end the loop
                     // otherwise. Said in one line on stderr, with the shell's code (127 not
                     // found, 126 not executable), as tini and a shell would.
@@ -657,6 +687,7 @@ impl Machine {
                             since: now,
                             notified: true,
                         };
+                        self.complete_handover(i, now, &mut out);
                     }
                 }
             }
@@ -679,6 +710,7 @@ impl Machine {
             Event::Terminate => {
                 if self.is_shutting_down() {
                     // Second request: the operator is out of patience.
+                    self.kill_retiring(&mut out);
                     for s in &mut self.services {
                         if let ServiceState::Stopping { pid, kill_at, .. } = &mut s.state {
                             *kill_at = None;
@@ -749,6 +781,7 @@ impl Machine {
                         since: now,
                         notified: false,
                     };
+                    self.complete_handover(i, now, out);
                 }
                 ServiceState::Backoff { until, .. } if now >= until && !shutting => {
                     self.spawn(i, now, out);
@@ -784,6 +817,7 @@ impl Machine {
                 | ServiceState::Failed { .. } => {}
             }
         }
+        self.tick_retiring(now, out);
     }
 
     fn stop_process(&mut self, i: usize, then: AfterStop, now: Instant, out: &mut Vec<Action>) {
@@ -843,6 +877,9 @@ impl Machine {
     }
 
     fn exited(&mut self, pid: i32, status: ExitStatus, now: Instant, out: &mut Vec<Action>) {
+        if self.old_instance_exited(pid, status, now, out) {
+            return;
+        }
         let Some(i) = self.find_pid(pid) else {
             return; // an orphan or an escaped descendant: reaped, nothing to do
         };
@@ -883,7 +920,7 @@ impl Machine {
                         self.spawn(i, now, out);
                     }
                     AfterStop::Forget(ids) => {
-                        let name = self.services.remove(i).spec.name;
+                        let name = self.forget(i, out);
                         out.push(Action::Forgotten { service: name });
                         for id in ids {
                             out.push(Action::Reply { id, result: Ok(()) });
@@ -893,8 +930,11 @@ impl Machine {
                 }
             }
             ServiceState::Starting { since: spawned, .. } => {
-                let uptime = now.saturating_duration_since(spawned);
-                self.classify(i, status, uptime, false, now, out);
+                let why = format!("exited with {status} before it was ready");
+                if !self.handover_failed(i, &why, out) {
+                    let uptime = now.saturating_duration_since(spawned);
+                    self.classify(i, status, uptime, false, now, out);
+                }
             }
             ServiceState::Up { spawned, .. } => {
                 let uptime = now.saturating_duration_since(spawned);
@@ -1080,6 +1120,7 @@ impl Machine {
             Op::Stop(name) => {
                 let i = lookup(self, &name)?;
                 self.desired(i, Desired::Stopped, out);
+                self.retire_replacing(i, now, out);
                 let s = &mut self.services[i];
                 match s.state {
                     ServiceState::Backoff { .. } => {
@@ -1105,6 +1146,10 @@ impl Machine {
                     return Err(OpError::ShuttingDown);
                 }
                 self.desired(i, Desired::Running, out);
+                // A hand-over under way goes on; an `up` service that asks for one gets it.
+                if self.begin_handover(i, now, out) {
+                    return Ok(true);
+                }
                 match self.services[i].state {
                     ServiceState::Starting { .. }
                     | ServiceState::Up { .. }
@@ -1141,17 +1186,36 @@ impl Machine {
                 let Some(i) = self.find(&name) else {
                     return Ok(true); // idempotent: already gone
                 };
+                self.retire_replacing(i, now, out);
                 if self.services[i].state.pid().is_some() {
                     self.stop_process(i, AfterStop::Forget(vec![id]), now, out);
                     return Ok(false);
                 }
                 // No process: nothing can race us, forget now.
-                let name = self.services.remove(i).spec.name;
+                let name = self.forget(i, out);
                 out.push(Action::Forgotten { service: name });
             }
             Op::Shutdown => self.begin_shutdown(Outcome::Stopped, now, out),
         }
         Ok(true)
+    }
+
+    /// Removes service `i`, SIGKILLing what is left of its hand-overs (nothing would reap
+    /// their deadlines once it is gone), and returns its name.
+    fn forget(&mut self, i: usize, out: &mut Vec<Action>) -> String {
+        let s = self.services.remove(i);
+        for pid in s
+            .retiring
+            .iter()
+            .map(|r| r.pid)
+            .chain(s.replacing.map(|r| r.pid))
+        {
+            out.push(Action::Kill {
+                pgid: pid,
+                signal: Signal::SIGKILL,
+            });
+        }
+        s.spec.name
     }
 
     fn desired(&self, i: usize, desired: Desired, out: &mut Vec<Action>) {
@@ -1171,6 +1235,7 @@ impl Machine {
         let mut order: Vec<usize> = (0..self.services.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(self.services[i].seq));
         for i in order {
+            self.retire_replacing(i, now, out);
             match self.services[i].state {
                 ServiceState::Backoff { .. } => {
                     self.services[i].state = ServiceState::Down {
@@ -1199,6 +1264,7 @@ impl Machine {
     fn check_finished(&mut self, out: &mut Vec<Action>) {
         if let Shutdown::Stopping(outcome) = self.shutdown
             && self.services.iter().all(|s| s.state.pid().is_none())
+            && !self.any_old_instance()
         {
             self.shutdown = Shutdown::Finished;
             out.push(Action::Finished(outcome));

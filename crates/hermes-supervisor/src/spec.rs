@@ -5,6 +5,11 @@
 //! * **restart policy** — what an exit means: [`RestartPolicy`].
 //! * **run-as identity** — uid, gid and supplementary groups applied before `exec`: [`RunAs`].
 //! * **desired state** — what an operator asked for (`running` / `stopped`): [`Desired`].
+//! * **held socket** — a listening socket the supervisor binds for a service and keeps across
+//!   its restarts and crashes, passed to each of its processes with systemd's protocol:
+//!   [`Listen`].
+//! * **hand-over** — a restart that starts the new process first and stops the old one only
+//!   once the new one is ready: [`ServiceSpec::handover`].
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -91,6 +96,48 @@ pub enum Desired {
     Stopped,
 }
 
+/// A listening TCP socket the supervisor holds for a service: bound once (or taken from
+/// systemd), kept across every restart and crash, and passed to each new process as fd
+/// `3 + index` with `LISTEN_FDS`, `LISTEN_PID` and `LISTEN_FDNAMES`, as systemd's socket
+/// activation does. Between two processes a client's connection waits in the backlog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listen {
+    /// The descriptor's name in `LISTEN_FDNAMES` (a gateway's API socket is `api`).
+    pub name: String,
+    /// `host:port` to bind (`[::1]:80` for IPv6; port 0 picks a free port once).
+    pub address: String,
+}
+
+impl Listen {
+    /// A socket named `name` on `address`.
+    pub fn new(name: impl Into<String>, address: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            address: address.into(),
+        }
+    }
+
+    fn validate(&self, service: &str) -> Result<(), String> {
+        let name_ok = !self.name.is_empty()
+            && self.name.len() <= 255
+            && self.name.chars().all(|c| c.is_ascii_graphic() && c != ':');
+        if !name_ok {
+            return Err(format!(
+                "service `{service}`: bad socket name `{}` (printable, no `:`, at most 255)",
+                self.name
+            ));
+        }
+        let port = self.address.rsplit_once(':').map(|(_, port)| port);
+        if port.is_none_or(|p| p.parse::<u16>().is_err()) {
+            return Err(format!(
+                "service `{service}`: `listen` address `{}` is not `host:port`",
+                self.address
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Everything the supervisor needs to run one service.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServiceSpec {
@@ -131,6 +178,16 @@ pub struct ServiceSpec {
     /// hooks so the caller can persist `desired_state`.
     #[serde(default)]
     pub profile: Option<String>,
+    /// Sockets the supervisor holds for the service ([`Listen`]), in fd order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listen: Vec<Listen>,
+    /// Restart by hand-over: start the new process while the old one runs (with
+    /// `HERMES_HANDOVER_FROM=<old pid>`), and send the old one the stop signal only once the
+    /// new one is ready; if the new one fails first, the old one goes on. For a service that
+    /// shares its held sockets between two instances safely (the native gateway); never for
+    /// one whose work must have a single owner (the agent's messaging platforms).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub handover: bool,
 }
 
 fn default_stop_signal() -> Signal {
@@ -159,6 +216,8 @@ impl ServiceSpec {
             autostart: true,
             log: LogTarget::Default,
             profile: None,
+            listen: Vec::new(),
+            handover: false,
         }
     }
 
@@ -176,6 +235,15 @@ impl ServiceSpec {
         }
         if self.argv.first().is_none_or(|a| a.is_empty()) {
             return Err(format!("service `{n}`: the command is empty"));
+        }
+        for (i, listen) in self.listen.iter().enumerate() {
+            listen.validate(n)?;
+            if self.listen[..i].iter().any(|l| l.name == listen.name) {
+                return Err(format!(
+                    "service `{n}`: two sockets are named `{}`",
+                    listen.name
+                ));
+            }
         }
         Ok(())
     }
@@ -260,6 +328,30 @@ mod tests {
                 .validate()
                 .is_err()
         );
+    }
+
+    #[test]
+    fn held_sockets_need_a_name_and_a_port() {
+        let mut s = ServiceSpec::shell("web", "x");
+        s.listen = vec![
+            Listen::new("http", "127.0.0.1:8080"),
+            Listen::new("v6", "[::1]:0"),
+        ];
+        assert!(s.validate().is_ok());
+        for (name, address) in [
+            ("a:b", "127.0.0.1:1"),
+            ("", "127.0.0.1:1"),
+            ("x", "127.0.0.1"),
+            ("x", "host:99999"),
+        ] {
+            s.listen = vec![Listen::new(name, address)];
+            assert!(s.validate().is_err(), "{name} {address}");
+        }
+        s.listen = vec![
+            Listen::new("a", "127.0.0.1:1"),
+            Listen::new("a", "127.0.0.1:2"),
+        ];
+        assert!(s.validate().unwrap_err().contains("two sockets"));
     }
 
     #[test]

@@ -103,6 +103,31 @@ pub struct ServiceStatus {
     /// Profile label from the spec.
     #[serde(default)]
     pub profile: Option<String>,
+    /// Old processes of a hand-over still finishing their work (sent the stop signal).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub draining: Vec<i32>,
+    /// The latest hand-over restart, if there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover: Option<HandOverStatus>,
+    /// The local addresses of the sockets the supervisor holds for the service.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listening: Vec<String>,
+}
+
+/// How the latest hand-over of a service went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HandOverStatus {
+    /// The process that was replaced.
+    pub from_pid: i32,
+    /// Its successor, once spawned.
+    pub to_pid: Option<i32>,
+    /// Seconds from the restart request to the successor's readiness.
+    pub ready_secs: Option<f64>,
+    /// Seconds the replaced process took to finish its work and exit after the successor was
+    /// ready; `None` while it is still draining.
+    pub drained_secs: Option<f64>,
+    /// Why the successor failed, when it did (the old process then went on serving).
+    pub failed: Option<String>,
 }
 
 /// Formats seconds as `45s`, `3m12s`, `2h05m`, `3d04h`.
@@ -203,6 +228,9 @@ mod tests {
                 last_exit: None,
                 reason: String::new(),
                 profile: None,
+                draining: Vec::new(),
+                handover: None,
+                listening: Vec::new(),
             },
             ServiceStatus {
                 name: "gateway-work".into(),
@@ -214,6 +242,9 @@ mod tests {
                 last_exit: Some(ExitStatus::Code(78)),
                 reason: "configuration error".into(),
                 profile: Some("work".into()),
+                draining: Vec::new(),
+                handover: None,
+                listening: Vec::new(),
             },
         ];
         let t = render_status_table(&rows);

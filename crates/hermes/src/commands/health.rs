@@ -93,6 +93,9 @@ mod tests {
             last_exit: None,
             reason: format!("{name} reason"),
             profile: None,
+            draining: Vec::new(),
+            handover: None,
+            listening: Vec::new(),
         }
     }
 
