@@ -8,7 +8,12 @@
 //! supervise client <runtime-dir> '<json request line>'   # prints the response line
 //! supervise status <runtime-dir>                          # prints the status table
 //! supervise notify READY=1                                # sends to $NOTIFY_SOCKET
+//! supervise serve [--ready-after-ms N] [--drain-ms N]     # a service on its held socket
 //! ```
+//!
+//! `serve` is a service on the socket its supervisor holds (fd 3, systemd's protocol; exit 3
+//! without one): each connection is answered `<pid> <LISTEN_FDNAMES>\n`; `READY=1` after the
+//! delay; on SIGTERM it stops accepting, waits `--drain-ms`, and exits 0.
 
 use std::io::Write;
 use std::os::unix::net::UnixDatagram;
@@ -72,7 +77,8 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                 .map_err(|e| format!("{path}: {e}"))?;
             Ok(ExitCode::SUCCESS)
         }
-        _ => Err("usage: supervise run|client|status|notify ...".into()),
+        Some("serve") => serve(&args[1..]),
+        _ => Err("usage: supervise run|client|status|notify|serve ...".into()),
     }
 }
 
@@ -109,4 +115,70 @@ fn supervise(args: &[String]) -> Result<ExitCode, String> {
         .run(&mut PrintHooks, &mut out)
         .map_err(|e| e.to_string())?;
     Ok(ExitCode::from(outcome.exit_code().clamp(0, 255) as u8))
+}
+
+fn serve(args: &[String]) -> Result<ExitCode, String> {
+    use std::io::Write as _;
+    use std::os::fd::FromRawFd;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let mut ready_after = Duration::ZERO;
+    let mut drain = Duration::ZERO;
+    let mut rest = args.iter();
+    while let Some(flag) = rest.next() {
+        let ms = rest
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or_else(|| format!("{flag} needs milliseconds"))?;
+        match flag.as_str() {
+            "--ready-after-ms" => ready_after = Duration::from_millis(ms),
+            "--drain-ms" => drain = Duration::from_millis(ms),
+            _ => return Err(format!("unknown flag {flag}")),
+        }
+    }
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    if var("LISTEN_PID") != std::process::id().to_string() || var("LISTEN_FDS") != "1" {
+        let _ = writeln!(
+            std::io::stderr(),
+            "no held socket: LISTEN_PID={} LISTEN_FDS={} (pid {})",
+            var("LISTEN_PID"),
+            var("LISTEN_FDS"),
+            std::process::id()
+        );
+        return Ok(ExitCode::from(3));
+    }
+    let mut term = nix::sys::signal::SigSet::empty();
+    term.add(nix::sys::signal::Signal::SIGTERM);
+    term.thread_block().map_err(|e| e.to_string())?;
+    #[allow(unsafe_code)]
+    // SAFETY: fd 3 is the held socket the supervisor passed, owned by nobody else here.
+    let listener = unsafe { std::net::TcpListener::from_raw_fd(3) };
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let answer = format!("{} {}\n", std::process::id(), var("LISTEN_FDNAMES"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = Arc::clone(&stop);
+    let acceptor = std::thread::spawn(move || {
+        while !stopping.load(Ordering::SeqCst) {
+            match listener.accept() {
+                Ok((mut conn, _)) => {
+                    let _ = conn.set_nonblocking(false);
+                    let _ = conn.write_all(answer.as_bytes());
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+        // Only this process's copy is closed: the supervisor's stays open.
+        drop(listener);
+    });
+    std::thread::sleep(ready_after);
+    if let Ok(path) = std::env::var("NOTIFY_SOCKET") {
+        let sock = UnixDatagram::unbound().map_err(|e| e.to_string())?;
+        let _ = sock.send_to(b"READY=1", path);
+    }
+    term.wait().map_err(|e| e.to_string())?;
+    stop.store(true, Ordering::SeqCst);
+    let _ = acceptor.join();
+    std::thread::sleep(drain);
+    Ok(ExitCode::SUCCESS)
 }

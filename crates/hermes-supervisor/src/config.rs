@@ -10,6 +10,10 @@
 //!     stop_signal: INT                      # TERM, INT, HUP, QUIT, ... (SIG prefix optional)
 //!     stop_grace: 10s                       # seconds (number) or "500ms" / "10s" / "2m"
 //!     enabled: true
+//!     listen: "127.0.0.1:8080"              # held by the supervisor, passed as fd 3 (systemd's
+//!                                           # LISTEN_FDS); a list for several, each a string
+//!                                           # or {name: NAME, address: HOST:PORT}
+//!     handover: false                       # restart: start the new one, then stop the old
 //! ```
 //!
 //! One bad service never hides the good ones: [`parse_services`] returns the valid specs *and*
@@ -20,7 +24,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::spec::{RestartPolicy, ServiceSpec, parse_signal};
+use crate::spec::{Listen, RestartPolicy, ServiceSpec, parse_signal};
 
 /// A commented example of every key, checked by a test; a CLI can print it.
 pub const SAMPLE_CONFIG: &str = include_str!("sample-services.yaml");
@@ -34,6 +38,8 @@ pub const SERVICE_KEYS: &[&str] = &[
     "stop_signal",
     "stop_grace",
     "enabled",
+    "listen",
+    "handover",
 ];
 
 /// A problem with one service entry.
@@ -64,6 +70,10 @@ impl ConfigError {
             Some("command") => "give a shell string or a non-empty list of arguments".into(),
             Some("stop_grace") => "use seconds, e.g. `10` or `\"10s\"` or `\"500ms\"`".into(),
             Some("stop_signal") => "use a signal name such as `TERM` or `INT`".into(),
+            Some("listen") => {
+                "use `host:port`, a list of them, or a list of `{name: NAME, address: HOST:PORT}`"
+                    .into()
+            }
             Some(_) => format!("valid keys are: {}", SERVICE_KEYS.join(", ")),
             None => return None,
         })
@@ -201,15 +211,62 @@ pub fn parse_service(name: &str, entry: &Value) -> Result<ServiceSpec, Vec<Confi
             None => errs.push(bad("stop_grace", format!("bad duration {v}"))),
         }
     }
-    match map.get("enabled") {
-        Some(Value::Bool(b)) => spec.enabled = *b,
+    for key in ["enabled", "handover"] {
+        match map.get(key) {
+            Some(Value::Bool(b)) if key == "enabled" => spec.enabled = *b,
+            Some(Value::Bool(b)) => spec.handover = *b,
+            None => {}
+            Some(v) => errs.push(bad(key, format!("`{key}` must be true or false, not {v}"))),
+        }
+    }
+    match map.get("listen").map(|v| parse_listen(name, v)) {
+        Some(Ok(listen)) => spec.listen = listen,
+        Some(Err(problem)) => errs.push(bad("listen", problem)),
         None => {}
-        Some(v) => errs.push(bad(
-            "enabled",
-            format!("`enabled` must be true or false, not {v}"),
-        )),
+    }
+    if errs.is_empty()
+        && let Err(problem) = spec.validate()
+    {
+        errs.push(bad("listen", problem));
     }
     if errs.is_empty() { Ok(spec) } else { Err(errs) }
+}
+
+/// `listen:` — one `host:port`, or a list of them and `{name, address}` maps. A socket given
+/// as a plain address is named after the service (`<service>-<n>` from the second on).
+fn parse_listen(service: &str, v: &Value) -> Result<Vec<Listen>, String> {
+    let items = match v {
+        Value::Array(items) => items.as_slice(),
+        Value::Null => &[],
+        single => std::slice::from_ref(single),
+    };
+    let default_name = |k: usize| {
+        if k == 0 {
+            service.to_string()
+        } else {
+            format!("{service}-{}", k + 1)
+        }
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(k, item)| match item {
+            Value::String(address) => Ok(Listen::new(default_name(k), address.trim())),
+            Value::Object(m) => {
+                let address = m
+                    .get("address")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("socket {} has no `address`", k + 1))?;
+                let name = match m.get("name") {
+                    Some(Value::String(n)) => n.clone(),
+                    None => default_name(k),
+                    Some(other) => return Err(format!("socket name {other} is not a string")),
+                };
+                Ok(Listen::new(name, address.trim()))
+            }
+            other => Err(format!("{other} is not an address")),
+        })
+        .collect()
 }
 
 fn scalar_string(v: &Value) -> Option<String> {
@@ -272,14 +329,40 @@ services:
     restart: sometimes
   empty:
     command: []
+  web:
+    command: "serve"
+    listen: ["127.0.0.1:8080", {name: admin, address: "[::1]:9090"}]
+    handover: true
+  badlisten:
+    command: "x"
+    listen: "nowhere"
 "#;
+
+    fn find_listen_error(errs: &[ConfigError]) -> String {
+        let e = errs
+            .iter()
+            .find(|e| e.service == "badlisten" && e.key.as_deref() == Some("listen"))
+            .unwrap_or_else(|| panic!("badlisten.listen in {errs:?}"));
+        assert!(e.hint().unwrap().contains("host:port"));
+        e.to_string()
+    }
 
     #[test]
     fn valid_services_parse_and_bad_ones_are_reported() {
         let doc: yaml_serde::Value = yaml_serde::from_str(SAMPLE).unwrap();
         let (specs, errs) = parse_config_yaml(&doc);
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["worker", "shell"]);
+        assert_eq!(names, ["worker", "shell", "web"]);
+        let web = &specs[2];
+        assert_eq!(
+            web.listen,
+            [
+                Listen::new("web", "127.0.0.1:8080"),
+                Listen::new("admin", "[::1]:9090")
+            ]
+        );
+        assert!(web.handover && !specs[0].handover);
+        assert!(find_listen_error(&errs).contains("`nowhere` is not `host:port`"));
         let w = &specs[0];
         assert_eq!(w.argv, ["python3", "-m", "worker", "8080"]);
         assert_eq!(w.env.get("WORKERS").map(String::as_str), Some("4"));

@@ -18,6 +18,9 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
+/// Set in the environment of a hand-over's new process: the pid of the one it replaces.
+pub const HANDOVER_FROM_VAR: &str = "HERMES_HANDOVER_FROM";
+
 /// Default grace between the stop signal and `SIGKILL`.
 pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(10);
 

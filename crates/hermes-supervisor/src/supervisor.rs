@@ -32,8 +32,10 @@
 //!   runtime directory until it is empty, so a supervisor that was SIGKILLed has its
 //!   left-overs stopped by the next one ([`crate::groups`]).
 
+mod activation;
 mod capture;
 mod control;
+mod sockets;
 mod spawn;
 mod spawn_error;
 
@@ -186,6 +188,8 @@ pub struct Supervisor {
     next_id: RequestId,
     groups: Groups,
     poll_failures: PollFailures,
+    /// The listening sockets held for services.
+    sockets: sockets::Sockets,
     /// What set-up had to do differently (see [`Supervisor::notes`]).
     notes: Vec<String>,
 }
@@ -299,6 +303,7 @@ impl Supervisor {
             notes,
             groups,
             poll_failures: PollFailures::default(),
+            sockets: sockets::Sockets::default(),
         })
     }
 
@@ -611,6 +616,30 @@ impl Supervisor {
                 }
                 Action::MainCannotStart { text } => say_fatal(&text),
                 Action::Finished(o) => *outcome = Some(o),
+            }
+        }
+        self.release_parked_sockets(out);
+    }
+
+    /// Closes the held sockets of services that are parked or gone: a stopped service
+    /// refuses connections rather than leaving them waiting for nobody. A service restarting
+    /// (`backoff`, `stopping` for a restart, `starting`) keeps them.
+    fn release_parked_sockets(&mut self, out: &mut MirrorOut<'_>) {
+        for service in self.sockets.services() {
+            let parked = self.machine.state(&service).is_none_or(|state| {
+                matches!(
+                    state.name(),
+                    crate::StateName::Down | crate::StateName::Failed | crate::StateName::Disabled
+                )
+            });
+            if !parked {
+                continue;
+            }
+            let closed = self.sockets.release(&service);
+            if let Some(spec) = self.machine.spec(&service) {
+                let dir = self.log_dir_for(spec);
+                let msg = format!("[hermes] closed its socket(s) {}", closed.join(", "));
+                self.emit(&service, dir.as_deref(), msg.as_bytes(), out);
             }
         }
     }

@@ -236,15 +236,25 @@ impl Supervisor {
             };
             let op = match req.command {
                 Cmd::Status { service } => {
-                    let resp = match service {
-                        None => Response::services(self.machine.status(now)),
-                        Some(s) => match self.machine.status_of(&s, now) {
-                            Some(row) => Response::services(vec![row]),
-                            None => Response::error(
-                                ErrorCode::UnknownService,
-                                format!("unknown service `{s}`"),
-                            ),
-                        },
+                    let rows = match service {
+                        None => Ok(self.machine.status(now)),
+                        Some(s) => self
+                            .machine
+                            .status_of(&s, now)
+                            .map(|row| vec![row])
+                            .ok_or(s),
+                    };
+                    let resp = match rows {
+                        Ok(mut rows) => {
+                            for row in &mut rows {
+                                row.listening = self.sockets.listening(&row.name);
+                            }
+                            Response::services(rows)
+                        }
+                        Err(s) => Response::error(
+                            ErrorCode::UnknownService,
+                            format!("unknown service `{s}`"),
+                        ),
                     };
                     self.conns[k].wbuf.extend(resp.to_frame());
                     continue;

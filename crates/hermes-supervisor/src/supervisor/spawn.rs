@@ -30,13 +30,13 @@ use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use nix::unistd::{Pid, Uid};
 
-use super::Supervisor;
 use super::capture::Pipe;
 use super::spawn_error::{SpawnError, program_exists};
+use super::{Supervisor, activation};
 use crate::logs::LineBuffer;
 use crate::machine::Event;
 use crate::mirror::MirrorOut;
-use crate::spec::{LogTarget, ServiceSpec};
+use crate::spec::{HANDOVER_FROM_VAR, LogTarget, ServiceSpec};
 
 /// A service's readiness socket.
 pub(super) struct Notify {
@@ -129,6 +129,17 @@ impl Supervisor {
         unsafe {
             cmd.pre_exec(move || parent_death_signal(supervisor));
         }
+        // The successor of a hand-over is told whom it replaces (the old one still holds
+        // what a single process may hold, such as the gateway's lock).
+        cmd.env_remove(HANDOVER_FROM_VAR);
+        if let Some(old) = self.machine.replacing_pid(name) {
+            cmd.env(HANDOVER_FROM_VAR, old.to_string());
+        }
+        for var in activation::VARS {
+            cmd.env_remove(var);
+        }
+        // Held sockets, last of all: the child's own exec (see `activation`).
+        let _reserved = self.hand_sockets(&spec, &mut cmd, out);
         let spawned = cmd.spawn();
         let mut child = match spawned {
             Ok(c) => c,
@@ -183,6 +194,40 @@ impl Supervisor {
             service: name.to_string(),
             pid,
         }
+    }
+
+    /// Prepares `spec`'s held sockets for its next process: bound (or re-bound) as needed,
+    /// and the child's last step made the exec that hands them over. The returned placeholders
+    /// must live until the spawn has returned.
+    fn hand_sockets(
+        &mut self,
+        spec: &ServiceSpec,
+        cmd: &mut Command,
+        out: &mut MirrorOut<'_>,
+    ) -> Option<activation::Reserved> {
+        if spec.listen.is_empty() {
+            return None;
+        }
+        let mut notes = Vec::new();
+        let handed = self.sockets.prepare(spec, &mut notes);
+        let dir = self.log_dir_for(spec);
+        for note in notes {
+            let msg = format!("[hermes] {note}");
+            self.emit(&spec.name, dir.as_deref(), msg.as_bytes(), out);
+        }
+        if handed.fds.is_empty() {
+            return None;
+        }
+        let path = child_path(spec);
+        let mut image =
+            activation::ExecImage::new(cmd, path.as_deref(), &handed.fds, &handed.names)?;
+        #[allow(unsafe_code)]
+        // SAFETY: runs between fork and exec, last; `ExecImage::exec` only makes
+        // async-signal-safe syscalls on buffers prepared before the fork.
+        unsafe {
+            cmd.pre_exec(move || image.exec());
+        }
+        Some(activation::Reserved::range(handed.fds.len()))
     }
 
     /// The service's readiness socket, bound on first use (then kept until it is forgotten).

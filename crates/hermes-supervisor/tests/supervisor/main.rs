@@ -23,5 +23,6 @@ mod common;
 mod groups;
 mod loops;
 mod output;
+mod sockets;
 mod supervise;
 mod untrusted_volume;
