@@ -18,9 +18,6 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
-/// Set in the environment of a hand-over's new process: the pid of the one it replaces.
-pub const HANDOVER_FROM_VAR: &str = "HERMES_HANDOVER_FROM";
-
 /// Default grace between the stop signal and `SIGKILL`.
 pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(10);
 
@@ -121,14 +118,8 @@ impl Listen {
     }
 
     fn validate(&self, service: &str) -> Result<(), String> {
-        let name_ok = !self.name.is_empty()
-            && self.name.len() <= 255
-            && self.name.chars().all(|c| c.is_ascii_graphic() && c != ':');
-        if !name_ok {
-            return Err(format!(
-                "service `{service}`: bad socket name `{}` (printable, no `:`, at most 255)",
-                self.name
-            ));
+        if let Err(e) = hermes_listen::passing_env(&[&self.name]) {
+            return Err(format!("service `{service}`: {e}"));
         }
         let port = self.address.rsplit_once(':').map(|(_, port)| port);
         if port.is_none_or(|p| p.parse::<u16>().is_err()) {
@@ -238,6 +229,12 @@ impl ServiceSpec {
         }
         if self.argv.first().is_none_or(|a| a.is_empty()) {
             return Err(format!("service `{n}`: the command is empty"));
+        }
+        if self.listen.len() > hermes_listen::MAX_PASSED {
+            return Err(format!(
+                "service `{n}`: at most {} sockets can be passed to a process",
+                hermes_listen::MAX_PASSED
+            ));
         }
         for (i, listen) in self.listen.iter().enumerate() {
             listen.validate(n)?;

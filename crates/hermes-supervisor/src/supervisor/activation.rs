@@ -21,11 +21,10 @@ use std::process::Command;
 
 use nix::fcntl::OFlag;
 
-/// The first inherited descriptor (systemd's `SD_LISTEN_FDS_START`).
-pub(super) const FIRST_FD: RawFd = 3;
+use hermes_listen::{LISTEN_FDNAMES, LISTEN_FDS, LISTEN_FDS_START as FIRST_FD, LISTEN_PID};
 
 /// The variables of the protocol; the supervisor's own (from systemd) never reach a child.
-pub(super) const VARS: [&str; 3] = ["LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"];
+pub(super) const VARS: [&str; 3] = [LISTEN_FDS, LISTEN_PID, LISTEN_FDNAMES];
 
 /// Room for `LISTEN_PID=` and any pid.
 const PID_ENTRY: usize = "LISTEN_PID=".len() + 20 + 1;
@@ -41,8 +40,6 @@ pub(super) struct ExecImage {
     env_ptrs: Vec<*const libc::c_char>,
     /// The held sockets, in order (the supervisor's close-on-exec copies).
     sources: Vec<RawFd>,
-    /// Scratch space for the moved copies, allocated before the fork.
-    moved: Vec<RawFd>,
 }
 
 // SAFETY: the raw pointers point into buffers this value owns (`_argv`, `_env`,
@@ -57,7 +54,9 @@ unsafe impl Sync for ExecImage {}
 impl ExecImage {
     /// The image for `cmd` (its program, arguments and environment changes as std would use
     /// them) handing over `sources` named `names`; `None` when the program cannot be found in
-    /// `path` (std's exec then fails and reports it as for any service).
+    /// `path` (std's exec then fails and reports it as for any service), or for more sockets
+    /// than [`hermes_listen::MAX_PASSED`] or a name the protocol cannot carry (the spec's
+    /// validation refuses both).
     pub(super) fn new(
         cmd: &Command,
         path: Option<&str>,
@@ -79,8 +78,13 @@ impl ExecImage {
             }
         }
         env.retain(|(k, _)| !VARS.iter().any(|v| OsStr::new(v) == k));
-        env.push(("LISTEN_FDS".into(), sources.len().to_string().into()));
-        env.push(("LISTEN_FDNAMES".into(), names.join(":").into()));
+        if sources.len() > hermes_listen::MAX_PASSED {
+            return None;
+        }
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        for (key, value) in hermes_listen::passing_env(&names).ok()? {
+            env.push((key.into(), value.into()));
+        }
         let env: Vec<CString> = env
             .into_iter()
             .map(|(k, v)| {
@@ -105,37 +109,16 @@ impl ExecImage {
             pid_entry,
             env_ptrs,
             sources: sources.to_vec(),
-            moved: vec![0; sources.len()],
         })
     }
 
     /// In the child, as its last step before `exec`: the sockets to fds `3..`, `LISTEN_PID`,
     /// then `execve`. Returns only with `execve`'s error.
     ///
-    /// Async-signal-safe: fcntl, dup2, getpid, execve, and writes into buffers made before the
-    /// fork.
+    /// Async-signal-safe: fcntl, dup2, close, getpid, execve, and writes into buffers made
+    /// before the fork.
     pub(super) fn exec(&mut self) -> std::io::Result<()> {
-        let n = RawFd::try_from(self.sources.len()).unwrap_or(RawFd::MAX);
-        // First above the target range, so no source is overwritten before it is moved.
-        for (k, &source) in self.sources.iter().enumerate() {
-            #[allow(unsafe_code)]
-            // SAFETY: a plain syscall on a descriptor open in this process.
-            let fd = unsafe { libc::fcntl(source, libc::F_DUPFD_CLOEXEC, FIRST_FD + n) };
-            if fd < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            self.moved[k] = fd;
-        }
-        for (k, &fd) in self.moved.iter().enumerate() {
-            let target = FIRST_FD + RawFd::try_from(k).unwrap_or(0);
-            // dup2 leaves the new descriptor without close-on-exec: it survives exec.
-            #[allow(unsafe_code)]
-            // SAFETY: plain syscalls; `target` is in the range the parent reserved, never
-            // std's error pipe.
-            if unsafe { libc::dup2(fd, target) } < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
+        hermes_listen::install(&self.sources)?;
         write_pid(&mut self.pid_entry[..], std::process::id());
         #[allow(unsafe_code)]
         // SAFETY: every pointer is into a NUL-terminated buffer this value owns, and both

@@ -36,7 +36,7 @@ use super::{Supervisor, activation};
 use crate::logs::LineBuffer;
 use crate::machine::Event;
 use crate::mirror::MirrorOut;
-use crate::spec::{HANDOVER_FROM_VAR, LogTarget, ServiceSpec};
+use crate::spec::{LogTarget, ServiceSpec};
 
 /// A service's readiness socket.
 pub(super) struct Notify {
@@ -131,9 +131,9 @@ impl Supervisor {
         }
         // The successor of a hand-over is told whom it replaces (the old one still holds
         // what a single process may hold, such as the gateway's lock).
-        cmd.env_remove(HANDOVER_FROM_VAR);
+        cmd.env_remove(hermes_listen::HANDOVER_FROM);
         if let Some(old) = self.machine.replacing_pid(name) {
-            cmd.env(HANDOVER_FROM_VAR, old.to_string());
+            cmd.env(hermes_listen::HANDOVER_FROM, old.to_string());
         }
         for var in activation::VARS {
             cmd.env_remove(var);
