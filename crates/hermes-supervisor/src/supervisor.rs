@@ -263,6 +263,14 @@ impl Supervisor {
         fs::set_permissions(&socket, fs::Permissions::from_mode(0o660))
             .map_err(|e| Error::io("chmod", &socket, e))?;
         let mut notes = Vec::new();
+        // Under systemd with a socket unit: its sockets, for the services that listen there.
+        let from_systemd = hermes_listen::Inherited::from_env().unwrap_or_else(|e| {
+            notes.push(format!(
+                "ignoring the sockets systemd passed: {}",
+                hermes_errors::one_line(&e)
+            ));
+            hermes_listen::Inherited::none()
+        });
         if let Some(gid) = opts.socket_gid
             && let Err(e) = nix::unistd::chown(&socket, None, Some(Gid::from_raw(gid)))
         {
@@ -303,7 +311,7 @@ impl Supervisor {
             notes,
             groups,
             poll_failures: PollFailures::default(),
-            sockets: sockets::Sockets::default(),
+            sockets: sockets::Sockets::new(from_systemd),
         })
     }
 

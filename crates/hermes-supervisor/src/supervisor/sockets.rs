@@ -3,6 +3,10 @@
 //! `disabled`) or forgotten, so a stopped service refuses connections instead of leaving them
 //! waiting for nobody.
 //!
+//! Under systemd (`hermes up` in a unit with a socket unit), the sockets systemd passed to the
+//! supervisor are used first: one named after the service, else the one listening on the
+//! address, is taken instead of binding.
+//!
 //! A socket's address comes from the spec; when a registration or a restart brings a different
 //! one, the old socket is closed and the new one bound, and the service log says so. Processes
 //! still draining on the old socket keep their own copy until they exit.
@@ -29,6 +33,8 @@ struct Held {
 #[derive(Default)]
 pub(super) struct Sockets {
     by_service: HashMap<String, Vec<Held>>,
+    /// What systemd passed to the supervisor and no service has taken yet.
+    from_systemd: hermes_listen::Inherited,
 }
 
 /// What a process of a service is handed: fds in order, with their names.
@@ -39,10 +45,19 @@ pub(super) struct Handed {
 }
 
 impl Sockets {
+    /// Held sockets, with what systemd passed to this process to take from first.
+    pub(super) fn new(from_systemd: hermes_listen::Inherited) -> Self {
+        Self {
+            by_service: HashMap::new(),
+            from_systemd,
+        }
+    }
+
     /// Makes sure each of `spec`'s sockets is held, binding what is new or has moved; returns
     /// what to hand its next process. What had to be done differently (a re-bind, a socket
     /// that cannot be bound) is pushed onto `notes`, for the service's log.
     pub(super) fn prepare(&mut self, spec: &ServiceSpec, notes: &mut Vec<String>) -> Handed {
+        let from_systemd = &mut self.from_systemd;
         let held = self.by_service.entry(spec.name.clone()).or_default();
         // Sockets no longer in the spec are closed.
         held.retain(|h| {
@@ -68,7 +83,7 @@ impl Sockets {
                 ));
             }
             if !held.iter().any(|h| h.name == want.name) {
-                match bind(want) {
+                match take_or_bind(from_systemd, &spec.name, want) {
                     Ok(h) => held.push(h),
                     Err(e) => {
                         notes.push(format!(
@@ -113,6 +128,26 @@ impl Sockets {
                 .map(|h| h.local.map_or_else(|| h.address.clone(), |a| a.to_string()))
                 .collect()
         })
+    }
+}
+
+/// The socket systemd passed for `service`'s `want` (named after the service, or listening on
+/// its address), else a new one.
+fn take_or_bind(
+    from_systemd: &mut hermes_listen::Inherited,
+    service: &str,
+    want: &Listen,
+) -> std::io::Result<Held> {
+    let addr = want.address.parse::<SocketAddr>().ok();
+    match from_systemd.take_listener(service, addr) {
+        Ok(Some(listener)) => Ok(Held {
+            name: want.name.clone(),
+            address: want.address.clone(),
+            local: listener.local_addr().ok(),
+            listener,
+        }),
+        Ok(None) => bind(want),
+        Err(e) => Err(std::io::Error::other(hermes_errors::one_line(&e))),
     }
 }
 
@@ -171,6 +206,30 @@ mod tests {
 
         assert_eq!(sockets.release("web"), vec!["127.0.0.2:0"]);
         assert!(sockets.listening("web").is_empty());
+    }
+
+    #[test]
+    fn a_socket_systemd_passed_is_taken_instead_of_binding() {
+        let passed = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = passed.local_addr().unwrap().to_string();
+        let inode = |fd: RawFd| {
+            std::fs::metadata(format!("/proc/self/fd/{fd}")).map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                m.ino()
+            })
+        };
+        let want = inode(passed.as_raw_fd()).unwrap();
+        let inherited =
+            hermes_listen::Inherited::from_fds([("other".to_string(), passed.into())]).unwrap();
+        let mut sockets = Sockets::new(inherited);
+        let mut notes = Vec::new();
+        let handed = sockets.prepare(&spec(&[("api", &addr)]), &mut notes);
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(
+            inode(handed.fds[0]).unwrap(),
+            want,
+            "the passed socket, by its address"
+        );
     }
 
     #[test]
