@@ -176,6 +176,21 @@ impl Client {
         .map(drop)
     }
 
+    /// Sets how a registered service listens and restarts from `spec` (its `listen`,
+    /// `handover` and `stop_grace`; the rest of the registered spec stays as it is).
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn listen(&mut self, spec: &ServiceSpec) -> Result<(), Error> {
+        self.call(Command::Listen {
+            service: spec.name.clone(),
+            listen: spec.listen.clone(),
+            handover: spec.handover,
+            stop_grace: spec.stop_grace,
+        })
+        .map(drop)
+    }
+
     /// Unregisters a service; returns once its process has exited. Use a timeout longer than
     /// the service's stop grace.
     ///

@@ -243,6 +243,17 @@ pub enum Op {
     Register(ServiceSpec),
     /// Stop, wait for the exit, forget. Idempotent.
     Unregister(String),
+    /// Set a service's held sockets, hand-over and stop grace (its next start uses them).
+    Listen {
+        /// Service name.
+        service: String,
+        /// The sockets to hold.
+        listen: Vec<crate::spec::Listen>,
+        /// Restart by hand-over.
+        handover: bool,
+        /// Grace between the stop signal and SIGKILL.
+        stop_grace: Duration,
+    },
     /// Stop everything and end the loop.
     Shutdown,
 }
@@ -260,6 +271,9 @@ pub enum OpError {
     /// The supervisor is shutting down and starts nothing.
     #[error("the supervisor is shutting down")]
     ShuttingDown,
+    /// The change would make the spec invalid (the reason says why).
+    #[error("{0}")]
+    InvalidSpec(String),
 }
 
 impl OpError {
@@ -269,6 +283,7 @@ impl OpError {
             OpError::UnknownService(_) => ErrorCode::UnknownService,
             OpError::AlreadyRegistered(_) => ErrorCode::AlreadyRegistered,
             OpError::ShuttingDown => ErrorCode::ShuttingDown,
+            OpError::InvalidSpec(_) => ErrorCode::InvalidRequest,
         }
     }
 }
@@ -1196,6 +1211,20 @@ impl Machine {
                 out.push(Action::Forgotten { service: name });
             }
             Op::Shutdown => self.begin_shutdown(Outcome::Stopped, now, out),
+            Op::Listen {
+                service,
+                listen,
+                handover,
+                stop_grace,
+            } => {
+                let i = lookup(self, &service)?;
+                let mut spec = self.services[i].spec.clone();
+                spec.listen = listen;
+                spec.handover = handover;
+                spec.stop_grace = stop_grace;
+                spec.validate().map_err(OpError::InvalidSpec)?;
+                self.services[i].spec = spec;
+            }
         }
         Ok(true)
     }

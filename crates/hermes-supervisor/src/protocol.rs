@@ -79,6 +79,22 @@ pub enum Command {
         /// The spec (see `ServiceSpec`'s serde form).
         spec: Box<ServiceSpec>,
     },
+    /// How a registered service listens and restarts — its held sockets, hand-over, stop
+    /// grace — from its configuration now: the running process goes on, the next start or
+    /// restart binds a changed address (and the service's log says so).
+    Listen {
+        /// Service name.
+        service: String,
+        /// The sockets to hold.
+        #[serde(default)]
+        listen: Vec<crate::spec::Listen>,
+        /// Restart by hand-over.
+        #[serde(default)]
+        handover: bool,
+        /// Grace between the stop signal and SIGKILL.
+        #[serde(with = "crate::spec::duration_ms")]
+        stop_grace: std::time::Duration,
+    },
     /// Stop, wait for the exit, forget. Answers only once the process is gone.
     Unregister {
         /// Service name.

@@ -291,8 +291,8 @@ pub(crate) mod signal_name {
     }
 }
 
-/// Serde for [`Duration`] as integer milliseconds.
-pub(crate) mod duration_ms {
+/// Serde for [`Duration`] as integer milliseconds (the wire form of a stop grace).
+pub mod duration_ms {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 

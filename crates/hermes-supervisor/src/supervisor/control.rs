@@ -263,6 +263,17 @@ impl Supervisor {
                 Cmd::Stop { service } => Op::Stop(service),
                 Cmd::Restart { service } => Op::Restart(service),
                 Cmd::Unregister { service } => Op::Unregister(service),
+                Cmd::Listen {
+                    service,
+                    listen,
+                    handover,
+                    stop_grace,
+                } => Op::Listen {
+                    service,
+                    listen,
+                    handover,
+                    stop_grace,
+                },
                 Cmd::Shutdown => Op::Shutdown,
                 Cmd::Register { mut spec } => {
                     if let Err(why) = spec.validate() {

@@ -149,3 +149,47 @@ services:
     assert_eq!((now.state, now.pid), (StateName::Up, st.pid), "{now:?}");
     assert_eq!(ask(&addr).unwrap().0, st.pid.unwrap());
 }
+
+#[test]
+fn a_changed_address_is_bound_at_the_next_restart_and_said() {
+    let h = Harness::start(CONFIG, &[]);
+    let st = h.wait_state("web", StateName::Up);
+    let old = st.listening[0].clone();
+    let mut spec = hermes_supervisor::ServiceSpec::shell("web", "unused");
+    spec.listen = vec![hermes_supervisor::Listen::new("web", "127.0.0.1:0")];
+    spec.listen[0].address = "127.0.0.2:0".into();
+    spec.handover = true;
+    spec.stop_grace = Duration::from_secs(10);
+    let mut c = h.client();
+    c.listen(&spec).unwrap();
+    assert_eq!(
+        h.status("web").unwrap().listening,
+        vec![old.clone()],
+        "kept until the restart"
+    );
+    c.restart("web").unwrap();
+    h.wait_for("the new address", || {
+        h.status("web").is_ok_and(|s| {
+            s.state == StateName::Up
+                && s.listening
+                    .first()
+                    .is_some_and(|a| a.starts_with("127.0.0.2:"))
+        })
+    });
+    let new = h.status("web").unwrap().listening[0].clone();
+    assert!(ask(&new).is_ok());
+    assert!(
+        h.log("web")
+            .contains("changed from 127.0.0.1:0 to 127.0.0.2:0: re-binding"),
+        "{}",
+        h.log("web")
+    );
+    h.wait_for("the old socket to close", || {
+        TcpStream::connect(&old).is_err()
+    });
+
+    let mut bad = spec.clone();
+    bad.listen[0].address = "nowhere".into();
+    let e = c.listen(&bad).unwrap_err();
+    assert!(e.to_string().contains("not `host:port`"), "{e}");
+}
