@@ -16,8 +16,6 @@
 //! what to set. A new profile's `.env` is seeded with a random 64-hex key, so a new profile's
 //! API server is on.
 
-use hermes_errors::switch::is_truthy;
-
 use crate::error::Error;
 
 /// Shortest `API_SERVER_KEY` the API server starts with (the original's `min_length`).
@@ -65,10 +63,8 @@ impl ApiServer {
         config_enabled: Option<String>,
         key: Option<&str>,
     ) -> Result<ApiServer, Error> {
-        let flag = env("API_SERVER_ENABLED").is_some_and(|v| is_truthy(&v));
-        let env_key = env("API_SERVER_KEY").is_some_and(|v| !v.trim().is_empty());
-        let configured = config_enabled.is_some_and(|v| is_truthy(&v));
-        if !(flag || env_key || configured) {
+        // The switch is the volume's rule: the supervisor binds the socket by it too.
+        if !hermes_home::api_server::switched_on(env, config_enabled) {
             return Ok(ApiServer::Off {
                 reason: "API server off: set API_SERVER_ENABLED=true and API_SERVER_KEY in the profile's `.env` to serve the API".into(),
             });

@@ -142,6 +142,16 @@ fn pid_suffix(pid: Option<i32>) -> String {
     pid.map(|p| format!(" as pid {p}")).unwrap_or_default()
 }
 
+impl From<hermes_home::api_server::InvalidSetting> for Error {
+    fn from(e: hermes_home::api_server::InvalidSetting) -> Self {
+        Error::InvalidSetting {
+            key: e.key,
+            value: e.value,
+            reason: e.reason,
+        }
+    }
+}
+
 impl Error {
     /// The "what to do" line for this error, when there is one.
     pub fn hint(&self) -> Option<String> {

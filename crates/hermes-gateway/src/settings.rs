@@ -52,21 +52,19 @@
 //! Fallbacks: `fallback_providers` ([`hermes_provider::fallback`]) become
 //! [`ProviderSettings::fallbacks`], each resolved like the primary.
 //!
-//! Default port: the `default` profile listens on 8642 (as the original did); every named
-//! profile gets `9200 + (sha256(name) as a big-endian integer) mod 600`, so two profiles never
-//! silently share a port by default. A real collision is reported at bind time.
+//! Where the API server listens and how long it drains (`API_SERVER_HOST`, `API_SERVER_PORT`,
+//! [`default_port`], `gateway.drain_timeout`) is [`hermes_home::api_server`]'s rule, shared
+//! with the supervisor that binds the socket. A real port collision is reported at bind time.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use hermes_home::DEFAULT_PROFILE;
+use hermes_home::api_server;
 use hermes_home::config::{Config, expand_vars};
 use hermes_home::dotenv;
 use hermes_home::providers;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
-
-use sha2::{Digest, Sha256};
 
 use hermes_home::auth::AuthStore;
 use serde_json::{Map, Value};
@@ -87,12 +85,8 @@ use hermes_provider::fallback::{self, FallbackSpec};
 
 use crate::error::Error;
 
-/// Port of the `default` profile's gateway.
-pub const DEFAULT_PORT: u16 = 8642;
-/// First port of the named-profile range `[9200, 9800)`.
-pub const NAMED_PORT_BASE: u16 = 9200;
-/// Size of the named-profile port range.
-pub const NAMED_PORT_SLOTS: u16 = 600;
+// The default ports are the volume's rule (the supervisor binds them too).
+pub use hermes_home::api_server::{DEFAULT_PORT, NAMED_PORT_BASE, NAMED_PORT_SLOTS, default_port};
 /// Provider base URL when none is configured (OpenAI's).
 pub const DEFAULT_BASE_URL: &str = providers::OPENAI_BASE_URL;
 
@@ -153,14 +147,14 @@ impl GatewaySettings {
             profile,
             home,
             soul: None,
-            host: "127.0.0.1".into(),
+            host: hermes_home::api_server::DEFAULT_HOST.into(),
             api_key: None,
             api_server: crate::api_server::ApiServer::On,
             provider: None,
             replace: false,
             // Long enough for the old gateway's own drain, so a takeover cuts no stream.
             replace_timeout: Duration::from_secs(35),
-            drain_timeout: Duration::from_secs(30),
+            drain_timeout: hermes_home::api_server::DEFAULT_DRAIN_TIMEOUT,
             connection_limits: ConnectionLimits::default(),
             notify_socket: None,
             argv: std::env::args().collect(),
@@ -173,11 +167,13 @@ impl GatewaySettings {
     ///
     /// Keys read — env: `API_SERVER_HOST`, `API_SERVER_PORT`, `API_SERVER_KEY`,
     /// `OPENAI_API_KEY`, `OPENROUTER_API_KEY`, `DEEPSEEK_API_KEY`, `ANTHROPIC_API_KEY`,
-    /// `<NAME>_API_KEY`, `OPENAI_BASE_URL`, `NOUS_INFERENCE_BASE_URL`, `NOTIFY_SOCKET`, the
+    /// `<NAME>_API_KEY`, `OPENAI_BASE_URL`, `NOUS_INFERENCE_BASE_URL`, `NOTIFY_SOCKET`,
+    /// `HERMES_GATEWAY_DRAIN_TIMEOUT`, the
     /// variables of `env:` pool entries and `key_env`; config: `model.provider`, `model` /
     /// `model.default` (also `model.model`, `model.name`), `model.base_url`, `model.api_key`,
     /// `model.timeout`, `agent.api_max_retries`, `platforms.api_server.extra.{host,port,key}`,
-    /// `gateway.{max_connections,header_timeout,idle_timeout}`, `fallback_providers`,
+    /// `gateway.{max_connections,header_timeout,idle_timeout,drain_timeout}`,
+    /// `fallback_providers`,
     /// `fallback_model`, `credential_pool_strategies.<id>`.
     ///
     /// # Errors
@@ -216,28 +212,15 @@ impl GatewaySettings {
 
         let mut s = GatewaySettings::new(profile, home);
         s.soul = soul;
-        if let Some(host) = get_env("API_SERVER_HOST")
-            .map(str::to_string)
-            .or_else(|| get_cfg("platforms.api_server.extra.host"))
-        {
-            s.host = host;
-        }
-        if let Some((key, value)) = get_env("API_SERVER_PORT")
-            .map(|v| ("API_SERVER_PORT", v.to_string()))
-            .or_else(|| {
-                get_cfg("platforms.api_server.extra.port")
-                    .map(|v| ("platforms.api_server.extra.port", v))
-            })
-        {
-            s.port = parse_num(key, &value)?;
-        }
+        s.host = api_server::host(env, config);
+        s.port = api_server::port(profile, env, config)?;
+        s.drain_timeout = api_server::drain_timeout(env, config)?;
         s.api_key = get_env("API_SERVER_KEY")
             .map(str::to_string)
             .or_else(|| get_cfg("platforms.api_server.extra.key"));
         s.api_server = crate::api_server::ApiServer::decide(
             &|k: &str| get_env(k).map(str::to_string),
-            get_cfg("platforms.api_server.enabled")
-                .or_else(|| get_cfg("gateway.platforms.api_server.enabled")),
+            api_server::config_switch(env, config),
             s.api_key.as_deref(),
         )?;
         s.notify_socket = get_env("NOTIFY_SOCKET").map(str::to_string);
@@ -323,11 +306,7 @@ impl GatewaySettings {
 
     /// `host:port` as passed to the listener (IPv6 literals bracketed).
     pub fn bind_addr(&self) -> String {
-        if self.host.contains(':') && !self.host.starts_with('[') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
+        api_server::bind_addr(&self.host, self.port)
     }
 
     /// Where clients reach the API (`host:port`), or `None` when the API server is off.
@@ -808,21 +787,6 @@ pub fn is_loopback_host(host: &str) -> bool {
     h.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-/// The deterministic default port of a profile: 8642 for `default`, otherwise
-/// `9200 + (sha256(utf8(name)) as a big-endian integer) mod 600`.
-pub fn default_port(profile: &str) -> u16 {
-    if profile == DEFAULT_PROFILE {
-        return DEFAULT_PORT;
-    }
-    let digest = Sha256::digest(profile.as_bytes());
-    // (a * 256 + b) mod m, byte by byte, is the big integer mod m without a bignum.
-    let rem = digest.iter().fold(0u32, |acc, &b| {
-        (acc * 256 + u32::from(b)) % u32::from(NAMED_PORT_SLOTS)
-    });
-    // rem < 600, so the cast is lossless.
-    NAMED_PORT_BASE + rem as u16
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -840,41 +804,6 @@ mod tests {
 
     fn none() -> Config {
         cfg("")
-    }
-
-    #[test]
-    fn default_profile_keeps_8642() {
-        assert_eq!(default_port("default"), 8642);
-    }
-
-    #[test]
-    fn named_ports_are_deterministic_in_range_and_spread() {
-        let mut seen = std::collections::BTreeSet::new();
-        for i in 0..100 {
-            let name = format!("profile-{i}");
-            let p = default_port(&name);
-            assert_eq!(p, default_port(&name));
-            assert!((9200..9800).contains(&p), "{name} -> {p}");
-            seen.insert(p);
-        }
-        assert!(seen.len() >= 60, "only {} distinct ports", seen.len());
-    }
-
-    #[test]
-    fn named_port_matches_an_independent_computation() {
-        // python3: 9200 + int.from_bytes(hashlib.sha256(b"work").digest(), "big") % 600
-        assert_eq!(default_port("work"), 9574);
-    }
-
-    #[test]
-    fn named_port_matches_big_integer_formula() {
-        // sha256("work") computed independently: the fold must equal the big-int remainder.
-        let digest = Sha256::digest(b"work");
-        let mut rem: u128 = 0;
-        for b in digest.iter() {
-            rem = (rem * 256 + u128::from(*b)) % 600;
-        }
-        assert_eq!(u128::from(default_port("work")), 9200 + rem);
     }
 
     #[test]
@@ -927,7 +856,7 @@ mod tests {
     #[test]
     fn resolve_reads_env_and_config() {
         let config = cfg(
-            "model:\n  default: gpt-x\n  base_url: http://127.0.0.1:1/v1/\n  timeout: 7\nagent:\n  api_max_retries: 1\n",
+            "model:\n  default: gpt-x\n  base_url: http://127.0.0.1:1/v1/\n  timeout: 7\nagent:\n  api_max_retries: 1\ngateway:\n  drain_timeout: 4\n",
         );
         let env = map(&[
             ("API_SERVER_PORT", "9999"),
@@ -939,6 +868,7 @@ mod tests {
             .unwrap();
         assert_eq!(s.port, 9999);
         assert_eq!(s.host, "0.0.0.0");
+        assert_eq!(s.drain_timeout, Duration::from_secs(4));
         let p = s.provider.unwrap();
         assert_eq!(p.model, "gpt-x");
         assert_eq!(p.base_url, "http://127.0.0.1:1/v1");

@@ -10,6 +10,7 @@
 //! * [`dotenv`] — `.env` (comment-preserving edits, denylist, 0600);
 //! * [`providers`] — the model providers Hermes knows (key variables, addresses, key domains);
 //! * [`auth`] — `auth.json` (never lost on a permission error, corrupt copies kept);
+//! * [`api_server`] — where a profile's API server listens and how long it drains;
 //! * [`gateway_state`] — `gateway_state.json` (its one writer: field-merging, effective state);
 //! * [`gateway_lock`] — who holds a profile's `gateway.lock` (the reading side);
 //! * [`lifecycle_ledger`] — `state/gateway.lifecycle.json` (how the last gateway life ended);
@@ -27,6 +28,7 @@
 
 #![deny(missing_docs)]
 
+pub mod api_server;
 pub mod atomic;
 pub mod auth;
 pub mod config;

@@ -133,7 +133,7 @@ pub fn locate(var: impl Fn(&str) -> Option<String>) -> Option<Agent> {
 
 /// `<venv>/lib/python3.*/site-packages/hermes_agent-<version>.dist-info` and its version: read
 /// from a directory name, so `hermes version` never starts Python.
-fn dist_info(venv: &Path) -> Option<(PathBuf, String)> {
+pub(crate) fn dist_info(venv: &Path) -> Option<(PathBuf, String)> {
     let lib = venv.join("lib");
     for python in std::fs::read_dir(&lib).ok()?.flatten() {
         let site = python.path().join("site-packages");

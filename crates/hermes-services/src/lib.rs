@@ -24,6 +24,8 @@
 //!   ([`declared::declared_services`]), run by PID 1 and `hermes up` alike;
 //! * [`agent`] — the original Python agent where the image ships it ([`agent::locate`]) and
 //!   which engine serves a profile's gateway ([`agent::choose_engine`]);
+//! * [`agent_hook`] — the hook in the agent's venv that lets its API server serve the socket
+//!   the supervisor holds ([`agent_hook::install`], [`agent_hook::is_installed`]);
 //! * [`runtime`] — where the supervisor listens ([`runtime_dirs`], [`choose_runtime_dir`],
 //!   [`find_runtime_dir`]) and reaching it ([`connect`]);
 //! * [`gateway`] — [`gateway_spec`], [`ensure_registered`], [`systemd_user_unit`];
@@ -50,6 +52,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod agent_hook;
 pub mod agent_probe;
 pub mod dashboard;
 pub mod declared;
