@@ -225,9 +225,27 @@ pub fn holders(inode: u64) -> Vec<i32> {
         .collect()
 }
 
-/// This process's pid.
-pub fn own_pid() -> i32 {
-    i32::try_from(std::process::id()).unwrap()
+/// Whether process `pid` descends from `ancestor` (by the parent pids in `/proc`).
+pub fn descends_from(pid: i32, ancestor: i32) -> bool {
+    let mut pid = pid;
+    while pid > 1 {
+        let Some(parent) = parent_of(pid) else {
+            return false;
+        };
+        if parent == ancestor {
+            return true;
+        }
+        pid = parent;
+    }
+    false
+}
+
+/// The parent pid of `pid`: the field after the command name (in parentheses, which may hold
+/// spaces) and the state.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// `O_CLOEXEC` as `fdinfo` shows it.
