@@ -119,8 +119,14 @@ class _Shared:
         return [s for s in self.sites if s._server is not None and s._server.is_serving()]
 
     def stop_accepting(self):
+        # The listener leaves the loop but stays open: closing the asyncio Server here would
+        # break a connection accepted in this same loop iteration (its transport refuses a
+        # closed server, and the socket is dropped unanswered). aiohttp's own site.stop() in
+        # the agent's shutdown closes our dup later, never with shutdown().
         for site in self.serving():
-            site._server.close()  # closes our dup only, never shutdown()
+            loop = site._server.get_loop()
+            for sock in site._server.sockets or ():
+                loop.remove_reader(sock.fileno())
         for site in self.sites:
             server = getattr(site._runner, "server", None)
             for conn in getattr(server, "connections", None) or ():
@@ -142,6 +148,9 @@ def _count_requests(server):
         return
 
     async def counted(request):
+        if SHARED.stopped:
+            # A connection accepted just before SIGTERM: answer it, then close it.
+            request.protocol.keep_alive(False)
         SHARED.in_flight += 1
         try:
             return await handler(request)
