@@ -12,11 +12,21 @@
 //! signals; [`run`] does the rest:
 //!
 //! ```text
-//! validate -> lock gateway.lock -> record(starting) -> open state.db -> bind
+//! validate -> lock gateway.lock -> record(starting) -> open state.db -> bind (or adopt)
 //!   -> READY=1 (sd_notify) -> record(running) -> serve ... shutdown -> drain
 //!   -> release the lock -> record(stopped, reason) -> exited(code, reason)
 //!                                   [a startup failure: record(startup_failed, reason)]
 //! ```
+//!
+//! Under a supervisor that owns the API socket ([`run_with`]): the gateway *adopts* the
+//! listening socket passed to it (named `api`, or on the bind address; `hermes_listen`)
+//! instead of binding, so connections arriving while no gateway serves wait in its backlog.
+//! A restart is a *hand-over* ([`settings::GatewaySettings::handover_from`]): the new gateway
+//! serves beside its predecessor, which holds `gateway.lock` until it has drained, and takes
+//! the lock when it lets go ([`lock::Successor`]). A stopping gateway stops accepting at once
+//! (the socket stays open in the supervisor and the successor), lets its requests in flight
+//! (SSE streams included) finish for up to `drain_timeout`, cuts the rest, logs both counts and
+//! adds them to `gateway_drains.json` ([`hermes_home::drains`]), which `/metrics` reports.
 //!
 //! With the API server off ([`api_server`]: neither `API_SERVER_ENABLED` nor a key), `run`
 //! takes the lock and records `running` with `platforms.api_server` `disabled` and the reason,
@@ -63,6 +73,7 @@ pub mod source;
 mod state_file;
 
 use std::future::IntoFuture;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use api_error::ApiError;
@@ -77,8 +88,13 @@ pub use settings::{
 pub use source::Profile;
 pub use state_file::StateFileRecorder;
 
+pub use hermes_http::DrainReport;
+/// Sockets passed by a supervisor (`LISTEN_FDS`), for [`run_with`].
+pub use hermes_listen as listen;
+pub use hermes_listen::Inherited;
+
 use crate::api_server::ApiServer;
-use crate::lock::{GatewayLock, LockRecord};
+use crate::lock::{Acquired, GatewayLock, LockRecord, Successor};
 
 /// Runs the gateway for `profile` until `shutdown` resolves, reporting phases to `recorder`.
 ///
@@ -97,6 +113,27 @@ pub async fn run<F>(
     profile: impl Into<Profile>,
     recorder: &dyn StateRecorder,
     shutdown: F,
+) -> Result<ExitReason, Error>
+where
+    F: IntoFuture + Send + 'static,
+    F::IntoFuture: Send,
+    F::Output: Into<ShutdownRequest>,
+{
+    run_with(profile, recorder, shutdown, Inherited::none()).await
+}
+
+/// As [`run`], serving on the API socket in `sockets` when the supervisor passed one (named
+/// [`listen::API_SOCKET_NAME`], else listening on the bind address) instead of binding.
+///
+/// # Errors
+///
+/// Those of [`run`]; a socket named `api` that is not a listening TCP socket is
+/// [`Error::Serve`].
+pub async fn run_with<F>(
+    profile: impl Into<Profile>,
+    recorder: &dyn StateRecorder,
+    shutdown: F,
+    mut sockets: Inherited,
 ) -> Result<ExitReason, Error>
 where
     F: IntoFuture + Send + 'static,
@@ -126,14 +163,16 @@ where
     if let ApiServer::Off { reason } = &settings.api_server {
         return Ok(serve_nothing(settings, recorder, lock, reason, shutdown).await);
     }
-    let (listener, state) = match open(&profile, recorder).await {
+    let (listener, state) = match open(&profile, recorder, &mut sockets).await {
         Ok(parts) => parts,
         Err(e) => {
             recorder.record(Phase::StartupFailed, Some(&hermes_errors::one_line(&e)));
-            drop(lock);
+            lock.release().await;
             return Err(e);
         }
     };
+    // Passed sockets this gateway does not serve close now, not at exit.
+    drop(sockets);
 
     if let Some(socket) = &settings.notify_socket
         && let Err(e) = notify::notify(socket, "READY=1")
@@ -172,12 +211,15 @@ where
     if let Some(socket) = &settings.notify_socket {
         let _ = notify::notify(socket, "STOPPING=1");
     }
+    if let Ok(report) = &served {
+        drained(settings, report).await;
+    }
     // The listener is already closed (serve consumed it), so releasing the lock last means
     // a `--replace` successor never finds the port still taken.
-    drop(lock);
+    lock.release().await;
 
     match served {
-        Ok(()) => {
+        Ok(_) => {
             let (reason, exit) = stopped_by(request);
             recorder.record(Phase::Stopped, Some(reason));
             recorder.exited(exit.exit_code(), reason);
@@ -201,7 +243,7 @@ where
 async fn serve_nothing<F>(
     settings: &GatewaySettings,
     recorder: &dyn StateRecorder,
-    lock: GatewayLock,
+    lock: ProfileLock,
     reason: &str,
     shutdown: F,
 ) -> ExitReason
@@ -221,7 +263,7 @@ where
     if let Some(socket) = &settings.notify_socket {
         let _ = notify::notify(socket, "STOPPING=1");
     }
-    drop(lock);
+    lock.release().await;
     let (why, exit) = stopped_by(request);
     recorder.record(Phase::Stopped, Some(why));
     recorder.exited(exit.exit_code(), why);
@@ -247,28 +289,172 @@ fn record_unlocked_failure(settings: &GatewaySettings, recorder: &dyn StateRecor
     recorder.record(Phase::StartupFailed, Some(&hermes_errors::one_line(e)));
 }
 
-/// Takes `gateway.lock` (waiting for a replaced gateway with `--replace`).
-async fn take_lock(settings: &GatewaySettings) -> Result<GatewayLock, Error> {
+/// The profile's `gateway.lock`: held, or (a hand-over) being waited for in the background
+/// while the predecessor drains.
+enum ProfileLock {
+    Held(GatewayLock),
+    Following {
+        /// Set to stop waiting (this gateway stops before its predecessor let go).
+        cancel: Arc<AtomicBool>,
+        waiting: tokio::task::JoinHandle<Result<Option<GatewayLock>, Error>>,
+    },
+}
+
+impl ProfileLock {
+    /// Starts waiting for the predecessor's lock in the background.
+    fn follow(successor: Successor) -> ProfileLock {
+        let predecessor = successor.predecessor();
+        tracing::info!(
+            predecessor,
+            "handed over from pid {predecessor}: serving now, taking gateway.lock when it has drained"
+        );
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&cancel);
+        // Waiting is flock polling: off the async workers.
+        let waiting = tokio::task::spawn_blocking(move || {
+            let taken = successor.wait(&flag)?;
+            if taken.is_some() {
+                tracing::info!(predecessor, "took gateway.lock from pid {predecessor}");
+            }
+            Ok(taken)
+        });
+        ProfileLock::Following { cancel, waiting }
+    }
+
+    /// Releases the lock (removing `gateway.pid`), or stops waiting for it.
+    async fn release(self) {
+        match self {
+            ProfileLock::Held(lock) => drop(lock),
+            ProfileLock::Following { cancel, waiting } => {
+                cancel.store(true, Ordering::SeqCst);
+                match waiting.await {
+                    Ok(Ok(lock)) => drop(lock),
+                    Ok(Err(e)) => tracing::warn!(
+                        "could not take gateway.lock from the predecessor: {}",
+                        hermes_errors::one_line(&e)
+                    ),
+                    Err(e) => tracing::warn!(error = %e, "the wait for gateway.lock failed"),
+                }
+            }
+        }
+    }
+}
+
+/// Takes `gateway.lock` (waiting for a replaced gateway with `--replace`; following the
+/// predecessor of a hand-over).
+async fn take_lock(settings: &GatewaySettings) -> Result<ProfileLock, Error> {
     let record = LockRecord::for_this_process(settings.argv.clone(), &settings.home);
     let (path, profile) = (settings.lock_path.clone(), settings.profile.clone());
     let replace = settings.replace.then_some(settings.replace_timeout);
+    let predecessor = settings
+        .handover_from
+        .and_then(|pid| i32::try_from(pid).ok());
     // Waiting for a replaced gateway blocks (flock polling): keep it off the async workers.
-    tokio::task::spawn_blocking(move || GatewayLock::acquire(&path, &profile, &record, replace))
-        .await
-        .map_err(|e| Error::Task {
-            reason: e.to_string(),
-        })?
+    let acquired = tokio::task::spawn_blocking(move || match predecessor {
+        Some(pid) => GatewayLock::acquire_after(&path, &profile, &record, replace, pid),
+        None => GatewayLock::acquire(&path, &profile, &record, replace).map(Acquired::Held),
+    })
+    .await
+    .map_err(|e| Error::Task {
+        reason: e.to_string(),
+    })??;
+    Ok(match acquired {
+        Acquired::Held(lock) => ProfileLock::Held(lock),
+        Acquired::AfterPredecessor(successor) => ProfileLock::follow(successor),
+    })
 }
 
-/// Store, bind: what must succeed, once the lock is held, before the gateway reports
-/// `running`.
+/// Logs what the drain did and adds it to `gateway_drains.json` (a failure to write it is
+/// logged: the gateway has stopped either way).
+async fn drained(settings: &GatewaySettings, report: &DrainReport) {
+    let seconds = report.elapsed.as_secs_f64();
+    tracing::info!(
+        drained = report.finished,
+        seconds,
+        "drained {} requests in {seconds:.1} s",
+        report.finished
+    );
+    if report.cut > 0 {
+        tracing::warn!(
+            cut = report.cut,
+            "cut {} requests still running after the drain timeout ({}s)",
+            report.cut,
+            settings.drain_timeout.as_secs()
+        );
+    }
+    let drain = hermes_home::drains::Drain::now(
+        std::process::id(),
+        report.finished as u64,
+        report.cut as u64,
+        report.elapsed,
+    );
+    let dir = settings.home.clone();
+    // A read-modify-write under a file lock: off the async workers.
+    let written =
+        tokio::task::spawn_blocking(move || hermes_home::drains::record(&dir, drain)).await;
+    match written {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::warn!(
+            "could not record the drain: {}",
+            hermes_errors::one_line(&e)
+        ),
+        Err(e) => tracing::warn!(error = %e, "could not record the drain"),
+    }
+}
+
+/// The API listener the supervisor passed in `sockets`, ready for tokio: the one named
+/// [`listen::API_SOCKET_NAME`], else the one on the bind address (a literal one, not port 0).
+fn adopt(
+    settings: &GatewaySettings,
+    sockets: &mut Inherited,
+) -> Result<Option<tokio::net::TcpListener>, Error> {
+    if !sockets.is_inherited() {
+        return Ok(None);
+    }
+    let addr = settings.bind_addr();
+    let serve_error = |source| Error::Serve {
+        addr: addr.clone(),
+        source,
+    };
+    let on_addr = addr
+        .parse::<std::net::SocketAddr>()
+        .ok()
+        .filter(|a| a.port() != 0);
+    let taken = sockets
+        .take_listener(listen::API_SOCKET_NAME, on_addr)
+        .map_err(|e| serve_error(std::io::Error::other(e)))?;
+    let Some(listener) = taken else {
+        tracing::warn!(
+            "the supervisor passed sockets ({}) but none named `{}` or on {addr}: binding it",
+            sockets.names().join(", "),
+            listen::API_SOCKET_NAME
+        );
+        return Ok(None);
+    };
+    listener.set_nonblocking(true).map_err(serve_error)?;
+    tokio::net::TcpListener::from_std(listener)
+        .map(Some)
+        .map_err(serve_error)
+}
+
+/// Store, bind (or adopt the supervisor's socket): what must succeed, once the lock is held,
+/// before the gateway reports `running`.
 async fn open(
     profile: &Profile,
     recorder: &dyn StateRecorder,
+    sockets: &mut Inherited,
 ) -> Result<(tokio::net::TcpListener, AppState), Error> {
     let settings = &profile.settings;
     let state = AppState::for_profile(profile)?;
     let addr = settings.bind_addr();
+    if let Some(listener) = adopt(settings, sockets)? {
+        if let Ok(local) = listener.local_addr() {
+            tracing::info!("adopted the supervisor's socket for {local}");
+            recorder.listening(local);
+        }
+        recorder.api_server("connected", None);
+        return Ok((listener, state));
+    }
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .map_err(|source| {

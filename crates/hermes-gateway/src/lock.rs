@@ -17,10 +17,17 @@
 //! * *takeover* (`--replace`) — SIGTERM the holder named by the record, wait for the lock up to
 //!   a timeout, then SIGKILL and wait a little more. The holder's `start_time` must match the
 //!   record before any signal is sent, so a recycled pid is never signalled.
+//! * *hand-over* (`HERMES_HANDOVER_FROM=<pid>`, set by the supervisor) — the new gateway starts
+//!   while its predecessor still serves and holds the lock. When the lock's record names
+//!   exactly that live process, the start is not refused: [`GatewayLock::acquire_after`]
+//!   returns a [`Successor`], which takes the lock once the predecessor lets go (the
+//!   supervisor sends it SIGTERM when the successor is ready) and only then writes its record
+//!   and `gateway.pid`. Any other holder is refused (or taken over) as without it.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
@@ -121,30 +128,56 @@ impl GatewayLock {
             path: path.to_path_buf(),
             source,
         };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io_err)?;
-        }
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(io_err)?;
-
+        let mut file = open_lock(path)?;
         if !try_lock(&file).map_err(io_err)? {
-            let holder = read_record(&mut file);
-            let Some(timeout) = replace else {
-                return Err(Error::AlreadyRunning {
-                    profile: profile.into(),
-                    pid: holder.map(|r| r.pid),
-                    path: path.to_path_buf(),
-                });
-            };
-            take_over(&mut file, path, timeout)?;
+            refuse_or_take_over(&mut file, path, profile, replace)?;
         }
+        GatewayLock::claim(file, path, record)
+    }
 
-        // We hold the lock: replace whatever a previous holder left with our record.
+    /// As [`GatewayLock::acquire`], for a gateway handed over from `predecessor`: while that
+    /// process holds the lock (its record names it, with its start time), the start goes on as
+    /// its [`Successor`] instead of being refused.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`GatewayLock::acquire`], when another process holds the lock.
+    pub fn acquire_after(
+        path: &Path,
+        profile: &str,
+        record: &LockRecord,
+        replace: Option<Duration>,
+        predecessor: i32,
+    ) -> Result<Acquired, Error> {
+        let io_err = |source| Error::Lock {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = open_lock(path)?;
+        if !try_lock(&file).map_err(io_err)? {
+            let held_by_predecessor = read_record(&mut file).is_some_and(|holder| {
+                holder.pid == predecessor && same_process(holder.pid, holder.start_time)
+            });
+            if held_by_predecessor {
+                return Ok(Acquired::AfterPredecessor(Successor {
+                    file,
+                    path: path.to_path_buf(),
+                    record: record.clone(),
+                    predecessor,
+                }));
+            }
+            refuse_or_take_over(&mut file, path, profile, replace)?;
+        }
+        GatewayLock::claim(file, path, record).map(Acquired::Held)
+    }
+
+    /// We hold the lock on `file`: replace whatever a previous holder left with `record`, and
+    /// write `gateway.pid`.
+    fn claim(mut file: File, path: &Path, record: &LockRecord) -> Result<GatewayLock, Error> {
+        let io_err = |source| Error::Lock {
+            path: path.to_path_buf(),
+            source,
+        };
         let json = serde_json::to_vec(record).map_err(|e| io_err(std::io::Error::other(e)))?;
         file.set_len(0).map_err(io_err)?;
         file.seek(SeekFrom::Start(0)).map_err(io_err)?;
@@ -165,6 +198,89 @@ impl GatewayLock {
             pid: record.pid,
         })
     }
+}
+
+/// How a start got the profile's lock ([`GatewayLock::acquire_after`]).
+#[derive(Debug)]
+pub enum Acquired {
+    /// Held from now on.
+    Held(GatewayLock),
+    /// Held by the predecessor this gateway is handed over from: taken when it lets go.
+    AfterPredecessor(Successor),
+}
+
+/// A gateway serving beside its predecessor, which still holds the lock.
+#[derive(Debug)]
+pub struct Successor {
+    file: File,
+    path: PathBuf,
+    record: LockRecord,
+    predecessor: i32,
+}
+
+impl Successor {
+    /// The predecessor's pid.
+    pub fn predecessor(&self) -> i32 {
+        self.predecessor
+    }
+
+    /// Waits for the predecessor to let go of the lock, then takes it and writes this
+    /// gateway's record and `gateway.pid`; `None` when `cancelled` is set first. Blocking:
+    /// call it from `spawn_blocking`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Lock`] on I/O.
+    pub fn wait(self, cancelled: &AtomicBool) -> Result<Option<GatewayLock>, Error> {
+        loop {
+            if cancelled.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            let locked = try_lock(&self.file).map_err(|source| Error::Lock {
+                path: self.path.clone(),
+                source,
+            })?;
+            if locked {
+                return GatewayLock::claim(self.file, &self.path, &self.record).map(Some);
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// Opens (creating) the lock file at `path`, and its directory.
+fn open_lock(path: &Path) -> Result<File, Error> {
+    let io_err = |source| Error::Lock {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io_err)?;
+    }
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(io_err)
+}
+
+/// Another process holds the lock on `file`: refused, or taken over with `replace`.
+fn refuse_or_take_over(
+    file: &mut File,
+    path: &Path,
+    profile: &str,
+    replace: Option<Duration>,
+) -> Result<(), Error> {
+    let Some(timeout) = replace else {
+        return Err(Error::AlreadyRunning {
+            profile: profile.into(),
+            pid: read_record(file).map(|r| r.pid),
+            path: path.to_path_buf(),
+        });
+    };
+    take_over(file, path, timeout)
 }
 
 /// The `gateway.pid` text for `record`, byte for byte what the original writes:
@@ -468,6 +584,62 @@ mod tests {
         std::fs::write(&pid_path, r#"{"pid": 1}"#).unwrap();
         drop(held);
         assert!(pid_path.exists());
+    }
+
+    #[test]
+    fn a_successor_waits_for_its_predecessor_and_nobody_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, pid_path) = (dir.path().join("gateway.lock"), dir.path().join(PID_FILE));
+        let rec = LockRecord::for_this_process(vec!["old".into()], dir.path());
+        let held = GatewayLock::acquire(&path, "p", &rec, None).unwrap();
+
+        // Handed over from another process: the holder is not it, refused as ever.
+        let err = GatewayLock::acquire_after(&path, "p", &rec, None, rec.pid + 1).unwrap_err();
+        assert!(matches!(err, Error::AlreadyRunning { .. }), "{err:?}");
+
+        let new = LockRecord {
+            argv: vec!["new".into()],
+            ..rec.clone()
+        };
+        let Acquired::AfterPredecessor(successor) =
+            GatewayLock::acquire_after(&path, "p", &new, None, rec.pid).unwrap()
+        else {
+            panic!("the predecessor holds the lock");
+        };
+        assert_eq!(successor.predecessor(), rec.pid);
+        let cancelled = std::sync::Arc::new(AtomicBool::new(false));
+        let waiting = std::thread::spawn({
+            let cancelled = std::sync::Arc::clone(&cancelled);
+            move || successor.wait(&cancelled)
+        });
+        std::thread::sleep(POLL * 4);
+        assert!(
+            !waiting.is_finished(),
+            "took the lock while the predecessor held it"
+        );
+        assert_eq!(read_holder(&path).unwrap().argv, ["old"]);
+        drop(held);
+        let lock = waiting.join().unwrap().unwrap().expect("taken");
+        assert_eq!(read_holder(&path).unwrap().argv, ["new"]);
+        assert_eq!(
+            std::fs::read_to_string(&pid_path).unwrap(),
+            pid_file_text(&new)
+        );
+        assert!(is_held(&path));
+
+        // Cancelled before the predecessor lets go: nothing taken.
+        let Acquired::AfterPredecessor(successor) =
+            GatewayLock::acquire_after(&path, "p", &rec, None, rec.pid).unwrap()
+        else {
+            panic!("the predecessor holds the lock");
+        };
+        assert!(successor.wait(&AtomicBool::new(true)).unwrap().is_none());
+        drop(lock);
+        // A free lock is simply held.
+        assert!(matches!(
+            GatewayLock::acquire_after(&path, "p", &rec, None, 1).unwrap(),
+            Acquired::Held(_)
+        ));
     }
 
     #[test]

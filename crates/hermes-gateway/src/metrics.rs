@@ -491,8 +491,15 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition (format 0.0.4). `ready` and `config_error` are the
-    /// gateway's current state, decided by the caller.
-    pub(crate) fn render(&self, profile: &str, ready: bool, config_error: bool) -> String {
+    /// gateway's current state, decided by the caller; `drains` the profile's
+    /// `gateway_drains.json` (the drains of every gateway it ran, not only this one's).
+    pub(crate) fn render(
+        &self,
+        profile: &str,
+        ready: bool,
+        config_error: bool,
+        drains: &hermes_home::drains::Drains,
+    ) -> String {
         let mut out = String::with_capacity(8 * 1024);
         header(
             &mut out,
@@ -525,6 +532,7 @@ impl Metrics {
             f64::from(u8::from(config_error)),
         );
         self.render_requests(&mut out);
+        render_drains(&mut out, drains);
         self.render_upstream(&mut out);
         out
     }
@@ -665,6 +673,32 @@ impl Metrics {
             self.completion_tokens.load(Ordering::Relaxed)
         );
     }
+}
+
+/// The drain counters, kept in `gateway_drains.json` across the gateway's restarts.
+fn render_drains(out: &mut String, drains: &hermes_home::drains::Drains) {
+    header(
+        out,
+        "hermes_gateway_drained_requests_total",
+        "Requests (streams included) in flight at a gateway's stop that finished within the drain timeout, over every gateway of this profile.",
+        "counter",
+    );
+    let _ = writeln!(
+        out,
+        "hermes_gateway_drained_requests_total {}",
+        drains.drained_total
+    );
+    header(
+        out,
+        "hermes_gateway_cut_requests_total",
+        "Requests (streams included) still running at the drain timeout of a gateway's stop, cut, over every gateway of this profile.",
+        "counter",
+    );
+    let _ = writeln!(
+        out,
+        "hermes_gateway_cut_requests_total {}",
+        drains.cut_total
+    );
 }
 
 fn header(out: &mut String, name: &str, help: &str, kind: &str) {
@@ -820,7 +854,12 @@ mod tests {
             completion: 4,
             total: 7,
         });
-        let text = m.render("we\"ird", true, false);
+        let drains = hermes_home::drains::Drains {
+            drained_total: 5,
+            cut_total: 2,
+            last: None,
+        };
+        let text = m.render("we\"ird", true, false, &drains);
         for line in [
             "hermes_gateway_requests_total{route=\"/v1/chat/completions\",code=\"2xx\"} 1",
             "hermes_gateway_requests_total{route=\"other\",code=\"4xx\"} 0",
@@ -834,6 +873,10 @@ mod tests {
             "hermes_gateway_ready 1",
             "hermes_gateway_config_error 0",
             "hermes_gateway_upstream_duration_seconds_count 2",
+            "hermes_gateway_drained_requests_total 5",
+            "hermes_gateway_cut_requests_total 2",
+            "# TYPE hermes_gateway_drained_requests_total counter",
+            "# TYPE hermes_gateway_cut_requests_total counter",
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line}:\n{text}");
         }

@@ -84,6 +84,11 @@ impl Directory {
         self.scan.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The volume's root: the listener's (the default profile's) home.
+    pub(crate) fn root(&self) -> &std::path::Path {
+        &self.root
+    }
+
     /// The profiles served, `default` first, as `/health` lists them (scanned again when the
     /// last scan is older than [`RESCAN_INTERVAL`]).
     pub(crate) fn served(&self) -> Vec<String> {

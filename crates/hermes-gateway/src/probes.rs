@@ -56,10 +56,21 @@ pub(crate) async fn ready(State(state): State<AppState>) -> Response {
 pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
     let inner = &state.inner;
     let (r, _) = readiness(inner);
+    // The drains are the listener's: a multiplexed profile's are its gateway's, at the root.
+    let listener_home = inner
+        .directory
+        .as_ref()
+        .map_or(inner.home.as_path(), |d| d.root());
+    // A small file; one that cannot be read counts nothing rather than failing the scrape.
+    let drains = hermes_home::drains::read(listener_home).unwrap_or_else(|e| {
+        tracing::debug!("gateway_drains.json: {}", hermes_errors::one_line(&e));
+        hermes_home::drains::Drains::default()
+    });
     let text = inner.metrics.render(
         &inner.profile,
         r == Readiness::Ready,
         inner.live.config_error().is_some(),
+        &drains,
     );
     let mut resp = text.into_response();
     resp.headers_mut().insert(

@@ -14,7 +14,8 @@
 //! `router(state)` builds the routes without a socket (tests drive it with `oneshot`);
 //! `serve_with_limits(listener, state, shutdown, grace, limits)` runs it on a bound listener
 //! (HTTP/1.1, with the connection cap and timeouts of `hermes_http`) until the
-//! shutdown future fires, then drains in-flight requests for at most `grace`. No signal
+//! shutdown future fires, then drains in-flight requests for at most `grace` and returns what
+//! the drain did ([`DrainReport`]). No signal
 //! handler is installed here: PID 1 / the binary owns signals and turns them into the
 //! shutdown future.
 
@@ -38,7 +39,7 @@ use crate::error::Error;
 use crate::live::{Live, Role};
 use crate::metrics::Metrics;
 use crate::multiplex::Directory;
-use hermes_http::ConnectionLimits;
+use hermes_http::{ConnectionLimits, DrainReport};
 
 use crate::settings::GatewaySettings;
 use crate::source::{Fingerprint, Profile, SettingsSource};
@@ -197,7 +198,7 @@ pub(crate) fn profile_routes(state: AppState) -> Router {
 
 /// Serves `router(state)` on `listener` with the default [`ConnectionLimits`] until
 /// `shutdown` resolves, then lets in-flight requests finish for at most `grace` (streams still
-/// open then are cut).
+/// open then are cut), and says what the drain did.
 ///
 /// # Errors
 ///
@@ -207,7 +208,7 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
     grace: Duration,
-) -> std::io::Result<()> {
+) -> std::io::Result<DrainReport> {
     serve_with_limits(
         listener,
         state,
@@ -232,7 +233,7 @@ pub async fn serve_with_limits(
     shutdown: impl Future<Output = ()> + Send + 'static,
     grace: Duration,
     limits: ConnectionLimits,
-) -> std::io::Result<()> {
+) -> std::io::Result<DrainReport> {
     let metrics = Arc::clone(&state.inner.metrics);
     hermes_http::serve_observed(listener, router(state), shutdown, grace, limits, metrics).await
 }

@@ -120,6 +120,10 @@ pub struct GatewaySettings {
     pub replace: bool,
     /// How long `--replace` waits after SIGTERM before it sends SIGKILL.
     pub replace_timeout: Duration,
+    /// The gateway this one takes over from in a supervisor's hand-over
+    /// (`HERMES_HANDOVER_FROM`, set by the caller): while that process holds the lock, this
+    /// one serves beside it and takes the lock when it lets go, instead of being refused.
+    pub handover_from: Option<u32>,
     /// How long in-flight requests may run after shutdown is requested.
     pub drain_timeout: Duration,
     /// Connection cap and timeouts of the HTTP server.
@@ -154,6 +158,7 @@ impl GatewaySettings {
             replace: false,
             // Long enough for the old gateway's own drain, so a takeover cuts no stream.
             replace_timeout: Duration::from_secs(35),
+            handover_from: None,
             drain_timeout: hermes_home::api_server::DEFAULT_DRAIN_TIMEOUT,
             connection_limits: ConnectionLimits::default(),
             notify_socket: None,
@@ -744,6 +749,7 @@ impl std::fmt::Debug for GatewaySettings {
             .field("lock_path", &self.lock_path)
             .field("replace", &self.replace)
             .field("replace_timeout", &self.replace_timeout)
+            .field("handover_from", &self.handover_from)
             .field("drain_timeout", &self.drain_timeout)
             .field("connection_limits", &self.connection_limits)
             .field("notify_socket", &self.notify_socket)

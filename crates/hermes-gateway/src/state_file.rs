@@ -16,6 +16,11 @@
 //! container or `hermes up` going down, Ctrl-C) records `running`, so the next boot brings
 //! it back.
 //!
+//! A gateway records `stopped` only while the record is still its own: in a hand-over its
+//! successor has recorded itself (`pid`) before the predecessor finishes draining, and that
+//! record must stay. (The successor records `starting` before it serves, so the predecessor,
+//! stopped only once the successor is ready, always finds it.)
+//!
 //! Beside it, the original's lifecycle ledger (`state/gateway.lifecycle.json`, through
 //! `hermes_home::lifecycle_ledger`): claimed `running` when the gateway starts serving and
 //! marked `exited` with the exit code on every exit path, so a gateway killed without one
@@ -97,6 +102,12 @@ impl StateFileRecorder {
 
 impl StateRecorder for StateFileRecorder {
     fn record(&self, phase: Phase, exit_reason: Option<&str>) {
+        if phase == Phase::Stopped && !self.record_is_ours() {
+            tracing::debug!(
+                "gateway_state.json names another gateway (a successor): left as it is"
+            );
+            return;
+        }
         let state = match phase {
             Phase::Stopped => self.stopped_state(),
             other => other.as_str(),
@@ -139,6 +150,14 @@ impl StateRecorder for StateFileRecorder {
 }
 
 impl StateFileRecorder {
+    /// Whether the record names this process, or no process (nothing to protect).
+    fn record_is_ours(&self) -> bool {
+        let pid = gateway_state::read(&self.path)
+            .ok()
+            .and_then(|r| r.state().and_then(|s| s.pid()));
+        pid.is_none_or(|pid| pid == i64::from(std::process::id()))
+    }
+
     fn warn(&self, e: &hermes_home::Error) {
         if let Ok(mut warnings) = self.warnings.lock() {
             warnings.push(format!("could not record the gateway state: {e}"));
@@ -186,6 +205,25 @@ mod tests {
             (Some("abc"), Some(1))
         );
         assert!(recorder.take_warnings().is_empty());
+    }
+
+    #[test]
+    fn a_stop_leaves_a_successors_record_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let successor = r#"{"pid":1,"gateway_state":"running","kind":"hermes-gateway"}"#;
+        std::fs::write(dir.path().join("gateway_state.json"), successor).unwrap();
+        let recorder = StateFileRecorder::new(dir.path(), Vec::new(), None, "0.1.0");
+        recorder.record(Phase::Stopped, Some("stopped"));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("gateway_state.json")).unwrap(),
+            successor
+        );
+        // Its own record, or none, is written as ever.
+        recorder.record(Phase::Running, None);
+        recorder.record(Phase::Stopped, Some("stopped"));
+        let state = read(dir.path());
+        assert_eq!(state["pid"], std::process::id());
+        assert_eq!(state["exit_reason"], "stopped");
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! * [`auth`] — `auth.json` (never lost on a permission error, corrupt copies kept);
 //! * [`api_server`] — where a profile's API server listens and how long it drains;
 //! * [`gateway_state`] — `gateway_state.json` (its one writer: field-merging, effective state);
+//! * [`drains`] — `gateway_drains.json` (what stopping gateways let finish, and cut);
 //! * [`gateway_lock`] — who holds a profile's `gateway.lock` (the reading side);
 //! * [`lifecycle_ledger`] — `state/gateway.lifecycle.json` (how the last gateway life ended);
 //! * [`volume`] — what on the data volume belongs to the service user (ownership repair);
@@ -35,6 +36,7 @@ pub mod config;
 pub mod config_file;
 mod damage;
 pub mod dotenv;
+pub mod drains;
 mod error;
 pub mod gateway_lock;
 pub mod gateway_state;

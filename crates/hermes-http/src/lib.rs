@@ -20,8 +20,12 @@
 //! `Connection: close`, then closed: a client, or a health check, learns at once what is
 //! wrong instead of hanging.
 //!
-//! Shutdown: the listener is closed at once; idle connections are closed; busy ones finish
-//! their request (keep-alive off) within the grace period, after which they are cut.
+//! Shutdown: the listener is closed at once (a socket another process also holds, as a
+//! supervisor's passed one, stays open there and keeps queueing connections for it); idle
+//! connections are closed; busy ones finish their request (keep-alive off: an answer not yet
+//! begun says `Connection: close`) within the grace period, after which they are cut. What the
+//! drain did is returned as a [`DrainReport`]: the requests in flight (streams included), how
+//! many finished, how many were cut, how long it took.
 //!
 //! Counts: every admitted connection counts as open until its task ends (an evicted one
 //! until it is actually closed), and every connection over the cap counts as rejected, both
@@ -118,6 +122,28 @@ const REJECT_LINGER: Duration = Duration::from_secs(1);
 /// At most one "connection limit reached" warning per this interval.
 const WARN_EVERY: Duration = Duration::from_secs(10);
 
+/// What a shutdown's drain did ([`serve_observed`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DrainReport {
+    /// Requests in flight when the shutdown began (an open stream is one), plus any that began
+    /// during the drain.
+    pub in_flight: usize,
+    /// Those that finished within the grace period.
+    pub finished: usize,
+    /// Those still running when the grace period ended, cut.
+    pub cut: usize,
+    /// From the shutdown to the last connection closed (or cut).
+    pub elapsed: Duration,
+}
+
+/// The requests of every connection: how many are in flight, how many ever began.
+#[derive(Debug, Default)]
+struct Requests {
+    in_flight: AtomicUsize,
+    begun: AtomicUsize,
+}
+
 /// What a connection is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Activity {
@@ -132,6 +158,8 @@ enum Activity {
 /// What the accept loop and the connection's task share about one connection.
 #[derive(Debug)]
 struct Tracker {
+    /// The server's count of requests, which this connection's add to.
+    requests: Arc<Requests>,
     activity: Mutex<Activity>,
     /// Told to make room for a new connection.
     evicted: AtomicBool,
@@ -152,8 +180,9 @@ enum Expiry {
 }
 
 impl Tracker {
-    fn new() -> Tracker {
+    fn new(requests: Arc<Requests>) -> Tracker {
         Tracker {
+            requests,
             activity: Mutex::new(Activity::Idle(Instant::now())),
             evicted: AtomicBool::new(false),
             changed: Notify::new(),
@@ -250,6 +279,7 @@ fn eviction_rank(activity: Activity) -> Option<(u8, Instant)> {
 struct Registry {
     open: Mutex<HashMap<u64, Arc<Tracker>>>,
     next_id: AtomicU64,
+    requests: Arc<Requests>,
 }
 
 /// The answer to a new connection.
@@ -286,7 +316,7 @@ impl Registry {
             evicted = true;
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let tracker = Arc::new(Tracker::new());
+        let tracker = Arc::new(Tracker::new(Arc::clone(&self.requests)));
         open.insert(id, Arc::clone(&tracker));
         Admission::Admitted {
             id,
@@ -383,6 +413,8 @@ struct InFlight(Arc<Tracker>);
 
 impl InFlight {
     fn new(tracker: &Arc<Tracker>) -> InFlight {
+        tracker.requests.begun.fetch_add(1, Ordering::SeqCst);
+        tracker.requests.in_flight.fetch_add(1, Ordering::SeqCst);
         tracker.begin();
         InFlight(Arc::clone(tracker))
     }
@@ -390,6 +422,7 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
+        self.0.requests.in_flight.fetch_sub(1, Ordering::SeqCst);
         self.0.end();
     }
 }
@@ -608,10 +641,13 @@ pub async fn serve_app(
     grace: Duration,
     limits: ConnectionLimits,
 ) -> std::io::Result<()> {
-    serve_observed(listener, app, shutdown, grace, limits, Arc::new(Unobserved)).await
+    serve_observed(listener, app, shutdown, grace, limits, Arc::new(Unobserved))
+        .await
+        .map(drop)
 }
 
-/// [`serve_app`], telling `metrics` of connections opened, closed and rejected.
+/// [`serve_app`], telling `metrics` of connections opened, closed and rejected, and saying
+/// what the drain did.
 ///
 /// # Errors
 ///
@@ -624,7 +660,7 @@ pub async fn serve_observed(
     grace: Duration,
     limits: ConnectionLimits,
     metrics: Arc<dyn ConnectionObserver>,
-) -> std::io::Result<()> {
+) -> std::io::Result<DrainReport> {
     let registry = Arc::new(Registry::default());
     let (stop_tx, stop_rx) = watch::channel(false);
     let rejecting = Arc::new(AtomicUsize::new(0));
@@ -701,19 +737,39 @@ pub async fn serve_observed(
         }
     }
 
-    // Stop accepting at once: a successor (`--replace`) may bind the port while we drain.
+    // Stop accepting at once: a successor (`--replace`) may bind the port while we drain, or
+    // (a passed socket) accept from it.
     drop(listener);
+    let stopped_at = Instant::now();
+    let requests = Arc::clone(&registry.requests);
+    // Requests are counted from here: those in flight, and any that begin while draining (a
+    // request whose head was complete as the stop came).
+    let (in_flight, begun) = (
+        requests.in_flight.load(Ordering::SeqCst),
+        requests.begun.load(Ordering::SeqCst),
+    );
     let _ = stop_tx.send(true);
     let drained =
         tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
-    if drained.is_err() {
+    let cut = if drained.is_err() {
+        let cut = requests.in_flight.load(Ordering::SeqCst);
         tracing::warn!(
             ?grace,
+            cut,
             "drain grace period over; closing remaining connections"
         );
         tasks.abort_all();
-    }
-    Ok(())
+        cut
+    } else {
+        0
+    };
+    let in_flight = in_flight + requests.begun.load(Ordering::SeqCst).saturating_sub(begun);
+    Ok(DrainReport {
+        in_flight,
+        finished: in_flight.saturating_sub(cut),
+        cut,
+        elapsed: stopped_at.elapsed(),
+    })
 }
 
 #[cfg(test)]
@@ -752,7 +808,7 @@ mod tests {
 
     #[test]
     fn in_flight_marks_busy_until_dropped() {
-        let t = Arc::new(Tracker::new());
+        let t = Arc::new(Tracker::new(Arc::default()));
         let guard = InFlight::new(&t);
         assert_eq!(*t.activity(), Activity::Busy(1));
         drop(guard);
@@ -762,19 +818,19 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn expiry_follows_the_activity() {
         let limits = ConnectionLimits::new(1, Duration::from_secs(2), Duration::from_secs(5));
-        let t = Arc::new(Tracker::new());
+        let t = Arc::new(Tracker::new(Arc::default()));
         let start = Instant::now();
         assert_eq!(t.expiry(limits).await, Expiry::Close("idle timeout"));
         assert_eq!(start.elapsed(), Duration::from_secs(5));
 
-        let t = Arc::new(Tracker::new());
+        let t = Arc::new(Tracker::new(Arc::default()));
         t.received();
         let start = Instant::now();
         assert_eq!(t.expiry(limits).await, Expiry::Close("header timeout"));
         assert_eq!(start.elapsed(), Duration::from_secs(2));
 
         // Busy: no timeout at all, until the request ends; then the idle clock starts.
-        let t = Arc::new(Tracker::new());
+        let t = Arc::new(Tracker::new(Arc::default()));
         let in_flight = InFlight::new(&t);
         let waiting = tokio::spawn({
             let t = Arc::clone(&t);
@@ -789,7 +845,7 @@ mod tests {
 
         // Evicted: a request in flight finishes first; an idle connection closes once hyper
         // has written what it may still hold; a connection still sending its head closes.
-        let t = Arc::new(Tracker::new());
+        let t = Arc::new(Tracker::new(Arc::default()));
         let in_flight = InFlight::new(&t);
         t.evicted.store(true, Ordering::SeqCst);
         assert_eq!(t.expiry(limits).await, Expiry::AfterRequest);
@@ -797,6 +853,130 @@ mod tests {
         assert_eq!(t.expiry(limits).await, Expiry::CloseWhenFlushed);
         t.received();
         assert!(matches!(t.expiry(limits).await, Expiry::Close(_)));
+    }
+
+    /// Serves `app` on a fresh loopback listener with `grace`; the returned sender stops it.
+    async fn serving(
+        app: Router,
+        grace: Duration,
+    ) -> (
+        SocketAddr,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<std::io::Result<DrainReport>>,
+    ) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let served = tokio::spawn(serve_observed(
+            listener,
+            app,
+            shutdown,
+            grace,
+            ConnectionLimits::default(),
+            Arc::new(Unobserved),
+        ));
+        (addr, stop, served)
+    }
+
+    /// A route that says when it was entered, then answers after `wait`.
+    fn slow_app(wait: Duration, entered: Arc<Notify>) -> Router {
+        Router::new()
+            .route(
+                "/slow",
+                axum::routing::get(move || async move {
+                    entered.notify_one();
+                    tokio::time::sleep(wait).await;
+                    "done"
+                }),
+            )
+            .route("/fast", axum::routing::get(|| async { "fast" }))
+    }
+
+    async fn send(tcp: &mut TcpStream, path: &str) {
+        let head = format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n");
+        tcp.write_all(head.as_bytes()).await.unwrap();
+    }
+
+    /// Reads until the peer closes (bounded), lower-cased.
+    async fn read_to_close(tcp: &mut TcpStream) -> String {
+        let mut out = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut out))
+            .await
+            .expect("the server closed the connection")
+            .unwrap();
+        String::from_utf8_lossy(&out).to_lowercase()
+    }
+
+    #[tokio::test]
+    async fn a_request_in_flight_at_shutdown_finishes_says_close_and_counts_as_drained() {
+        let entered = Arc::new(Notify::new());
+        let app = slow_app(Duration::from_millis(300), Arc::clone(&entered));
+        let (addr, stop, served) = serving(app, Duration::from_secs(10)).await;
+
+        // An idle keep-alive connection: answered once, then waiting.
+        let mut idle = TcpStream::connect(addr).await.unwrap();
+        send(&mut idle, "/fast").await;
+        let mut buf = [0u8; 512];
+        let n = idle.read(&mut buf).await.unwrap();
+        assert!(String::from_utf8_lossy(&buf[..n]).ends_with("fast"));
+
+        let mut busy = TcpStream::connect(addr).await.unwrap();
+        send(&mut busy, "/slow").await;
+        entered.notified().await;
+        stop.send(()).unwrap();
+
+        // The idle one closes at once, long before the slow answer.
+        let started = Instant::now();
+        assert_eq!(read_to_close(&mut idle).await, "");
+        assert!(started.elapsed() < Duration::from_millis(250));
+
+        let answer = read_to_close(&mut busy).await;
+        assert!(answer.starts_with("http/1.1 200"), "{answer}");
+        assert!(answer.contains("connection: close"), "{answer}");
+        assert!(answer.ends_with("done"), "{answer}");
+
+        let report = served.await.unwrap().unwrap();
+        assert_eq!(
+            (report.in_flight, report.finished, report.cut),
+            (1, 1, 0),
+            "{report:?}"
+        );
+        assert!(report.elapsed >= Duration::from_millis(200), "{report:?}");
+    }
+
+    #[tokio::test]
+    async fn a_request_longer_than_the_grace_is_cut_and_counted() {
+        let entered = Arc::new(Notify::new());
+        let app = slow_app(Duration::from_secs(30), Arc::clone(&entered));
+        let (addr, stop, served) = serving(app, Duration::from_millis(200)).await;
+        let mut busy = TcpStream::connect(addr).await.unwrap();
+        send(&mut busy, "/slow").await;
+        entered.notified().await;
+        stop.send(()).unwrap();
+        let report = served.await.unwrap().unwrap();
+        assert_eq!(
+            (report.in_flight, report.finished, report.cut),
+            (1, 0, 1),
+            "{report:?}"
+        );
+        assert!(
+            (Duration::from_millis(200)..Duration::from_secs(5)).contains(&report.elapsed),
+            "{report:?}"
+        );
+        // Cut: closed without an answer.
+        assert_eq!(read_to_close(&mut busy).await, "");
+    }
+
+    #[tokio::test]
+    async fn a_stop_with_nothing_in_flight_reports_nothing() {
+        let app = slow_app(Duration::ZERO, Arc::new(Notify::new()));
+        let (_, stop, served) = serving(app, Duration::from_secs(10)).await;
+        stop.send(()).unwrap();
+        let report = served.await.unwrap().unwrap();
+        assert_eq!((report.in_flight, report.finished, report.cut), (0, 0, 0));
     }
 
     #[test]

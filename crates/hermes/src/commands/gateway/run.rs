@@ -1,6 +1,8 @@
 //! `gateway run`: one profile's gateway in the foreground, on a current-thread tokio runtime,
 //! until SIGTERM/SIGINT (stop) or SIGUSR1 (restart, exit 75) — unless a supervisor runs it
-//! instead (`hand_over.rs`) or its engine is the agent (`agent.rs`).
+//! instead (`hand_over.rs`) or its engine is the agent (`agent.rs`). Run by the supervisor, it
+//! serves on the API socket the supervisor passed (`LISTEN_FDS`) and, in a restart, beside
+//! the gateway it takes over from (`HERMES_HANDOVER_FROM`).
 
 use hermes_gateway::{ExitReason, Phase, ShutdownRequest, StateRecorder};
 use hermes_home::Home;
@@ -125,6 +127,17 @@ pub(super) fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> C
         }
     };
     profile.settings.replace = replace;
+    // A supervisor's hand-over and the sockets it passes (`LISTEN_FDS`): read once, before
+    // anything could start a process that inherits them.
+    let listen_failure = |e: hermes_gateway::listen::Error| {
+        let mut failure = Failure::new(hermes_errors::one_line(&e), e.hint());
+        recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
+        failure.code = hermes_errors::exit::CONFIG;
+        failure
+    };
+    profile.settings.handover_from =
+        hermes_gateway::listen::handover_from_env().map_err(listen_failure)?;
+    let sockets = hermes_gateway::Inherited::from_env().map_err(listen_failure)?;
     profile.settings.multiplex = match multiplexing(&home) {
         Ok(on) => on,
         Err(mut failure) => {
@@ -142,7 +155,12 @@ pub(super) fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> C
         .enable_all()
         .build()?;
     let reason = runtime
-        .block_on(hermes_gateway::run(profile, &recorder, shutdown_signal()))
+        .block_on(hermes_gateway::run_with(
+            profile,
+            &recorder,
+            shutdown_signal(),
+            sockets,
+        ))
         .map_err(|error| {
             // 78 for configuration, 1 for the rest (lock held, port in use, unusable state.db).
             let code = error.exit_code();
