@@ -68,10 +68,8 @@ pub fn gateway_spec(
     autostart: bool,
     out: &mut dyn Write,
 ) -> ServiceSpec {
-    let mut spec = ServiceSpec::new(
-        service_name(profile),
-        gateway_argv(profile, dir, hermes_exe, out),
-    );
+    let (argv, custom) = gateway_argv(profile, dir, hermes_exe, out);
+    let mut spec = ServiceSpec::new(service_name(profile), argv);
     spec.restart = RestartPolicy::OnFailure;
     spec.stop_grace = GATEWAY_STOP_GRACE;
     spec.autostart = autostart;
@@ -88,6 +86,7 @@ pub fn gateway_spec(
     if let Some(id) = identity {
         run_as_identity(&mut spec, id);
     }
+    crate::held_socket::apply(&mut spec, profile, dir, custom);
     spec
 }
 
@@ -151,10 +150,14 @@ pub fn ensure_registered(
     out: &mut dyn Write,
 ) -> Result<bool, Error> {
     let name = service_name(home.profile().name());
+    let spec = client_gateway_spec(home, hermes_exe, autostart, out);
     if client.status(None)?.iter().any(|s| s.name == name) {
+        // Registered already: how it listens and restarts follows the configuration now (a
+        // changed API address is bound at its next start).
+        client.listen(&spec)?;
         return Ok(false);
     }
-    client.register(client_gateway_spec(home, hermes_exe, autostart, out))?;
+    client.register(spec)?;
     Ok(true)
 }
 
@@ -222,17 +225,40 @@ pub fn systemd_user_unit(profile: &str, home: &Path, hermes_exe: &Path, notify: 
     )
 }
 
-/// The gateway command: the profile's `gateway.command` override, else `hermes -p <p>
-/// gateway run`. A broken override is reported and the default used.
-fn gateway_argv(profile: &str, dir: &Path, hermes_exe: &Path, out: &mut dyn Write) -> Vec<String> {
-    let default = vec![
+/// The gateway command and whether it is the operator's own: the profile's `gateway.command`
+/// override, else `hermes -p <p> gateway run`. A broken override is reported and the default
+/// used.
+fn gateway_argv(
+    profile: &str,
+    dir: &Path,
+    hermes_exe: &Path,
+    out: &mut dyn Write,
+) -> (Vec<String>, bool) {
+    let default = default_argv(profile, hermes_exe);
+    let argv = configured_argv(profile, dir, default.clone(), out);
+    let custom = argv != default;
+    (argv, custom)
+}
+
+/// `hermes -p <profile> gateway run --no-supervise`.
+fn default_argv(profile: &str, hermes_exe: &Path) -> Vec<String> {
+    vec![
         hermes_exe.to_string_lossy().into_owned(),
         "-p".into(),
         profile.into(),
         "gateway".into(),
         "run".into(),
         "--no-supervise".into(),
-    ];
+    ]
+}
+
+/// The profile's `gateway.command`, else `default`.
+fn configured_argv(
+    profile: &str,
+    dir: &Path,
+    default: Vec<String>,
+    out: &mut dyn Write,
+) -> Vec<String> {
     let config = match Config::load(&hermes_home::layout::config_path(dir)) {
         Ok(c) => c,
         Err(e) => {

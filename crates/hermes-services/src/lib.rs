@@ -60,6 +60,8 @@ pub mod diag;
 pub mod engines;
 mod error;
 pub mod gateway;
+pub mod handover;
+mod held_socket;
 pub mod hooks;
 pub mod last_error;
 pub mod logs;

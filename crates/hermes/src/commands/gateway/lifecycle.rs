@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use hermes_home::{Home, profile};
-use hermes_services::readiness::Request;
+use hermes_services::readiness::{Outcome, Request};
 
 use super::settings;
 use crate::cli::GatewayTarget;
@@ -110,8 +110,19 @@ pub(super) fn lifecycle(
             }
         };
         ensure_registered(home, &mut client, false)?;
+        let serving = service::serving_pid(&mut client, &name);
         let outcome =
             hermes_services::readiness::start_and_wait(&mut client, &root, &name, request, wait)?;
+        let handed_over = match (&outcome, serving) {
+            (
+                Outcome::Ready {
+                    row,
+                    already: false,
+                },
+                Some(old),
+            ) => hermes_services::handover::handed_over_from(row, old).then_some(old),
+            _ => None,
+        };
         let address = settings::address(home);
         // Beside the pid: `(pid 7, API server off)`, not `(pid 7, (API server off))`.
         let detail = address
@@ -119,7 +130,12 @@ pub(super) fn lifecycle(
             .and_then(|a| a.strip_suffix(')'))
             .unwrap_or(&address);
         match service::report(&name, request, outcome, Some(detail)) {
-            Ok(line) => output::stdout(&line)?,
+            Ok(line) => {
+                output::stdout(&line)?;
+                if let Some(old) = handed_over {
+                    service::report_handover(&mut client, &root, &name, old)?;
+                }
+            }
             Err(failure) => {
                 if let Some(earlier) = failed.replace(failure) {
                     output::stderr(&earlier.render());

@@ -1,0 +1,78 @@
+//! The socket the supervisor holds for a profile's gateway, and how the gateway restarts.
+//!
+//! * The **native** engine: its API address (`hermes_home::api_server::listen_address`, the
+//!   rule the gateway itself resolves) is held as the socket `api`, and a restart is a
+//!   hand-over (the new gateway ready before the old one stops accepting); the stop grace is
+//!   the gateway's `drain_timeout` and a little more, so its drain is never cut short by the
+//!   supervisor's SIGKILL.
+//! * The **agent** engine: its API address is held too when the listen hook is installed in
+//!   the agent's venv ([`crate::agent_hook`]): without it the agent binds the port itself
+//!   and would find it taken. Never a hand-over: two agents on one profile would both own its
+//!   messaging platforms. A restart stops the old one first; the port, held meanwhile, refuses
+//!   nothing (connections wait in the backlog).
+//! * A `gateway.command` of the operator's own, a switched-off API server, or settings that
+//!   cannot be read: nothing held, restarts as before (the gateway says what is wrong itself).
+
+use std::path::Path;
+use std::time::Duration;
+
+use hermes_home::api_server;
+use hermes_home::config::Config;
+use hermes_home::dotenv::DotEnv;
+use hermes_supervisor::{Listen, ServiceSpec};
+
+use crate::agent::{self, Engine};
+
+/// How much longer than the drain timeout the supervisor waits before SIGKILL: the gateway
+/// also records its state and releases its lock after the drain (the agent tears down its
+/// platforms: seconds).
+const AFTER_DRAIN: Duration = Duration::from_secs(10);
+
+/// Gives `spec` (the gateway of `profile`, whose directory is `dir`) its held socket and
+/// restart mode, as the module doc says. `custom_command` is whether the operator's
+/// `gateway.command` replaces ours.
+pub(crate) fn apply(spec: &mut ServiceSpec, profile: &str, dir: &Path, custom_command: bool) {
+    if custom_command {
+        return;
+    }
+    let Ok(config) = Config::load(&hermes_home::layout::config_path(dir)) else {
+        return;
+    };
+    let env = match DotEnv::load(&hermes_home::layout::env_path(dir)) {
+        Ok(dotenv) => dotenv.overlay(std::env::vars()),
+        Err(_) => return,
+    };
+    let var = |k: &str| env.get(k).cloned();
+    let Ok((engine, agent)) = agent::profile_engine(dir, var) else {
+        return;
+    };
+    // The agent's API server defaults to 8642 in every profile (the default profile's port):
+    // the hook serves the socket only on the port the agent itself would bind.
+    let port_rule = match engine {
+        Engine::Native => profile,
+        Engine::Agent => hermes_home::DEFAULT_PROFILE,
+    };
+    let Ok(Some(address)) = api_server::listen_address(port_rule, &env, &config) else {
+        return;
+    };
+    let drain = api_server::drain_timeout(&env, &config).ok();
+    match engine {
+        Engine::Native => spec.handover = true,
+        Engine::Agent => {
+            if !agent.as_ref().is_some_and(crate::agent_hook::is_installed) {
+                return;
+            }
+            // The hook reads the drain timeout from the environment only.
+            if let Some(drain) = drain {
+                spec.env.insert(
+                    api_server::DRAIN_TIMEOUT_VAR.into(),
+                    drain.as_secs().to_string(),
+                );
+            }
+        }
+    }
+    if let Some(drain) = drain {
+        spec.stop_grace = spec.stop_grace.max(drain + AFTER_DRAIN);
+    }
+    spec.listen = vec![Listen::new(hermes_listen::API_SOCKET_NAME, address)];
+}
