@@ -161,6 +161,8 @@ where
     };
     recorder.record(Phase::Starting, None);
     if let ApiServer::Off { reason } = &settings.api_server {
+        // No port: a socket passed anyway is not held open for nothing.
+        drop(sockets);
         return Ok(serve_nothing(settings, recorder, lock, reason, shutdown).await);
     }
     let (listener, state) = match open(&profile, recorder, &mut sockets).await {

@@ -2,9 +2,9 @@
 //! errors, the single-instance lock, `--replace` takeover (from a real second process),
 //! port collisions, sd_notify readiness, and draining in-flight streams on shutdown.
 //!
-//! The takeover tests re-run this test binary as the process to take over from: the
-//! `child_*` functions below do nothing unless the environment variable naming their role is
-//! set, in which case they become that helper process.
+//! The takeover tests (and `handover`'s) re-run this test binary as the process to take over
+//! from: the `child_*` functions below do nothing unless the environment variable naming their
+//! role is set, in which case they become that helper process.
 
 #![allow(
     clippy::unwrap_used,
@@ -23,7 +23,7 @@ use hermes_gateway::lock::{GatewayLock, LockRecord, read_holder};
 use hermes_gateway::{Error, ExitReason, NoopRecorder, Phase, ShutdownRequest};
 use serde_json::json;
 
-const CHILD_GATEWAY: &str = "HERMES_GW_TEST_CHILD_GATEWAY";
+pub(crate) const CHILD_GATEWAY: &str = "HERMES_GW_TEST_CHILD_GATEWAY";
 const CHILD_STUBBORN: &str = "HERMES_GW_TEST_CHILD_STUBBORN";
 
 /// Helper process: a real gateway in the given home, stopping on SIGTERM.
@@ -68,7 +68,7 @@ fn child_stubborn() {
 
 /// Runs the helper test `role` of this module alone in a process of its own (it takes signals
 /// and the profile's lock, so it must not share the test process).
-fn spawn_child(role: &str, env: &str, home: &std::path::Path) -> Child {
+pub(crate) fn spawn_child(role: &str, env: &str, home: &std::path::Path) -> Child {
     // Test names are paths inside the binary: `lifecycle::child_gateway`.
     let module = module_path!().split_once("::").map_or("", |(_, m)| m);
     let name = format!("{module}::{role}");
@@ -82,7 +82,7 @@ fn spawn_child(role: &str, env: &str, home: &std::path::Path) -> Child {
 }
 
 /// Waits until the lock file names `pid` as holder.
-fn wait_for_holder(home: &std::path::Path, pid: u32) {
+pub(crate) fn wait_for_holder(home: &std::path::Path, pid: u32) {
     until_true(
         "the child to take the lock",
         Duration::from_secs(60),
@@ -90,7 +90,7 @@ fn wait_for_holder(home: &std::path::Path, pid: u32) {
     );
 }
 
-fn wait_child(child: &mut Child) -> std::process::ExitStatus {
+pub(crate) fn wait_child(child: &mut Child) -> std::process::ExitStatus {
     until("the child to exit", Duration::from_secs(60), || {
         child.try_wait().unwrap()
     })

@@ -310,13 +310,21 @@ pub fn settings(home: &Path, profile: &str, upstream: Option<&Upstream>) -> Gate
 
 /// Starts `run` in a task and waits until the gateway reports `running`.
 pub async fn start(settings: impl Into<hermes_gateway::Profile>) -> Running {
+    start_with(settings, hermes_gateway::Inherited::none()).await
+}
+
+/// As [`start`], with these sockets passed as a supervisor passes them.
+pub async fn start_with(
+    settings: impl Into<hermes_gateway::Profile>,
+    sockets: hermes_gateway::Inherited,
+) -> Running {
     let settings = settings.into();
     let recorder = Arc::new(MemoryRecorder::default());
     let (tx, rx) = tokio::sync::oneshot::channel::<ShutdownRequest>();
     let rec = Arc::clone(&recorder);
     let task = tokio::spawn(async move {
         let shutdown = async move { rx.await.unwrap_or(ShutdownRequest::Stop) };
-        hermes_gateway::run(settings, &*rec, shutdown).await
+        hermes_gateway::run_with(settings, &*rec, shutdown, sockets).await
     });
     until_async(
         "the gateway to start",
