@@ -20,7 +20,7 @@ pub enum Error {
     },
 
     /// `LISTEN_FDNAMES` does not name each passed fd exactly once.
-    #[error("`LISTEN_FDNAMES` names {names} sockets but `LISTEN_FDS` passes {fds}")]
+    #[error("`LISTEN_FDNAMES` has {names} name(s) but `LISTEN_FDS` passes {fds} socket(s)")]
     NameCount {
         /// The fds `LISTEN_FDS` says were passed.
         fds: usize,

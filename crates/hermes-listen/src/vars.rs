@@ -163,7 +163,7 @@ mod tests {
         ]);
         assert_eq!(
             passed(&names, 3, 42).unwrap_err().to_string(),
-            "`LISTEN_FDNAMES` names 1 sockets but `LISTEN_FDS` passes 2"
+            "`LISTEN_FDNAMES` has 1 name(s) but `LISTEN_FDS` passes 2 socket(s)"
         );
     }
 

@@ -160,6 +160,7 @@ from_hinted_error!(
     hermes_sessions::Error,
     hermes_services::Error,
     hermes_dashboard::Error,
+    hermes_gateway::listen::Error,
 );
 
 impl From<hermes_init::Error> for Failure {
@@ -483,6 +484,12 @@ mod tests {
     fn every_deps_error() {
         let all = failures(hermes_deps::Error::every_variant());
         insta::assert_snapshot!(render_all("hermes_deps", all));
+    }
+
+    #[test]
+    fn every_listen_error() {
+        let all = failures(hermes_gateway::listen::Error::every_variant());
+        insta::assert_snapshot!(render_all("hermes_listen", all));
     }
 
     #[test]

@@ -130,7 +130,7 @@ pub(super) fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> C
     // A supervisor's hand-over and the sockets it passes (`LISTEN_FDS`): read once, before
     // anything could start a process that inherits them.
     let listen_failure = |e: hermes_gateway::listen::Error| {
-        let mut failure = Failure::new(hermes_errors::one_line(&e), e.hint());
+        let mut failure = Failure::from(e);
         recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
         failure.code = hermes_errors::exit::CONFIG;
         failure
