@@ -163,6 +163,9 @@ struct Tracker {
     activity: Mutex<Activity>,
     /// Told to make room for a new connection.
     evicted: AtomicBool,
+    /// Requests it has begun: an idle moment after one is a kept-alive connection between two
+    /// requests, not one whose first request is still on its way.
+    begun: AtomicUsize,
     /// Woken on every change of `activity` and on eviction.
     changed: Notify,
 }
@@ -185,6 +188,7 @@ impl Tracker {
             requests,
             activity: Mutex::new(Activity::Idle(Instant::now())),
             evicted: AtomicBool::new(false),
+            begun: AtomicUsize::new(0),
             changed: Notify::new(),
         }
     }
@@ -206,6 +210,7 @@ impl Tracker {
 
     /// A request's head is complete: it is in flight.
     fn begin(&self) {
+        self.begun.fetch_add(1, Ordering::SeqCst);
         let mut a = self.activity();
         *a = match *a {
             Activity::Busy(n) => Activity::Busy(n + 1),
@@ -514,6 +519,9 @@ async fn serve_connection(
     // done. `flush_deadline` bounds an evicted idle connection whose client does not read.
     let mut finishing = false;
     let mut flush_deadline: Option<Instant> = None;
+    // Stopping with a request on its way (accepted, its head not read yet): served before
+    // closing, if its head arrives by then.
+    let mut awaiting: Option<(Instant, usize)> = None;
     loop {
         tokio::select! {
             res = conn.as_mut() => {
@@ -542,16 +550,43 @@ async fn serve_connection(
                 return;
             }
             _ = stopping.changed(), if !finishing => {
-                if let Activity::Head(_) = *tracker.activity() {
-                    // A request that has not arrived yet will not be served.
+                let activity = *tracker.activity();
+                match activity {
+                    Activity::Busy(_) => {
+                        conn.as_mut().graceful_shutdown();
+                        finishing = true;
+                    }
+                    // Kept alive between two requests: closed now (a client's pool opens
+                    // another connection, which the successor accepts).
+                    Activity::Idle(_) if tracker.begun.load(Ordering::SeqCst) > 0 => {
+                        conn.as_mut().graceful_shutdown();
+                        finishing = true;
+                    }
+                    // Accepted before the stop, its request on its way or arriving: the
+                    // client sent it to this process, so it is answered (then closed),
+                    // within the header timeout.
+                    Activity::Idle(_) | Activity::Head(_) => {
+                        let begun = tracker.begun.load(Ordering::SeqCst);
+                        awaiting = Some((Instant::now() + limits.header_timeout, begun));
+                    }
+                }
+            }
+            () = tokio::time::sleep(AWAIT_POLL), if awaiting.is_some() && !finishing => {
+                // Begun (perhaps already answered): hyper closes after the exchange.
+                if awaiting.is_some_and(|(_, begun)| tracker.begun.load(Ordering::SeqCst) > begun) {
+                    conn.as_mut().graceful_shutdown();
+                    finishing = true;
+                } else if awaiting.is_some_and(|(at, _)| Instant::now() >= at) {
+                    tracing::debug!("closing a connection whose request did not arrive before the drain");
                     return;
                 }
-                conn.as_mut().graceful_shutdown();
-                finishing = true;
             }
         }
     }
 }
+
+/// How often a stopping connection whose request is on its way looks whether it has arrived.
+const AWAIT_POLL: Duration = Duration::from_millis(5);
 
 /// Sleeps until `at`, or forever without one.
 async fn sleep_until_some(at: Option<Instant>) {
@@ -945,6 +980,33 @@ mod tests {
             "{report:?}"
         );
         assert!(report.elapsed >= Duration::from_millis(200), "{report:?}");
+    }
+
+    #[tokio::test]
+    async fn a_connection_accepted_before_the_stop_is_answered_when_its_request_comes_after() {
+        let app = slow_app(Duration::ZERO, Arc::new(Notify::new()));
+        let (addr, stop, served) = serving(app, Duration::from_secs(10)).await;
+        // One with nothing sent yet, one halfway through its head: both accepted by now.
+        let mut fresh = TcpStream::connect(addr).await.unwrap();
+        let mut halfway = TcpStream::connect(addr).await.unwrap();
+        halfway.write_all(b"GET /fast HTTP/1.1\r\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        stop.send(()).unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        send(&mut fresh, "/fast").await;
+        halfway.write_all(b"host: x\r\n\r\n").await.unwrap();
+        let answered = Instant::now();
+        for tcp in [&mut fresh, &mut halfway] {
+            let answer = read_to_close(tcp).await;
+            assert!(answer.starts_with("http/1.1 200"), "{answer}");
+            assert!(answer.ends_with("fast"), "{answer}");
+        }
+        assert!(
+            answered.elapsed() < Duration::from_secs(2),
+            "closed after the answer, not at a timeout"
+        );
+        let report = served.await.unwrap().unwrap();
+        assert_eq!((report.finished, report.cut), (2, 0), "{report:?}");
     }
 
     #[tokio::test]

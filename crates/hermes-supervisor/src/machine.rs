@@ -626,6 +626,19 @@ impl Machine {
             ServiceState::Stopping { kill_at: None, .. } => "killed (SIGKILL), waiting".into(),
             ServiceState::Stopping { .. } => format!("sent {}", s.spec.stop_signal.as_str()),
         };
+        // A hand-over's old processes, still finishing their work, are said beside the state.
+        let reason = match s.retiring.as_slice() {
+            [] => reason,
+            old => {
+                let pids: Vec<String> = old.iter().map(|r| r.pid.to_string()).collect();
+                let draining = format!("replaced pid {} finishing its work", pids.join(", "));
+                if reason.is_empty() {
+                    draining
+                } else {
+                    format!("{reason}; {draining}")
+                }
+            }
+        };
         ServiceStatus {
             name: s.spec.name.clone(),
             state: s.state.name(),

@@ -94,6 +94,10 @@ fn a_hand_over_starts_the_new_one_first_and_stops_the_old_one_once_it_is_ready()
     let st = m.status_of("web", t0 + ms(400)).unwrap();
     assert_eq!((st.state, st.pid), (StateName::Up, Some(11)));
     assert_eq!(st.draining, vec![10]);
+    assert_eq!(
+        st.reason,
+        "ready (notified); replaced pid 10 finishing its work"
+    );
     let h = st.handover.unwrap();
     assert_eq!((h.from_pid, h.to_pid), (10, Some(11)));
     assert!((h.ready_secs.unwrap() - 0.3).abs() < 1e-6, "{h:?}");
