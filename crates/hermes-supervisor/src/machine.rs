@@ -886,15 +886,7 @@ impl Machine {
         now: Instant,
         out: &mut Vec<Action>,
     ) {
-        out.push(Action::Kill {
-            pgid: pid,
-            signal: s.spec.stop_signal,
-        });
-        // A stopped (SIGSTOP) process cannot act on the stop signal until continued.
-        out.push(Action::Kill {
-            pgid: pid,
-            signal: Signal::SIGCONT,
-        });
+        ask_to_stop(&s.spec, pid, out);
         s.state = ServiceState::Stopping {
             pid,
             spawned,
@@ -1312,6 +1304,19 @@ impl Machine {
             out.push(Action::Finished(outcome));
         }
     }
+}
+
+/// The stop signal to the process group `pgid`, then SIGCONT: a stopped (SIGSTOP) process
+/// cannot act on the stop signal until continued.
+fn ask_to_stop(spec: &ServiceSpec, pgid: i32, out: &mut Vec<Action>) {
+    out.push(Action::Kill {
+        pgid,
+        signal: spec.stop_signal,
+    });
+    out.push(Action::Kill {
+        pgid,
+        signal: Signal::SIGCONT,
+    });
 }
 
 /// `retrying now`, `retrying in 50ms`, `retrying in 1.6s`.

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use nix::sys::signal::Signal;
 
-use super::{Action, Machine, Service, ServiceState};
+use super::{Action, Machine, Service, ServiceState, ask_to_stop};
 use crate::status::{ExitStatus, HandOverStatus};
 
 /// The process a hand-over replaces, as it was when the restart was asked for.
@@ -150,14 +150,7 @@ impl Machine {
 
     /// Sends `pid` the stop signal and keeps it as retiring.
     fn retire(s: &mut Service, pid: i32, now: Instant, out: &mut Vec<Action>) {
-        out.push(Action::Kill {
-            pgid: pid,
-            signal: s.spec.stop_signal,
-        });
-        out.push(Action::Kill {
-            pgid: pid,
-            signal: Signal::SIGCONT,
-        });
+        ask_to_stop(&s.spec, pid, out);
         s.retiring.push(Retiring {
             pid,
             since: now,
