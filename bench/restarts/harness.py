@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,7 +37,7 @@ CONNECT_TIMEOUT = 5.0  # a connect that takes longer counts as refused
 READ_TIMEOUT = 60.0  # longer than a stop-then-start of the agent: a queued request waits
 RETRY_PAUSE = 0.01  # after a failed request: a client retrying at once, the loop bounded
 SPACING = 2.0  # seconds from one event to the next, at least
-SETTLE_AFTER_BACK = 1.0  # the new gateway serves this long before the next event, at least
+SETTLE_AFTER_BACK = 1.0  # the new gateway answers this long before the next event, at least
 BASELINE = 3.0  # seconds of load before the first event, and after the last
 BACK_TIMEOUT = 120.0  # seconds a gateway may take to serve again after an event
 MODEL = "bench-model"
@@ -158,6 +159,19 @@ class Load:
         for t in self.threads:
             t.join(READ_TIMEOUT + CONNECT_TIMEOUT + 5)
 
+    def first_answer_sent_after(self, t, deadline):
+        """When the first plain request sent after `t` was answered, waiting for one until
+        `deadline`; None if none was."""
+        seen = 0
+        while time.monotonic() < deadline:
+            records = self.records[seen:]  # appended by the clients meanwhile: a copy
+            seen += len(records)
+            ends = [r[2] for r in records if r[0] == "plain" and r[1] > t and r[3] == "ok"]
+            if ends:
+                return min(ends)
+            time.sleep(0.02)
+        return None
+
     def client(self, kind, index):
         n = 0
         while not self.stop.is_set():
@@ -233,13 +247,18 @@ def write(path, text, mode=0o644):
 def make_home(root, port, upstream_port, engine):
     """HOME and HERMES_HOME under `root`: the API server on 127.0.0.1:`port` with KEY, the
     model a custom provider at the stub, nothing fetched from the network (tirith off), and
-    `gateway.engine` when `engine` is given (the original ignores that section)."""
+    `gateway.engine` when `engine` is given (`original`: none, the agent's own gateway)."""
     hh = os.path.join(root, "hermes_home")
     write(os.path.join(hh, ".env"),
           f"API_SERVER_ENABLED=true\nAPI_SERVER_HOST=127.0.0.1\nAPI_SERVER_PORT={port}\n"
           f"API_SERVER_KEY={KEY}\n")
+    gateway = "" if engine == "original" else f"  engine: {engine}\n"
+    if engine != "native":
+        # The agent's own respawn-storm breaker off (`max_starts: 0`): with it, the 6th start
+        # within 120 s sleeps 10 s first, whoever supervises; this measures the restarts.
+        gateway += "  respawn_storm:\n    max_starts: 0\n"
     write(os.path.join(hh, "config.yaml"),
-          (f"gateway:\n  engine: {engine}\n" if engine else "")
+          "gateway:\n" + gateway
           + f"model:\n  default: {MODEL}\n  provider: custom\n"
           f"  base_url: http://127.0.0.1:{upstream_port}/v1\n  api_key: upstream-key\n"
           # Without it the agent asks openrouter.ai for the context window.
@@ -306,6 +325,8 @@ class HermesUp:
 
     def hook_serving(self):
         """Whether the agent served the supervisor's socket (the hook says so in its log)."""
+        if self.engine != "agent":
+            return None
         return "serving the supervisor's socket" in common.tail(self.log_path, 10**7)
 
 
@@ -316,7 +337,7 @@ class S6Original:
 
     def __init__(self, name, root, port, upstream_port):
         self.name, self.engine, self.root, self.port = name, "original", root, port
-        self.env = make_home(root, port, upstream_port, None)
+        self.env = make_home(root, port, upstream_port, "original")
         self.svc = os.path.join(root, "svc", "gateway-default")
         write(os.path.join(self.svc, "run"),
               "#!/bin/sh\nexport HERMES_S6_SUPERVISED_CHILD=1 PYTHONUNBUFFERED=1\n"
@@ -366,6 +387,16 @@ def wait_serving(setup, old_pid, deadline):
     return None
 
 
+def socket_passed(pid):
+    """Whether the process was started with sockets passed (LISTEN_FDS in the environment it
+    was started with: /proc keeps that block even after the variable is unset)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return any(v.startswith(b"LISTEN_FDS=") for v in f.read().split(b"\0"))
+    except OSError:
+        return None
+
+
 def run_row(setup, restarts):
     log(f"{setup.name}: starting")
     setup.start()
@@ -391,13 +422,13 @@ def run_row(setup, restarts):
         for kind in ["restart"] * restarts + ["kill"] * restarts:
             if last is not None:
                 time.sleep(max(0.0, last["at"] + SPACING - time.monotonic(),
-                               last["back_at"] + SETTLE_AFTER_BACK - time.monotonic()))
+                               last["answering_at"] + SETTLE_AFTER_BACK - time.monotonic()))
             pid = wait_serving(setup, None, time.monotonic() + BACK_TIMEOUT)
             if pid is None:
                 res["error"] = f"the gateway was not serving before {kind} {len(events) + 1}"
                 break
             at = time.monotonic()
-            ev = {"kind": kind, "at": at, "pid": pid}
+            ev = {"kind": kind, "at": at, "pid": pid, "socket_passed": socket_passed(pid)}
             if kind == "restart":
                 rc, out = setup.restart()
                 ev["command_seconds"] = round(time.monotonic() - at, 3)
@@ -406,14 +437,23 @@ def run_row(setup, restarts):
             else:
                 os.kill(pid, signal.SIGKILL)
             new = wait_serving(setup, pid, at + BACK_TIMEOUT)
-            ev["back_at"] = time.monotonic()
-            ev["back_seconds"] = round(ev["back_at"] - at, 3) if new else None
             ev["new_pid"] = new
+            back = time.monotonic()
+            ev["back_seconds"] = round(back - at, 3) if new else None
+            # The next event hits a gateway that answers chats again, not one still warming
+            # up (the agent's first answers after a start take seconds): a chat sent once the
+            # new process serves, so the old one (which may answer during its stop) does not
+            # count.
+            answered = load.first_answer_sent_after(back, at + BACK_TIMEOUT) if new else None
+            ev["answering_at"] = answered or time.monotonic()
+            ev["answering_seconds"] = round(answered - at, 3) if answered else None
             events.append(ev)
-            log(f"  {kind} {sum(e['kind'] == kind for e in events)}: back after "
-                f"{ev['back_seconds']} s{' ' + ev['command_error'] if 'command_error' in ev else ''}")
-            if new is None:
-                res["error"] = f"the gateway did not serve again within {BACK_TIMEOUT:.0f} s after a {kind}"
+            log(f"  {kind} {sum(e['kind'] == kind for e in events)}: serving after "
+                f"{ev['back_seconds']} s, answering after {ev['answering_seconds']} s"
+                f"{' ' + ev['command_error'] if 'command_error' in ev else ''}")
+            if ev["answering_seconds"] is None:
+                res["error"] = (f"the gateway did not answer a chat again within "
+                                f"{BACK_TIMEOUT:.0f} s after a {kind}")
                 break
             last = ev
         time.sleep(BASELINE)
@@ -472,8 +512,10 @@ def account(records, load_start, load_end, events):
     for e, w in zip(events, windows[1:]):
         out_events.append({
             "kind": e["kind"], "at_s": round(e["at"] - load_start, 3),
+            "socket_passed": e["socket_passed"],
             "command_seconds": e.get("command_seconds"), "command_error": e.get("command_error"),
-            "back_seconds": e["back_seconds"], "sent": w["sent"], "ok": w["ok"],
+            "back_seconds": e["back_seconds"], "answering_seconds": e["answering_seconds"],
+            "sent": w["sent"], "ok": w["ok"],
             "refused": w["refused"], "failed": w["failed"], "broken": w["broken"],
             "longest_pause_s": round(w["longest_pause"], 3),
             "pause_began_s": round(w["pause_began"], 3),
@@ -485,19 +527,21 @@ def account(records, load_start, load_end, events):
                 "slowest_answer_s": round(b["slowest"], 3)}
     summary = {kind: summarise([e for e in out_events if e["kind"] == kind])
                for kind in ("restart", "kill")}
-    return {"baseline": baseline, "events": out_events, "summary": summary,
+    passed = {e["socket_passed"] for e in out_events}
+    return {"socket_passed": passed.pop() if len(passed) == 1 else "some",
+            "baseline": baseline, "events": out_events, "summary": summary,
             "load_seconds": round(load_end - load_start, 2), "error_samples": samples}
 
 
 FIELDS = ("sent", "refused", "failed", "broken", "longest_pause_s", "slowest_answer_s",
-          "back_seconds")
+          "answering_seconds")
 
 
 def summarise(events):
     if not events:
         return {"events": 0}
     out = {"events": len(events)}
-    for f in FIELDS:
+    for f in FIELDS + ("back_seconds",):
         values = [e[f] for e in events if e[f] is not None]
         out[f"median_{f}"] = median(values)
         if f in ("sent", "refused", "failed", "broken"):
@@ -627,7 +671,7 @@ def cell(s, field):
 
 def markdown_table(rows):
     lines = [
-        "| setup | event | n | requests sent | refused | failed | streams broken | longest pause, s | slowest answer, s | serving again after, s |",
+        "| setup | event | n | requests sent | refused | failed | streams broken | longest pause, s | slowest answer, s | answering again after, s |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, r in rows.items():
@@ -647,72 +691,87 @@ def markdown_table(rows):
         if "error" in r:
             lines.append(f"| {r['label']} | error | | {r['error']} | | | | | | |")
     lines.append("")
-    lines.append("Per event: median over the events of that kind, the total over them in "
-                 "parentheses. A request counts in the window (event to next event) its end "
-                 "falls in; `none` is the same load before the first event.")
+    lines.append(wrap("Per event: median over the events of that kind, the total over them "
+                      "in parentheses. A request counts in the window (event to next event) "
+                      "its end falls in; `none` is the same load before the first event."))
     return "\n".join(lines)
 
 
 def results_md(doc, table):
     m, v, s = doc["machine"], doc["versions"], doc["settings"]
-    hooks = {n: r.get("hook_served_the_socket") for n, r in doc["rows"].items()
-             if r.get("hook_served_the_socket") is not None}
-    hook_line = "".join(f" In the `{n}` row the agent {'served' if h else 'did NOT serve'} the "
-                        "supervisor's socket (its hook's log line)." for n, h in hooks.items())
-    return f"""# Requests lost per gateway restart and per crash
+    ms = lambda seconds: f"{seconds * 1000:.0f} ms"  # noqa: E731
+    paragraphs = [
+        f"Run on: {m['cpus']} CPUs ({m['cpu_model']}), Linux {m['kernel']} {m['arch']}, shared "
+        f"with other work (load average after the run "
+        f"{', '.join(map(str, m['loadavg_after_run']))}); generated {doc['generated_at']} by "
+        f"bench/restarts/run.sh. Hermes: `{v['hermes']}` (commit `{v['commit']}`, release "
+        f"build). Agent: hermes-agent {v['hermes_agent']} on {v['agent_python']}. "
+        f"s6 {v['s6']} (Debian).",
+        "Reproduce (installs s6 and the venv when missing, builds the release binary, rewrites "
+        "this file and [`results.json`](results.json)):",
+        f"```sh\n{doc['command']}\n```",
+        "## What is measured",
+        "One run, side by side, everything on loopback. Each setup serves the default "
+        "profile's API server on its own port, the model a stub provider (`harness.py "
+        f"upstream`) that answers a chat at once, or streams {s['stream_chunks']} chunks "
+        f"{ms(s['stream_gap_s'])} apart to a chat marked slow. Under constant load "
+        f"({s['plain_clients']} clients sending plain chat completions, {s['stream_clients']} "
+        f"reading slow streamed chats of about {s['stream_chunks'] * s['stream_gap_s']:.0f} s, "
+        "every request on a new connection, back to back; after a failed request a client "
+        f"tries again {ms(s['retry_pause_s'])} later, so a refusing port is counted about every "
+        f"{ms(s['retry_pause_s'])} per client) the gateway is restarted {s['restarts']} times, "
+        f"then killed (SIGKILL) {s['kills']} times. Each event comes once the gateway answers "
+        "chats again (a new pid up, `GET /health` 200, then a chat sent after that answered), "
+        f"at least {s['spacing_s']:.0f} s after the previous event and "
+        f"{s['settle_after_back_s']:.0f} s after that answer. The agent's own respawn-storm "
+        "breaker is off in both agent setups (`gateway.respawn_storm.max_starts: 0`; by "
+        "default its 6th start within 120 s first sleeps 10 s, whoever supervises it).",
+        "* **ours, native engine**: `hermes up`, the default profile's native gateway; restart: "
+        "`hermes gateway restart` (meant to be a hand-over on the API socket the supervisor "
+        "holds: the new gateway ready, then the old one drains); kill: `kill -9` of the pid "
+        "from `hermes service status gateway-default --json`.",
+        "* **ours, agent engine**: the same with `gateway.engine: agent` and "
+        "`HERMES_AGENT_CLI` at the venv's `hermes`, the socket hook installed in the venv by "
+        "docker/agent-site.sh (the agent serves the supervisor's socket; a restart is "
+        "stop-then-start while connections wait in the socket's backlog).",
+        "* **the original under s6**: hermes-agent's own `hermes gateway run --replace` under "
+        "`s6-supervise`, with the run script the original image writes "
+        "(`HERMES_S6_SUPERVISED_CHILD=1`); restart: `s6-svc -t` (what its `hermes gateway "
+        "restart` sends under s6); kill: `kill -9` of the pid from `s6-svstat`.",
+        "Counted per request: **refused** (the connect failed or took over "
+        f"{s['connect_timeout_s']:.0f} s), **failed** (connected, but no complete answer: an "
+        f"error status, a reset, a timeout of {s['read_timeout_s']:.0f} s), **streams broken** "
+        "(a stream that began and ended before `data: [DONE]`). **Longest pause**: the longest "
+        "time without a plain answer arriving (by end time) that touches the window: what a "
+        "client saw of the outage. **Slowest answer**: the longest plain request that "
+        "succeeded in the window (one that waited in the backlog through a restart). "
+        "**Answering again after**: from the event until the first plain request sent after "
+        "the new process served (`GET /health` 200 from a new pid; that moment is "
+        "`back_seconds` in results.json) was answered.",
+        "## Results",
+        table,
+    ]
+    for name, r in doc["rows"].items():
+        if "socket_passed" in r and r["engine"] != "original":
+            said = {True: "was", False: "was NOT", "some": "was for some events"}
+            line = (f"`{name}`: the gateway {said.get(r['socket_passed'], 'was ?')} started "
+                    "with the supervisor's sockets (LISTEN_FDS in its environment)")
+            if r.get("hook_served_the_socket") is not None:
+                line += (", and the agent's hook "
+                         f"{'served' if r['hook_served_the_socket'] else 'did NOT serve'} it "
+                         "(its log line)")
+            paragraphs.append("* " + line + ".")
+        if "error" in r:
+            paragraphs.append(f"* `{name}` stopped early: {r['error']}.")
+    return "# Requests lost per gateway restart and per crash\n\n" + "\n\n".join(
+        p if p.startswith(("```", "|", "#")) or "\n|" in p else wrap(p)
+        for p in paragraphs) + "\n"
 
-Run on: {m['cpus']} CPUs ({m['cpu_model']}), Linux {m['kernel']} {m['arch']}, shared with other
-work (load average after the run {', '.join(map(str, m['loadavg_after_run']))}); generated
-{doc['generated_at']} by bench/restarts/run.sh. Hermes: {v['hermes']} (commit `{v['commit']}`,
-release build). Agent: hermes-agent {v['hermes_agent']} on {v['agent_python']}. s6 {v['s6']} (Debian).
 
-Reproduce (installs s6 and the venv when missing, builds the release binary, rewrites this
-file and [`results.json`](results.json)):
-
-```sh
-{doc['command']}
-```
-
-## What is measured
-
-One run, side by side, everything on loopback. Each setup serves the default profile's API
-server on its own port, the model a stub provider (`harness.py upstream`) that answers a chat
-at once, or streams {s['stream_chunks']} chunks {s['stream_gap_s'] * 1000:.0f} ms apart to a
-chat marked slow. Under constant load ({s['plain_clients']} clients sending plain chat
-completions, {s['stream_clients']} reading slow streamed chats of about
-{s['stream_chunks'] * s['stream_gap_s']:.0f} s, every request on a new connection, back to back;
-after a failed request a client waits {s['retry_pause_s'] * 1000:.0f} ms), the gateway is
-restarted {s['restarts']} times and then killed (SIGKILL) {s['kills']} times. Each event
-waits until the gateway serves again (a new pid up, `GET /health` 200), at least
-{s['spacing_s']:.0f} s after the previous event and {s['settle_after_back_s']:.0f} s after it
-served again.
-
-* **ours, native engine**: `hermes up`, the default profile's native gateway; restart:
-  `hermes gateway restart` (the supervisor holds the API socket and hands over: the new
-  gateway is ready, then the old one drains); kill: `kill -9` of the pid from
-  `hermes service status gateway-default --json`.
-* **ours, agent engine**: the same with `gateway.engine: agent` and `HERMES_AGENT_CLI` at the
-  venv's `hermes`, the socket hook installed in the venv by docker/agent-site.sh (the agent
-  serves the supervisor's socket; a restart is stop-then-start, connections wait in the
-  socket's backlog meanwhile).{hook_line}
-* **the original under s6**: hermes-agent's own `hermes gateway run --replace` under
-  `s6-supervise`, with the run script the original image writes
-  (`HERMES_S6_SUPERVISED_CHILD=1`); restart: `s6-svc -t` (what its `hermes gateway restart`
-  sends under s6); kill: `kill -9` of the pid from `s6-svstat`.
-
-Counted per request: **refused** (the connect failed or took over
-{s['connect_timeout_s']:.0f} s), **failed** (connected, but no complete answer: an error
-status, a reset, a timeout of {s['read_timeout_s']:.0f} s), **streams broken** (a stream that
-began and ended before `data: [DONE]`). **Longest pause**: the longest time without a plain
-answer arriving (by end time) that touches the window: what a client saw of the outage.
-**Slowest answer**: the longest plain request that succeeded in the window (a request that
-waited in the backlog through a restart). **Serving again after**: from the event until a new
-pid is up and answers `GET /health`.
-
-## Results
-
-{table}
-"""
+def wrap(paragraph):
+    bullet = paragraph.startswith("* ")
+    return textwrap.fill(paragraph, width=96, subsequent_indent="  " if bullet else "",
+                         break_on_hyphens=False, break_long_words=False)
 
 
 if __name__ == "__main__":
