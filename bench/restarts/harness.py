@@ -763,9 +763,13 @@ def results_md(doc, table):
             paragraphs.append("* " + line + ".")
         if "error" in r:
             paragraphs.append(f"* `{name}` stopped early: {r['error']}.")
-    return "# Requests lost per gateway restart and per crash\n\n" + "\n\n".join(
-        p if p.startswith(("```", "|", "#")) or "\n|" in p else wrap(p)
-        for p in paragraphs) + "\n"
+    text = "# Requests lost per gateway restart and per crash\n"
+    for i, p in enumerate(paragraphs):
+        # A bullet right after a bullet continues its list; anything else is a new block.
+        bullet_run = p.startswith("* ") and i and paragraphs[i - 1].startswith("* ")
+        text += ("\n" if bullet_run else "\n\n") + (
+            p if p.startswith(("```", "|", "#")) or "\n|" in p else wrap(p))
+    return text + "\n"
 
 
 def wrap(paragraph):
