@@ -604,6 +604,7 @@ def main(argv):
     unknown = [r for r in rows if r not in ROW_LABELS]
     if unknown:
         sys.exit(f"error: unknown rows {unknown}; hint: ROWS takes {','.join(ROW_LABELS)}")
+    started = time.monotonic()
     upstream, upstream_port = start_upstream()
     spared = {os.getpid(), os.getppid(), upstream.pid}
     results = {}
@@ -626,6 +627,7 @@ def main(argv):
         "benchmark": "requests-lost-per-gateway-restart",
         "command": command,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "run_seconds": round(time.monotonic() - started),
         "machine": common.machine(),
         "versions": versions(repo),
         "settings": {"restarts": restarts, "kills": restarts, "plain_clients": PLAIN_CLIENTS,
@@ -700,11 +702,12 @@ def markdown_table(rows):
 def results_md(doc, table):
     m, v, s = doc["machine"], doc["versions"], doc["settings"]
     ms = lambda seconds: f"{seconds * 1000:.0f} ms"  # noqa: E731
+    took = f" in {doc['run_seconds'] / 60:.1f} minutes" if "run_seconds" in doc else ""
     paragraphs = [
         f"Run on: {m['cpus']} CPUs ({m['cpu_model']}), Linux {m['kernel']} {m['arch']}, shared "
         f"with other work (load average after the run "
         f"{', '.join(map(str, m['loadavg_after_run']))}); generated {doc['generated_at']} by "
-        f"bench/restarts/run.sh. Hermes: `{v['hermes']}` (commit `{v['commit']}`, release "
+        f"bench/restarts/run.sh{took}. Hermes: `{v['hermes']}` (commit `{v['commit']}`, release "
         f"build). Agent: hermes-agent {v['hermes_agent']} on {v['agent_python']}. "
         f"s6 {v['s6']} (Debian).",
         "Reproduce (installs s6 and the venv when missing, builds the release binary, rewrites "
@@ -763,7 +766,7 @@ def results_md(doc, table):
             paragraphs.append("* " + line + ".")
         if "error" in r:
             paragraphs.append(f"* `{name}` stopped early: {r['error']}.")
-    text = "# Requests lost per gateway restart and per crash\n"
+    text = "# Requests lost per gateway restart and per crash"
     for i, p in enumerate(paragraphs):
         # A bullet right after a bullet continues its list; anything else is a new block.
         bullet_run = p.startswith("* ") and i and paragraphs[i - 1].startswith("* ")

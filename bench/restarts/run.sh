@@ -22,8 +22,9 @@
 # other benchmarks' venv stays without the hook); builds `hermes` (release); runs the harness;
 # writes bench/restarts/results.json and RESULTS.md and prints the Markdown table. Every
 # process started is stopped on every path (EXIT trap). Everything on loopback. Not part of
-# the test suite: CI never runs it. About 3-4 minutes with the defaults (the venv and the build
-# aside).
+# the test suite: CI never runs it. With the defaults about 4.5 minutes on a quiet 2-core
+# machine, 8 with builds beside it (the agent's stop, start and first answer take most of it);
+# the venv and the build aside.
 #
 # Usage: bash bench/restarts/run.sh [restarts]        (default 5: 5 restarts, then 5 kills)
 # Knobs (environment): ROWS (default native,agent,original), PY_VERSION (default 0.19.0),
