@@ -40,8 +40,9 @@ assert_eq '["127.0.0.1:8642"]' "$(service_field "$c" gateway-default listening)"
 first=$(service_pid "$c" gateway-default)
 assert_contains "$(docker exec "$c" cat /opt/data/logs/gateways/default/current 2>&1)" \
     "serving the supervisor's socket" "the agent serves the inherited socket (the hook's line)"
-sockets=$(docker exec "$c" sh -c "ls -l /proc/$first/fd/3 2>&1")
-assert_contains "$sockets" "socket:" "fd 3 of the agent is the socket"
+# (As root: another process's fd links are not readable by the service user from docker exec.)
+assert_contains "$(docker exec -u root "$c" readlink "/proc/$first/fd/3" 2>&1)" "socket:" \
+    "fd 3 of the agent is the socket"
 
 # --- restarts and crashes under load -----------------------------------------------------------
 docker exec "$c" rm -f /tmp/load.stop
