@@ -24,7 +24,7 @@ load() { # PHASE: runs load.py until /tmp/PHASE.stop exists; its counts in $HDT_
     LOADER=$!
     sleep 1
 }
-stop_load() { docker exec "$c" touch "/tmp/$1.stop"; wait "$LOADER"; cat "$HDT_TMP/$1.json"; }
+stop_load() { docker exec "$c" touch "/tmp/$1.stop"; wait "$LOADER"; }  # in this shell: `wait` needs its child
 field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2" 2>/dev/null; }
 
 load restarts
@@ -35,7 +35,8 @@ for round in 1 2 3; do
     assert_contains "$OUT" "handed over from pid $old to pid $new, the port stayed open" "restart $round is a hand-over"
     sleep 1
 done
-counts=$(stop_load restarts)
+stop_load restarts
+counts=$(cat "$HDT_TMP/restarts.json")
 echo "restarts: $counts"
 assert_eq 0 "$(field "$counts" refused)" "no connection refused across 3 restarts"
 assert_eq 0 "$(field "$counts" failed)" "no request failed across 3 restarts"
@@ -50,7 +51,8 @@ for round in 1 2; do
     wait_for 60 "a new gateway after SIGKILL $round" -- service_replaced "$c" gateway-default "$old"
     sleep 1
 done
-counts=$(stop_load kills)
+stop_load kills
+counts=$(cat "$HDT_TMP/kills.json")
 echo "kills: $counts"
 assert_eq 0 "$(field "$counts" refused)" "no connection refused across 2 SIGKILLs"
 finish

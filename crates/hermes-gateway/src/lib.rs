@@ -384,6 +384,10 @@ async fn drained(settings: &GatewaySettings, report: &DrainReport) {
             settings.drain_timeout.as_secs()
         );
     }
+    // Nothing was in flight: nothing to count, and no file on the volume for it.
+    if report.in_flight == 0 {
+        return;
+    }
     let drain = hermes_home::drains::Drain::now(
         std::process::id(),
         report.finished as u64,

@@ -644,6 +644,10 @@ impl Supervisor {
                 continue;
             }
             let closed = self.sockets.release(&service);
+            // At shutdown everything closes; only a service parked while the rest runs says so.
+            if self.machine.is_shutting_down() {
+                continue;
+            }
             if let Some(spec) = self.machine.spec(&service) {
                 let dir = self.log_dir_for(spec);
                 let msg = format!("[hermes] closed its socket(s) {}", closed.join(", "));

@@ -74,10 +74,12 @@ services:
         &["--settle-ms", "100"],
     );
     let pipe = h.stdout_pipe.take().expect("the unread pipe");
-    // Positive signal that the reader is stalled: the pipe is full, but for less than one
-    // mirrored line. Its size is asked, not assumed (64 KiB by default; one page when the
+    // Positive signal that the reader is stalled: the pipe is full. A non-blocking write of at
+    // most PIPE_BUF bytes goes in whole or not at all, so "full" is less than PIPE_BUF free,
+    // not less than one line (a batch of lines that does not fit leaves up to PIPE_BUF - 1
+    // bytes unused). Its size is asked, not assumed (64 KiB by default; one page when the
     // kernel's per-user pipe budget is spent by everything else running at the same time).
-    let room = pipe_size(&pipe).saturating_sub(1024);
+    let room = pipe_size(&pipe).saturating_sub(libc::PIPE_BUF);
     h.wait_for(&format!("the stdout pipe to fill to {room} bytes"), || {
         queued(&pipe) >= room
     });
