@@ -373,14 +373,14 @@ async fn drained(settings: &GatewaySettings, report: &DrainReport) {
     tracing::info!(
         drained = report.finished,
         seconds,
-        "drained {} requests in {seconds:.1} s",
-        report.finished
+        "drained {} in {seconds:.1} s",
+        requests(report.finished)
     );
     if report.cut > 0 {
         tracing::warn!(
             cut = report.cut,
-            "cut {} requests still running after the drain timeout ({}s)",
-            report.cut,
+            "cut {} still running after the drain timeout ({}s)",
+            requests(report.cut),
             settings.drain_timeout.as_secs()
         );
     }
@@ -482,4 +482,13 @@ async fn open(
     }
     recorder.api_server("connected", None);
     Ok((listener, state))
+}
+
+/// `1 request`, `3 requests`.
+fn requests(n: usize) -> String {
+    if n == 1 {
+        "1 request".into()
+    } else {
+        format!("{n} requests")
+    }
 }

@@ -174,15 +174,11 @@ async fn a_stop_drains_a_stream_that_ends_in_time_and_cuts_one_that_does_not() {
         "the drain took {}",
         last.seconds
     );
-    assert!(
-        logged(&lines, "drained 1 requests in"),
-        "{:#?}",
-        lines.all()
-    );
+    assert!(logged(&lines, "drained 1 request in"), "{:#?}", lines.all());
     assert!(
         logged(
             &lines,
-            "cut 1 requests still running after the drain timeout (2s)"
+            "cut 1 request still running after the drain timeout (2s)"
         ),
         "{:#?}",
         lines.all()
