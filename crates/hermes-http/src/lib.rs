@@ -519,8 +519,8 @@ async fn serve_connection(
     // done. `flush_deadline` bounds an evicted idle connection whose client does not read.
     let mut finishing = false;
     let mut flush_deadline: Option<Instant> = None;
-    // Stopping with a request on its way (accepted, its head not read yet): served before
-    // closing, if its head arrives by then.
+    // Stopping with a request on its way (accepted, its head not read yet): when the stop
+    // came and how many requests it had begun then; served before closing if it comes.
     let mut awaiting: Option<(Instant, usize)> = None;
     loop {
         tokio::select! {
@@ -562,12 +562,13 @@ async fn serve_connection(
                         conn.as_mut().graceful_shutdown();
                         finishing = true;
                     }
-                    // Accepted before the stop, its request on its way or arriving: the
-                    // client sent it to this process, so it is answered (then closed),
-                    // within the header timeout.
+                    // Accepted before the stop, its request on its way (a client writes it
+                    // right after connecting) or arriving: the client sent it to this
+                    // process, so it is answered (then closed) — if its first bytes come
+                    // within a moment, and its head within the header timeout. A connection
+                    // that stays silent (a preconnect) does not hold the drain.
                     Activity::Idle(_) | Activity::Head(_) => {
-                        let begun = tracker.begun.load(Ordering::SeqCst);
-                        awaiting = Some((Instant::now() + limits.header_timeout, begun));
+                        awaiting = Some((Instant::now(), tracker.begun.load(Ordering::SeqCst)));
                     }
                 }
             }
@@ -576,7 +577,16 @@ async fn serve_connection(
                 if awaiting.is_some_and(|(_, begun)| tracker.begun.load(Ordering::SeqCst) > begun) {
                     conn.as_mut().graceful_shutdown();
                     finishing = true;
-                } else if awaiting.is_some_and(|(at, _)| Instant::now() >= at) {
+                } else if awaiting.is_some_and(|(stopped, _)| {
+                    // Silent: a moment for its first bytes; arriving: the header timeout.
+                    let wait = match *tracker.activity() {
+                        Activity::Head(_) => limits.header_timeout,
+                        Activity::Idle(_) | Activity::Busy(_) => {
+                            FIRST_BYTES_GRACE.min(limits.header_timeout)
+                        }
+                    };
+                    Instant::now() >= stopped + wait
+                }) {
                     tracing::debug!("closing a connection whose request did not arrive before the drain");
                     return;
                 }
@@ -587,6 +597,10 @@ async fn serve_connection(
 
 /// How often a stopping connection whose request is on its way looks whether it has arrived.
 const AWAIT_POLL: Duration = Duration::from_millis(5);
+
+/// How long a stopping server waits for the first bytes of a connection it accepted just
+/// before the stop (its request is on its way), before closing it as silent.
+const FIRST_BYTES_GRACE: Duration = Duration::from_secs(1);
 
 /// Sleeps until `at`, or forever without one.
 async fn sleep_until_some(at: Option<Instant>) {

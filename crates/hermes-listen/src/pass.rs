@@ -93,7 +93,17 @@ mod tests {
     fn the_child_finds_the_sockets_at_3_in_order_even_when_one_sat_there() {
         let api = TcpListener::bind("127.0.0.1:0").unwrap();
         let metrics = TcpListener::bind("127.0.0.1:0").unwrap();
-        let (api_fd, metrics_fd) = (api.as_raw_fd(), metrics.as_raw_fd());
+        let api_fd = api.as_raw_fd();
+        // `metrics` away from 3 and 4 (in a fresh test process it may sit at 4, where the
+        // child puts `api` first): a copy at 100 or above, closed on exec like the original.
+        #[allow(unsafe_code)]
+        // SAFETY: F_DUPFD_CLOEXEC only allocates a new number for an open fd.
+        let metrics_fd = unsafe { libc::fcntl(metrics.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 100) };
+        assert!(metrics_fd >= 100, "{}", io::Error::last_os_error());
+        #[allow(unsafe_code)]
+        // SAFETY: the copy is this test's own fd, owned from here on.
+        let _metrics_copy =
+            unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(metrics_fd) };
         let (api_ino, metrics_ino) = (inode(api_fd), inode(metrics_fd));
         let mut cmd = Command::new("sh");
         cmd.args([
