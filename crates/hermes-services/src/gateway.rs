@@ -225,6 +225,19 @@ pub fn systemd_user_unit(profile: &str, home: &Path, hermes_exe: &Path, notify: 
     )
 }
 
+/// The systemd socket unit that holds `profile`'s API address for the unit
+/// [`systemd_user_unit`] describes (same name, `.socket`): systemd binds it once and passes it
+/// across every restart and crash, as the supervisor does, named `api` (the name the gateway
+/// looks for), with the supervisor's backlog.
+pub fn systemd_socket_unit(profile: &str, address: &str) -> String {
+    format!(
+        "[Unit]\nDescription=API socket of the Hermes gateway for profile {profile}\n\n\
+         [Socket]\nListenStream={address}\nFileDescriptorName={name}\nBacklog=1024\n\n\
+         [Install]\nWantedBy=sockets.target\n",
+        name = hermes_listen::API_SOCKET_NAME,
+    )
+}
+
 /// The gateway command and whether it is the operator's own: the profile's `gateway.command`
 /// override, else `hermes -p <p> gateway run`. A broken override is reported and the default
 /// used.

@@ -35,12 +35,8 @@ pub(crate) fn apply(spec: &mut ServiceSpec, profile: &str, dir: &Path, custom_co
     if custom_command {
         return;
     }
-    let Ok(config) = Config::load(&hermes_home::layout::config_path(dir)) else {
+    let Some((env, config)) = settings(dir) else {
         return;
-    };
-    let env = match DotEnv::load(&hermes_home::layout::env_path(dir)) {
-        Ok(dotenv) => dotenv.overlay(std::env::vars()),
-        Err(_) => return,
     };
     let var = |k: &str| env.get(k).cloned();
     let Ok((engine, agent)) = agent::profile_engine(dir, var) else {
@@ -75,4 +71,21 @@ pub(crate) fn apply(spec: &mut ServiceSpec, profile: &str, dir: &Path, custom_co
         spec.stop_grace = spec.stop_grace.max(drain + AFTER_DRAIN);
     }
     spec.listen = vec![Listen::new(hermes_listen::API_SOCKET_NAME, address)];
+}
+
+/// The profile's env map (`.env` over this process's environment) and `config.yaml`; `None`
+/// when either cannot be read (the gateway then says what is wrong itself).
+fn settings(dir: &Path) -> Option<(std::collections::BTreeMap<String, String>, Config)> {
+    let config = Config::load(&hermes_home::layout::config_path(dir)).ok()?;
+    let env = DotEnv::load(&hermes_home::layout::env_path(dir))
+        .ok()?
+        .overlay(std::env::vars());
+    Some((env, config))
+}
+
+/// The address the native gateway of `profile` (in `dir`) listens on, for a systemd socket
+/// unit; `None` when its API server is off or its settings cannot be read.
+pub(crate) fn native_address(profile: &str, dir: &Path) -> Option<String> {
+    let (env, config) = settings(dir)?;
+    api_server::listen_address(profile, &env, &config).ok()?
 }

@@ -25,6 +25,9 @@ pub enum UnitChange {
         exe: PathBuf,
         /// That `hermes` is a cargo build's only, which `cargo clean` removes.
         build_only: bool,
+        /// The socket unit beside it that holds the API port (the native engine with its API
+        /// server on), and its name.
+        socket: Option<(PathBuf, String)>,
     },
     /// There was no unit to remove.
     Absent {
@@ -37,12 +40,19 @@ pub enum UnitChange {
         unit: PathBuf,
         /// Its name.
         unit_name: String,
+        /// The socket unit removed with it, if there was one.
+        socket: Option<PathBuf>,
     },
 }
 
 /// The unit's name for `profile`.
 pub fn unit_name(profile: &str) -> String {
     format!("hermes-gateway-{profile}.service")
+}
+
+/// The name of the socket unit beside it.
+pub fn socket_unit_name(profile: &str) -> String {
+    format!("hermes-gateway-{profile}.socket")
 }
 
 /// The user unit file of `profile`'s gateway: under `$XDG_CONFIG_HOME/systemd/user`, else
@@ -95,11 +105,30 @@ pub fn install(
         std::fs::create_dir_all(dir).map_err(failed("create", dir))?;
     }
     hermes_home::atomic::write_atomic(&unit, contents.as_bytes(), 0o644)?;
+    // The native engine serves a socket it is passed: systemd holds its port across restarts.
+    let socket_path = unit.with_file_name(socket_unit_name(profile));
+    let address = notify
+        .then(|| crate::held_socket::native_address(profile, home.dir()))
+        .flatten();
+    let socket = match address {
+        Some(address) => {
+            let text = crate::systemd_socket_unit(profile, &address);
+            hermes_home::atomic::write_atomic(&socket_path, text.as_bytes(), 0o644)?;
+            Some((socket_path, socket_unit_name(profile)))
+        }
+        None => {
+            // One written before (another engine then, or the API server on) would hand the
+            // gateway a socket it no longer serves.
+            remove_if_present(&socket_path)?;
+            None
+        }
+    };
     Ok(UnitChange::Written {
         unit,
         unit_name: unit_name(profile),
         exe: hermes.path,
         build_only: hermes.build_only,
+        socket,
     })
 }
 
@@ -118,17 +147,38 @@ pub fn uninstall(home: &Home, var: &dyn Fn(&str) -> Option<String>) -> Result<Un
     if !unit.exists() {
         return Ok(UnitChange::Absent { unit });
     }
-    if let Some(dir) = unit.parent()
-        && let Some(wants) = enabled_by(dir, &unit_name)
-    {
-        return Err(Error::UnitEnabled { unit_name, wants });
+    let socket_name = socket_unit_name(profile);
+    let socket_path = unit.with_file_name(&socket_name);
+    if let Some(dir) = unit.parent() {
+        for name in [&unit_name, &socket_name] {
+            if let Some(wants) = enabled_by(dir, name) {
+                return Err(Error::UnitEnabled {
+                    unit_name: name.clone(),
+                    wants,
+                });
+            }
+        }
     }
-    std::fs::remove_file(&unit).map_err(|source| Error::UnitFile {
-        action: "remove",
-        path: unit.clone(),
-        source,
-    })?;
-    Ok(UnitChange::Removed { unit, unit_name })
+    let socket = remove_if_present(&socket_path)?.then_some(socket_path);
+    remove_if_present(&unit)?;
+    Ok(UnitChange::Removed {
+        unit,
+        unit_name,
+        socket,
+    })
+}
+
+/// Removes `path` if it is there; whether it was.
+fn remove_if_present(path: &Path) -> Result<bool, Error> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(Error::UnitFile {
+            action: "remove",
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
 }
 
 /// The link that enables `unit_name` in the user unit directory `dir` (what `systemctl

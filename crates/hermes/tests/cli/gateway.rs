@@ -429,8 +429,23 @@ fn install_writes_a_systemd_user_unit_and_uninstall_removes_it() {
         "{text}"
     );
     assert!(text.contains("RestartPreventExitStatus=78"), "{text}");
-    t.ok(&["-p", "work", "gateway", "uninstall"]);
-    assert!(!unit.exists());
+    // Its API port, held by systemd across restarts (the API server is on: a key is seeded).
+    let socket = unit.with_file_name("hermes-gateway-work.socket");
+    let text = fs::read_to_string(&socket).unwrap();
+    let port = hermes_home::api_server::default_port("work");
+    assert!(
+        text.contains(&format!(
+            "ListenStream=127.0.0.1:{port}\nFileDescriptorName=api\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        out.contains("enable --now hermes-gateway-work.socket hermes-gateway-work.service"),
+        "{out}"
+    );
+    let out = t.ok(&["-p", "work", "gateway", "uninstall"]);
+    assert!(!unit.exists() && !socket.exists(), "{out}");
+    assert!(out.contains("hermes-gateway-work.socket"), "{out}");
 }
 
 /// The gateway's own warnings reach its stderr (which the supervisor keeps in its log): here,

@@ -23,6 +23,7 @@ pub(super) fn install(ctx: &Context, install: bool) -> CommandResult {
             unit_name,
             exe,
             build_only,
+            socket,
         } => {
             if build_only {
                 output::stderr(&format!(
@@ -32,20 +33,36 @@ pub(super) fn install(ctx: &Context, install: bool) -> CommandResult {
                     exe.display()
                 ));
             }
-            output::stdout(&format!(
-                "Wrote `{}`; enable it with `systemctl --user daemon-reload && systemctl --user enable --now {unit_name}`\n",
-                unit.display()
-            ))?;
+            match socket {
+                Some((socket, socket_name)) => output::stdout(&format!(
+                    "Wrote `{}` and `{}` (its API port, which systemd holds across restarts); \
+                     enable them with `systemctl --user daemon-reload && systemctl --user enable \
+                     --now {socket_name} {unit_name}`\n",
+                    unit.display(),
+                    socket.display()
+                ))?,
+                None => output::stdout(&format!(
+                    "Wrote `{}`; enable it with `systemctl --user daemon-reload && systemctl --user enable --now {unit_name}`\n",
+                    unit.display()
+                ))?,
+            }
         }
         UnitChange::Absent { unit } => output::stdout(&format!(
             "No unit at `{}`; nothing to remove\n",
             unit.display()
         ))?,
-        UnitChange::Removed { unit, unit_name } => output::stdout(&format!(
-            "Removed `{}`; if the gateway still runs, stop it with `systemctl --user stop {unit_name}`, \
-             then run `systemctl --user daemon-reload`\n",
-            unit.display()
-        ))?,
+        UnitChange::Removed {
+            unit,
+            unit_name,
+            socket,
+        } => {
+            let also = socket.map_or_else(String::new, |s| format!(" and `{}`", s.display()));
+            output::stdout(&format!(
+                "Removed `{}`{also}; if the gateway still runs, stop it with `systemctl --user stop {unit_name}`, \
+                 then run `systemctl --user daemon-reload`\n",
+                unit.display()
+            ))?;
+        }
     }
     Ok(ExitStatus::Success)
 }
