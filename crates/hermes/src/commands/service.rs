@@ -426,3 +426,51 @@ fn with_last_errors(table: &str, last_errors: &[Option<String>]) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hand-over whose new instance failed says the old one goes on, not that it retries.
+    #[test]
+    fn a_failed_hand_over_says_the_old_process_goes_on_serving() {
+        let row = ServiceStatus {
+            name: "gateway-work".into(),
+            state: StateName::Up,
+            pid: Some(41),
+            uptime_secs: Some(9.0),
+            since_secs: 9.0,
+            restarts: 1,
+            last_exit: Some(hermes_supervisor::ExitStatus::Code(78)),
+            reason: "ready (notified)".into(),
+            profile: Some("work".into()),
+            draining: Vec::new(),
+            handover: Some(hermes_supervisor::HandOverStatus {
+                from_pid: 41,
+                to_pid: Some(42),
+                ready_secs: None,
+                drained_secs: None,
+                failed: Some("exited with code 78 before it was ready".into()),
+            }),
+            listening: vec!["127.0.0.1:9574".into()],
+        };
+        let failure = report(
+            "gateway-work",
+            Request::Restart,
+            Outcome::Failed { row, cause: None },
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            failure.message,
+            "`gateway-work` did not restart: the new instance exited with code 78 before it was \
+             ready; pid 41 goes on serving"
+        );
+        assert!(
+            failure
+                .hint
+                .unwrap()
+                .contains("hermes service logs gateway-work")
+        );
+    }
+}
