@@ -226,7 +226,7 @@ impl AuthStore {
         path: &Path,
         change: impl FnOnce(&mut AuthStore) -> Result<T, Error>,
     ) -> Result<(T, Option<CorruptCopy>), Error> {
-        lock::with_locked(&path.with_file_name("auth.lock"), MODE, || {
+        lock::with_locked(&lock::writers_lock(path), MODE, || {
             let (mut store, damaged) = AuthStore::read(path)?;
             let before = store.clone();
             let out = change(&mut store)?;

@@ -50,6 +50,16 @@ pub fn sidecar(data: &Path) -> PathBuf {
     data.with_file_name(name)
 }
 
+/// The lock file the writers of `data` hold: `auth.lock` for `auth.json` (the original's name),
+/// the [`sidecar`] for every other file. A reader that must see a file between two writers'
+/// cycles (a backup) holds the same one.
+pub fn writers_lock(data: &Path) -> PathBuf {
+    if data.file_name().is_some_and(|n| n == crate::layout::AUTH_FILE) {
+        return data.with_file_name("auth.lock");
+    }
+    sidecar(data)
+}
+
 /// Runs `cycle` while holding the exclusive lock `lock_path` (created with `mode` if absent).
 ///
 /// `cycle` is the whole read-modify-write: the read must happen inside it, or a change made
@@ -219,6 +229,8 @@ mod tests {
             sidecar(Path::new("/h/config.yaml")),
             Path::new("/h/config.yaml.lock")
         );
+        assert_eq!(writers_lock(Path::new("/h/auth.json")), Path::new("/h/auth.lock"));
+        assert_eq!(writers_lock(Path::new("/h/.env")), Path::new("/h/.env.lock"));
     }
 
     #[test]

@@ -1,0 +1,516 @@
+//! `hermes backup create`: a zip of the volume taken while everything runs.
+//!
+//! * Every SQLite database goes through SQLite's online backup API in one step, which copies
+//!   one consistent snapshot (in WAL mode writers go on meanwhile; in rollback mode they wait
+//!   for the copy, up to their busy timeout). The copy is staged in `.backup-tmp-<pid>/` at the
+//!   top of the volume — the file system that already holds the database, never a small
+//!   `/tmp` (upstream #35376) — and removed once it is in the archive.
+//! * Every other file is read under the lock its writers hold ([`writers_lock`]), when they
+//!   have ever taken one, so it is read between two of their read-modify-write cycles.
+//! * A file that cannot be included fails the backup, naming it; nothing is ever skipped
+//!   quietly. The manifest is written last, so an archive that has one is whole.
+//! * An archive file is written as `.<name>.<pid>.partial` beside its final name, mode 0600,
+//!   fsynced, then renamed: a crash or a full disk leaves no archive under the final name.
+//!
+//! One backup or restore runs on a volume at a time: each holds an exclusive `flock` on the
+//! volume's root directory ([`VolumeLock`]), which creates no file on the volume.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use hermes_home::lock::{with_locked, writers_lock};
+use sha2::{Digest, Sha256};
+use zip::write::SimpleFileOptions;
+
+use crate::manifest::{self, FORMAT, FileEntry, Manifest};
+use crate::select::{self, MANIFEST_PATH, Scope, Selected};
+use crate::Error;
+
+/// What the archive says made it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Identity {
+    /// This build, as `hermes --version` names it.
+    pub build: String,
+    /// The installed agent's version, if there is one.
+    pub agent_version: Option<String>,
+}
+
+/// How far a backup has got, after each file.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// Files in the archive so far.
+    pub files_done: usize,
+    /// Files the walk found.
+    pub files_total: usize,
+    /// Bytes read so far.
+    pub bytes_done: u64,
+    /// Bytes the walk found.
+    pub bytes_total: u64,
+    /// The file just added.
+    pub current: &'a str,
+}
+
+/// What a finished backup holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Where it was written (`None`: to the writer given).
+    pub path: Option<PathBuf>,
+    /// Files in it.
+    pub files: usize,
+    /// Of which SQLite databases.
+    pub databases: usize,
+    /// Their bytes before compression.
+    pub bytes: u64,
+    /// The archive's size.
+    pub archive_bytes: u64,
+    /// Its manifest.
+    pub manifest: Manifest,
+}
+
+/// The first bytes of every SQLite 3 database file.
+pub(crate) const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// How long the online backup waits for a database a writer has locked (rollback mode).
+const DATABASE_WAIT: Duration = Duration::from_secs(30);
+
+/// Writes a backup of `root` in `scope` to the new file `output` (module doc).
+///
+/// # Errors
+/// [`Error::OutputExists`], [`Error::Busy`], or the first file that could not be included;
+/// nothing is left under `output` then.
+pub fn create_file(
+    root: &Path,
+    scope: &Scope,
+    identity: &Identity,
+    output: &Path,
+    progress: &mut dyn FnMut(&Progress<'_>),
+) -> Result<Summary, Error> {
+    if fs::symlink_metadata(output).is_ok() {
+        return Err(Error::OutputExists {
+            path: output.to_path_buf(),
+        });
+    }
+    let _lock = VolumeLock::acquire(root)?;
+    let partial = PartialFile::create(output)?;
+    let mut summary = write_archive(root, scope, identity, BufWriter::new(&partial.file), progress)?;
+    summary.archive_bytes = partial.commit(output)?;
+    summary.path = Some(output.to_path_buf());
+    Ok(summary)
+}
+
+/// Writes a backup of `root` in `scope` to `out` (standard output, an HTTP response).
+///
+/// # Errors
+/// As [`create_file`]; what was written to `out` by then is not a whole archive (it has no
+/// manifest and no zip directory).
+pub fn create_to(
+    root: &Path,
+    scope: &Scope,
+    identity: &Identity,
+    out: impl Write,
+    progress: &mut dyn FnMut(&Progress<'_>),
+) -> Result<Summary, Error> {
+    let _lock = VolumeLock::acquire(root)?;
+    write_archive(root, scope, identity, out, progress)
+}
+
+fn write_archive(
+    root: &Path,
+    scope: &Scope,
+    identity: &Identity,
+    out: impl Write,
+    progress: &mut dyn FnMut(&Progress<'_>),
+) -> Result<Summary, Error> {
+    let created = hermes_home::time::iso_utc_now();
+    let selected = select::walk(root, scope)?;
+    let bytes_total = selected.iter().map(|s| s.size).sum();
+    let scratch = Scratch::new(root)?;
+    let counted = CountingWriter::new(out);
+    let mut zip = zip::ZipWriter::new_stream(counted);
+    let mut files = Vec::with_capacity(selected.len());
+    let mut config_versions = std::collections::BTreeMap::new();
+    let mut bytes_done = 0;
+    for (i, file) in selected.iter().enumerate() {
+        let entry = add_file(&mut zip, file, &scratch).map_err(|e| match e {
+            e @ Error::NotIncluded { .. } => e,
+            e => Error::NotIncluded {
+                path: file.path.clone(),
+                source: Box::new(e),
+            },
+        })?;
+        if let (profile, "config.yaml") = select::split_profile(&file.rel)
+            && let Ok(Some(version)) = hermes_home::schema::stamp_of(&file.path)
+        {
+            config_versions.insert(profile.unwrap_or(hermes_home::DEFAULT_PROFILE).to_owned(), version);
+        }
+        bytes_done += entry.size;
+        files.push(entry);
+        progress(&Progress {
+            files_done: i + 1,
+            files_total: selected.len(),
+            bytes_done,
+            bytes_total,
+            current: &file.rel,
+        });
+    }
+    let manifest = Manifest {
+        format: FORMAT.to_owned(),
+        created,
+        build: identity.build.clone(),
+        agent_version: identity.agent_version.clone(),
+        scope: scope.describe(),
+        config_versions,
+        files,
+    };
+    let json = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::io("encode", MANIFEST_PATH, io::Error::other(e)))?;
+    let zip_err = |source| Error::Zip {
+        path: PathBuf::from("(output)"),
+        source,
+    };
+    zip.start_file(MANIFEST_PATH, options(0o600, None, json.len() as u64))
+        .map_err(zip_err)?;
+    zip.write_all(&json).map_err(|e| Error::io("write", "(output)", e))?;
+    let mut counted = zip.finish().map_err(zip_err)?.into_inner();
+    counted.flush().map_err(|e| Error::io("write", "(output)", e))?;
+    Ok(Summary {
+        path: None,
+        files: manifest.files.len(),
+        databases: manifest.files.iter().filter(|f| f.database).count(),
+        bytes: bytes_done,
+        archive_bytes: counted.written,
+        manifest,
+    })
+}
+
+/// Adds one file to the archive: a database through a snapshot, anything else read under its
+/// writers' lock.
+fn add_file<W: Write>(
+    zip: &mut zip::ZipWriter<zip::write::StreamWriter<W>>,
+    file: &Selected,
+    scratch: &Scratch,
+) -> Result<FileEntry, Error> {
+    if is_database(&file.path)? {
+        let copy = scratch.snapshot(&file.path)?;
+        let entry = copy_into(zip, &file.rel, &copy, &file.path, true);
+        let _ = fs::remove_file(&copy);
+        return entry;
+    }
+    let lock = writers_lock(&file.path);
+    if fs::symlink_metadata(&lock).is_ok_and(|m| m.is_file()) {
+        let mut result = None;
+        with_locked(&lock, 0o600, || {
+            result = Some(copy_into(zip, &file.rel, &file.path, &file.path, false));
+            Ok(())
+        })?;
+        return result.unwrap_or_else(|| unreachable_result(&file.path));
+    }
+    copy_into(zip, &file.rel, &file.path, &file.path, false)
+}
+
+/// `with_locked` ran its cycle or returned an error; this is the other case, which cannot
+/// happen, as an error rather than a panic.
+fn unreachable_result(path: &Path) -> Result<FileEntry, Error> {
+    Err(Error::io("read", path, io::Error::other("the locked read did not run")))
+}
+
+/// Streams `source` (the file, or its snapshot) into the archive as `rel`, hashing it, with the
+/// mode and time of `original`.
+fn copy_into<W: Write>(
+    zip: &mut zip::ZipWriter<zip::write::StreamWriter<W>>,
+    rel: &str,
+    source: &Path,
+    original: &Path,
+    database: bool,
+) -> Result<FileEntry, Error> {
+    let mut input = File::open(source).map_err(|e| Error::io("read", original, e))?;
+    let meta = fs::metadata(original).map_err(|e| Error::io("inspect", original, e))?;
+    let size_now = input.metadata().map_err(|e| Error::io("inspect", source, e))?.len();
+    let opts = options(meta.mode() & 0o777, Some(meta.mtime()), size_now);
+    zip.start_file(rel, opts).map_err(|source| Error::Zip {
+        path: PathBuf::from("(output)"),
+        source,
+    })?;
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io("read", original, e)),
+        };
+        hasher.update(&buf[..n]);
+        zip.write_all(&buf[..n]).map_err(|e| Error::io("write", "(output)", e))?;
+        size += n as u64;
+    }
+    Ok(FileEntry {
+        path: rel.to_owned(),
+        size,
+        sha256: manifest::hex(&hasher.finalize()),
+        database,
+    })
+}
+
+/// Zip options of one entry: deflated, the file's mode and time, ZIP64 when it may need it.
+fn options(mode: u32, mtime: Option<i64>, size: u64) -> SimpleFileOptions {
+    let mut opts = SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .compression_level(Some(6))
+        .unix_permissions(mode)
+        // Headroom: a live file may grow while it is read.
+        .large_file(size > 0xC000_0000);
+    if let Some(time) = mtime.and_then(zip_time) {
+        opts = opts.last_modified_time(time);
+    }
+    opts
+}
+
+fn zip_time(unix: i64) -> Option<zip::DateTime> {
+    let t = time::OffsetDateTime::from_unix_timestamp(unix).ok()?;
+    zip::DateTime::from_date_and_time(
+        u16::try_from(t.year()).ok()?,
+        t.month().into(),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+    )
+    .ok()
+}
+
+/// Whether `path` is an SQLite database (by its header, whatever its name).
+pub(crate) fn is_database(path: &Path) -> Result<bool, Error> {
+    let mut head = [0u8; 16];
+    let mut file = File::open(path).map_err(|e| Error::io("read", path, e))?;
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io("read", path, e)),
+        }
+    }
+    Ok(got == head.len() && &head == SQLITE_MAGIC)
+}
+
+/// `.backup-tmp-<pid>/` at the top of the volume, where database snapshots are staged; made
+/// when the first database needs it, removed (with anything in it) when dropped.
+struct Scratch {
+    dir: PathBuf,
+    made: std::cell::Cell<bool>,
+    count: std::cell::Cell<u32>,
+}
+
+impl Scratch {
+    fn new(root: &Path) -> Result<Scratch, Error> {
+        // Under the volume lock, so any scratch directory left is a killed backup's.
+        if let Ok(entries) = fs::read_dir(root) {
+            for entry in entries.flatten() {
+                if entry.file_name().to_string_lossy().starts_with(".backup-tmp-") {
+                    let _ = fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        Ok(Scratch {
+            dir: root.join(format!(".backup-tmp-{}", std::process::id())),
+            made: false.into(),
+            count: 0.into(),
+        })
+    }
+
+    /// A consistent copy of the database at `path`, through SQLite's online backup API.
+    fn snapshot(&self, path: &Path) -> Result<PathBuf, Error> {
+        use rusqlite::{Connection, OpenFlags};
+        if !self.made.get() {
+            fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&self.dir)
+                .map_err(|e| Error::io("create", &self.dir, e))?;
+            self.made.set(true);
+        }
+        self.count.set(self.count.get() + 1);
+        let copy = self.dir.join(format!("{}.db", self.count.get()));
+        let db_err = |source| Error::Database {
+            path: path.to_path_buf(),
+            source,
+        };
+        // Read-write (never create) where allowed, so the last connection to close removes the
+        // `-wal` and `-shm` files it made, as every writer's does; read-only otherwise.
+        let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let src = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE)
+            .or_else(|_| Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY))
+            .map_err(db_err)?;
+        src.busy_timeout(DATABASE_WAIT).map_err(db_err)?;
+        let mut dst = Connection::open(&copy).map_err(db_err)?;
+        {
+            let backup = rusqlite::backup::Backup::new(&src, &mut dst).map_err(db_err)?;
+            let deadline = Instant::now() + DATABASE_WAIT;
+            loop {
+                // All pages in one step: one read transaction, one consistent snapshot (a
+                // step-wise copy restarts whenever another connection writes).
+                match backup.step(-1).map_err(db_err)? {
+                    rusqlite::backup::StepResult::Done => break,
+                    rusqlite::backup::StepResult::More => {}
+                    _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                    _ => {
+                        return Err(db_err(rusqlite::Error::SqliteFailure(
+                            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+                            Some(format!("still locked after {}s", DATABASE_WAIT.as_secs())),
+                        )));
+                    }
+                }
+            }
+        }
+        dst.close().map_err(|(_, e)| db_err(e))?;
+        drop(src);
+        Ok(copy)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.made.get() {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// The exclusive `flock` on the volume's root directory that one backup or restore holds.
+pub(crate) struct VolumeLock {
+    _dir: File,
+}
+
+impl VolumeLock {
+    /// Takes the lock, or [`Error::Busy`] at once when another backup or restore holds it.
+    pub(crate) fn acquire(root: &Path) -> Result<VolumeLock, Error> {
+        let dir = OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_DIRECTORY)
+            .open(root)
+            .map_err(|e| Error::io("open", root, e))?;
+        match dir.try_lock() {
+            Ok(()) => Ok(VolumeLock { _dir: dir }),
+            Err(fs::TryLockError::WouldBlock) => Err(Error::Busy {
+                lock: root.to_path_buf(),
+            }),
+            Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", root, e)),
+        }
+    }
+}
+
+/// The archive being written: `.<name>.<pid>.partial` beside `output`, mode 0600.
+struct PartialFile {
+    path: PathBuf,
+    file: File,
+    committed: bool,
+}
+
+impl PartialFile {
+    fn create(output: &Path) -> Result<PartialFile, Error> {
+        let dir = parent_of(output);
+        let name = output
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "backup.zip".into());
+        remove_stale_partials(dir, &name);
+        let path = dir.join(format!(".{name}.{}.partial", std::process::id()));
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| Error::io("create", &path, e))?;
+        Ok(PartialFile {
+            path,
+            file,
+            committed: false,
+        })
+    }
+
+    /// Flushes the archive to disk and gives it its final name; returns its size.
+    fn commit(mut self, output: &Path) -> Result<u64, Error> {
+        self.file.sync_all().map_err(|e| Error::io("write", &self.path, e))?;
+        let size = self.file.metadata().map_err(|e| Error::io("inspect", &self.path, e))?.len();
+        // A name taken meanwhile is not replaced: link fails on an existing name, rename would not.
+        fs::hard_link(&self.path, output).map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => Error::OutputExists {
+                path: output.to_path_buf(),
+            },
+            _ => Error::io("write", output, e),
+        })?;
+        let _ = fs::remove_file(&self.path);
+        self.committed = true;
+        sync_dir(parent_of(output));
+        Ok(size)
+    }
+}
+
+impl Drop for PartialFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// `.<name>.<pid>.partial` files of `name` whose process is gone (a killed backup's).
+fn remove_stale_partials(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.");
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = file.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".partial")) else {
+            continue;
+        };
+        let alive = pid
+            .parse::<i32>()
+            .is_ok_and(|pid| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok());
+        if !alive {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+pub(crate) fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// fsyncs a directory so a rename in it survives a power cut (best effort: some file systems
+/// cannot).
+pub(crate) fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Counts what goes through to `inner` (the archive's size when writing to a pipe).
+struct CountingWriter<W> {
+    inner: W,
+    written: u64,
+}
+
+impl<W> CountingWriter<W> {
+    fn new(inner: W) -> Self {
+        CountingWriter { inner, written: 0 }
+    }
+}
+
+impl<W: Write> Write for CountingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}

@@ -1,0 +1,27 @@
+//! `hermes-backup`: backups of the data volume that are never quietly incomplete.
+//!
+//! * [`select`] — which files a backup holds (the original's rules, plus the runtime files it
+//!   must never hold), scopes (profiles, quick), archive paths;
+//! * [`create`] — the archive: databases through SQLite's online backup API, other files under
+//!   their writers' locks, a manifest last, written under a temporary name;
+//! * [`manifest`] — what an archive of ours says it holds;
+//! * [`verify`] — every checksum, every database's integrity, the manifest against the contents;
+//! * [`restore`] — plan, stage on the volume, swap, and roll back whatever a crash interrupted.
+//!
+//! The archive is the original's format: a zip of `HERMES_HOME` with paths relative to it, so
+//! its `hermes import` restores ours and ours restores its `hermes backup`. Stopping the
+//! gateways a restore affects, and which agent may read the result, are the service layer's
+//! (`hermes_services::backup`); this crate only reads and writes files.
+
+#![deny(missing_docs)]
+
+pub mod create;
+mod error;
+pub mod manifest;
+pub mod restore;
+pub mod select;
+pub mod verify;
+
+pub use create::{Identity, Progress, Summary, create_file, create_to};
+pub use error::Error;
+pub use select::Scope;

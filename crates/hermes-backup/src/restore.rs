@@ -1,0 +1,540 @@
+//! `hermes backup restore`: what an archive would change, then the change, all or nothing.
+//!
+//! A restore first **plans** ([`plan`]): the archive is verified, and each file in scope is
+//! *added* (not on the volume), *replaced* (different there) or *unchanged*; files of the
+//! volume the archive does not hold are *kept*; runtime files and the original's `_external/`
+//! entries are *skipped*. Then it **applies** ([`apply`]), under the volume lock:
+//!
+//! 1. every added or replaced file is extracted into `.restore-<time>-<pid>/new/` at the top of
+//!    the volume (the same file system, so the swap is renames), its SHA-256 checked again; a
+//!    full disk here leaves the volume untouched;
+//! 2. the **journal** (`journal.json`: the directories to create, each file and whether the
+//!    volume had one) is written;
+//! 3. each file is swapped: the volume's copy renamed into `old/`, the new one renamed into
+//!    place;
+//! 4. `done` is written and the staging directory removed.
+//!
+//! A restore that stops between 2 and 4 (killed, a power cut, an error) is **rolled back**
+//! from its journal ([`recover`]): old files renamed back, new ones and created directories
+//! removed, so the volume is byte for byte what it was. The failing restore does that itself;
+//! after a kill, the next `hermes backup` command and the next boot do.
+//!
+//! Modes and owners follow the volume's rules: a replaced file keeps the mode and owner it had;
+//! a new one gets its directory's owner (when root restores) and the mode its writers use
+//! (`.env`, `auth.json`, `state.db` 0600; `config.yaml` at most 0640).
+
+use std::collections::BTreeSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::create::{VolumeLock, sync_dir};
+use crate::select::{self, Scope};
+use crate::verify::{self, ArchiveFile, Verified};
+use crate::Error;
+
+/// What a restore does to one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    /// Not on the volume: written.
+    Added,
+    /// On the volume, different: replaced.
+    Replaced,
+    /// On the volume, the same bytes: left alone.
+    Unchanged,
+}
+
+/// One file of the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planned {
+    /// The archive's file.
+    pub file: ArchiveFile,
+    /// What happens to it.
+    pub change: Change,
+}
+
+/// What a restore would change (module doc).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The volume's root.
+    pub root: PathBuf,
+    /// The verified archive.
+    pub archive: Verified,
+    /// Files of the archive in scope, in path order.
+    pub files: Vec<Planned>,
+    /// Files on the volume, in scope, that the archive does not hold: left as they are.
+    pub kept: Vec<String>,
+    /// Archive entries left out, with why.
+    pub skipped: Vec<(String, String)>,
+}
+
+impl Plan {
+    /// How many files get `change`.
+    pub fn count(&self, change: Change) -> usize {
+        self.files.iter().filter(|p| p.change == change).count()
+    }
+
+    /// The profiles whose files change (`default` for the root's), in name order.
+    pub fn profiles_changed(&self) -> Vec<String> {
+        let names: BTreeSet<String> = self
+            .files
+            .iter()
+            .filter(|p| p.change != Change::Unchanged)
+            .map(|p| {
+                select::split_profile(&p.file.rel)
+                    .0
+                    .unwrap_or(hermes_home::DEFAULT_PROFILE)
+                    .to_owned()
+            })
+            .collect();
+        names.into_iter().collect()
+    }
+}
+
+/// Verifies the archive at `archive` and plans restoring it into `root` in `scope`.
+///
+/// # Errors
+/// [`Error::Verification`] when the archive is damaged; [`Error::NothingToRestore`] when it
+/// holds nothing in scope; [`Error::UnsafeTarget`] when a file would be written through a
+/// symlink or over something that is not a file.
+pub fn plan(
+    root: &Path,
+    archive: &Path,
+    scope: &Scope,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<Plan, Error> {
+    let verified = verify::verify(archive, progress)?.ok()?;
+    let skipped_rels: BTreeSet<&str> = verified.skipped.iter().map(|(r, _)| r.as_str()).collect();
+    let mut files = Vec::new();
+    for file in &verified.files {
+        if skipped_rels.contains(file.rel.as_str()) || !scope.contains(&file.rel) {
+            continue;
+        }
+        let target = check_target(root, &file.rel)?;
+        let change = match target {
+            None => Change::Added,
+            Some(path) if sha256_of(&path)? == file.sha256 => Change::Unchanged,
+            Some(_) => Change::Replaced,
+        };
+        files.push(Planned {
+            file: file.clone(),
+            change,
+        });
+    }
+    if files.is_empty() {
+        return Err(Error::NothingToRestore {
+            what: scope.describe(),
+        });
+    }
+    files.sort_by(|a, b| a.file.rel.cmp(&b.file.rel));
+    let in_archive: BTreeSet<&str> = files.iter().map(|p| p.file.rel.as_str()).collect();
+    let kept = select::walk(root, scope)?
+        .into_iter()
+        .map(|s| s.rel)
+        .filter(|rel| !in_archive.contains(rel.as_str()))
+        .collect();
+    let skipped = verified.skipped.clone();
+    Ok(Plan {
+        root: root.to_path_buf(),
+        archive: verified,
+        files,
+        kept,
+        skipped,
+    })
+}
+
+/// What a finished restore did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Applied {
+    /// Files written that were not there.
+    pub added: usize,
+    /// Files replaced.
+    pub replaced: usize,
+    /// Files already the same.
+    pub unchanged: usize,
+    /// Files of the volume the archive does not hold, left alone.
+    pub kept: usize,
+}
+
+/// The staging directory's journal (module doc).
+#[derive(Debug, Serialize, Deserialize)]
+struct Journal {
+    /// Directories created on the volume, parents first.
+    dirs: Vec<String>,
+    /// Files swapped, in order.
+    files: Vec<JournalFile>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct JournalFile {
+    rel: String,
+    had_old: bool,
+}
+
+/// Applies `plan` (module doc): all of it, or — on any error — none of it.
+///
+/// # Errors
+/// The first failure, after the volume has been rolled back; [`Error::Rollback`] if even that
+/// failed (the journal then stays for [`recover`]).
+pub fn apply(plan: &Plan) -> Result<Applied, Error> {
+    let root = &plan.root;
+    let _lock = VolumeLock::acquire(root)?;
+    recover_locked(root)?;
+    let staging = Staging::create(root)?;
+    let result = stage_and_swap(plan, &staging);
+    match result {
+        Ok(()) => {
+            staging.finish();
+            Ok(Applied {
+                added: plan.count(Change::Added),
+                replaced: plan.count(Change::Replaced),
+                unchanged: plan.count(Change::Unchanged),
+                kept: plan.kept.len(),
+            })
+        }
+        Err(e) => match roll_back(root, &staging.dir) {
+            Ok(()) => Err(e),
+            Err(rollback) => Err(Error::Rollback {
+                staging: staging.dir.clone(),
+                source: Box::new(rollback),
+            }),
+        },
+    }
+}
+
+fn stage_and_swap(plan: &Plan, staging: &Staging) -> Result<(), Error> {
+    let root = &plan.root;
+    let changing: Vec<&Planned> = plan.files.iter().filter(|p| p.change != Change::Unchanged).collect();
+    // 1. Extract (a full disk fails here, before the volume is touched).
+    let file = File::open(&plan.archive.path).map_err(|e| Error::io("read", &plan.archive.path, e))?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|source| Error::Zip {
+        path: plan.archive.path.clone(),
+        source,
+    })?;
+    let mut journal = Journal {
+        dirs: Vec::new(),
+        files: Vec::new(),
+    };
+    for planned in &changing {
+        let rel = &planned.file.rel;
+        let target = check_target(root, rel)?;
+        let (mode, owner) = match &target {
+            Some(path) => {
+                let meta = fs::metadata(path).map_err(|e| Error::io("inspect", path, e))?;
+                (meta.mode() & 0o7777, Some((meta.uid(), meta.gid())))
+            }
+            None => (new_file_mode(rel, &planned.file), nearest_owner(root, rel)),
+        };
+        let new = staging.new.join(rel);
+        make_dirs_in(&staging.dir, &new)?;
+        make_dirs_in(&staging.dir, &staging.old.join(rel))?;
+        let mut entry = zip.by_index(planned.file.index).map_err(|source| Error::Zip {
+            path: plan.archive.path.clone(),
+            source,
+        })?;
+        extract(&mut entry, &new, mode, owner, &planned.file)?;
+        journal.files.push(JournalFile {
+            rel: rel.clone(),
+            had_old: target.is_some(),
+        });
+        for dir in missing_dirs(root, rel) {
+            if !journal.dirs.contains(&dir) {
+                journal.dirs.push(dir);
+            }
+        }
+    }
+    // 2. The journal: from here on, a stop is rolled back.
+    let encoded = serde_json::to_vec(&journal).map_err(|e| Error::io("write", staging.journal(), io::Error::other(e)))?;
+    hermes_home::atomic::write_atomic(&staging.journal(), &encoded, 0o600)?;
+    // 3. Directories, then the swaps (renames on one file system: no space needed).
+    for dir in &journal.dirs {
+        let path = root.join(dir);
+        let parent = crate::create::parent_of(&path);
+        let meta = fs::metadata(parent).map_err(|e| Error::io("inspect", parent, e))?;
+        fs::DirBuilder::new()
+            .mode(meta.mode() & 0o7777)
+            .create(&path)
+            .map_err(|e| Error::io("create", &path, e))?;
+        give_to(&path, Some((meta.uid(), meta.gid())))?;
+    }
+    for f in &journal.files {
+        let target = root.join(&f.rel);
+        if f.had_old {
+            let old = staging.old.join(&f.rel);
+            fs::rename(&target, &old).map_err(|e| Error::io("move aside", &target, e))?;
+        }
+        let new = staging.new.join(&f.rel);
+        fs::rename(&new, &target).map_err(|e| Error::io("move into place", &target, e))?;
+    }
+    let touched: BTreeSet<PathBuf> = journal
+        .files
+        .iter()
+        .map(|f| crate::create::parent_of(&root.join(&f.rel)).to_path_buf())
+        .collect();
+    for dir in touched {
+        sync_dir(&dir);
+    }
+    // 4. Done: from here on, a stop finishes instead of rolling back.
+    hermes_home::atomic::write_atomic(&staging.dir.join("done"), b"", 0o600)?;
+    Ok(())
+}
+
+/// Extracts one entry to `to`, checking its SHA-256 against the one `verify` read.
+fn extract(entry: &mut impl Read, to: &Path, mode: u32, owner: Option<(u32, u32)>, file: &ArchiveFile) -> Result<(), Error> {
+    let mut out = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(to)
+        .map_err(|e| Error::io("write", to, e))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match entry.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io("read the archive's", &file.rel, e)),
+        };
+        hasher.update(&buf[..n]);
+        out.write_all(&buf[..n]).map_err(|e| Error::io("write", to, e))?;
+    }
+    if crate::manifest::hex(&hasher.finalize()) != file.sha256 {
+        return Err(Error::Verification {
+            path: to.to_path_buf(),
+            problems: vec![format!("{}: changed since it was verified", file.rel)],
+        });
+    }
+    out.sync_all().map_err(|e| Error::io("write", to, e))?;
+    fs::set_permissions(to, std::os::unix::fs::PermissionsExt::from_mode(mode)).map_err(|e| Error::io("set the mode of", to, e))?;
+    give_to(to, owner)
+}
+
+/// The mode of a file the volume does not have yet (module doc).
+fn new_file_mode(rel: &str, file: &ArchiveFile) -> u32 {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    let within = select::split_profile(rel).1;
+    let from_archive = file.mode.map_or(0o644, |m| m & 0o755) | 0o600;
+    if file.database || [".env", "auth.json"].contains(&name) {
+        0o600
+    } else if within == hermes_home::layout::CONFIG_FILE {
+        from_archive & 0o640
+    } else {
+        from_archive
+    }
+}
+
+/// `chown`s `path` when root restores and an owner is given.
+fn give_to(path: &Path, owner: Option<(u32, u32)>) -> Result<(), Error> {
+    let Some((uid, gid)) = owner else { return Ok(()) };
+    if !nix::unistd::geteuid().is_root() {
+        return Ok(());
+    }
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid)).map_err(|e| Error::io("chown", path, e))
+}
+
+/// The owner of the nearest directory of the volume above `rel` that exists.
+fn nearest_owner(root: &Path, rel: &str) -> Option<(u32, u32)> {
+    let mut dir = root.join(rel);
+    while dir.pop() {
+        if let Ok(meta) = fs::metadata(&dir) {
+            return Some((meta.uid(), meta.gid()));
+        }
+        if dir == root {
+            break;
+        }
+    }
+    None
+}
+
+/// The directories above `rel` the volume lacks, parents first.
+fn missing_dirs(root: &Path, rel: &str) -> Vec<String> {
+    let mut missing = Vec::new();
+    let mut at = String::new();
+    let parts: Vec<&str> = rel.split('/').collect();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        if !at.is_empty() {
+            at.push('/');
+        }
+        at.push_str(part);
+        if fs::symlink_metadata(root.join(&at)).is_err() {
+            missing.push(at.clone());
+        }
+    }
+    missing
+}
+
+/// Where `rel` goes on the volume, if it is a regular file there now (`None`: nothing there).
+///
+/// # Errors
+/// [`Error::UnsafeTarget`] when a directory above it is a symlink or not a directory, or the
+/// target itself is a symlink or not a regular file: a restore writes inside the volume only,
+/// whatever was planted there.
+fn check_target(root: &Path, rel: &str) -> Result<Option<PathBuf>, Error> {
+    let unsafe_target = |why: String| Error::UnsafeTarget {
+        rel: rel.to_owned(),
+        why,
+    };
+    let mut at = root.to_path_buf();
+    let parts: Vec<&str> = rel.split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        at.push(part);
+        let meta = match fs::symlink_metadata(&at) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("inspect", &at, e)),
+        };
+        let last = i + 1 == parts.len();
+        if meta.file_type().is_symlink() {
+            return Err(unsafe_target(format!("`{}` is a symlink", at.display())));
+        }
+        if !last && !meta.is_dir() {
+            return Err(unsafe_target(format!("`{}` is not a directory", at.display())));
+        }
+        if last && !meta.is_file() {
+            return Err(unsafe_target(format!("`{}` is not a regular file", at.display())));
+        }
+    }
+    Ok(Some(at))
+}
+
+fn sha256_of(path: &Path) -> Result<String, Error> {
+    let mut file = File::open(path).map_err(|e| Error::io("read", path, e))?;
+    let mut hasher = Sha256::new();
+    io::copy(&mut file, &mut hasher).map_err(|e| Error::io("read", path, e))?;
+    Ok(crate::manifest::hex(&hasher.finalize()))
+}
+
+/// Makes the directories above `path` inside the staging directory `staging` (mode 0700).
+fn make_dirs_in(staging: &Path, path: &Path) -> Result<(), Error> {
+    let parent = crate::create::parent_of(path);
+    if parent.starts_with(staging) {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .map_err(|e| Error::io("create", parent, e))?;
+    }
+    Ok(())
+}
+
+/// The staging directory of one restore.
+struct Staging {
+    dir: PathBuf,
+    new: PathBuf,
+    old: PathBuf,
+}
+
+impl Staging {
+    fn create(root: &Path) -> Result<Staging, Error> {
+        let dir = root.join(format!(
+            ".restore-{}-{}",
+            hermes_home::time::compact_utc_now(),
+            std::process::id()
+        ));
+        for d in [&dir, &dir.join("new"), &dir.join("old")] {
+            fs::DirBuilder::new()
+                .mode(0o700)
+                .create(d)
+                .map_err(|e| Error::io("create", d, e))?;
+        }
+        Ok(Staging {
+            new: dir.join("new"),
+            old: dir.join("old"),
+            dir,
+        })
+    }
+
+    fn journal(&self) -> PathBuf {
+        self.dir.join("journal.json")
+    }
+
+    /// Removes the staging directory of a finished restore (the old files with it).
+    fn finish(self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// What [`recover`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovered {
+    /// The staging directory.
+    pub staging: PathBuf,
+    /// `true`: the restore had not finished and was rolled back; `false`: it had finished and
+    /// only its staging directory was left.
+    pub rolled_back: bool,
+}
+
+/// Rolls back (or finishes cleaning up) every restore a kill or power cut interrupted on the
+/// volume at `root`. Returns at once, doing nothing, while another backup or restore runs.
+///
+/// # Errors
+/// [`Error::Rollback`] when a staging directory cannot be rolled back.
+pub fn recover(root: &Path) -> Result<Vec<Recovered>, Error> {
+    match VolumeLock::acquire(root) {
+        Ok(_lock) => recover_locked(root),
+        Err(Error::Busy { .. }) => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+fn recover_locked(root: &Path) -> Result<Vec<Recovered>, Error> {
+    let mut found = Vec::new();
+    let Ok(entries) = fs::read_dir(root) else {
+        return Ok(found);
+    };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(".restore-") {
+            continue;
+        }
+        let staging = entry.path();
+        let rolled_back = !staging.join("done").exists() && staging.join("journal.json").exists();
+        roll_back(root, &staging).map_err(|e| Error::Rollback {
+            staging: staging.clone(),
+            source: Box::new(e),
+        })?;
+        found.push(Recovered { staging, rolled_back });
+    }
+    Ok(found)
+}
+
+/// Puts the volume back as it was before the restore staged in `staging` (module doc); a
+/// finished restore's staging is only removed. Safe to run again after being interrupted.
+fn roll_back(root: &Path, staging: &Path) -> Result<(), Error> {
+    let journal_path = staging.join("journal.json");
+    if !staging.join("done").exists()
+        && let Ok(text) = fs::read(&journal_path)
+    {
+        let journal: Journal =
+            serde_json::from_slice(&text).map_err(|e| Error::io("read", &journal_path, io::Error::other(e)))?;
+        for f in journal.files.iter().rev() {
+            let target = root.join(&f.rel);
+            let old = staging.join("old").join(&f.rel);
+            let new = staging.join("new").join(&f.rel);
+            if f.had_old {
+                if fs::symlink_metadata(&old).is_ok() {
+                    fs::rename(&old, &target).map_err(|e| Error::io("move back", &target, e))?;
+                }
+            } else if fs::symlink_metadata(&new).is_err() {
+                match fs::remove_file(&target) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                        return Err(Error::io("remove", &target, e));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for dir in journal.dirs.iter().rev() {
+            // Only if empty: anything else in it is not the restore's.
+            let _ = fs::remove_dir(root.join(dir));
+        }
+        sync_dir(root);
+    }
+    fs::remove_dir_all(staging).map_err(|e| Error::io("remove", staging, e))
+}

@@ -1,0 +1,252 @@
+//! `hermes backup verify`: is an archive whole, and are its databases sound?
+//!
+//! Every entry is read to its end (which checks its CRC), its SHA-256 compared with the
+//! manifest's, every database extracted to a scratch file and run through `PRAGMA
+//! integrity_check`, and the manifest's list compared with the archive's. An archive without a
+//! manifest (the original's) gets every check but the manifest's.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::create::SQLITE_MAGIC;
+use crate::manifest::{self, Manifest};
+use crate::select::{self, MANIFEST_PATH};
+use crate::Error;
+
+/// One file of an archive, as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveFile {
+    /// Its index in the zip.
+    pub index: usize,
+    /// The volume path it restores to (see [`select::archive_path`]).
+    pub rel: String,
+    /// Its size.
+    pub size: u64,
+    /// Its SHA-256, lowercase hex.
+    pub sha256: String,
+    /// Whether it is an SQLite database.
+    pub database: bool,
+    /// Its mode in the archive, if it has one.
+    pub mode: Option<u32>,
+}
+
+/// What `verify` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// The archive.
+    pub path: PathBuf,
+    /// Its manifest; `None` for the original's archives.
+    pub manifest: Option<Manifest>,
+    /// Every file it holds, in archive order (the manifest excluded).
+    pub files: Vec<ArchiveFile>,
+    /// Entries a restore leaves out, with why (outside the volume in the original's
+    /// `_external/`, runtime files).
+    pub skipped: Vec<(String, String)>,
+    /// What is wrong, one line each; empty when the archive is sound.
+    pub problems: Vec<String>,
+}
+
+impl Verified {
+    /// [`Error::Verification`] when there are problems.
+    ///
+    /// # Errors
+    /// The problems, when there are any.
+    pub fn ok(self) -> Result<Verified, Error> {
+        if self.problems.is_empty() {
+            Ok(self)
+        } else {
+            Err(Error::Verification {
+                path: self.path,
+                problems: self.problems,
+            })
+        }
+    }
+}
+
+/// Reads and checks every entry of the archive at `path` (module doc).
+///
+/// # Errors
+/// Only when the file is not a zip at all; everything else is a problem in [`Verified`].
+pub fn verify(path: &Path, progress: &mut dyn FnMut(usize, usize, &str)) -> Result<Verified, Error> {
+    let file = File::open(path).map_err(|e| Error::io("read", path, e))?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|source| Error::Zip {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let scratch_dir = scratch_dir_for(path);
+    let mut found = Verified {
+        path: path.to_path_buf(),
+        manifest: None,
+        files: Vec::new(),
+        skipped: Vec::new(),
+        problems: Vec::new(),
+    };
+    let total = zip.len();
+    for index in 0..total {
+        let mut entry = match zip.by_index(index) {
+            Ok(entry) => entry,
+            Err(e) => {
+                found.problems.push(format!("entry {index}: {e}"));
+                continue;
+            }
+        };
+        let name = String::from_utf8_lossy(entry.name_raw()).into_owned();
+        if entry.is_dir() {
+            continue;
+        }
+        let rel = match select::archive_path(&name) {
+            Ok(rel) => rel,
+            Err(why) => {
+                found.problems.push(why);
+                continue;
+            }
+        };
+        progress(index + 1, total, &rel);
+        if rel == MANIFEST_PATH {
+            let mut text = Vec::new();
+            match entry.read_to_end(&mut text) {
+                Ok(_) => match serde_json::from_slice::<Manifest>(&text) {
+                    Ok(m) => found.manifest = Some(m),
+                    Err(e) => found.problems.push(format!("the manifest cannot be read: {e}")),
+                },
+                Err(e) => found.problems.push(format!("the manifest cannot be read: {e}")),
+            }
+            continue;
+        }
+        if entry.is_symlink() {
+            found.skipped.push((rel, "a symlink".into()));
+            continue;
+        }
+        let mode = entry.unix_mode();
+        match read_entry(&mut entry, &scratch_dir) {
+            Ok((size, sha256, database, integrity)) => {
+                if let Some(problem) = integrity {
+                    found.problems.push(format!("{rel}: {problem}"));
+                }
+                if rel.starts_with("_external/") {
+                    found.skipped.push((rel.clone(), "was outside HERMES_HOME".into()));
+                } else if select::is_runtime(&rel) {
+                    found.skipped.push((rel.clone(), "a runtime file, never restored".into()));
+                }
+                found.files.push(ArchiveFile {
+                    index,
+                    rel,
+                    size,
+                    sha256,
+                    database,
+                    mode,
+                });
+            }
+            Err(e) => found.problems.push(format!("{rel}: cannot be read: {}", hermes_errors::describe_io(&e))),
+        }
+    }
+    if let Some(manifest) = &found.manifest {
+        compare(manifest, &found.files, &mut found.problems);
+    }
+    Ok(found)
+}
+
+/// The manifest's list against the archive's.
+fn compare(manifest: &Manifest, files: &[ArchiveFile], problems: &mut Vec<String>) {
+    use std::collections::HashMap;
+    if manifest.format != manifest::FORMAT {
+        problems.push(format!(
+            "the manifest's format is `{}`, this build reads `{}`",
+            manifest.format,
+            manifest::FORMAT
+        ));
+    }
+    let in_archive: HashMap<&str, &ArchiveFile> = files.iter().map(|f| (f.rel.as_str(), f)).collect();
+    for listed in &manifest.files {
+        match in_archive.get(listed.path.as_str()) {
+            None => problems.push(format!("{}: in the manifest, not in the archive", listed.path)),
+            Some(f) if f.size != listed.size => problems.push(format!(
+                "{}: {} bytes, the manifest says {}",
+                listed.path, f.size, listed.size
+            )),
+            Some(f) if f.sha256 != listed.sha256 => {
+                problems.push(format!("{}: sha256 differs from the manifest", listed.path));
+            }
+            Some(_) => {}
+        }
+    }
+    let listed: std::collections::HashSet<&str> = manifest.files.iter().map(|f| f.path.as_str()).collect();
+    for f in files.iter() {
+        if !listed.contains(f.rel.as_str()) {
+            problems.push(format!("{}: in the archive, not in the manifest", f.rel));
+        }
+    }
+}
+
+/// Reads one entry to its end: size, SHA-256, whether it is a database and, for one, what
+/// `integrity_check` says when it is not `ok`.
+fn read_entry(entry: &mut impl Read, scratch_dir: &Path) -> io::Result<(u64, String, bool, Option<String>)> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut size = 0u64;
+    let mut head = Vec::with_capacity(16);
+    let mut copy: Option<tempfile::NamedTempFile> = None;
+    loop {
+        let n = match entry.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let chunk = &buf[..n];
+        hasher.update(chunk);
+        if head.len() < 16 {
+            let take = (16 - head.len()).min(chunk.len());
+            head.extend_from_slice(&chunk[..take]);
+            if head.len() == 16 && head == SQLITE_MAGIC {
+                let mut file = tempfile::Builder::new().prefix(".hermes-verify-").tempfile_in(scratch_dir)?;
+                file.write_all(&head)?;
+                file.write_all(&chunk[take..])?;
+                copy = Some(file);
+            }
+        } else if let Some(file) = &mut copy {
+            file.write_all(chunk)?;
+        }
+        size += n as u64;
+    }
+    let integrity = match &mut copy {
+        Some(file) => {
+            file.flush()?;
+            let verdict = integrity_check(file.path());
+            for side in ["-wal", "-shm", "-journal"] {
+                let mut p = file.path().as_os_str().to_owned();
+                p.push(side);
+                let _ = std::fs::remove_file(PathBuf::from(p));
+            }
+            verdict
+        }
+        None => None,
+    };
+    Ok((size, manifest::hex(&hasher.finalize()), copy.is_some(), integrity))
+}
+
+/// `None` when `PRAGMA integrity_check` says `ok`; what it says otherwise.
+pub(crate) fn integrity_check(db: &Path) -> Option<String> {
+    let check = || -> rusqlite::Result<Vec<String>> {
+        let conn = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+        let mut stmt = conn.prepare("PRAGMA integrity_check")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        rows.collect()
+    };
+    match check() {
+        Ok(rows) if rows == ["ok"] => None,
+        Ok(rows) => Some(format!("integrity_check: {}", rows.join("; "))),
+        Err(e) => Some(format!("not a sound database: {e}")),
+    }
+}
+
+/// Where databases are extracted to be checked: beside the archive when that directory is
+/// writable (it had room for the archive), the system's temporary directory otherwise.
+fn scratch_dir_for(archive: &Path) -> PathBuf {
+    let dir = crate::create::parent_of(archive);
+    let writable = nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_ok();
+    if writable { dir.to_path_buf() } else { std::env::temp_dir() }
+}
