@@ -225,7 +225,8 @@
       planLists.appendChild(list("Skipped", p.skipped, "skipped"));
       shown = { name: name, token: p.token };
       confirmButton.hidden = false;
-      confirmButton.textContent = "Restore " + (c.added + c.replaced) + " files";
+      var n = c.added + c.replaced;
+      confirmButton.textContent = "Restore " + n + (n === 1 ? " file" : " files");
       confirmButton.focus();
     }, function (err) {
       busy(false);

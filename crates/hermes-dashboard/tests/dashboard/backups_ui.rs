@@ -99,7 +99,7 @@ fn create_then_plan_then_restore_in_the_browser() {
         "config.yaml"
     );
     assert!(text(&browser, "#plan-restarts").contains("gateway-default"));
-    assert_eq!(text(&browser, "#confirm"), "Restore 1 files");
+    assert_eq!(text(&browser, "#confirm"), "Restore 1 file");
     assert!(
         fs::read_to_string(root.join("config.yaml"))
             .unwrap()
