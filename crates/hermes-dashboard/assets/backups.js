@@ -21,11 +21,13 @@
   var planSchema = document.getElementById("plan-schema");
   var planRestarts = document.getElementById("plan-restarts");
   var planLists = document.getElementById("plan-lists");
+  var forceLine = document.getElementById("force-line");
+  var force = document.getElementById("force");
   var confirmButton = document.getElementById("confirm");
   var cancelButton = document.getElementById("cancel");
   var restoreStatus = document.getElementById("restore-status");
   var planError = document.getElementById("plan-error");
-  var shown = null; // {name, token} of the plan on screen
+  var shown = null; // {name, token, refused} of the plan on screen
   var working = false;
 
   // An error inline in `box` (or cleared with null).
@@ -52,7 +54,7 @@
     working = on;
     createButton.disabled = on;
     uploadButton.disabled = on;
-    confirmButton.disabled = on;
+    confirmButton.disabled = on || !!(shown && shown.refused && !force.checked);
     Array.prototype.forEach.call(rows.querySelectorAll("button"), function (b) { b.disabled = on; });
   }
 
@@ -197,6 +199,8 @@
     planSummary.textContent = "Planning (verifying the archive)…";
     planSchema.textContent = "";
     planRestarts.textContent = "";
+    forceLine.hidden = true;
+    force.checked = false;
     restoreStatus.textContent = "";
     restoreStatus.className = "";
     while (planLists.firstChild) planLists.removeChild(planLists.firstChild);
@@ -210,21 +214,25 @@
         c.kept + " kept (on the volume, not in the archive), " + c.skipped + " skipped." +
         (p.manifest ? " Made " + when(p.manifest.created) + " by " + p.manifest.build + "." : " An archive of the original's (no manifest).");
       var s = p.schema;
-      if (s.archive) {
-        planSchema.textContent = "Config schema: the archive's newest is " + s.archive.version + " (" + s.archive.profile + ")" +
-          (s.volume ? ", the volume's " + s.volume.version : "") + (s.newer_than_volume ? " — newer than the volume: an older agent may misread it." : ".");
-        planSchema.className = s.newer_than_volume ? "error" : "muted";
+      if (s.refused) {
+        planSchema.textContent = "Refused unless forced: " + s.refused + (s.hint ? " — " + s.hint : "");
+        planSchema.className = "error";
+        forceLine.hidden = false;
+      } else if (s.archive) {
+        planSchema.textContent = "Config schema: the archive's newest is " + s.archive.version + " (profile " + s.archive.profile + ").";
+        planSchema.className = "muted";
       }
       planRestarts.textContent = p.restarts.length
-        ? "Gateways stopped and started again: " + p.restarts.map(function (x) { return "gateway-" + x; }).join(", ") + "."
-        : "No profile changes: no gateway restarts.";
+        ? "The gateways serving " + p.restarts.join(", ") + " are stopped for the restore and started after."
+        : "No profile changes: no gateway is stopped.";
       planLists.appendChild(list("Added", p.added, "added"));
       planLists.appendChild(list("Replaced", p.replaced, "replaced"));
       planLists.appendChild(list("Unchanged", p.unchanged, "unchanged"));
       planLists.appendChild(list("Kept", p.kept, "kept"));
       planLists.appendChild(list("Skipped", p.skipped, "skipped"));
-      shown = { name: name, token: p.token };
+      shown = { name: name, token: p.token, refused: !!s.refused };
       confirmButton.hidden = false;
+      confirmButton.disabled = shown.refused;
       var n = c.added + c.replaced;
       confirmButton.textContent = "Restore " + n + (n === 1 ? " file" : " files");
       confirmButton.focus();
@@ -242,11 +250,16 @@
     busy(true);
     restoreStatus.className = "running";
     restoreStatus.textContent = "Restoring…";
-    Hermes.api("POST", "api/backups/" + encodeURIComponent(plan.name) + "/restore", { token: plan.token }).then(function (r) {
+    Hermes.api("POST", "api/backups/" + encodeURIComponent(plan.name) + "/restore", { token: plan.token, force: force.checked }).then(function (r) {
       var a = r.applied;
       restoreStatus.className = "done";
-      restoreStatus.textContent = "Restored: " + a.added + " added, " + a.replaced + " replaced, " + a.unchanged + " unchanged, " + a.kept + " kept.";
+      restoreStatus.textContent = "Restored: " + a.added + " added, " + a.replaced + " replaced, " + a.unchanged + " unchanged, " + a.kept + " kept." +
+        (r.restarted.length ? " Restarted: " + r.restarted.join(", ") + "." : "");
+      if (r.start_failures.length) {
+        inline(planError, { detail: r.start_failures.map(function (f) { return f.service + " did not start again: " + f.why; }).join("; "), hint: "start it from the Overview" });
+      }
       confirmButton.hidden = true;
+      forceLine.hidden = true;
       shown = null;
     }, function (err) {
       restoreStatus.className = "";
@@ -254,6 +267,8 @@
       inline(planError, err);
     }).then(function () { busy(false); refresh(); });
   });
+
+  force.addEventListener("change", function () { busy(working); });
 
   cancelButton.addEventListener("click", function () {
     shown = null;

@@ -2,9 +2,11 @@
 //! backups directory (the scheduled ones marked, with the schedule's last result and next run),
 //! upload one, and restore one — its dry run shown first, the restore only for the plan shown.
 //!
-//! A client like the CLI: archives are made, verified, planned and restored by the backup
-//! library (`hermes-backup`, the functions `hermes backup create|verify|restore` call), in the
-//! directory `$HERMES_HOME/backups` ([`store`]). Every piece of heavy work (the archive, a
+//! A client like the CLI: archives are made, verified and planned by the backup library
+//! (`hermes-backup`) and restored by the service layer (`hermes_services::backup`: the schema
+//! check, the affected gateways stopped through the supervisor and started again), the
+//! functions `hermes backup create|verify|restore` call, in the directory
+//! `$HERMES_HOME/backups` ([`store`]). Every piece of heavy work (the archive, a
 //! verification, a plan, a restore) runs on the blocking pool, never on the runtime's threads.
 //! One create or restore runs at a time per dashboard (409 meanwhile; the library's volume lock
 //! also keeps out the CLI's); an upload is streamed to a 0600 temporary file in the directory,
@@ -59,6 +61,7 @@ const MAIN: &str = r#"<h2>Backups</h2>
 <h3 id="plan-title"></h3>
 <p id="plan-summary"></p>
 <p id="plan-schema"></p>
+<p id="force-line" hidden><label><input type="checkbox" id="force"> Restore it anyway (as <code>hermes backup restore --force</code>)</label></p>
 <p id="plan-restarts"></p>
 <div id="plan-lists"></div>
 <p><button type="button" id="confirm" class="danger">Restore</button> <button type="button" id="cancel">Cancel</button> <span id="restore-status" role="status"></span></p>
@@ -147,6 +150,20 @@ fn backup_problem(e: &hermes_backup::Error, damaged: StatusCode) -> Box<Response
     refuse(status, &hermes_errors::one_line(e), e.hint())
 }
 
+/// An error of the service layer's restore as an answer.
+fn services_problem(e: &hermes_services::Error) -> Box<Response> {
+    use hermes_services::Error as E;
+    let status = match e {
+        E::Backup(b) => return backup_problem(b, StatusCode::UNPROCESSABLE_ENTITY),
+        E::BackupNewerThanAgent { .. } | E::RestoreWhileGatewayRuns { .. } => StatusCode::CONFLICT,
+        E::Supervisor(_) | E::SupervisorUnanswered { .. } | E::NoRuntimeDir { .. } => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    refuse(status, &hermes_errors::one_line(e), e.hint())
+}
+
 fn io_problem(what: &str, e: &std::io::Error) -> Box<Response> {
     let status = if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
         StatusCode::INSUFFICIENT_STORAGE
@@ -218,14 +235,12 @@ async fn list(State(app): State<App>, Extension(lock): Extension<Busy>) -> Respo
     .await
 }
 
-/// This build and the installed agent, as the archive's manifest records them.
+/// This build and the installed agent, as the archive's manifest records them (as the CLI's
+/// `hermes backup create` does).
 fn identity(app: &App) -> hermes_backup::Identity {
     let (build, _) = hermes_diag::report::identity_and_install();
     let vars = app.vars.clone();
-    hermes_backup::Identity {
-        build: format!("hermes {}", build.label()),
-        agent_version: hermes_services::agent::locate(|k: &str| vars(k)).and_then(|a| a.version),
-    }
+    hermes_services::backup::identity(format!("hermes {}", build.label()), &|k: &str| vars(k))
 }
 
 /// `POST /api/backups`: a new archive of the whole volume in the directory.
@@ -460,18 +475,22 @@ async fn plan(State(app): State<App>, path: Result<Path<String>, PathRejection>)
     answer(move || {
         let dir = backups_dir(&app);
         archive_path(&dir, &name)?;
-        let shown = restore::plan(&app.root, &name, &dir.join(&name))
+        let vars = app.vars.clone();
+        let shown = restore::plan(&app.root, &name, &dir.join(&name), &|k: &str| vars(k))
             .map_err(|e| backup_problem(&e, StatusCode::UNPROCESSABLE_ENTITY))?;
-        Ok(restore::describe(&app.root, &name, &shown))
+        Ok(restore::describe(&name, &shown))
     })
     .await
 }
 
-/// The body of a restore: the token of the plan the page showed.
+/// The body of a restore: the token of the plan the page showed, and whether to restore an
+/// archive from a newer config schema than the installed agent's anyway.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RestoreBody {
     token: String,
+    #[serde(default)]
+    force: bool,
 }
 
 /// A JSON body: a missing, oversized or malformed one is a 4xx `{detail, hint}`.
@@ -513,7 +532,9 @@ async fn restore(
         let _guard = guard;
         let dir = backups_dir(&app);
         archive_path(&dir, &name)?;
-        let shown = restore::plan(&app.root, &name, &dir.join(&name))
+        let vars = app.vars.clone();
+        let var = move |k: &str| vars(k);
+        let shown = restore::plan(&app.root, &name, &dir.join(&name), &var)
             .map_err(|e| backup_problem(&e, StatusCode::UNPROCESSABLE_ENTITY))?;
         if !crate::guard::same(&shown.token, &request.token) {
             return Err(refuse(
@@ -522,12 +543,13 @@ async fn restore(
                 Some("look at the new plan, then confirm again".into()),
             ));
         }
-        let applied = restore::apply(&shown)
-            .map_err(|e| backup_problem(&e, StatusCode::UNPROCESSABLE_ENTITY))?;
+        let restored =
+            restore::apply(&shown, request.force, &var).map_err(|e| services_problem(&e))?;
         Ok(json!({
             "name": name,
-            "applied": applied,
-            "restarts": restore::restarts(&shown.plan),
+            "applied": restored.applied,
+            "restarted": restored.restarted,
+            "start_failures": restored.start_failures.iter().map(|(service, why)| json!({ "service": service, "why": why })).collect::<Vec<_>>(),
         }))
     })
     .await
@@ -547,7 +569,8 @@ pub fn api_paths() -> Value {
     planned["409"] = json!({ "description": "{detail, hint}: a target on the volume is a symlink or directory" });
     planned["422"] = json!({ "description": "{detail, hint}: the archive is damaged or holds nothing to restore" });
     let mut restoring = planned.clone();
-    restoring["409"] = json!({ "description": "{detail, hint}: the plan changed since it was shown (another token), another create or restore is running, or a target is unsafe" });
+    restoring["409"] = json!({ "description": "{detail, hint}: the plan changed since it was shown (another token), the archive's config schema is newer than the installed agent's (without force), a gateway runs outside the supervisor, another create or restore is running, or a target is unsafe" });
+    restoring["503"] = json!({ "description": "{detail, hint}: the supervisor could not be asked to stop the gateways" });
     let mut creating = base.clone();
     creating["409"] =
         json!({ "description": "{detail, hint}: another create or restore is running" });
@@ -557,7 +580,7 @@ pub fn api_paths() -> Value {
     uploading["409"] =
         json!({ "description": "{detail, hint}: an archive of that name is already there" });
     uploading["413"] = json!({ "description": format!("{{detail, hint}}: larger than {UPLOAD_LIMIT_VAR} MiB (default {UPLOAD_LIMIT_MB})") });
-    let plan_answer = "{name, token, counts: {added, replaced, unchanged, kept, skipped}, added, replaced, unchanged, kept: [path], skipped: [{path, why}], restarts: [profile], schema: {archive: {version, profile}|null, volume: {version}|null, newer_than_volume}, manifest: {created, build, agent_version, scope, files}|null}";
+    let plan_answer = "{name, token, counts: {added, replaced, unchanged, kept, skipped}, added, replaced, unchanged, kept: [path], skipped: [{path, why}], restarts: [profile], schema: {archive: {version, profile}|null, refused: string|null, hint: string|null}, manifest: {created, build, agent_version, scope, files}|null}";
     json!({
         "/api/backups": {
             "get": {
@@ -586,12 +609,15 @@ pub fn api_paths() -> Value {
             "responses": responses(&planned, plan_answer),
         }},
         "/api/backups/{name}/restore": { "post": {
-            "summary": "Restores the archive, only if its plan is still the one shown (the plan's token)",
+            "summary": "Restores the archive, only if its plan is still the one shown (the plan's token); the gateways serving the profiles that change are stopped through the supervisor first and started after",
             "parameters": [name],
             "requestBody": { "required": true, "content": { "application/json": { "schema": {
-                "type": "object", "required": ["token"], "properties": { "token": { "type": "string" } },
+                "type": "object", "required": ["token"], "properties": {
+                    "token": { "type": "string", "description": "the plan's token" },
+                    "force": { "type": "boolean", "description": "restore an archive from a newer config schema than the installed agent's anyway (default false)" },
+                },
             }}}},
-            "responses": responses(&restoring, "{name, applied: {added, replaced, unchanged, kept}, restarts: [profile]}"),
+            "responses": responses(&restoring, "{name, applied: {added, replaced, unchanged, kept}, restarted: [service], start_failures: [{service, why}]}"),
         }},
     })
 }

@@ -404,7 +404,8 @@ fn a_plan_then_its_restore_changes_the_files_and_nothing_else() {
     assert!(p["counts"]["unchanged"].as_u64().unwrap() >= 4, "{p}");
     assert_eq!(p["restarts"], json!(["default", "work"]));
     assert_eq!(p["schema"]["archive"]["version"], 35);
-    assert_eq!(p["schema"]["newer_than_volume"], false);
+    // No agent is installed: nothing refuses the archive's schema.
+    assert_eq!(p["schema"]["refused"], Value::Null);
     let token = p["token"].as_str().unwrap().to_string();
     assert_eq!(token.len(), 64);
     // A plan changes nothing.
@@ -438,6 +439,9 @@ fn a_plan_then_its_restore_changes_the_files_and_nothing_else() {
     assert_eq!(v["applied"]["replaced"], 2);
     assert_eq!(v["applied"]["added"], 1);
     assert_eq!(v["applied"]["kept"], 1);
+    // No supervisor runs: no gateway was stopped, none to start again.
+    assert_eq!(v["restarted"], json!([]));
+    assert_eq!(v["start_failures"], json!([]));
     assert_eq!(
         fs::read_to_string(root.join("config.yaml")).unwrap(),
         "_config_version: 35\nmodel: a\n"
@@ -460,6 +464,48 @@ fn a_plan_then_its_restore_changes_the_files_and_nothing_else() {
     assert_eq!(after["counts"]["added"], 0);
     assert_eq!(after["counts"]["replaced"], 0);
     assert_eq!(after["restarts"], json!([]));
+}
+
+#[test]
+fn a_gateway_running_outside_a_supervisor_stops_the_restore() {
+    let d = dashboard();
+    let made = create(&d);
+    let name = made["name"].as_str().unwrap();
+    let work = d.root().join("profiles/work");
+    fs::write(work.join("SOUL.md"), "changed\n").unwrap();
+    // The lock a gateway run by hand holds, with its record naming a live process (this one).
+    let pid = std::process::id() as i32;
+    let start_time = hermes_home::gateway_lock::process_start_time(pid).unwrap();
+    let lock_path = hermes_home::gateway_lock::path(&work);
+    fs::write(
+        &lock_path,
+        json!({ "pid": pid, "kind": "hermes-gateway", "start_time": start_time }).to_string(),
+    )
+    .unwrap();
+    let lock = fs::File::open(&lock_path).unwrap();
+    lock.lock().unwrap();
+    let p = json_post(&d, &format!("/api/backups/{name}/plan"), &json!({})).json();
+    assert_eq!(p["restarts"], json!(["work"]));
+    let a = json_post(
+        &d,
+        &format!("/api/backups/{name}/restore"),
+        &json!({ "token": p["token"] }),
+    );
+    assert_eq!(a.status, 409, "{}", a.body);
+    let v = a.json();
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .contains("runs outside the supervisor"),
+        "{v}"
+    );
+    assert!(v["hint"].as_str().unwrap().contains(&format!("kill {pid}")));
+    assert_eq!(
+        fs::read_to_string(work.join("SOUL.md")).unwrap(),
+        "changed\n"
+    );
+    drop(lock);
 }
 
 #[test]

@@ -98,7 +98,10 @@ fn create_then_plan_then_restore_in_the_browser() {
         text(&browser, "details[data-list=replaced] li"),
         "config.yaml"
     );
-    assert!(text(&browser, "#plan-restarts").contains("gateway-default"));
+    assert_eq!(
+        text(&browser, "#plan-restarts"),
+        "The gateways serving default are stopped for the restore and started after."
+    );
     assert_eq!(text(&browser, "#confirm"), "Restore 1 file");
     assert!(
         fs::read_to_string(root.join("config.yaml"))

@@ -2,25 +2,36 @@
 //! binds it, and the restore itself only for the plan whose token the request carries.
 //!
 //! The token is the SHA-256 of everything the page showed: the archive's name, each file's
-//! path, change and checksum, the kept and skipped lists and the profiles that restart. A
-//! restore plans again and refuses (409) when the token differs — the archive or the volume
-//! changed since the plan was shown — so the page never restores what it did not show.
+//! path, change and checksum, the kept and skipped lists, the profiles whose gateways restart
+//! and the schema check's refusal. A restore plans again and refuses (409) when the token
+//! differs — the archive or the volume changed since the plan was shown — so the page never
+//! restores what it did not show.
 //!
-//! The work itself is [`plan`] and [`apply`]: the backup library's plan and apply
-//! (`hermes_backup::restore`); stopping and starting the affected gateways around it is the
-//! service layer's.
+//! The plan is the backup library's (`hermes_backup::restore::plan`, as `hermes backup restore`
+//! makes it); the restore is the service layer's, the one the CLI calls
+//! (`hermes_services::backup::restore`: the schema check, the affected gateways stopped through
+//! the supervisor and started again, the files swapped).
 
 use std::path::Path;
+use std::time::Duration;
 
+use hermes_backup::Scope;
 use hermes_backup::restore::{self, Change, Plan};
-use hermes_backup::{Error, Scope};
+use hermes_services::backup::{RestoreOptions, Restored};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+
+/// How long each exchange with the supervisor may take during a restore (a gateway's stop
+/// waits for its drain), as the CLI's.
+pub const SUPERVISOR_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What the page shows of a plan and the token that binds it.
 pub struct Shown {
     /// The plan.
     pub plan: Plan,
+    /// Why the service layer would refuse it unless forced (an archive from a newer config
+    /// schema than the installed agent's), one line, with its hint.
+    pub refusal: Option<(String, Option<String>)>,
     /// Its token ([`token`]).
     pub token: String,
 }
@@ -29,27 +40,49 @@ pub struct Shown {
 ///
 /// # Errors
 /// The library's: a damaged archive, nothing to restore, an unsafe target.
-pub fn plan(root: &Path, name: &str, archive: &Path) -> Result<Shown, Error> {
+pub fn plan(
+    root: &Path,
+    name: &str,
+    archive: &Path,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Shown, hermes_backup::Error> {
     let plan = restore::plan(root, archive, &Scope::default(), &mut |_, _, _| {})?;
-    let token = token(name, &plan);
-    Ok(Shown { plan, token })
+    let refusal = hermes_services::backup::schema_refusal(&plan, var)
+        .map(|e| (hermes_errors::one_line(&e), e.hint()));
+    let token = token(name, &plan, refusal.as_ref().map(|(r, _)| r.as_str()));
+    Ok(Shown {
+        plan,
+        refusal,
+        token,
+    })
 }
 
-/// Applies a plan that was shown.
+/// Applies a plan that was shown, through the service layer (module doc).
 ///
 /// # Errors
-/// The library's; the volume is then as it was.
-pub fn apply(shown: &Shown) -> Result<restore::Applied, Error> {
-    restore::apply(&shown.plan)
+/// The service layer's: the schema refusal (not forced), a gateway running outside the
+/// supervisor, a supervisor that cannot be asked, or the restore's own failure (the volume
+/// rolled back, the gateways started again).
+pub fn apply(
+    shown: &Shown,
+    force: bool,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Restored, hermes_services::Error> {
+    let options = RestoreOptions {
+        force,
+        timeout: SUPERVISOR_TIMEOUT,
+    };
+    hermes_services::backup::restore(&shown.plan, options, var)
 }
 
-/// The profiles whose gateways the restore stops and starts again: those whose files change.
+/// The profiles whose files change: the service layer stops and starts again the gateways
+/// that serve them (their own, or the multiplexing one) when they run.
 pub fn restarts(plan: &Plan) -> Vec<String> {
     plan.profiles_changed()
 }
 
-/// The token of `plan` (module doc).
-pub fn token(name: &str, plan: &Plan) -> String {
+/// The token of `plan` with its schema `refusal` (module doc).
+pub fn token(name: &str, plan: &Plan, refusal: Option<&str>) -> String {
     let mut h = Sha256::new();
     let mut field = |s: &str| {
         h.update((s.len() as u64).to_le_bytes());
@@ -74,6 +107,8 @@ pub fn token(name: &str, plan: &Plan) -> String {
     for p in restarts(plan) {
         field(&p);
     }
+    field("refusal");
+    field(refusal.unwrap_or(""));
     hermes_backup::manifest::hex(&h.finalize())
 }
 
@@ -85,32 +120,24 @@ fn change(c: Change) -> &'static str {
     }
 }
 
-/// The config schema check: the newest `_config_version` in the archive against the
-/// volume's. An archive newer than the volume was written by a newer agent than the one that
-/// last wrote here.
-pub fn schema(root: &Path, plan: &Plan) -> Value {
-    let archive = plan
+/// The config schema check: the newest `_config_version` in the archive, and the service
+/// layer's refusal when it is newer than the installed agent's.
+pub fn schema(shown: &Shown) -> Value {
+    let archive = shown
+        .plan
         .archive
-        .manifest
-        .as_ref()
-        .and_then(|m| m.newest_config_version())
+        .newest_config_version()
         .map(|(v, p)| json!({ "version": v, "profile": p }));
-    let volume_schema = hermes_home::schema::VolumeSchema::read(root);
-    let volume = volume_schema.newest().map(|(v, _)| v);
-    let newer = match (&archive, volume) {
-        (Some(a), Some(v)) => a["version"].as_u64().is_some_and(|a| a > v),
-        _ => false,
-    };
     json!({
         "archive": archive,
-        "volume": volume.map(|v| json!({ "version": v })),
-        "newer_than_volume": newer,
+        "refused": shown.refusal.as_ref().map(|(r, _)| r),
+        "hint": shown.refusal.as_ref().and_then(|(_, h)| h.as_ref()),
     })
 }
 
 /// The plan as the page shows it: counts, each list, the restarts, the schema check, the
 /// archive's manifest, the token.
-pub fn describe(root: &Path, name: &str, shown: &Shown) -> Value {
+pub fn describe(name: &str, shown: &Shown) -> Value {
     let plan = &shown.plan;
     let of = |c: Change| -> Vec<&str> {
         plan.files
@@ -141,7 +168,7 @@ pub fn describe(root: &Path, name: &str, shown: &Shown) -> Value {
         "kept": plan.kept,
         "skipped": plan.skipped.iter().map(|(path, why)| json!({ "path": path, "why": why })).collect::<Vec<_>>(),
         "restarts": restarts(plan),
-        "schema": schema(root, plan),
+        "schema": schema(shown),
         "manifest": manifest,
     })
 }
