@@ -337,7 +337,12 @@ struct UploadQuery {
 
 /// The upload cap in bytes ([`UPLOAD_LIMIT_VAR`]).
 fn upload_limit(app: &App) -> u64 {
-    let mb = (app.vars)(UPLOAD_LIMIT_VAR)
+    upload_limit_of(&app.vars)
+}
+
+/// [`upload_limit`] from the environment `vars`: a positive number of MiB, else the default.
+fn upload_limit_of(vars: &crate::Vars) -> u64 {
+    let mb = vars(UPLOAD_LIMIT_VAR)
         .and_then(|v| v.trim().parse::<u64>().ok())
         .filter(|mb| *mb > 0)
         .unwrap_or(UPLOAD_LIMIT_MB);
@@ -620,4 +625,39 @@ pub fn api_paths() -> Value {
             "responses": responses(&restoring, "{name, applied: {added, replaced, unchanged, kept}, restarted: [service], start_failures: [{service, why}]}"),
         }},
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_create_or_restore_at_a_time_and_its_progress_goes_with_it() {
+        let busy = Busy::default();
+        let guard = busy.take().unwrap();
+        assert!(busy.take().is_none(), "a second one waits");
+        guard.0.set_progress(Some(json!({ "files_done": 3 })));
+        assert_eq!(busy.progress().unwrap()["files_done"], 3);
+        drop(guard);
+        assert!(busy.progress().is_none(), "no progress once it ended");
+        assert!(busy.take().is_some());
+    }
+
+    #[test]
+    fn the_upload_cap_is_in_mib_with_a_default() {
+        let limit = |value: Option<&'static str>| {
+            let vars: crate::Vars = Arc::new(move |k: &str| {
+                (k == UPLOAD_LIMIT_VAR)
+                    .then(|| value.map(str::to_string))
+                    .flatten()
+            });
+            upload_limit_of(&vars)
+        };
+        let default = UPLOAD_LIMIT_MB * 1024 * 1024;
+        assert_eq!(limit(None), default);
+        assert_eq!(limit(Some("1")), 1024 * 1024);
+        assert_eq!(limit(Some(" 10 ")), 10 * 1024 * 1024);
+        assert_eq!(limit(Some("0")), default);
+        assert_eq!(limit(Some("lots")), default);
+    }
 }

@@ -32,14 +32,21 @@ pub fn dir(root: &Path) -> PathBuf {
     root.join(DIR_NAME)
 }
 
-/// Creates the directory (mode 0700: archives hold the volume's secrets) when missing.
+/// Creates the directory (mode 0700: archives hold the volume's secrets) when missing, owned
+/// like the volume's root when root makes it (as `hermes backup create` does; for anyone else
+/// the `chown` is to themselves, or refused and ignored).
 pub fn ensure_dir(dir: &Path) -> io::Result<()> {
-    match fs::DirBuilder::new()
-        .mode(0o700)
-        .recursive(true)
-        .create(dir)
-    {
-        Ok(()) => Ok(()),
+    use std::os::unix::fs::MetadataExt;
+    if fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return Ok(());
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {
+            if let Some(meta) = dir.parent().and_then(|p| fs::metadata(p).ok()) {
+                let _ = std::os::unix::fs::chown(dir, Some(meta.uid()), Some(meta.gid()));
+            }
+            Ok(())
+        }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e),
     }
