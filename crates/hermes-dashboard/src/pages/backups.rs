@@ -41,6 +41,9 @@ pub const UPLOAD_LIMIT_VAR: &str = "HERMES_DASHBOARD_UPLOAD_MAX_MB";
 pub const UPLOAD_LIMIT_MB: u64 = 2048;
 /// The largest JSON body a restore request may have.
 const BODY_LIMIT: usize = 4096;
+/// How long an upload may send nothing before it is given up (the server has no limit on a
+/// request in flight otherwise).
+const UPLOAD_STALL: std::time::Duration = std::time::Duration::from_secs(60);
 /// The size of the chunks a download is read in.
 const CHUNK: usize = 64 * 1024;
 
@@ -418,7 +421,20 @@ async fn receive(
     let mut file = tokio::fs::File::from_std(std_file);
     let mut stream = body.into_data_stream();
     let mut written: u64 = 0;
-    while let Some(chunk) = stream.next().await {
+    loop {
+        let next = tokio::time::timeout(UPLOAD_STALL, stream.next())
+            .await
+            .map_err(|_| {
+                *refuse(
+                    StatusCode::REQUEST_TIMEOUT,
+                    &format!(
+                        "the upload stalled: nothing arrived for {} s",
+                        UPLOAD_STALL.as_secs()
+                    ),
+                    Some("upload the archive again".into()),
+                )
+            })?;
+        let Some(chunk) = next else { break };
         let chunk = chunk.map_err(|e| {
             *refuse(
                 StatusCode::BAD_REQUEST,
@@ -584,6 +600,7 @@ pub fn api_paths() -> Value {
     uploading["400"] = json!({ "description": "{detail, hint}: not a readable zip, or it failed verification (the error line)" });
     uploading["409"] =
         json!({ "description": "{detail, hint}: an archive of that name is already there" });
+    uploading["408"] = json!({ "description": "{detail, hint}: nothing arrived for 60 s" });
     uploading["413"] = json!({ "description": format!("{{detail, hint}}: larger than {UPLOAD_LIMIT_VAR} MiB (default {UPLOAD_LIMIT_MB})") });
     let plan_answer = "{name, token, counts: {added, replaced, unchanged, kept, skipped}, added, replaced, unchanged, kept: [path], skipped: [{path, why}], restarts: [profile], schema: {archive: {version, profile}|null, refused: string|null, hint: string|null}, manifest: {created, build, agent_version, scope, files}|null}";
     json!({
