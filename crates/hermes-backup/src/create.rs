@@ -423,7 +423,7 @@ impl VolumeLock {
         match dir.try_lock() {
             Ok(()) => Ok(VolumeLock { _dir: dir }),
             Err(fs::TryLockError::WouldBlock) => Err(Error::Busy {
-                lock: root.to_path_buf(),
+                root: root.to_path_buf(),
             }),
             Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", root, e)),
         }

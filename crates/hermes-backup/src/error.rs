@@ -55,11 +55,11 @@ pub enum Error {
         path: PathBuf,
     },
 
-    /// Another backup or restore holds the volume's backup lock.
-    #[error("another backup or restore is running on this volume")]
+    /// Another backup or restore holds the volume's lock (a `flock` on its root directory).
+    #[error("another backup or restore is running on the volume `{}`", root.display())]
     Busy {
-        /// The lock file.
-        lock: PathBuf,
+        /// The volume's root.
+        root: PathBuf,
     },
 
     /// `verify` found problems (listed in the message).
@@ -128,6 +128,12 @@ impl Error {
             {
                 return true;
             }
+            if let Some(rusqlite::Error::SqliteFailure(code, _)) =
+                e.downcast_ref::<rusqlite::Error>()
+                && code.code == rusqlite::ErrorCode::DiskFull
+            {
+                return true;
+            }
             error = e.source();
         }
         false
@@ -142,8 +148,12 @@ impl Error {
             );
         }
         match self {
-            Error::Io { path, .. } | Error::NotIncluded { path, .. } => Some(format!(
-                "check that `{}` is readable by this user (run as root, or as the volume's owner)",
+            Error::Io { action, path, .. } => Some(format!(
+                "check that this user may {action} `{}` (run as root, or as the volume's owner)",
+                path.display()
+            )),
+            Error::NotIncluded { path, .. } => Some(format!(
+                "check that `{}` is readable by this user (run as root, or as the volume's owner); a backup never leaves a file out",
                 path.display()
             )),
             Error::Database { path, .. } => Some(format!(
@@ -158,10 +168,10 @@ impl Error {
             Error::OutputExists { .. } => {
                 Some("choose another name with `-o`, or remove the old archive first".into())
             }
-            Error::Busy { lock } => Some(format!(
-                "wait for it to finish (the lock is `{}`), then run this again",
-                lock.display()
-            )),
+            Error::Busy { .. } => Some(
+                "wait for it to finish (a scheduled backup takes as long as a manual one), then run this again"
+                    .into(),
+            ),
             Error::Verification { .. } => Some(
                 "the archive is damaged or incomplete: restore from another one, or make a new backup"
                     .into(),
@@ -212,7 +222,7 @@ hermes_errors::every_variant!(Error {
         path: "/opt/data/backups/nightly.zip".into(),
     },
     Error::Busy { .. } => Error::Busy {
-        lock: "/opt/data/.backup.lock".into(),
+        root: "/opt/data".into(),
     },
     Error::Verification { .. } => Error::Verification {
         path: "/root/hermes-backup.zip".into(),
@@ -238,3 +248,39 @@ hermes_errors::every_variant!(Error {
     },
     Error::Home(_) => Error::Home(hermes_home::Error::NoHome),
 });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_is_recognised_through_the_chain_and_says_what_to_do() {
+        let sqlite_full = Error::NotIncluded {
+            path: "/v/kanban.db".into(),
+            source: Box::new(Error::Database {
+                path: "/v/kanban.db".into(),
+                source: rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                    Some("database or disk is full".into()),
+                ),
+            }),
+        };
+        let enospc = Error::NotIncluded {
+            path: "/v/a".into(),
+            source: Box::new(Error::io(
+                "write",
+                "/v/b",
+                std::io::Error::from_raw_os_error(nix::libc::ENOSPC),
+            )),
+        };
+        for e in [sqlite_full, enospc] {
+            assert!(e.is_disk_full(), "{e:?}");
+            assert!(e.hint().unwrap().contains("free space"));
+        }
+        assert!(
+            !Error::every_variant()
+                .into_iter()
+                .any(|(_, e)| e.is_disk_full())
+        );
+    }
+}

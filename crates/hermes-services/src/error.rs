@@ -321,7 +321,7 @@ hermes_errors::every_variant!(Error {
         source: std::io::Error::from_raw_os_error(30),
     },
     Error::Backup(_) => Error::Backup(hermes_backup::Error::Busy {
-        lock: "/opt/data".into(),
+        root: "/opt/data".into(),
     }),
     Error::BackupNewerThanAgent { .. } => Error::BackupNewerThanAgent {
         profile: "work".into(),

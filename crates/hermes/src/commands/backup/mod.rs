@@ -6,7 +6,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use hermes_backup::restore::{Change, Plan};
+use hermes_backup::restore::{Change, Interrupted, Plan};
 use hermes_backup::{Scope, Summary};
 use hermes_home::{Home, ProfileRef};
 use serde_json::json;
@@ -78,10 +78,12 @@ fn volume_root() -> Result<PathBuf, Failure> {
 fn recover_interrupted(root: &Path) -> Result<usize, Failure> {
     let recovered = hermes_backup::restore::recover(root)?;
     for r in &recovered {
-        let what = if r.rolled_back {
-            "rolled back an interrupted restore"
-        } else {
-            "cleaned up after a finished restore"
+        let what = match r.state {
+            Interrupted::Staging => "discarded an interrupted restore that had changed nothing yet",
+            Interrupted::RolledBack => {
+                "rolled back an interrupted restore: the volume is as it was before it"
+            }
+            Interrupted::Finished => "cleaned up after a restore that had finished",
         };
         output::stderr(&format!("backup: {what} (`{}`)\n", r.staging.display()));
     }
@@ -138,13 +140,19 @@ fn create(root: &Path, output: Option<&str>, scope: &Scope, json: bool) -> Comma
             summary
         }
         _ => {
-            let path = match output {
-                Some(path) => PathBuf::from(path),
+            let (path, made_dir) = match output {
+                Some(path) => (PathBuf::from(path), None),
                 None => default_output(root)?,
             };
-            let summary = hermes_backup::create_file(root, scope, &identity, &path, &mut report)?;
+            let summary = hermes_backup::create_file(root, scope, &identity, &path, &mut report);
             progress.done();
-            summary
+            if summary.is_err()
+                && let Some(dir) = made_dir
+            {
+                // A failed backup leaves the volume as it found it.
+                let _ = std::fs::remove_dir(dir);
+            }
+            summary?
         }
     };
     let to_stdout = output != Some("-");
@@ -178,27 +186,30 @@ fn create(root: &Path, output: Option<&str>, scope: &Scope, json: bool) -> Comma
 }
 
 /// `$HERMES_HOME/backups/hermes-backup-<UTC time>.zip`, the directory made if needed (owned by
-/// the volume's owner, as the rest of the volume).
-fn default_output(root: &Path) -> Result<PathBuf, Failure> {
+/// the volume's owner, as the rest of the volume) and then returned too.
+fn default_output(root: &Path) -> Result<(PathBuf, Option<PathBuf>), Failure> {
     let dir = root.join("backups");
+    let mut made = None;
     if !dir.is_dir() {
         use std::os::unix::fs::{DirBuilderExt, MetadataExt};
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&dir)
             .map_err(|e| {
-                Failure::new(format!("could not create `{}`: {e}", dir.display()), None)
+                Failure::new(
+                    format!("could not create `{}`: {e}", dir.display()),
+                    Some("check that this user may write the volume, or write the archive elsewhere with `-o`".into()),
+                )
             })?;
         if nix::unistd::geteuid().is_root()
             && let Ok(meta) = std::fs::metadata(root)
         {
             let _ = std::os::unix::fs::chown(&dir, Some(meta.uid()), Some(meta.gid()));
         }
+        made = Some(dir.clone());
     }
-    Ok(dir.join(format!(
-        "hermes-backup-{}.zip",
-        hermes_home::time::compact_utc_now()
-    )))
+    let name = format!("hermes-backup-{}.zip", hermes_home::time::compact_utc_now());
+    Ok((dir.join(name), made))
 }
 
 fn summary_json(summary: &Summary) -> serde_json::Value {
