@@ -97,6 +97,42 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    /// The archive was written with a newer config schema than the installed agent's.
+    #[error(
+        "the archive's `{profile}` profile has config schema {archive}, newer than this image's \
+         hermes-agent {} (schema {agent}): an older agent would misread and rewrite it",
+        agent_version.as_deref().unwrap_or("(unknown version)")
+    )]
+    NewerThanAgent {
+        /// The profile whose `config.yaml` carries the newest schema.
+        profile: String,
+        /// That schema.
+        archive: u64,
+        /// The installed agent's version.
+        agent_version: Option<String>,
+        /// The installed agent's schema.
+        agent: u64,
+    },
+
+    /// A gateway runs without a supervisor that could stop it for a restore.
+    #[error(
+        "the `{profile}` gateway (pid {pid}) runs outside the supervisor, so nothing can stop it for the restore"
+    )]
+    GatewayOutsideSupervisor {
+        /// The profile.
+        profile: String,
+        /// The gateway's pid.
+        pid: i32,
+    },
+
+    /// The supervisor could not be asked to stop or start a gateway.
+    #[error(transparent)]
+    Services(#[from] hermes_services::Error),
+
+    /// The supervisor refused to stop or start a gateway.
+    #[error(transparent)]
+    Supervisor(#[from] hermes_supervisor::Error),
+
     /// A file of `hermes-home` could not be read or written.
     #[error(transparent)]
     Home(#[from] hermes_home::Error),
@@ -187,6 +223,16 @@ impl Error {
                 "fix the cause and run `hermes backup recover`; the files of the volume before the restore are under `{}/old`",
                 staging.display()
             )),
+            Error::NewerThanAgent { .. } => Some(
+                "run an image whose hermes-agent is at least the release that made the backup \
+                 (docs/docker.md: HERMES_AGENT_SOURCE), or pass `--force` to restore it anyway"
+                    .into(),
+            ),
+            Error::GatewayOutsideSupervisor { pid, .. } => Some(format!(
+                "stop it first (`kill {pid}`), then restore again"
+            )),
+            Error::Services(e) => e.hint(),
+            Error::Supervisor(e) => e.hint(),
             Error::Home(e) => e.hint(),
         }
     }
@@ -246,6 +292,24 @@ hermes_errors::every_variant!(Error {
             std::io::Error::from_raw_os_error(nix::libc::EIO),
         )),
     },
+    Error::NewerThanAgent { .. } => Error::NewerThanAgent {
+        profile: "work".into(),
+        archive: 35,
+        agent_version: Some("0.19.0".into()),
+        agent: 33,
+    },
+    Error::GatewayOutsideSupervisor { .. } => Error::GatewayOutsideSupervisor {
+        profile: "work".into(),
+        pid: 4242,
+    },
+    Error::Services(_) => Error::Services(hermes_services::Error::NotRunning {
+        root: "/opt/data".into(),
+        socket: "/run/hermes/supervisor.sock".into(),
+    }),
+    Error::Supervisor(_) => Error::Supervisor(hermes_supervisor::Error::Refused {
+        code: hermes_supervisor::ErrorCode::ShuttingDown,
+        message: "the supervisor is shutting down".into(),
+    }),
     Error::Home(_) => Error::Home(hermes_home::Error::NoHome),
 });
 

@@ -38,6 +38,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::Error;
+use hermes_home::layout::RESTORE_STAGING_PREFIX;
+
 use crate::create::{VolumeLock, sync_dir};
 use crate::select::{self, Scope};
 use crate::verify::{self, ArchiveFile, Verified};
@@ -479,7 +481,7 @@ struct Staging {
 impl Staging {
     fn create(root: &Path) -> Result<Staging, Error> {
         let dir = root.join(format!(
-            ".restore-{}-{}",
+            "{RESTORE_STAGING_PREFIX}{}-{}",
             hermes_home::time::compact_utc_now(),
             std::process::id()
         ));
@@ -545,7 +547,11 @@ fn recover_locked(root: &Path) -> Result<Vec<Recovered>, Error> {
         return Ok(found);
     };
     for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with(".restore-") {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(RESTORE_STAGING_PREFIX)
+        {
             continue;
         }
         let staging = entry.path();

@@ -111,7 +111,7 @@ fn scope(root: &Path, profiles: &[String], quick: bool) -> Result<Scope, Failure
 fn create(root: &Path, output: Option<&str>, scope: &Scope, json: bool) -> CommandResult {
     let (identity, _) = hermes_diag::report::identity_and_install();
     let identity =
-        hermes_services::backup::identity(format!("hermes {}", identity.label()), &Context::var);
+        hermes_backup::supervised::identity(format!("hermes {}", identity.label()), &Context::var);
     let mut progress = ProgressLine::new("backup");
     let mut report = |p: &hermes_backup::Progress<'_>| {
         progress.show(|| {
@@ -312,7 +312,7 @@ fn restore(
         progress.show(|| format!("{done}/{total} entries ({rel})"));
     })?;
     progress.done();
-    let refusal = hermes_services::backup::schema_refusal(&plan, &Context::var);
+    let refusal = hermes_backup::supervised::schema_refusal(&plan, &Context::var);
     if json && dry_run {
         output::json(&plan_json(&plan, refusal.as_ref()))?;
         return Ok(ExitStatus::Success);
@@ -335,11 +335,11 @@ fn restore(
     if !yes {
         confirm()?;
     }
-    let options = hermes_services::backup::RestoreOptions {
+    let options = hermes_backup::supervised::RestoreOptions {
         force,
         timeout: SUPERVISOR_TIMEOUT,
     };
-    let restored = hermes_services::backup::restore(&plan, options, &Context::var)?;
+    let restored = hermes_backup::supervised::restore(&plan, options, &Context::var)?;
     for (service, why) in &restored.start_failures {
         output::stderr(&format!(
             "warning: `{service}` did not start again: {why}\n"
@@ -396,7 +396,7 @@ fn confirm() -> Result<(), Failure> {
 /// At most this many names per list of the plan; the rest are counted.
 const LISTED: usize = 8;
 
-fn render_plan(plan: &Plan, refusal: Option<&hermes_services::Error>) -> String {
+fn render_plan(plan: &Plan, refusal: Option<&hermes_backup::Error>) -> String {
     let mut text = made_by(&plan.archive);
     text.push_str(&format!(
         "Restoring into `{}` would change:\n",
@@ -456,7 +456,7 @@ fn names(plan: &Plan, change: Change) -> Vec<String> {
         .collect()
 }
 
-fn plan_json(plan: &Plan, refusal: Option<&hermes_services::Error>) -> serde_json::Value {
+fn plan_json(plan: &Plan, refusal: Option<&hermes_backup::Error>) -> serde_json::Value {
     json!({
         "archive": plan.archive.path,
         "manifest": plan.archive.manifest,
