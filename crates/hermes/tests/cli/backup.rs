@@ -646,3 +646,126 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+#[test]
+fn a_restore_under_the_supervisor_stops_and_starts_only_the_gateways_whose_profiles_change() {
+    use hermes_test_support::poll;
+    use std::time::Duration;
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    t.free_ports(&["work"]);
+    let _up = t.start_up();
+    let up = |name: &str| t.service(name)["state"] == "up";
+    poll::until_true("gateway-default up", Duration::from_secs(30), || {
+        up("gateway-default")
+    });
+    t.ok(&["-p", "work", "gateway", "start"]);
+    poll::until_true("gateway-work up", Duration::from_secs(30), || {
+        up("gateway-work")
+    });
+    let archive = t.dir.path().join("work.zip");
+    t.ok(&[
+        "backup",
+        "create",
+        "-o",
+        archive.to_str().unwrap(),
+        "--profile",
+        "work",
+    ]);
+    fs::write(t.root().join("profiles/work/SOUL.md"), "someone else\n").unwrap();
+    let default_pid = t.service("gateway-default")["pid"].clone();
+    let work_pid = t.service("gateway-work")["pid"].clone();
+
+    let out = t.ok(&[
+        "backup",
+        "restore",
+        archive.to_str().unwrap(),
+        "--profile",
+        "work",
+        "--yes",
+    ]);
+    assert!(out.contains("Restarted: gateway-work"), "{out}");
+    assert_ne!(
+        fs::read_to_string(t.root().join("profiles/work/SOUL.md")).unwrap(),
+        "someone else\n"
+    );
+    poll::until_true("gateway-work up again", Duration::from_secs(30), || {
+        up("gateway-work")
+    });
+    assert_ne!(
+        t.service("gateway-work")["pid"],
+        work_pid,
+        "the work gateway was restarted"
+    );
+    assert_eq!(
+        t.service("gateway-default")["pid"],
+        default_pid,
+        "its neighbour was not"
+    );
+}
+
+/// A stand-in agent whose probe answers config schema `schema` (see `tests/init/agent_versions.rs`).
+fn fake_agent(dir: &Path, schema: u64) -> PathBuf {
+    let bin = dir.join("agent/bin");
+    fs::create_dir_all(&bin).unwrap();
+    let python = format!(
+        "#!/bin/sh\necho \"HERMES_ANSWER {{\\\"config_version\\\": {schema}, \\\"multiplex_default\\\": false}}\"\n"
+    );
+    for (name, text) in [
+        ("python", python.as_str()),
+        ("hermes", "#!/bin/sh\nexit 0\n"),
+    ] {
+        fs::write(bin.join(name), text).unwrap();
+        fs::set_permissions(bin.join(name), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    bin.join("hermes")
+}
+
+#[test]
+fn an_archive_from_a_newer_config_schema_than_the_installed_agent_is_refused_unless_forced() {
+    let t = TestContext::new();
+    let root = volume(&t);
+    let config = root.join("profiles/work/config.yaml");
+    let text = fs::read_to_string(&config)
+        .unwrap()
+        .replace("_config_version: 33", "_config_version: 35");
+    fs::write(&config, text).unwrap();
+    let archive = t.dir.path().join("a.zip");
+    t.ok(&["backup", "create", "-o", archive.to_str().unwrap()]);
+    fs::write(root.join("SOUL.md"), "changed\n").unwrap();
+    let agent = fake_agent(t.dir.path(), 33);
+    let restore = |extra: &[&str]| {
+        let mut args = vec!["backup", "restore", archive.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        t.cmd(&args)
+            .env("HERMES_AGENT_CLI", &agent)
+            .output()
+            .unwrap()
+    };
+    let plan = restore(&["--dry-run"]);
+    assert!(plan.status.success(), "{}", render(&plan));
+    assert!(
+        String::from_utf8_lossy(&plan.stdout).contains("Refused without --force"),
+        "{}",
+        render(&plan)
+    );
+    let refused = restore(&["--yes"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", render(&refused));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("config schema 35, newer than this image's hermes-agent")
+            && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("SOUL.md")).unwrap(),
+        "changed\n",
+        "nothing restored"
+    );
+    let forced = restore(&["--yes", "--force"]);
+    assert!(forced.status.success(), "{}", render(&forced));
+    assert_ne!(
+        fs::read_to_string(root.join("SOUL.md")).unwrap(),
+        "changed\n"
+    );
+}
