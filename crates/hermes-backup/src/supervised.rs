@@ -1,33 +1,34 @@
-//! Backups as the CLI and the dashboard both offer them: the identity an archive records, and a
-//! restore that the running gateways never see half done.
+//! Backups among the running services, as the CLI and the dashboard both offer them: the
+//! identity an archive records, and a restore that the running gateways never see half done.
 //!
 //! The rule of a restore ([`restore`]):
 //! * an archive whose config schema is newer than the installed agent's is refused unless
 //!   forced: the agent would misread and rewrite what a newer release wrote (the same rule as
-//!   the boot's, [`crate::upgrade`]);
+//!   the boot's, [`hermes_services::upgrade`]);
 //! * every gateway service serving a profile whose files change — its own, or the multiplexing
 //!   gateway that serves it — is stopped through the supervisor first and started again after,
-//!   whether the restore succeeded or was rolled back;
+//!   whether the restore succeeded or was rolled back (under multiplexing that is the default
+//!   profile's gateway: [`hermes_services::multiplex`]);
 //! * without a supervisor, a gateway that holds its profile's `gateway.lock` (one run by hand)
 //!   makes the restore refuse: nothing could stop it, and it would write over what is restored.
 //!
-//! The files themselves are `hermes-backup`'s: plan, stage, swap, roll back.
+//! The files themselves are [`crate::restore`]'s: plan, stage, swap, roll back.
 
 use std::path::Path;
 use std::time::Duration;
 
-use hermes_backup::Identity;
-use hermes_backup::restore::{Applied, Plan};
 use hermes_supervisor::StateName;
 
 use crate::Error;
+use crate::create::Identity;
+use crate::restore::{Applied, Plan};
 
 /// The identity an archive made here records: `build` (as `hermes --version` names it) and the
 /// installed agent's version, when there is one.
 pub fn identity(build: String, var: &dyn Fn(&str) -> Option<String>) -> Identity {
     Identity {
         build,
-        agent_version: crate::agent::locate(var).and_then(|a| a.version),
+        agent_version: hermes_services::agent::locate(var).and_then(|a| a.version),
     }
 }
 
@@ -55,9 +56,9 @@ pub struct Restored {
 /// archive with no `config.yaml` or an image with no agent is not checked.
 pub fn schema_refusal(plan: &Plan, var: &dyn Fn(&str) -> Option<String>) -> Option<Error> {
     let (archive, profile) = plan.archive.newest_config_version()?;
-    let agent = crate::agent::locate(var)?;
-    let facts = crate::agent_probe::probe_cached(&agent, None).ok()?;
-    (archive > facts.config_version).then(|| Error::BackupNewerThanAgent {
+    let agent = hermes_services::agent::locate(var)?;
+    let facts = hermes_services::agent_probe::probe_cached(&agent, None).ok()?;
+    (archive > facts.config_version).then(|| Error::NewerThanAgent {
         profile: profile.to_owned(),
         archive,
         agent_version: agent.version.clone(),
@@ -69,7 +70,7 @@ pub fn schema_refusal(plan: &Plan, var: &dyn Fn(&str) -> Option<String>) -> Opti
 /// the gateways started again.
 ///
 /// # Errors
-/// [`Error::BackupNewerThanAgent`] (not forced), [`Error::RestoreWhileGatewayRuns`], a
+/// [`Error::NewerThanAgent`] (not forced), [`Error::GatewayOutsideSupervisor`], a
 /// supervisor that cannot be asked, or the restore's own failure (the volume rolled back, the
 /// gateways started again).
 pub fn restore(
@@ -84,10 +85,10 @@ pub fn restore(
     }
     let root = &plan.root;
     let changed = plan.profiles_changed();
-    let mut client = match crate::connect(root, var, options.timeout) {
+    let mut client = match hermes_services::connect(root, var, options.timeout) {
         Ok(client) => Some(client),
-        Err(Error::NotRunning { .. }) => None,
-        Err(e) => return Err(e),
+        Err(hermes_services::Error::NotRunning { .. }) => None,
+        Err(e) => return Err(e.into()),
     };
     let stopped = match &mut client {
         Some(client) => stop_serving(client, root, &changed, var)?,
@@ -96,7 +97,7 @@ pub fn restore(
             Vec::new()
         }
     };
-    let applied = hermes_backup::restore::apply(plan);
+    let applied = crate::restore::apply(plan);
     let mut start_failures = Vec::new();
     if let Some(client) = &mut client {
         for service in &stopped {
@@ -119,13 +120,13 @@ fn stop_serving(
     profiles: &[String],
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<String>, Error> {
-    let multiplex = crate::multiplex::resolve_asking_agent(root, var);
+    let multiplex = hermes_services::multiplex::resolve_asking_agent(root, var);
     let mut serving: Vec<String> = profiles
         .iter()
         .map(|p| {
             multiplex
                 .served_by(p)
-                .unwrap_or_else(|| crate::service_name(p))
+                .unwrap_or_else(|| hermes_services::service_name(p))
         })
         .collect();
     serving.sort();
@@ -148,7 +149,7 @@ fn stop_serving(
     Ok(running)
 }
 
-/// [`Error::RestoreWhileGatewayRuns`] when a gateway of one of `profiles` runs without a
+/// [`Error::GatewayOutsideSupervisor`] when a gateway of one of `profiles` runs without a
 /// supervisor (module doc).
 fn refuse_unsupervised_gateways(root: &Path, profiles: &[String]) -> Result<(), Error> {
     for profile in profiles {
@@ -161,7 +162,7 @@ fn refuse_unsupervised_gateways(root: &Path, profiles: &[String]) -> Result<(), 
         if let Some(holder) =
             hermes_home::gateway_lock::live_holder(&hermes_home::gateway_lock::path(&dir))
         {
-            return Err(Error::RestoreWhileGatewayRuns {
+            return Err(Error::GatewayOutsideSupervisor {
                 profile: profile.clone(),
                 pid: holder.pid,
             });
