@@ -3,8 +3,8 @@
 //! upload one, and restore one — its dry run shown first, the restore only for the plan shown.
 //!
 //! A client like the CLI: archives are made, verified and planned by the backup library
-//! (`hermes-backup`) and restored by the service layer (`hermes_services::backup`: the schema
-//! check, the affected gateways stopped through the supervisor and started again), the
+//! (`hermes-backup`) and restored among the running services by its `supervised` module (the
+//! schema check, the affected gateways stopped through the supervisor and started again): the
 //! functions `hermes backup create|verify|restore` call, in the directory
 //! `$HERMES_HOME/backups` ([`store`]). Every piece of heavy work (the archive, a
 //! verification, a plan, a restore) runs on the blocking pool, never on the runtime's threads.
@@ -145,23 +145,13 @@ fn backup_problem(e: &hermes_backup::Error, damaged: StatusCode) -> Box<Response
     use hermes_backup::Error as E;
     let status = match e {
         E::Zip { .. } | E::Verification { .. } | E::NothingToRestore { .. } => damaged,
-        E::UnsafeTarget { .. } => StatusCode::CONFLICT,
-        E::Busy { .. } | E::OutputExists { .. } => StatusCode::CONFLICT,
+        E::UnsafeTarget { .. }
+        | E::Busy { .. }
+        | E::OutputExists { .. }
+        | E::NewerThanAgent { .. }
+        | E::GatewayOutsideSupervisor { .. } => StatusCode::CONFLICT,
+        E::Services(_) | E::Supervisor(_) => StatusCode::SERVICE_UNAVAILABLE,
         e if e.is_disk_full() => StatusCode::INSUFFICIENT_STORAGE,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    refuse(status, &hermes_errors::one_line(e), e.hint())
-}
-
-/// An error of the service layer's restore as an answer.
-fn services_problem(e: &hermes_services::Error) -> Box<Response> {
-    use hermes_services::Error as E;
-    let status = match e {
-        E::Backup(b) => return backup_problem(b, StatusCode::UNPROCESSABLE_ENTITY),
-        E::BackupNewerThanAgent { .. } | E::RestoreWhileGatewayRuns { .. } => StatusCode::CONFLICT,
-        E::Supervisor(_) | E::SupervisorUnanswered { .. } | E::NoRuntimeDir { .. } => {
-            StatusCode::SERVICE_UNAVAILABLE
-        }
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     refuse(status, &hermes_errors::one_line(e), e.hint())
@@ -243,7 +233,7 @@ async fn list(State(app): State<App>, Extension(lock): Extension<Busy>) -> Respo
 fn identity(app: &App) -> hermes_backup::Identity {
     let (build, _) = hermes_diag::report::identity_and_install();
     let vars = app.vars.clone();
-    hermes_services::backup::identity(format!("hermes {}", build.label()), &|k: &str| vars(k))
+    hermes_backup::supervised::identity(format!("hermes {}", build.label()), &|k: &str| vars(k))
 }
 
 /// `POST /api/backups`: a new archive of the whole volume in the directory.
@@ -565,7 +555,8 @@ async fn restore(
             ));
         }
         let restored =
-            restore::apply(&shown, request.force, &var).map_err(|e| services_problem(&e))?;
+            restore::apply(&shown, request.force, &var)
+            .map_err(|e| backup_problem(&e, StatusCode::UNPROCESSABLE_ENTITY))?;
         Ok(json!({
             "name": name,
             "applied": restored.applied,

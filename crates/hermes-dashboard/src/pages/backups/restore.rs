@@ -8,16 +8,16 @@
 //! restores what it did not show.
 //!
 //! The plan is the backup library's (`hermes_backup::restore::plan`, as `hermes backup restore`
-//! makes it); the restore is the service layer's, the one the CLI calls
-//! (`hermes_services::backup::restore`: the schema check, the affected gateways stopped through
-//! the supervisor and started again, the files swapped).
+//! makes it), and so is the restore among running services, the one the CLI calls
+//! (`hermes_backup::supervised::restore`: the schema check, the affected gateways stopped
+//! through the supervisor and started again, the files swapped).
 
 use std::path::Path;
 use std::time::Duration;
 
 use hermes_backup::Scope;
 use hermes_backup::restore::{self, Change, Plan};
-use hermes_services::backup::{RestoreOptions, Restored};
+use hermes_backup::supervised::{RestoreOptions, Restored};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -29,7 +29,7 @@ pub const SUPERVISOR_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Shown {
     /// The plan.
     pub plan: Plan,
-    /// Why the service layer would refuse it unless forced (an archive from a newer config
+    /// Why the restore would be refused unless forced (an archive from a newer config
     /// schema than the installed agent's), one line, with its hint.
     pub refusal: Option<(String, Option<String>)>,
     /// Its token ([`token`]).
@@ -47,7 +47,7 @@ pub fn plan(
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Shown, hermes_backup::Error> {
     let plan = restore::plan(root, archive, &Scope::default(), &mut |_, _, _| {})?;
-    let refusal = hermes_services::backup::schema_refusal(&plan, var)
+    let refusal = hermes_backup::supervised::schema_refusal(&plan, var)
         .map(|e| (hermes_errors::one_line(&e), e.hint()));
     let token = token(name, &plan, refusal.as_ref().map(|(r, _)| r.as_str()));
     Ok(Shown {
@@ -57,22 +57,22 @@ pub fn plan(
     })
 }
 
-/// Applies a plan that was shown, through the service layer (module doc).
+/// Applies a plan that was shown among the running services (module doc).
 ///
 /// # Errors
-/// The service layer's: the schema refusal (not forced), a gateway running outside the
-/// supervisor, a supervisor that cannot be asked, or the restore's own failure (the volume
-/// rolled back, the gateways started again).
+/// The schema refusal (not forced), a gateway running outside the supervisor, a supervisor
+/// that cannot be asked, or the restore's own failure (the volume rolled back, the gateways
+/// started again).
 pub fn apply(
     shown: &Shown,
     force: bool,
     var: &dyn Fn(&str) -> Option<String>,
-) -> Result<Restored, hermes_services::Error> {
+) -> Result<Restored, hermes_backup::Error> {
     let options = RestoreOptions {
         force,
         timeout: SUPERVISOR_TIMEOUT,
     };
-    hermes_services::backup::restore(&shown.plan, options, var)
+    hermes_backup::supervised::restore(&shown.plan, options, var)
 }
 
 /// The profiles whose files change: the service layer stops and starts again the gateways
