@@ -508,6 +508,66 @@ fn a_gateway_running_outside_a_supervisor_stops_the_restore() {
     drop(lock);
 }
 
+/// A stand-in agent whose probe answers config schema `schema` (as the CLI's backup tests
+/// and `tests/init/agent_versions.rs` make one).
+fn fake_agent(dir: &Path, schema: u64) -> std::path::PathBuf {
+    let bin = dir.join("agent/bin");
+    fs::create_dir_all(&bin).unwrap();
+    let python = format!(
+        "#!/bin/sh\necho \"HERMES_ANSWER {{\\\"config_version\\\": {schema}, \\\"multiplex_default\\\": false}}\"\n"
+    );
+    for (name, text) in [
+        ("python", python.as_str()),
+        ("hermes", "#!/bin/sh\nexit 0\n"),
+    ] {
+        fs::write(bin.join(name), text).unwrap();
+        fs::set_permissions(bin.join(name), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    bin.join("hermes")
+}
+
+#[test]
+fn an_archive_newer_than_the_agents_schema_is_restored_only_when_forced() {
+    let agent_dir = tempfile::tempdir().unwrap();
+    let agent = fake_agent(agent_dir.path(), 33);
+    let env = [
+        ("HERMES_DASHBOARD_SESSION_TOKEN", common::TOKEN),
+        ("HERMES_AGENT_CLI", agent.to_str().unwrap()),
+    ];
+    let d = common::start_in(volume(), "127.0.0.1", &env);
+    let made = create(&d);
+    let name = made["name"].as_str().unwrap();
+    let root = d.root().to_path_buf();
+    fs::write(root.join("SOUL.md"), "changed\n").unwrap();
+
+    let p = json_post(&d, &format!("/api/backups/{name}/plan"), &json!({})).json();
+    assert_eq!(p["schema"]["archive"]["version"], 35, "{p}");
+    let refused = p["schema"]["refused"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{p}"));
+    assert!(
+        refused.contains("config schema 35, newer than this image's hermes-agent"),
+        "{refused}"
+    );
+    assert!(p["schema"]["hint"].as_str().unwrap().contains("--force"));
+
+    let restore = format!("/api/backups/{name}/restore");
+    let a = json_post(&d, &restore, &json!({ "token": p["token"] }));
+    assert_eq!(a.status, 409, "{}", a.body);
+    assert!(a.json()["detail"].as_str().unwrap().contains("newer than"));
+    assert_eq!(
+        fs::read_to_string(root.join("SOUL.md")).unwrap(),
+        "changed\n"
+    );
+
+    let forced = json_post(&d, &restore, &json!({ "token": p["token"], "force": true }));
+    assert_eq!(forced.status, 200, "{}", forced.body);
+    assert_eq!(
+        fs::read_to_string(root.join("SOUL.md")).unwrap(),
+        "the root's soul\n"
+    );
+}
+
 #[test]
 fn a_damaged_archive_in_the_directory_has_no_plan() {
     let d = dashboard();

@@ -1,7 +1,8 @@
 //! The Backups page in headless Chromium, against a dashboard started in-process: Create shows
 //! its result and the archive appears in the list; Restore… shows the dry run first (the
 //! replaced file named) and only Restore applies it, putting the file back; a damaged upload
-//! is refused inline.
+//! is refused inline; a plan the schema check refuses is restored only once "Restore it anyway"
+//! is ticked.
 //!
 //! Screenshots: with `HERMES_DASHBOARD_SCREENSHOTS=<dir>`, `dashboard-backups.png` is saved
 //! there (`HERMES_DASHBOARD_SCREENSHOTS=$PWD/docs/images cargo test -p hermes-dashboard --test
@@ -139,4 +140,77 @@ fn create_then_plan_then_restore_in_the_browser() {
     let error = text(&browser, "#upload-error");
     assert!(error.contains("is not a readable zip"), "{error}");
     assert_eq!(browser.find_all("#rows tr[data-archive]").len(), 1);
+}
+
+/// A stand-in agent whose probe answers config schema `schema` (as in `backups`).
+fn fake_agent(dir: &std::path::Path, schema: u64) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("agent/bin");
+    fs::create_dir_all(&bin).unwrap();
+    let python = format!(
+        "#!/bin/sh\necho \"HERMES_ANSWER {{\\\"config_version\\\": {schema}, \\\"multiplex_default\\\": false}}\"\n"
+    );
+    for (name, text) in [
+        ("python", python.as_str()),
+        ("hermes", "#!/bin/sh\nexit 0\n"),
+    ] {
+        fs::write(bin.join(name), text).unwrap();
+        fs::set_permissions(bin.join(name), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    bin.join("hermes")
+}
+
+#[test]
+fn a_refused_schema_is_shown_and_restored_only_when_ticked() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().to_path_buf();
+    fs::write(root.join("config.yaml"), "_config_version: 35\n").unwrap();
+    fs::write(root.join("SOUL.md"), "the soul\n").unwrap();
+    let Some(browser) = Browser::start_or_skip() else {
+        return;
+    };
+    let agent_dir = tempfile::tempdir().unwrap();
+    let agent = fake_agent(agent_dir.path(), 33);
+    let env = [
+        ("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN),
+        ("HERMES_AGENT_CLI", agent.to_str().unwrap()),
+    ];
+    let d = common::start_in(home, "127.0.0.1", &env);
+    let base = format!("http://127.0.0.1:{}", d.addr.port());
+    browser.goto(&format!("{base}/?token={TOKEN}"));
+    browser.wait_for("nav a[aria-current=page]", WAIT);
+    browser.goto(&format!("{base}/backups"));
+    browser.wait_for("#rows tr.empty", WAIT);
+    browser.find("#create").click();
+    browser.wait_for("#rows tr[data-archive]", WAIT);
+    fs::write(root.join("SOUL.md"), "changed\n").unwrap();
+
+    browser
+        .find("#rows tr[data-archive] button[data-action=plan]")
+        .click();
+    browser.wait_until("the plan's Restore button", WAIT, |b| {
+        visible(b, "#confirm")
+    });
+    let schema = text(&browser, "#plan-schema");
+    assert!(
+        schema.starts_with("Refused unless forced: ") && schema.contains("--force"),
+        "{schema}"
+    );
+    assert!(visible(&browser, "#force-line"));
+    assert_eq!(
+        browser.find("#confirm").property("disabled").as_deref(),
+        Some("true"),
+        "Restore waits for the box"
+    );
+    browser.find("#force").click();
+    assert_eq!(
+        browser.find("#confirm").property("disabled").as_deref(),
+        Some("false")
+    );
+    browser.find("#confirm").click();
+    browser.wait_for("#restore-status.done", WAIT);
+    assert_eq!(
+        fs::read_to_string(root.join("SOUL.md")).unwrap(),
+        "the soul\n"
+    );
 }

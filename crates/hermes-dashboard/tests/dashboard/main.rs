@@ -3,7 +3,8 @@
 //!
 //! Modules:
 //! * `backups` — The Backups API over real HTTP: create, list, download, upload, plan, restore
-//! * `backups_ui` — The Backups page in headless Chromium: create → list → plan → restore
+//! * `backups_ui` — The Backups page in headless Chromium: create → list → plan → restore, and a
+//!   schema refusal restored only when forced
 //! * `diagnostics` — The Diagnostics API over real HTTP
 //! * `http` — The dashboard over real HTTP on loopback
 //! * `logs` — The Logs page's API over real HTTP on loopback, against log files the test
