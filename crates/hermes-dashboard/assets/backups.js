@@ -78,15 +78,17 @@
 
   function scheduleText(s) {
     if (!s) return null;
-    if (s.unreadable) return "Schedule: " + s.unreadable;
+    if (s.unreadable) return "Scheduled backups: " + s.unreadable;
     var parts = [];
     if (s.last_run) {
-      parts.push("last run " + when(s.last_run) + ": " + (s.ok ? "ok" + (s.file ? " (" + s.file + (s.size ? ", " + size(s.size) : "") + ")" : "") : "failed" + (s.error ? " — " + s.error : "")));
+      parts.push("last run " + when(s.last_run) + ": " + (s.ok
+        ? "ok" + (s.file ? " (" + s.file + (s.size ? ", " + size(s.size) : "") + ")" : "")
+        : "failed" + (s.error ? " — " + s.error : "") + (s.last_success ? " (last success " + when(s.last_success) + ")" : "")));
     } else {
       parts.push("not run yet");
     }
     if (s.next_run) parts.push("next run " + when(s.next_run));
-    return "Scheduled backups: " + parts.join("; ") + ".";
+    return "Scheduled backups" + (s.schedule ? " (" + s.schedule + ")" : "") + ": " + parts.join("; ") + ".";
   }
 
   function progressText(p) {

@@ -598,7 +598,7 @@ pub fn api_paths() -> Value {
         "/api/backups": {
             "get": {
                 "summary": "The archives in the backups directory, newest first, and the schedule's last result",
-                "responses": responses(&json!({ "401": { "description": "Not signed in" } }), "{dir, archives: [{name, size, modified, scheduled}], schedule: {last_run, ok, error, file, size, next_run}|null, creating: {name, files_done, files_total, bytes_done, bytes_total}|null}"),
+                "responses": responses(&json!({ "401": { "description": "Not signed in" } }), "{dir, archives: [{name, size, modified, scheduled}], schedule: {schedule, last_run, ok, error, file, size, duration_ms, next_run, last_success}|{unreadable}|null, creating: {name, files_done, files_total, bytes_done, bytes_total}|null}"),
             },
             "post": {
                 "summary": "Creates an archive of the whole volume in the backups directory (as `hermes backup create`)",

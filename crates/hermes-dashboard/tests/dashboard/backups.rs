@@ -172,9 +172,15 @@ fn scheduled_archives_and_the_schedule_state_are_listed() {
     .unwrap();
     fs::write(
         dir.join(".schedule.json"),
+        // As the scheduled backups write it.
         json!({
-            "last_run": "2026-12-02T03:00:00Z", "ok": true, "error": null,
-            "file": scheduled, "size": 1234, "next_run": "2026-12-03T03:00:00Z",
+            "schedule": "daily",
+            "next_run": "2026-12-03T03:00:00Z",
+            "last_run": {
+                "started": "2026-12-02T03:00:00Z", "ok": true, "result": "ok",
+                "file": dir.join(scheduled), "size": 1234, "duration_ms": 80, "pruned": [],
+            },
+            "last_success": "2026-12-02T03:00:00Z",
         })
         .to_string(),
     )
@@ -200,6 +206,9 @@ fn scheduled_archives_and_the_schedule_state_are_listed() {
     );
     assert_eq!(list["schedule"]["next_run"], "2026-12-03T03:00:00Z");
     assert_eq!(list["schedule"]["ok"], true);
+    assert_eq!(list["schedule"]["last_run"], "2026-12-02T03:00:00Z");
+    assert_eq!(list["schedule"]["file"], scheduled);
+    assert_eq!(list["schedule"]["schedule"], "daily");
 }
 
 #[test]

@@ -49,6 +49,16 @@ fn create_then_plan_then_restore_in_the_browser() {
     let Some(browser) = Browser::start_or_skip() else {
         return;
     };
+    // The scheduled backups' state, as they write it (their last archive pruned since).
+    fs::create_dir_all(root.join("backups")).unwrap();
+    fs::write(
+        root.join("backups/.schedule.json"),
+        r#"{"schedule": "daily", "next_run": "2026-12-03T00:00:00Z",
+            "last_run": {"started": "2026-12-02T00:00:00Z", "ok": true, "result": "ok",
+                         "file": "hermes-backup-20261202-000000.zip", "size": 2048,
+                         "duration_ms": 40, "pruned": []}}"#,
+    )
+    .unwrap();
     let d = common::start_in(home, "127.0.0.1", &common::TOKEN_ENV);
     let base = format!("http://127.0.0.1:{}", d.addr.port());
     browser.goto(&format!("{base}/?token={TOKEN}"));
@@ -56,6 +66,11 @@ fn create_then_plan_then_restore_in_the_browser() {
     browser.goto(&format!("{base}/backups"));
     browser.wait_for("#rows tr.empty", WAIT);
     assert_eq!(text(&browser, "nav a[aria-current=page]"), "Backups");
+    assert_eq!(
+        text(&browser, "#schedule"),
+        "Scheduled backups (daily): last run 2026-12-02 00:00:00 UTC: ok \
+         (hermes-backup-20261202-000000.zip, 2.0 KiB); next run 2026-12-03 00:00:00 UTC."
+    );
 
     // Create: the result line, then the row.
     browser.find("#create").click();

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -228,28 +228,79 @@ fn rfc3339(t: SystemTime) -> Option<String> {
     t.format(&Rfc3339).ok()
 }
 
-/// The schedule's state (`.schedule.json`: `{last_run, ok, error, file, size, next_run}`) as
-/// written, `None` when there is none; a file that cannot be read or parsed is
-/// `{"error": "…"}` so the page says so instead of hiding it.
+/// The schedule's state (`.schedule.json`, written by the scheduled backups) as the page
+/// shows it: `{schedule, last_run, ok, error, file, size, duration_ms, next_run,
+/// last_success}` (each `null` when the file does not say), `None` when there is no file; a
+/// file that cannot be read or parsed is `{"unreadable": "…"}`, so the page says so instead of
+/// hiding it. The scheduler writes the last run as an object (`{started, ok, result, file,
+/// size, duration_ms}`); a flat file (`{last_run, ok, error, file, size, next_run}`) is read too.
 pub fn schedule(dir: &Path) -> Option<Value> {
     let path = dir.join(SCHEDULE_FILE);
     let text = match read_small(&path) {
         Ok(Some(t)) => t,
         Ok(None) => return None,
         Err(e) => {
-            return Some(serde_json::json!({
+            return Some(json!({
                 "unreadable": format!("cannot read `{}`: {e}", path.display()),
             }));
         }
     };
     Some(match serde_json::from_str::<Value>(&text) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) => {
-            serde_json::json!({ "unreadable": format!("`{}` is not a JSON object", path.display()) })
+        Ok(Value::Object(state)) => schedule_view(&state),
+        Ok(_) => json!({ "unreadable": format!("`{}` is not a JSON object", path.display()) }),
+        Err(e) => json!({ "unreadable": format!("`{}` is not JSON: {e}", path.display()) }),
+    })
+}
+
+/// [`schedule`]'s view of a parsed state file.
+fn schedule_view(state: &serde_json::Map<String, Value>) -> Value {
+    let field = |map: &serde_json::Map<String, Value>, key: &str| {
+        map.get(key).cloned().unwrap_or(Value::Null)
+    };
+    // A path is shown by its file name (the archive in the list).
+    let file_name = |v: Value| match v {
+        Value::String(p) => Value::String(
+            Path::new(&p)
+                .file_name()
+                .map_or(p.clone(), |n| n.to_string_lossy().into_owned()),
+        ),
+        other => other,
+    };
+    let (last_run, ok, error, file, size, duration) = match state.get("last_run") {
+        Some(Value::Object(run)) => {
+            let ok = field(run, "ok");
+            let error = match (&ok, field(run, "result")) {
+                (Value::Bool(false), result) => result,
+                _ => Value::Null,
+            };
+            (
+                field(run, "started"),
+                ok,
+                error,
+                file_name(field(run, "file")),
+                field(run, "size"),
+                field(run, "duration_ms"),
+            )
         }
-        Err(e) => {
-            serde_json::json!({ "unreadable": format!("`{}` is not JSON: {e}", path.display()) })
-        }
+        _ => (
+            field(state, "last_run"),
+            field(state, "ok"),
+            field(state, "error"),
+            file_name(field(state, "file")),
+            field(state, "size"),
+            field(state, "duration_ms"),
+        ),
+    };
+    json!({
+        "schedule": field(state, "schedule"),
+        "last_run": last_run,
+        "ok": ok,
+        "error": error,
+        "file": file,
+        "size": size,
+        "duration_ms": duration,
+        "next_run": field(state, "next_run"),
+        "last_success": field(state, "last_success"),
     })
 }
 
@@ -450,7 +501,38 @@ mod tests {
             r#"{"last_run": "2026-12-02T03:00:00Z", "ok": true}"#,
         )
         .unwrap();
-        assert_eq!(schedule(dir.path()).unwrap()["ok"], true);
+        let flat = schedule(dir.path()).unwrap();
+        assert_eq!(flat["ok"], true);
+        assert_eq!(flat["last_run"], "2026-12-02T03:00:00Z");
+        // As the scheduled backups write it: the last run is an object, its file a path.
+        fs::write(
+            dir.path().join(SCHEDULE_FILE),
+            r#"{"schedule": "daily", "next_run": "2026-12-03T00:00:00Z",
+                "last_run": {"started": "2026-12-02T00:00:00Z", "ok": false,
+                             "result": "could not include `state.db`", "file": null,
+                             "size": null, "duration_ms": 12, "pruned": []},
+                "last_success": "2026-12-01T00:00:00Z"}"#,
+        )
+        .unwrap();
+        let nested = schedule(dir.path()).unwrap();
+        assert_eq!(nested["schedule"], "daily");
+        assert_eq!(nested["last_run"], "2026-12-02T00:00:00Z");
+        assert_eq!(nested["ok"], false);
+        assert_eq!(nested["error"], "could not include `state.db`");
+        assert_eq!(nested["next_run"], "2026-12-03T00:00:00Z");
+        assert_eq!(nested["last_success"], "2026-12-01T00:00:00Z");
+        fs::write(
+            dir.path().join(SCHEDULE_FILE),
+            r#"{"schedule": "hourly", "last_run": {"started": "2026-12-02T01:00:00Z", "ok": true,
+                "result": "ok", "file": "/opt/data/backups/hermes-backup-20261202-010000.zip",
+                "size": 99, "duration_ms": 5}}"#,
+        )
+        .unwrap();
+        let good = schedule(dir.path()).unwrap();
+        assert_eq!(good["ok"], true);
+        assert_eq!(good["error"], Value::Null);
+        assert_eq!(good["file"], "hermes-backup-20261202-010000.zip");
+        assert_eq!(good["size"], 99);
         fs::write(dir.path().join(SCHEDULE_FILE), "{ not json").unwrap();
         assert!(schedule(dir.path()).unwrap()["unreadable"].is_string());
     }
