@@ -374,7 +374,7 @@ async fn receive(
 ) -> Result<Response, Response> {
     let q = pages::query(query, "name").map_err(|r| *r)?;
     let given = q.name.unwrap_or_else(|| "uploaded.zip".into());
-    let name = store::sanitize(&given).ok_or_else(|| {
+    let name = store::upload_name(&given).ok_or_else(|| {
         *refuse(
             StatusCode::BAD_REQUEST,
             &format!("`{given}` cannot be made an archive name"),

@@ -103,6 +103,17 @@ pub fn sanitize(given: &str) -> Option<String> {
     (!stem.is_empty()).then(|| format!("{stem}.zip"))
 }
 
+/// The name an upload called `given` is stored under: [`sanitize`]d, and prefixed with
+/// `uploaded-` when it has a scheduled archive's name (pruning would delete it otherwise).
+pub fn upload_name(given: &str) -> Option<String> {
+    let name = sanitize(given)?;
+    Some(if is_scheduled(&name) {
+        format!("uploaded-{name}")
+    } else {
+        name
+    })
+}
+
 /// Whether `name` is a scheduled archive: `hermes-backup-YYYYmmdd-HHMMSS.zip`, the names the
 /// scheduled backups write and prune.
 pub fn is_scheduled(name: &str) -> bool {
@@ -425,6 +436,18 @@ mod tests {
                 assert_eq!(archive_name(&name), Ok(name.as_str()), "{given:?}");
             }
         }
+    }
+
+    #[test]
+    fn an_upload_never_takes_a_scheduled_name() {
+        assert_eq!(
+            upload_name("hermes-backup-20261202-101500.zip").as_deref(),
+            Some("uploaded-hermes-backup-20261202-101500.zip")
+        );
+        assert_eq!(upload_name("mine.zip").as_deref(), Some("mine.zip"));
+        assert!(!is_scheduled(
+            &upload_name("hermes-backup-20261202-101500").unwrap()
+        ));
     }
 
     #[test]
