@@ -110,6 +110,8 @@
     }
     data.archives.forEach(function (a) { rows.appendChild(row(a)); });
     if (data.creating && working) createStatus.textContent = progressText(data.creating);
+    else if (data.creating) createStatus.textContent = "Another page is creating " + data.creating.name + "…";
+    else if (!working && createStatus.className !== "done") createStatus.textContent = "";
     return data;
   }
 
