@@ -125,6 +125,16 @@ pub enum Error {
         pid: i32,
     },
 
+    /// A gateway stopped for a restore was still running when the wait ended: nothing was
+    /// restored (the gateways are started again).
+    #[error("{} still running {}s after the stop, so nothing was restored", services.join(", "), waited.as_secs())]
+    GatewayWouldNotStop {
+        /// The services still running.
+        services: Vec<String>,
+        /// How long the restore waited.
+        waited: std::time::Duration,
+    },
+
     /// The supervisor could not be asked to stop or start a gateway.
     #[error(transparent)]
     Services(#[from] hermes_services::Error),
@@ -231,6 +241,10 @@ impl Error {
             Error::GatewayOutsideSupervisor { pid, .. } => Some(format!(
                 "stop it first (`kill {pid}`), then restore again"
             )),
+            Error::GatewayWouldNotStop { .. } => Some(
+                "see why with `hermes service status` and its log (`hermes service logs NAME`), then restore again"
+                    .into(),
+            ),
             Error::Services(e) => e.hint(),
             Error::Supervisor(e) => e.hint(),
             Error::Home(e) => e.hint(),
@@ -301,6 +315,10 @@ hermes_errors::every_variant!(Error {
     Error::GatewayOutsideSupervisor { .. } => Error::GatewayOutsideSupervisor {
         profile: "work".into(),
         pid: 4242,
+    },
+    Error::GatewayWouldNotStop { .. } => Error::GatewayWouldNotStop {
+        services: vec!["gateway-work".into()],
+        waited: std::time::Duration::from_secs(60),
     },
     Error::Services(_) => Error::Services(hermes_services::Error::NotRunning {
         root: "/opt/data".into(),

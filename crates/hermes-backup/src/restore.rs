@@ -605,3 +605,75 @@ fn roll_back(root: &Path, staging: &Path) -> Result<(), Error> {
     }
     fs::remove_dir_all(staging).map_err(|e| Error::io("remove", staging, e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    /// A roll-back that was itself interrupted (one file already moved back) finishes the job
+    /// when run again: every file as before, the new ones and the directory made for them gone.
+    #[test]
+    fn a_roll_back_interrupted_midway_finishes_when_run_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let staging = root.join(".restore-x-1");
+        // Volume before: a.txt = "old a", b.txt = "old b"; the restore adds new/c.txt.
+        // State after the kill: a.txt swapped (old in old/), b.txt moved aside and not yet
+        // replaced, new/c.txt moved in; then a first roll-back moved b.txt back and died.
+        write(&root.join("a.txt"), "new a");
+        write(&staging.join("old/a.txt"), "old a");
+        write(&root.join("b.txt"), "old b");
+        write(&staging.join("new/b.txt"), "new b");
+        write(&root.join("new/c.txt"), "new c");
+        let journal = Journal {
+            dirs: vec!["new".into()],
+            files: vec![
+                JournalFile {
+                    rel: "a.txt".into(),
+                    had_old: true,
+                },
+                JournalFile {
+                    rel: "b.txt".into(),
+                    had_old: true,
+                },
+                JournalFile {
+                    rel: "new/c.txt".into(),
+                    had_old: false,
+                },
+            ],
+        };
+        fs::write(
+            staging.join("journal.json"),
+            serde_json::to_vec(&journal).unwrap(),
+        )
+        .unwrap();
+        let found = recover(root).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].state, Interrupted::RolledBack);
+        assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), "old a");
+        assert_eq!(fs::read_to_string(root.join("b.txt")).unwrap(), "old b");
+        assert!(
+            !root.join("new").exists(),
+            "the file and the directory made for it are gone"
+        );
+        assert!(!staging.exists());
+        assert!(recover(root).unwrap().is_empty(), "nothing left to recover");
+    }
+
+    /// While another backup or restore holds the volume, recovery leaves its staging alone.
+    #[test]
+    fn recovery_never_touches_a_restore_that_is_still_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = dir.path().join(".restore-y-2");
+        write(&staging.join("new/x.txt"), "x");
+        let _running = VolumeLock::acquire(dir.path()).unwrap();
+        // Another open file description of the same directory: a second process's view.
+        assert!(recover(dir.path()).unwrap().is_empty());
+        assert!(staging.exists());
+    }
+}

@@ -90,14 +90,15 @@ pub fn restore(
         Err(hermes_services::Error::NotRunning { .. }) => None,
         Err(e) => return Err(e.into()),
     };
-    let stopped = match &mut client {
-        Some(client) => stop_serving(client, root, &changed, var)?,
+    let (stopped, stopping) = match &mut client {
+        Some(client) => stop_serving(client, root, &changed, var, options.timeout),
         None => {
             refuse_unsupervised_gateways(root, &changed)?;
-            Vec::new()
+            (Vec::new(), Ok(()))
         }
     };
-    let applied = crate::restore::apply(plan);
+    // Whatever happens from here, the gateways that were stopped are started again.
+    let applied = stopping.and_then(|()| crate::restore::apply(plan));
     let mut start_failures = Vec::new();
     if let Some(client) = &mut client {
         for service in &stopped {
@@ -113,13 +114,16 @@ pub fn restore(
     })
 }
 
-/// Stops every running gateway service that serves one of `profiles`; returns their names.
+/// Stops every running gateway service that serves one of `profiles` and waits until their
+/// processes have exited; returns the ones it stopped (to start them again whatever happened)
+/// and whether they all are.
 fn stop_serving(
     client: &mut hermes_supervisor::Client,
     root: &Path,
     profiles: &[String],
     var: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<String>, Error> {
+    timeout: Duration,
+) -> (Vec<String>, Result<(), Error>) {
     let multiplex = hermes_services::multiplex::resolve_asking_agent(root, var);
     let mut serving: Vec<String> = profiles
         .iter()
@@ -131,8 +135,11 @@ fn stop_serving(
         .collect();
     serving.sort();
     serving.dedup();
-    let running: Vec<String> = client
-        .status(None)?
+    let statuses = match client.status(None) {
+        Ok(statuses) => statuses,
+        Err(e) => return (Vec::new(), Err(e.into())),
+    };
+    let running: Vec<String> = statuses
         .into_iter()
         .filter(|s| {
             serving.contains(&s.name)
@@ -143,10 +150,44 @@ fn stop_serving(
         })
         .map(|s| s.name)
         .collect();
-    for service in &running {
-        client.stop(service)?;
+    let mut stopped = Vec::new();
+    for service in running {
+        if let Err(e) = client.stop(&service) {
+            return (stopped, Err(e.into()));
+        }
+        stopped.push(service);
     }
-    Ok(running)
+    let waited = wait_until_stopped(client, &stopped, timeout);
+    (stopped, waited)
+}
+
+/// The supervisor answers a stop at once, while the gateway drains: the swap waits until every
+/// process of `services` has exited (none stopping, none draining), or gives up after `timeout`.
+fn wait_until_stopped(
+    client: &mut hermes_supervisor::Client,
+    services: &[String],
+    timeout: Duration,
+) -> Result<(), Error> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let still: Vec<String> = client
+            .status(None)?
+            .into_iter()
+            .filter(|s| services.contains(&s.name))
+            .filter(|s| s.pid.is_some() || !s.draining.is_empty() || s.state == StateName::Stopping)
+            .map(|s| s.name)
+            .collect();
+        if still.is_empty() {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(Error::GatewayWouldNotStop {
+                services: still,
+                waited: timeout,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// [`Error::GatewayOutsideSupervisor`] when a gateway of one of `profiles` runs without a

@@ -20,7 +20,7 @@ use crate::output;
 const SUPERVISOR_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Dispatches `hermes backup <sub>`.
-pub fn run(_ctx: &Context, command: BackupCommand) -> CommandResult {
+pub fn run(ctx: &Context, command: BackupCommand) -> CommandResult {
     let root = volume_root()?;
     let recovered = recover_interrupted(&root)?;
     match command {
@@ -32,7 +32,7 @@ pub fn run(_ctx: &Context, command: BackupCommand) -> CommandResult {
         } => create(
             &root,
             output.as_deref(),
-            &scope(&root, &profiles, quick)?,
+            &scope(ctx, &root, &profiles, quick)?,
             json,
         ),
         BackupCommand::Verify { file, json } => verify(&file, json),
@@ -46,7 +46,7 @@ pub fn run(_ctx: &Context, command: BackupCommand) -> CommandResult {
         } => restore(
             &root,
             &file,
-            &scope(&root, &profiles, false)?,
+            &scope(ctx, &root, &profiles, false)?,
             dry_run,
             yes,
             force,
@@ -90,7 +90,15 @@ fn recover_interrupted(root: &Path) -> Result<usize, Failure> {
     Ok(recovered.len())
 }
 
-fn scope(root: &Path, profiles: &[String], quick: bool) -> Result<Scope, Failure> {
+/// What `--profile` (or the top level's `-p`, which would otherwise be ignored: a restore of
+/// the whole volume when one profile was meant) and `--quick` ask for.
+fn scope(ctx: &Context, root: &Path, profiles: &[String], quick: bool) -> Result<Scope, Failure> {
+    let top_level: Vec<String> = ctx.profile_flag.iter().cloned().collect();
+    let profiles = if profiles.is_empty() {
+        &top_level[..]
+    } else {
+        profiles
+    };
     let profiles = if profiles.is_empty() {
         None
     } else {
