@@ -6,7 +6,8 @@
 //!   their writers' locks, a manifest last, written under a temporary name;
 //! * [`manifest`] — what an archive of ours says it holds;
 //! * [`verify`] — every checksum, every database's integrity, the manifest against the contents;
-//! * [`restore`] — plan, stage on the volume, swap, and roll back whatever a crash interrupted.
+//! * [`restore`] — plan, stage on the volume, swap, and roll back whatever a crash interrupted;
+//! * [`schedule`] — scheduled snapshots: the schedule, the settings, naming, pruning, one run.
 //!
 //! The archive is the original's format: a zip of `HERMES_HOME` with paths relative to it, so
 //! its `hermes import` restores ours and ours restores its `hermes backup`. Stopping the
@@ -19,6 +20,7 @@ pub mod create;
 mod error;
 pub mod manifest;
 pub mod restore;
+pub mod schedule;
 pub mod select;
 pub mod verify;
 
