@@ -25,9 +25,9 @@ use hermes_home::lock::{with_locked, writers_lock};
 use sha2::{Digest, Sha256};
 use zip::write::SimpleFileOptions;
 
+use crate::Error;
 use crate::manifest::{self, FORMAT, FileEntry, Manifest};
 use crate::select::{self, MANIFEST_PATH, Scope, Selected};
-use crate::Error;
 
 /// What the archive says made it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -95,7 +95,13 @@ pub fn create_file(
     }
     let _lock = VolumeLock::acquire(root)?;
     let partial = PartialFile::create(output)?;
-    let mut summary = write_archive(root, scope, identity, BufWriter::new(&partial.file), progress)?;
+    let mut summary = write_archive(
+        root,
+        scope,
+        identity,
+        BufWriter::new(&partial.file),
+        progress,
+    )?;
     summary.archive_bytes = partial.commit(output)?;
     summary.path = Some(output.to_path_buf());
     Ok(summary)
@@ -144,7 +150,10 @@ fn write_archive(
         if let (profile, "config.yaml") = select::split_profile(&file.rel)
             && let Ok(Some(version)) = hermes_home::schema::stamp_of(&file.path)
         {
-            config_versions.insert(profile.unwrap_or(hermes_home::DEFAULT_PROFILE).to_owned(), version);
+            config_versions.insert(
+                profile.unwrap_or(hermes_home::DEFAULT_PROFILE).to_owned(),
+                version,
+            );
         }
         bytes_done += entry.size;
         files.push(entry);
@@ -165,16 +174,20 @@ fn write_archive(
         config_versions,
         files,
     };
-    let json = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::io("encode", MANIFEST_PATH, io::Error::other(e)))?;
+    let json = serde_json::to_vec_pretty(&manifest)
+        .map_err(|e| Error::io("encode", MANIFEST_PATH, io::Error::other(e)))?;
     let zip_err = |source| Error::Zip {
         path: PathBuf::from("(output)"),
         source,
     };
     zip.start_file(MANIFEST_PATH, options(0o600, None, json.len() as u64))
         .map_err(zip_err)?;
-    zip.write_all(&json).map_err(|e| Error::io("write", "(output)", e))?;
+    zip.write_all(&json)
+        .map_err(|e| Error::io("write", "(output)", e))?;
     let mut counted = zip.finish().map_err(zip_err)?.into_inner();
-    counted.flush().map_err(|e| Error::io("write", "(output)", e))?;
+    counted
+        .flush()
+        .map_err(|e| Error::io("write", "(output)", e))?;
     Ok(Summary {
         path: None,
         files: manifest.files.len(),
@@ -213,7 +226,11 @@ fn add_file<W: Write>(
 /// `with_locked` ran its cycle or returned an error; this is the other case, which cannot
 /// happen, as an error rather than a panic.
 fn unreachable_result(path: &Path) -> Result<FileEntry, Error> {
-    Err(Error::io("read", path, io::Error::other("the locked read did not run")))
+    Err(Error::io(
+        "read",
+        path,
+        io::Error::other("the locked read did not run"),
+    ))
 }
 
 /// Streams `source` (the file, or its snapshot) into the archive as `rel`, hashing it, with the
@@ -227,7 +244,10 @@ fn copy_into<W: Write>(
 ) -> Result<FileEntry, Error> {
     let mut input = File::open(source).map_err(|e| Error::io("read", original, e))?;
     let meta = fs::metadata(original).map_err(|e| Error::io("inspect", original, e))?;
-    let size_now = input.metadata().map_err(|e| Error::io("inspect", source, e))?.len();
+    let size_now = input
+        .metadata()
+        .map_err(|e| Error::io("inspect", source, e))?
+        .len();
     let opts = options(meta.mode() & 0o777, Some(meta.mtime()), size_now);
     zip.start_file(rel, opts).map_err(|source| Error::Zip {
         path: PathBuf::from("(output)"),
@@ -244,7 +264,8 @@ fn copy_into<W: Write>(
             Err(e) => return Err(Error::io("read", original, e)),
         };
         hasher.update(&buf[..n]);
-        zip.write_all(&buf[..n]).map_err(|e| Error::io("write", "(output)", e))?;
+        zip.write_all(&buf[..n])
+            .map_err(|e| Error::io("write", "(output)", e))?;
         size += n as u64;
     }
     Ok(FileEntry {
@@ -311,7 +332,11 @@ impl Scratch {
         // Under the volume lock, so any scratch directory left is a killed backup's.
         if let Ok(entries) = fs::read_dir(root) {
             for entry in entries.flatten() {
-                if entry.file_name().to_string_lossy().starts_with(".backup-tmp-") {
+                if entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(".backup-tmp-")
+                {
                     let _ = fs::remove_dir_all(entry.path());
                 }
             }
@@ -343,7 +368,9 @@ impl Scratch {
         // `-wal` and `-shm` files it made, as every writer's does; read-only otherwise.
         let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let src = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE)
-            .or_else(|_| Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY))
+            .or_else(|_| {
+                Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY)
+            })
             .map_err(db_err)?;
         src.busy_timeout(DATABASE_WAIT).map_err(db_err)?;
         let mut dst = Connection::open(&copy).map_err(db_err)?;
@@ -435,8 +462,14 @@ impl PartialFile {
 
     /// Flushes the archive to disk and gives it its final name; returns its size.
     fn commit(mut self, output: &Path) -> Result<u64, Error> {
-        self.file.sync_all().map_err(|e| Error::io("write", &self.path, e))?;
-        let size = self.file.metadata().map_err(|e| Error::io("inspect", &self.path, e))?.len();
+        self.file
+            .sync_all()
+            .map_err(|e| Error::io("write", &self.path, e))?;
+        let size = self
+            .file
+            .metadata()
+            .map_err(|e| Error::io("inspect", &self.path, e))?
+            .len();
         // A name taken meanwhile is not replaced: link fails on an existing name, rename would not.
         fs::hard_link(&self.path, output).map_err(|e| match e.kind() {
             io::ErrorKind::AlreadyExists => Error::OutputExists {
@@ -462,10 +495,15 @@ impl Drop for PartialFile {
 /// `.<name>.<pid>.partial` files of `name` whose process is gone (a killed backup's).
 fn remove_stale_partials(dir: &Path, name: &str) {
     let prefix = format!(".{name}.");
-    let Ok(entries) = fs::read_dir(dir) else { return };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let file = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = file.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".partial")) else {
+        let Some(pid) = file
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".partial"))
+        else {
             continue;
         };
         let alive = pid

@@ -104,7 +104,11 @@ pub enum Error {
 
 impl Error {
     /// `action` failed on `path` (the usual I/O error).
-    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
         Error::Io {
             action,
             path: path.into(),
@@ -117,7 +121,10 @@ impl Error {
         let mut error: Option<&(dyn std::error::Error + 'static)> = Some(self);
         while let Some(e) = error {
             if let Some(io) = e.downcast_ref::<std::io::Error>()
-                && matches!(io.raw_os_error(), Some(nix::libc::ENOSPC | nix::libc::EDQUOT))
+                && matches!(
+                    io.raw_os_error(),
+                    Some(nix::libc::ENOSPC | nix::libc::EDQUOT)
+                )
             {
                 return true;
             }

@@ -59,21 +59,13 @@ pub struct FileEntry {
     pub database: bool,
 }
 
-impl Manifest {
-    /// The newest config schema version in the archive, with its profile.
-    pub fn newest_config_version(&self) -> Option<(u64, &str)> {
-        self.config_versions
-            .iter()
-            .map(|(p, v)| (*v, p.as_str()))
-            .max_by_key(|(v, _)| *v)
-    }
-}
-
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }

@@ -32,10 +32,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::Error;
 use crate::create::{VolumeLock, sync_dir};
 use crate::select::{self, Scope};
 use crate::verify::{self, ArchiveFile, Verified};
-use crate::Error;
 
 /// What a restore does to one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -209,9 +209,14 @@ pub fn apply(plan: &Plan) -> Result<Applied, Error> {
 
 fn stage_and_swap(plan: &Plan, staging: &Staging) -> Result<(), Error> {
     let root = &plan.root;
-    let changing: Vec<&Planned> = plan.files.iter().filter(|p| p.change != Change::Unchanged).collect();
+    let changing: Vec<&Planned> = plan
+        .files
+        .iter()
+        .filter(|p| p.change != Change::Unchanged)
+        .collect();
     // 1. Extract (a full disk fails here, before the volume is touched).
-    let file = File::open(&plan.archive.path).map_err(|e| Error::io("read", &plan.archive.path, e))?;
+    let file =
+        File::open(&plan.archive.path).map_err(|e| Error::io("read", &plan.archive.path, e))?;
     let mut zip = zip::ZipArchive::new(file).map_err(|source| Error::Zip {
         path: plan.archive.path.clone(),
         source,
@@ -233,10 +238,12 @@ fn stage_and_swap(plan: &Plan, staging: &Staging) -> Result<(), Error> {
         let new = staging.new.join(rel);
         make_dirs_in(&staging.dir, &new)?;
         make_dirs_in(&staging.dir, &staging.old.join(rel))?;
-        let mut entry = zip.by_index(planned.file.index).map_err(|source| Error::Zip {
-            path: plan.archive.path.clone(),
-            source,
-        })?;
+        let mut entry = zip
+            .by_index(planned.file.index)
+            .map_err(|source| Error::Zip {
+                path: plan.archive.path.clone(),
+                source,
+            })?;
         extract(&mut entry, &new, mode, owner, &planned.file)?;
         journal.files.push(JournalFile {
             rel: rel.clone(),
@@ -249,7 +256,8 @@ fn stage_and_swap(plan: &Plan, staging: &Staging) -> Result<(), Error> {
         }
     }
     // 2. The journal: from here on, a stop is rolled back.
-    let encoded = serde_json::to_vec(&journal).map_err(|e| Error::io("write", staging.journal(), io::Error::other(e)))?;
+    let encoded = serde_json::to_vec(&journal)
+        .map_err(|e| Error::io("write", staging.journal(), io::Error::other(e)))?;
     hermes_home::atomic::write_atomic(&staging.journal(), &encoded, 0o600)?;
     // 3. Directories, then the swaps (renames on one file system: no space needed).
     for dir in &journal.dirs {
@@ -285,7 +293,13 @@ fn stage_and_swap(plan: &Plan, staging: &Staging) -> Result<(), Error> {
 }
 
 /// Extracts one entry to `to`, checking its SHA-256 against the one `verify` read.
-fn extract(entry: &mut impl Read, to: &Path, mode: u32, owner: Option<(u32, u32)>, file: &ArchiveFile) -> Result<(), Error> {
+fn extract(
+    entry: &mut impl Read,
+    to: &Path,
+    mode: u32,
+    owner: Option<(u32, u32)>,
+    file: &ArchiveFile,
+) -> Result<(), Error> {
     let mut out = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -303,7 +317,8 @@ fn extract(entry: &mut impl Read, to: &Path, mode: u32, owner: Option<(u32, u32)
             Err(e) => return Err(Error::io("read the archive's", &file.rel, e)),
         };
         hasher.update(&buf[..n]);
-        out.write_all(&buf[..n]).map_err(|e| Error::io("write", to, e))?;
+        out.write_all(&buf[..n])
+            .map_err(|e| Error::io("write", to, e))?;
     }
     if crate::manifest::hex(&hasher.finalize()) != file.sha256 {
         return Err(Error::Verification {
@@ -312,7 +327,8 @@ fn extract(entry: &mut impl Read, to: &Path, mode: u32, owner: Option<(u32, u32)
         });
     }
     out.sync_all().map_err(|e| Error::io("write", to, e))?;
-    fs::set_permissions(to, std::os::unix::fs::PermissionsExt::from_mode(mode)).map_err(|e| Error::io("set the mode of", to, e))?;
+    fs::set_permissions(to, std::os::unix::fs::PermissionsExt::from_mode(mode))
+        .map_err(|e| Error::io("set the mode of", to, e))?;
     give_to(to, owner)
 }
 
@@ -332,7 +348,9 @@ fn new_file_mode(rel: &str, file: &ArchiveFile) -> u32 {
 
 /// `chown`s `path` when root restores and an owner is given.
 fn give_to(path: &Path, owner: Option<(u32, u32)>) -> Result<(), Error> {
-    let Some((uid, gid)) = owner else { return Ok(()) };
+    let Some((uid, gid)) = owner else {
+        return Ok(());
+    };
     if !nix::unistd::geteuid().is_root() {
         return Ok(());
     }
@@ -395,10 +413,16 @@ fn check_target(root: &Path, rel: &str) -> Result<Option<PathBuf>, Error> {
             return Err(unsafe_target(format!("`{}` is a symlink", at.display())));
         }
         if !last && !meta.is_dir() {
-            return Err(unsafe_target(format!("`{}` is not a directory", at.display())));
+            return Err(unsafe_target(format!(
+                "`{}` is not a directory",
+                at.display()
+            )));
         }
         if last && !meta.is_file() {
-            return Err(unsafe_target(format!("`{}` is not a regular file", at.display())));
+            return Err(unsafe_target(format!(
+                "`{}` is not a regular file",
+                at.display()
+            )));
         }
     }
     Ok(Some(at))
@@ -499,7 +523,10 @@ fn recover_locked(root: &Path) -> Result<Vec<Recovered>, Error> {
             staging: staging.clone(),
             source: Box::new(e),
         })?;
-        found.push(Recovered { staging, rolled_back });
+        found.push(Recovered {
+            staging,
+            rolled_back,
+        });
     }
     Ok(found)
 }
@@ -511,8 +538,8 @@ fn roll_back(root: &Path, staging: &Path) -> Result<(), Error> {
     if !staging.join("done").exists()
         && let Ok(text) = fs::read(&journal_path)
     {
-        let journal: Journal =
-            serde_json::from_slice(&text).map_err(|e| Error::io("read", &journal_path, io::Error::other(e)))?;
+        let journal: Journal = serde_json::from_slice(&text)
+            .map_err(|e| Error::io("read", &journal_path, io::Error::other(e)))?;
         for f in journal.files.iter().rev() {
             let target = root.join(&f.rel);
             let old = staging.join("old").join(&f.rel);

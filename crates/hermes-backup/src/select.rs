@@ -123,10 +123,18 @@ impl Scope {
             None => "the whole volume".to_owned(),
             Some(p) => {
                 let names: Vec<&str> = p.iter().map(ProfileRef::name).collect();
-                format!("profile{} {}", if names.len() == 1 { "" } else { "s" }, names.join(", "))
+                format!(
+                    "profile{} {}",
+                    if names.len() == 1 { "" } else { "s" },
+                    names.join(", ")
+                )
             }
         };
-        if self.quick { format!("{what} (quick)") } else { what }
+        if self.quick {
+            format!("{what} (quick)")
+        } else {
+            what
+        }
     }
 }
 
@@ -200,7 +208,12 @@ pub fn walk(root: &Path, scope: &Scope) -> Result<Vec<Selected>, Error> {
     Ok(found)
 }
 
-fn walk_dir(dir: &Path, prefix: &str, scope: &Scope, found: &mut Vec<Selected>) -> Result<(), Error> {
+fn walk_dir(
+    dir: &Path,
+    prefix: &str,
+    scope: &Scope,
+    found: &mut Vec<Selected>,
+) -> Result<(), Error> {
     let entries = fs::read_dir(dir).map_err(|e| Error::io("list", dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| Error::io("list", dir, e))?;
@@ -211,12 +224,21 @@ fn walk_dir(dir: &Path, prefix: &str, scope: &Scope, found: &mut Vec<Selected>) 
                 source: Box::new(Error::io(
                     "name",
                     entry.path(),
-                    std::io::Error::new(std::io::ErrorKind::InvalidData, "the file name is not UTF-8"),
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "the file name is not UTF-8",
+                    ),
                 )),
             });
         };
-        let rel = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
-        let kind = entry.file_type().map_err(|e| Error::io("inspect", entry.path(), e))?;
+        let rel = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
+        let kind = entry
+            .file_type()
+            .map_err(|e| Error::io("inspect", entry.path(), e))?;
         if kind.is_dir() {
             let as_dir = format!("{rel}/x");
             if is_excluded(&as_dir) || is_runtime(&as_dir) || !scope_may_hold(scope, &rel) {
@@ -224,7 +246,10 @@ fn walk_dir(dir: &Path, prefix: &str, scope: &Scope, found: &mut Vec<Selected>) 
             }
             walk_dir(&entry.path(), &rel, scope, found)?;
         } else if kind.is_file() && is_backed_up(&rel) && scope.contains(&rel) {
-            let size = entry.metadata().map_err(|e| Error::io("inspect", entry.path(), e))?.len();
+            let size = entry
+                .metadata()
+                .map_err(|e| Error::io("inspect", entry.path(), e))?
+                .len();
             found.push(Selected {
                 rel,
                 path: entry.path(),
@@ -350,7 +375,10 @@ mod tests {
     fn archive_paths_are_relative_and_stay_inside() {
         assert_eq!(archive_path("state.db").unwrap(), "state.db");
         assert_eq!(archive_path(".hermes/config.yaml").unwrap(), "config.yaml");
-        assert_eq!(archive_path("./profiles/w/SOUL.md").unwrap(), "profiles/w/SOUL.md");
+        assert_eq!(
+            archive_path("./profiles/w/SOUL.md").unwrap(),
+            "profiles/w/SOUL.md"
+        );
         for bad in ["../etc/passwd", "/etc/passwd", "a/../../b", "", "hermes/"] {
             assert!(archive_path(bad).is_err(), "{bad}");
         }
@@ -362,17 +390,38 @@ mod tests {
         let root = dir.path();
         fs::create_dir_all(root.join("profiles/work/cron")).unwrap();
         fs::create_dir_all(root.join("backups")).unwrap();
-        for f in ["config.yaml", "gateway_state.json", "backups/a.zip", "profiles/work/SOUL.md", "profiles/work/cron/jobs.json"] {
+        for f in [
+            "config.yaml",
+            "gateway_state.json",
+            "backups/a.zip",
+            "profiles/work/SOUL.md",
+            "profiles/work/cron/jobs.json",
+        ] {
             fs::write(root.join(f), "x").unwrap();
         }
         std::os::unix::fs::symlink("/etc/passwd", root.join("passwd")).unwrap();
-        let rels: Vec<String> = walk(root, &Scope::default()).unwrap().into_iter().map(|s| s.rel).collect();
-        assert_eq!(rels, ["config.yaml", "profiles/work/SOUL.md", "profiles/work/cron/jobs.json"]);
+        let rels: Vec<String> = walk(root, &Scope::default())
+            .unwrap()
+            .into_iter()
+            .map(|s| s.rel)
+            .collect();
+        assert_eq!(
+            rels,
+            [
+                "config.yaml",
+                "profiles/work/SOUL.md",
+                "profiles/work/cron/jobs.json"
+            ]
+        );
         let only_default = Scope {
             profiles: Some(vec![ProfileRef::Default]),
             quick: false,
         };
-        let rels: Vec<String> = walk(root, &only_default).unwrap().into_iter().map(|s| s.rel).collect();
+        let rels: Vec<String> = walk(root, &only_default)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.rel)
+            .collect();
         assert_eq!(rels, ["config.yaml"]);
     }
 }

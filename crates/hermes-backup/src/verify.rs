@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::Error;
 use crate::create::SQLITE_MAGIC;
 use crate::manifest::{self, Manifest};
 use crate::select::{self, MANIFEST_PATH};
-use crate::Error;
 
 /// One file of an archive, as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +47,19 @@ pub struct Verified {
     pub skipped: Vec<(String, String)>,
     /// What is wrong, one line each; empty when the archive is sound.
     pub problems: Vec<String>,
+    /// Each profile's config schema version (`_config_version`) in the archive, read from its
+    /// `config.yaml` (an archive of the original's has no manifest to say it).
+    pub config_versions: std::collections::BTreeMap<String, u64>,
+}
+
+impl Verified {
+    /// The newest config schema version in the archive, with its profile.
+    pub fn newest_config_version(&self) -> Option<(u64, &str)> {
+        self.config_versions
+            .iter()
+            .map(|(p, v)| (*v, p.as_str()))
+            .max_by_key(|(v, _)| *v)
+    }
 }
 
 impl Verified {
@@ -70,7 +83,10 @@ impl Verified {
 ///
 /// # Errors
 /// Only when the file is not a zip at all; everything else is a problem in [`Verified`].
-pub fn verify(path: &Path, progress: &mut dyn FnMut(usize, usize, &str)) -> Result<Verified, Error> {
+pub fn verify(
+    path: &Path,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<Verified, Error> {
     let file = File::open(path).map_err(|e| Error::io("read", path, e))?;
     let mut zip = zip::ZipArchive::new(file).map_err(|source| Error::Zip {
         path: path.to_path_buf(),
@@ -83,6 +99,7 @@ pub fn verify(path: &Path, progress: &mut dyn FnMut(usize, usize, &str)) -> Resu
         files: Vec::new(),
         skipped: Vec::new(),
         problems: Vec::new(),
+        config_versions: Default::default(),
     };
     let total = zip.len();
     for index in 0..total {
@@ -110,9 +127,13 @@ pub fn verify(path: &Path, progress: &mut dyn FnMut(usize, usize, &str)) -> Resu
             match entry.read_to_end(&mut text) {
                 Ok(_) => match serde_json::from_slice::<Manifest>(&text) {
                     Ok(m) => found.manifest = Some(m),
-                    Err(e) => found.problems.push(format!("the manifest cannot be read: {e}")),
+                    Err(e) => found
+                        .problems
+                        .push(format!("the manifest cannot be read: {e}")),
                 },
-                Err(e) => found.problems.push(format!("the manifest cannot be read: {e}")),
+                Err(e) => found
+                    .problems
+                    .push(format!("the manifest cannot be read: {e}")),
             }
             continue;
         }
@@ -127,9 +148,13 @@ pub fn verify(path: &Path, progress: &mut dyn FnMut(usize, usize, &str)) -> Resu
                     found.problems.push(format!("{rel}: {problem}"));
                 }
                 if rel.starts_with("_external/") {
-                    found.skipped.push((rel.clone(), "was outside HERMES_HOME".into()));
+                    found
+                        .skipped
+                        .push((rel.clone(), "was outside HERMES_HOME".into()));
                 } else if select::is_runtime(&rel) {
-                    found.skipped.push((rel.clone(), "a runtime file, never restored".into()));
+                    found
+                        .skipped
+                        .push((rel.clone(), "a runtime file, never restored".into()));
                 }
                 found.files.push(ArchiveFile {
                     index,
@@ -140,13 +165,37 @@ pub fn verify(path: &Path, progress: &mut dyn FnMut(usize, usize, &str)) -> Resu
                     mode,
                 });
             }
-            Err(e) => found.problems.push(format!("{rel}: cannot be read: {}", hermes_errors::describe_io(&e))),
+            Err(e) => found.problems.push(format!(
+                "{rel}: cannot be read: {}",
+                hermes_errors::describe_io(&e)
+            )),
+        }
+    }
+    for f in &found.files {
+        if let (profile, hermes_home::layout::CONFIG_FILE) = select::split_profile(&f.rel)
+            && let Some(version) = config_version(&mut zip, f)
+        {
+            let profile = profile.unwrap_or(hermes_home::DEFAULT_PROFILE).to_owned();
+            found.config_versions.insert(profile, version);
         }
     }
     if let Some(manifest) = &found.manifest {
         compare(manifest, &found.files, &mut found.problems);
     }
     Ok(found)
+}
+
+/// The `_config_version` of an archived `config.yaml` (0 when it has none, as the original
+/// reads it), `None` when it is not YAML.
+fn config_version(zip: &mut zip::ZipArchive<File>, f: &ArchiveFile) -> Option<u64> {
+    let mut text = String::new();
+    zip.by_index(f.index)
+        .ok()?
+        .take(16 << 20)
+        .read_to_string(&mut text)
+        .ok()?;
+    let config = hermes_home::config::Config::parse(Path::new(&f.rel), &text).ok()?;
+    Some(hermes_home::schema::stamp_in(&config).unwrap_or(0))
 }
 
 /// The manifest's list against the archive's.
@@ -159,10 +208,14 @@ fn compare(manifest: &Manifest, files: &[ArchiveFile], problems: &mut Vec<String
             manifest::FORMAT
         ));
     }
-    let in_archive: HashMap<&str, &ArchiveFile> = files.iter().map(|f| (f.rel.as_str(), f)).collect();
+    let in_archive: HashMap<&str, &ArchiveFile> =
+        files.iter().map(|f| (f.rel.as_str(), f)).collect();
     for listed in &manifest.files {
         match in_archive.get(listed.path.as_str()) {
-            None => problems.push(format!("{}: in the manifest, not in the archive", listed.path)),
+            None => problems.push(format!(
+                "{}: in the manifest, not in the archive",
+                listed.path
+            )),
             Some(f) if f.size != listed.size => problems.push(format!(
                 "{}: {} bytes, the manifest says {}",
                 listed.path, f.size, listed.size
@@ -173,7 +226,8 @@ fn compare(manifest: &Manifest, files: &[ArchiveFile], problems: &mut Vec<String
             Some(_) => {}
         }
     }
-    let listed: std::collections::HashSet<&str> = manifest.files.iter().map(|f| f.path.as_str()).collect();
+    let listed: std::collections::HashSet<&str> =
+        manifest.files.iter().map(|f| f.path.as_str()).collect();
     for f in files.iter() {
         if !listed.contains(f.rel.as_str()) {
             problems.push(format!("{}: in the archive, not in the manifest", f.rel));
@@ -183,7 +237,10 @@ fn compare(manifest: &Manifest, files: &[ArchiveFile], problems: &mut Vec<String
 
 /// Reads one entry to its end: size, SHA-256, whether it is a database and, for one, what
 /// `integrity_check` says when it is not `ok`.
-fn read_entry(entry: &mut impl Read, scratch_dir: &Path) -> io::Result<(u64, String, bool, Option<String>)> {
+fn read_entry(
+    entry: &mut impl Read,
+    scratch_dir: &Path,
+) -> io::Result<(u64, String, bool, Option<String>)> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
     let mut size = 0u64;
@@ -202,7 +259,9 @@ fn read_entry(entry: &mut impl Read, scratch_dir: &Path) -> io::Result<(u64, Str
             let take = (16 - head.len()).min(chunk.len());
             head.extend_from_slice(&chunk[..take]);
             if head.len() == 16 && head == SQLITE_MAGIC {
-                let mut file = tempfile::Builder::new().prefix(".hermes-verify-").tempfile_in(scratch_dir)?;
+                let mut file = tempfile::Builder::new()
+                    .prefix(".hermes-verify-")
+                    .tempfile_in(scratch_dir)?;
                 file.write_all(&head)?;
                 file.write_all(&chunk[take..])?;
                 copy = Some(file);
@@ -225,13 +284,19 @@ fn read_entry(entry: &mut impl Read, scratch_dir: &Path) -> io::Result<(u64, Str
         }
         None => None,
     };
-    Ok((size, manifest::hex(&hasher.finalize()), copy.is_some(), integrity))
+    Ok((
+        size,
+        manifest::hex(&hasher.finalize()),
+        copy.is_some(),
+        integrity,
+    ))
 }
 
 /// `None` when `PRAGMA integrity_check` says `ok`; what it says otherwise.
 pub(crate) fn integrity_check(db: &Path) -> Option<String> {
     let check = || -> rusqlite::Result<Vec<String>> {
-        let conn = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+        let conn =
+            rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)?;
         let mut stmt = conn.prepare("PRAGMA integrity_check")?;
         let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
         rows.collect()
@@ -248,5 +313,9 @@ pub(crate) fn integrity_check(db: &Path) -> Option<String> {
 fn scratch_dir_for(archive: &Path) -> PathBuf {
     let dir = crate::create::parent_of(archive);
     let writable = nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_ok();
-    if writable { dir.to_path_buf() } else { std::env::temp_dir() }
+    if writable {
+        dir.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
 }

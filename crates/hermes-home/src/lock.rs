@@ -54,7 +54,10 @@ pub fn sidecar(data: &Path) -> PathBuf {
 /// the [`sidecar`] for every other file. A reader that must see a file between two writers'
 /// cycles (a backup) holds the same one.
 pub fn writers_lock(data: &Path) -> PathBuf {
-    if data.file_name().is_some_and(|n| n == crate::layout::AUTH_FILE) {
+    if data
+        .file_name()
+        .is_some_and(|n| n == crate::layout::AUTH_FILE)
+    {
         return data.with_file_name("auth.lock");
     }
     sidecar(data)
@@ -229,8 +232,14 @@ mod tests {
             sidecar(Path::new("/h/config.yaml")),
             Path::new("/h/config.yaml.lock")
         );
-        assert_eq!(writers_lock(Path::new("/h/auth.json")), Path::new("/h/auth.lock"));
-        assert_eq!(writers_lock(Path::new("/h/.env")), Path::new("/h/.env.lock"));
+        assert_eq!(
+            writers_lock(Path::new("/h/auth.json")),
+            Path::new("/h/auth.lock")
+        );
+        assert_eq!(
+            writers_lock(Path::new("/h/.env")),
+            Path::new("/h/.env.lock")
+        );
     }
 
     #[test]

@@ -133,6 +133,9 @@ pub enum Command {
     /// Inspect stored provider credentials (`auth.json`).
     #[command(subcommand)]
     Auth(AuthCommand),
+    /// Back up the data volume while it runs, check an archive, restore one (docs/backup.md).
+    #[command(subcommand)]
+    Backup(BackupCommand),
     /// Python dependencies of optional features: status, install, ensure.
     #[command(subcommand)]
     Deps(DepsCommand),
@@ -448,6 +451,71 @@ pub enum MemoryCommand {
     },
     /// Show the active memory provider and what it is missing.
     Status(JsonFlag),
+}
+
+/// `hermes backup ...`
+#[derive(Debug, Subcommand)]
+pub enum BackupCommand {
+    /// Write a zip of the volume (the original's format, with a manifest) while everything runs:
+    /// databases through SQLite's online backup, other files under their writers' locks.
+    /// A file that cannot be included fails the backup, naming it.
+    #[command(
+        after_help = "Examples:\n  hermes backup create\n  hermes backup create -o /backups/nightly.zip --profile work\n  docker exec hermes hermes backup create -o - > hermes-backup.zip"
+    )]
+    Create {
+        /// Where to write the archive; `-` streams it to standard output. Default:
+        /// `$HERMES_HOME/backups/hermes-backup-<UTC time>.zip`.
+        #[arg(short = 'o', long, value_name = "PATH")]
+        output: Option<String>,
+        /// Only this profile (repeat for several; `default` is the root's files). Default: the
+        /// whole volume.
+        #[arg(long = "profile", value_name = "NAME")]
+        profiles: Vec<String>,
+        /// Only what holds state: settings, secrets, databases, memories, cron and pairing
+        /// (no logs, skills or plugins).
+        #[arg(long)]
+        quick: bool,
+        /// Print the summary as JSON (on stderr with `-o -`).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check an archive: every checksum, every database's integrity, the manifest against the
+    /// contents. Exits 1 naming what is wrong.
+    Verify {
+        /// The archive.
+        file: std::path::PathBuf,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Restore an archive (ours or the original's): shows what would change, then stages the
+    /// files on the volume and swaps them in, all or nothing. Gateways of the profiles that
+    /// change are stopped first and started after.
+    #[command(
+        after_help = "Examples:\n  hermes backup restore backup.zip --dry-run\n  hermes backup restore backup.zip --profile work --yes"
+    )]
+    Restore {
+        /// The archive.
+        file: std::path::PathBuf,
+        /// Only show what would change.
+        #[arg(long)]
+        dry_run: bool,
+        /// Only this profile's files (repeat for several; `default` is the root's files).
+        #[arg(long = "profile", value_name = "NAME")]
+        profiles: Vec<String>,
+        /// Restore without asking (needed when standard input is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Restore an archive made with a newer config schema than the installed agent's.
+        #[arg(long)]
+        force: bool,
+        /// Print the plan (and what was done) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Roll back a restore that a kill or power cut interrupted. Every `hermes backup` command
+    /// and the container's boot do this by themselves.
+    Recover,
 }
 
 /// `hermes service ...`

@@ -159,6 +159,7 @@ from_hinted_error!(
     hermes_gateway::Error,
     hermes_sessions::Error,
     hermes_services::Error,
+    hermes_backup::Error,
     hermes_dashboard::Error,
     hermes_gateway::listen::Error,
 );

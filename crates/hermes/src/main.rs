@@ -187,6 +187,7 @@ fn run(cli: Cli) -> CommandResult {
         }
         Some(Command::Up(args)) => commands::up::run(&ctx, &args),
         Some(Command::Service(command)) => commands::service::run(&ctx, command),
+        Some(Command::Backup(command)) => commands::backup::run(&ctx, command),
         Some(Command::Gateway(command)) => commands::gateway::run(&ctx, command),
         Some(Command::Chat { query, session }) => {
             commands::chat::run(&ctx, &query, session.as_deref())
