@@ -88,15 +88,22 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
                 .iter()
                 .map(|row| hermes_services::last_error::of_failing(&root, row).map(|e| e.message))
                 .collect();
+            // The `backup` service's last run and next run, from its `.schedule.json`.
+            let backups: Vec<Option<hermes_backup::schedule::State>> =
+                rows.iter().map(|row| backup_state(&root, row)).collect();
             if json {
                 let mut values = super::gateway::engines::with_engines(&root, &rows)?;
-                for (value, error) in values
+                for ((value, error), backup) in values
                     .as_array_mut()
                     .into_iter()
                     .flatten()
                     .zip(&last_errors)
+                    .zip(&backups)
                 {
                     value["last_error"] = json!(error);
+                    if let Some(state) = backup {
+                        value["backup"] = json!(state);
+                    }
                 }
                 if let Some(values) = values.as_array_mut() {
                     values.extend(invalid.iter().map(invalid_json));
@@ -108,7 +115,18 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
                         .map(status_cells)
                         .chain(invalid.iter().map(invalid_cells)),
                 );
-                output::stdout(&with_last_errors(&table, &last_errors))?;
+                let notes: Vec<Vec<String>> = last_errors
+                    .iter()
+                    .zip(&backups)
+                    .map(|(error, backup)| {
+                        error
+                            .iter()
+                            .map(|e| format!("last error: {e}"))
+                            .chain(backup.iter().flat_map(backup_lines))
+                            .collect()
+                    })
+                    .collect();
+                output::stdout(&with_notes(&table, &notes))?;
                 output::stdout(&super::gateway::engines::engines_line(&root, &rows))?;
             }
         }
@@ -412,19 +430,61 @@ fn what_happened(row: &ServiceStatus) -> String {
     }
 }
 
-/// The status table with `  last error: …` under the row of each failing service: `table` is
-/// a header line then one line per row, in the order of `last_errors`.
-fn with_last_errors(table: &str, last_errors: &[Option<String>]) -> String {
+/// The status table with its notes indented under each row (`  last error: …` under a failing
+/// service, the last and next run under `backup`): `table` is a header line then one line per
+/// row, in the order of `notes`.
+fn with_notes(table: &str, notes: &[Vec<String>]) -> String {
     let mut text = String::new();
-    let mut errors = std::iter::once(&None).chain(last_errors);
+    let none = Vec::new();
+    let mut notes = std::iter::once(&none).chain(notes);
     for line in table.lines() {
         text.push_str(line);
         text.push('\n');
-        if let Some(Some(error)) = errors.next() {
-            text.push_str(&format!("  last error: {error}\n"));
+        for note in notes.next().into_iter().flatten() {
+            text.push_str(&format!("  {note}\n"));
         }
     }
     text
+}
+
+/// The state of scheduled backups (`hermes_backup::schedule`) for the `backup` service's row;
+/// `None` for every other row, and when there is none to read (a declared service of that
+/// name, settings that do not read: its last error says why).
+fn backup_state(root: &Path, row: &ServiceStatus) -> Option<hermes_backup::schedule::State> {
+    if row.name != hermes_services::backup_schedule::BACKUP_SERVICE {
+        return None;
+    }
+    let settings = hermes_backup::schedule::BackupSettings::load(root, &Context::var).ok()?;
+    hermes_backup::schedule::read_state(&settings.dir)
+        .ok()
+        .flatten()
+}
+
+/// The last and the next scheduled backup, as lines under the `backup` row.
+fn backup_lines(state: &hermes_backup::schedule::State) -> Vec<String> {
+    let last = match &state.last_run {
+        None => "last backup: none yet".to_owned(),
+        Some(run) if run.ok => format!(
+            "last backup: ok at {}: {}",
+            run.started,
+            super::backup::scheduled::describe(run)
+        ),
+        Some(run) => {
+            let good = state
+                .last_success
+                .as_ref()
+                .map_or_else(String::new, |at| format!(" (the last good one: {at})"));
+            format!(
+                "last backup: failed at {}: {}{good}",
+                run.started, run.result
+            )
+        }
+    };
+    let next = match &state.next_run {
+        Some(at) => format!("next backup: {at} ({} UTC)", state.schedule),
+        None => format!("next backup: none ({} UTC)", state.schedule),
+    };
+    vec![last, next]
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! * `declared` — invalid `services:` entries in status, start, dump and doctor; a start's real cause
 //! * `conventions` — completions, man page, colour, where `-p` applies, aliases, the systemd unit
 //! * `auth` — `auth list` and `dump` on stored credentials (masked keys)
+//! * `backup_schedule` — the `backup` service of scheduled snapshots under `hermes up`
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
 //! * `diagnostics` — version, dump (snapshot), doctor
 //! * `docs_examples` — the shell examples of README.md and docs/*.md run as written
@@ -32,6 +33,7 @@
 )]
 
 mod auth;
+mod backup_schedule;
 mod binary;
 mod config_cmd;
 mod conventions;
