@@ -36,6 +36,9 @@ pub const RUN_NOW_VAR: &str = "HERMES_BACKUP_RUN_NOW";
 /// was set meanwhile delays a run by no more than this.
 const LONGEST_SLEEP: Duration = Duration::from_secs(60);
 
+/// The hint of a failure of the loop itself (not of a run): the supervisor starts it again.
+const RESTARTED: &str = "the supervisor starts the `backup` service again after a failure; `hermes service logs backup` shows each attempt";
+
 /// Runs the loop until a stop signal (module doc).
 pub fn run(root: &Path) -> CommandResult {
     let settings = BackupSettings::load(root, &Context::var).map_err(refusal)?;
@@ -192,8 +195,12 @@ impl StopSignals {
         let mut mask = SigSet::empty();
         mask.add(Signal::SIGTERM);
         mask.add(Signal::SIGINT);
-        let failed =
-            |e: nix::Error| Failure::new(format!("could not set up the stop signals: {e}"), None);
+        let failed = |e: nix::Error| {
+            Failure::new(
+                format!("could not set up the stop signals: {e}"),
+                Some(RESTARTED.into()),
+            )
+        };
         mask.thread_block().map_err(failed)?;
         let fd = SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
             .map_err(failed)?;
@@ -228,7 +235,7 @@ impl StopSignals {
                 Err(e) => {
                     return Err(Failure::new(
                         format!("could not wait for the next backup: {e}"),
-                        None,
+                        Some(RESTARTED.into()),
                     ));
                 }
             }
