@@ -7,12 +7,16 @@
 //! * [`manifest`] — what an archive of ours says it holds;
 //! * [`verify`] — every checksum, every database's integrity, the manifest against the contents;
 //! * [`restore`] — plan, stage on the volume, swap, and roll back whatever a crash interrupted;
-//! * [`schedule`] — scheduled snapshots: the schedule, the settings, naming, pruning, one run.
+//! * [`schedule`] — scheduled snapshots: the schedule, the settings, naming, pruning, one run;
+//! * [`supervised`] — a restore among running services: the gateways it affects stopped and
+//!   started again, an archive from a newer agent schema refused.
 //!
 //! The archive is the original's format: a zip of `HERMES_HOME` with paths relative to it, so
-//! its `hermes import` restores ours and ours restores its `hermes backup`. Stopping the
-//! gateways a restore affects, and which agent may read the result, are the service layer's
-//! (`hermes_services::backup`); this crate only reads and writes files.
+//! its `hermes import` restores ours and ours restores its `hermes backup`.
+//!
+//! PID 1 does not link this crate (it would bring SQLite and zip into the init's footprint):
+//! the boot rolls back an interrupted restore by running `hermes backup recover` when it sees a
+//! staging directory ([`hermes_home::layout::RESTORE_STAGING_PREFIX`]).
 
 #![deny(missing_docs)]
 
@@ -22,6 +26,7 @@ pub mod manifest;
 pub mod restore;
 pub mod schedule;
 pub mod select;
+pub mod supervised;
 pub mod verify;
 
 pub use create::{Identity, Progress, Summary, create_file, create_to};

@@ -31,14 +31,15 @@ use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time, UtcOffset};
 use crate::select::{self, Scope};
 use crate::{Identity, verify};
 
-/// `config.yaml`'s key for the schedule.
-pub const SCHEDULE_KEY: &str = "backup.schedule";
+/// `config.yaml`'s key for the schedule (the service layer's, which decides whether the
+/// `backup` service runs at all).
+pub const SCHEDULE_KEY: &str = hermes_services::backup_schedule::SCHEDULE_KEY;
 /// `config.yaml`'s key for how many scheduled archives are kept.
 pub const KEEP_KEY: &str = "backup.keep";
 /// `config.yaml`'s key for where they are written.
 pub const DIR_KEY: &str = "backup.dir";
-/// Overrides [`SCHEDULE_KEY`].
-pub const SCHEDULE_VAR: &str = "HERMES_BACKUP_SCHEDULE";
+/// Overrides [`SCHEDULE_KEY`] (the service layer's, as the key).
+pub const SCHEDULE_VAR: &str = hermes_services::backup_schedule::SCHEDULE_VAR;
 /// Overrides [`KEEP_KEY`].
 pub const KEEP_VAR: &str = "HERMES_BACKUP_KEEP";
 /// Overrides [`DIR_KEY`].

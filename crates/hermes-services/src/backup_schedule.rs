@@ -3,9 +3,10 @@
 //! `backup.schedule` in the root's `config.yaml`, or `HERMES_BACKUP_SCHEDULE` (Helm, compose).
 //!
 //! This crate only decides *whether* it runs and describes the service; the schedule itself,
-//! the other settings and each run are `hermes_backup::schedule`'s, which PID 1's crates do not
-//! link (it links SQLite): an invalid schedule is the service's own refusal (exit 78, parked
-//! `failed` with the error, shown by `hermes service status`).
+//! the other settings and each run are `hermes_backup::schedule`'s (above this crate, which PID
+//! 1 does not link: it links SQLite), which reads the two names defined here: an invalid
+//! schedule is the service's own refusal (exit 78, parked `failed` with the error, shown by
+//! `hermes service status`).
 //!
 //! * Restarted only after a failure: it runs until asked to stop (exit 0 then), and a run that
 //!   fails is recorded and retried at the next slot, never a crash loop.
@@ -24,9 +25,9 @@ use crate::gateway::run_as_identity;
 
 /// The service's name.
 pub const BACKUP_SERVICE: &str = "backup";
-/// `config.yaml`'s key for the schedule (`hermes_backup::schedule::SCHEDULE_KEY`).
+/// `config.yaml`'s key for the schedule (also `hermes_backup::schedule::SCHEDULE_KEY`).
 pub const SCHEDULE_KEY: &str = "backup.schedule";
-/// Overrides [`SCHEDULE_KEY`] (`hermes_backup::schedule::SCHEDULE_VAR`).
+/// Overrides [`SCHEDULE_KEY`] (also `hermes_backup::schedule::SCHEDULE_VAR`).
 pub const SCHEDULE_VAR: &str = "HERMES_BACKUP_SCHEDULE";
 /// How long a stop waits for a run in progress.
 pub const STOP_GRACE: Duration = Duration::from_secs(30);

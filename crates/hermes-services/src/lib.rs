@@ -40,8 +40,6 @@
 //! * [`readiness`] — starting a service and waiting until it is ready or clearly is not;
 //!
 //! and the workflows the CLI and the dashboard share, which they only call and render:
-//! * [`backup`](mod@backup) — a restore that stops the gateways it affects and refuses an
-//!   archive from a newer agent schema;
 //! * [`profile`] — deleting a profile (its gateway stopped and forgotten first; refused while
 //!   a running supervisor cannot be asked);
 //! * [`engines`] — which engine serves each profile gateway, and who serves it under
@@ -58,7 +56,6 @@
 pub mod agent;
 pub mod agent_hook;
 pub mod agent_probe;
-pub mod backup;
 pub mod backup_schedule;
 pub mod dashboard;
 pub mod declared;

@@ -448,6 +448,12 @@ mod tests {
     }
 
     #[test]
+    fn every_backup_error() {
+        let all = failures(hermes_backup::Error::every_variant());
+        insta::assert_snapshot!(render_all("hermes_backup", all));
+    }
+
+    #[test]
     fn every_init_error() {
         let all = failures(hermes_init::Error::every_variant());
         insta::assert_snapshot!(render_all("hermes_init", all));

@@ -7,6 +7,7 @@
 //! * `dashboard` — `hermes dashboard`: the fail-closed bind, the Overview's API against `hermes up`
 //! * `declared` — invalid `services:` entries in status, start, dump and doctor; a start's real cause
 //! * `conventions` — completions, man page, colour, where `-p` applies, aliases, the systemd unit
+//! * `backup` — `hermes backup`: archives, verify, restores killed at every step, full disks
 //! * `auth` — `auth list` and `dump` on stored credentials (masked keys)
 //! * `backup_schedule` — the `backup` service of scheduled snapshots under `hermes up`
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
@@ -33,6 +34,7 @@
 )]
 
 mod auth;
+mod backup;
 mod backup_schedule;
 mod binary;
 mod config_cmd;

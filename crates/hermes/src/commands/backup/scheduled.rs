@@ -57,7 +57,7 @@ pub fn run(root: &Path) -> CommandResult {
     let stop = StopSignals::block()?;
     let (build, _) = hermes_diag::report::identity_and_install();
     let identity =
-        hermes_services::backup::identity(format!("hermes {}", build.label()), &Context::var);
+        hermes_backup::supervised::identity(format!("hermes {}", build.label()), &Context::var);
     let mut state = match schedule::read_state(&settings.dir) {
         Ok(state) => state.unwrap_or_default(),
         Err(e) => {
@@ -251,20 +251,6 @@ impl StopSignals {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The service layer decides whether the service runs with the same names this crate
-    /// reads the settings by.
-    #[test]
-    fn the_service_layer_and_the_settings_agree_on_the_names() {
-        assert_eq!(
-            hermes_services::backup_schedule::SCHEDULE_KEY,
-            schedule::SCHEDULE_KEY
-        );
-        assert_eq!(
-            hermes_services::backup_schedule::SCHEDULE_VAR,
-            schedule::SCHEDULE_VAR
-        );
-    }
 
     #[test]
     fn a_run_is_one_line() {
