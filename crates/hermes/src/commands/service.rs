@@ -481,8 +481,8 @@ fn backup_lines(state: &hermes_backup::schedule::State) -> Vec<String> {
         }
     };
     let next = match &state.next_run {
-        Some(at) => format!("next backup: {at} ({} UTC)", state.schedule),
-        None => format!("next backup: none ({} UTC)", state.schedule),
+        Some(at) => format!("next backup: {at} (schedule `{}`, UTC)", state.schedule),
+        None => format!("next backup: none (schedule `{}`, UTC)", state.schedule),
     };
     vec![last, next]
 }
@@ -531,6 +531,62 @@ mod tests {
                 .hint
                 .unwrap()
                 .contains("hermes service logs gateway-work")
+        );
+    }
+
+    /// Notes go under their own row, each indented, in order; a row without notes has none.
+    #[test]
+    fn notes_go_under_their_rows() {
+        let table = "NAME  STATE\na     up\nb     failed\nc     up\n";
+        let notes = vec![
+            Vec::new(),
+            vec!["last error: it broke".to_owned()],
+            vec![
+                "last backup: none yet".to_owned(),
+                "next backup: soon".to_owned(),
+            ],
+        ];
+        assert_eq!(
+            with_notes(table, &notes),
+            "NAME  STATE\na     up\nb     failed\n  last error: it broke\nc     up\n  last backup: \
+             none yet\n  next backup: soon\n"
+        );
+    }
+
+    #[test]
+    fn the_backup_row_says_the_last_and_the_next_run() {
+        use hermes_backup::schedule::{LastRun, State};
+        let mut state = State {
+            schedule: "daily".into(),
+            next_run: Some("2026-12-03T00:00:00Z".into()),
+            last_run: None,
+            last_success: None,
+        };
+        assert_eq!(
+            backup_lines(&state),
+            [
+                "last backup: none yet",
+                "next backup: 2026-12-03T00:00:00Z (schedule `daily`, UTC)"
+            ]
+        );
+        state.last_run = Some(LastRun {
+            started: "2026-12-02T00:00:00Z".into(),
+            ok: false,
+            result: "another backup or restore is running on this volume".into(),
+            file: None,
+            size: None,
+            duration_ms: 12,
+            pruned: Vec::new(),
+        });
+        state.last_success = Some("2026-12-01T00:00:00Z".into());
+        state.next_run = None;
+        assert_eq!(
+            backup_lines(&state),
+            [
+                "last backup: failed at 2026-12-02T00:00:00Z: another backup or restore is running \
+                 on this volume (the last good one: 2026-12-01T00:00:00Z)",
+                "next backup: none (schedule `daily`, UTC)"
+            ]
         );
     }
 }

@@ -142,7 +142,7 @@ fn a_scheduled_run_writes_verifies_prunes_records_and_is_shown_by_status() {
     assert_eq!(
         lines[row + 2],
         format!(
-            "  next backup: {} (0 0 1 1 * UTC)",
+            "  next backup: {} (schedule `0 0 1 1 *`, UTC)",
             recorded["next_run"].as_str().unwrap()
         ),
         "{table}"
