@@ -230,3 +230,57 @@ fn without_a_schedule_there_is_no_service_and_the_subcommand_refuses() {
     let out = t.run(&["service", "status", "backup"]);
     assert_eq!(out.status.code(), Some(1), "{}", render(&out));
 }
+
+/// A run that fails (here: another backup holds the volume) is recorded and shown; the service
+/// stays up, waiting for the next slot, and is not restarted.
+#[test]
+fn a_failed_run_is_recorded_and_the_service_stays_up() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let root = t.root();
+    fs::write(
+        root.join("config.yaml"),
+        "backup:\n  schedule: '0 0 1 1 *'\n",
+    )
+    .unwrap();
+    // The volume's backup lock, as a running `hermes backup create` holds it.
+    let lock = fs::File::open(&root).unwrap();
+    lock.try_lock().unwrap();
+    let dir = root.join("backups");
+    let _up = start_up_running_now(&t);
+    poll::until_true("the first scheduled run", Duration::from_secs(60), || {
+        state(&dir)["last_run"].is_object()
+    });
+    drop(lock);
+    let recorded = state(&dir);
+    let run = &recorded["last_run"];
+    assert_eq!(run["ok"], false, "{recorded:#}");
+    let busy = format!(
+        "another backup or restore is running on the volume `{}`",
+        root.display()
+    );
+    assert_eq!(run["result"], busy.as_str(), "{recorded:#}");
+    assert!(run["file"].is_null(), "{recorded:#}");
+    assert!(recorded["last_success"].is_null(), "{recorded:#}");
+    assert!(recorded["next_run"].is_string(), "{recorded:#}");
+    let row = t.service("backup");
+    assert_eq!(row["state"], "up", "{row:#}");
+    assert_eq!(row["restarts"], 0, "{row:#}");
+    assert!(row["last_error"].is_null(), "{row:#}");
+    let table = t.ok(&["service", "status", "backup"]);
+    assert!(
+        table.contains(&format!(
+            "  last backup: failed at {}: {busy}\n",
+            run["started"].as_str().unwrap()
+        )),
+        "{table}"
+    );
+    assert_eq!(
+        fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect::<Vec<_>>(),
+        [".schedule.json"],
+        "nothing but the state is left"
+    );
+}
