@@ -7,6 +7,7 @@
 //! * [`manifest`] — what an archive of ours says it holds;
 //! * [`verify`] — every checksum, every database's integrity, the manifest against the contents;
 //! * [`restore`] — plan, stage on the volume, swap, and roll back whatever a crash interrupted;
+//! * [`schedule`] — scheduled snapshots: the schedule, the settings, naming, pruning, one run;
 //! * [`supervised`] — a restore among running services: the gateways it affects stopped and
 //!   started again, an archive from a newer agent schema refused.
 //!
@@ -23,6 +24,7 @@ pub mod create;
 mod error;
 pub mod manifest;
 pub mod restore;
+pub mod schedule;
 pub mod select;
 pub mod supervised;
 pub mod verify;

@@ -20,6 +20,8 @@
 //! Modules:
 //! * [`dashboard`] — the `dashboard` service ([`dashboard::dashboard_spec`]), `disabled`
 //!   when switched off;
+//! * [`backup_schedule`] — the `backup` service of scheduled snapshots
+//!   ([`backup_schedule::backup_service`]), registered when a schedule is set;
 //! * [`declared`] — the services declared under `services:` in the root's `config.yaml`
 //!   ([`declared::declared_services`]), run by PID 1 and `hermes up` alike;
 //! * [`agent`] — the original Python agent where the image ships it ([`agent::locate`]) and
@@ -54,6 +56,7 @@
 pub mod agent;
 pub mod agent_hook;
 pub mod agent_probe;
+pub mod backup_schedule;
 pub mod dashboard;
 pub mod declared;
 pub mod diag;

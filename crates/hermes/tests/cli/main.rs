@@ -9,6 +9,7 @@
 //! * `conventions` — completions, man page, colour, where `-p` applies, aliases, the systemd unit
 //! * `backup` — `hermes backup`: archives, verify, restores killed at every step, full disks
 //! * `auth` — `auth list` and `dump` on stored credentials (masked keys)
+//! * `backup_schedule` — the `backup` service of scheduled snapshots under `hermes up`
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
 //! * `diagnostics` — version, dump (snapshot), doctor
 //! * `docs_examples` — the shell examples of README.md and docs/*.md run as written
@@ -34,6 +35,7 @@
 
 mod auth;
 mod backup;
+mod backup_schedule;
 mod binary;
 mod config_cmd;
 mod conventions;

@@ -1,6 +1,7 @@
 //! `hermes backup create|verify|restore|recover`: the CLI of `hermes-backup` (the files) and
 //! `hermes_services::backup` (the gateways around a restore). Progress goes to stderr, results
-//! to stdout (to stderr when the archive itself goes to stdout).
+//! to stdout (to stderr when the archive itself goes to stdout). The hidden `hermes backup
+//! scheduled` is the `backup` service's loop ([`scheduled`]).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -15,6 +16,8 @@ use crate::cli::BackupCommand;
 use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
+
+pub mod scheduled;
 
 /// How long a restore waits for each answer of the supervisor (a stop waits for the gateway).
 const SUPERVISOR_TIMEOUT: Duration = Duration::from_secs(60);
@@ -52,6 +55,7 @@ pub fn run(ctx: &Context, command: BackupCommand) -> CommandResult {
             force,
             json,
         ),
+        BackupCommand::Scheduled => scheduled::run(&root),
         BackupCommand::Recover => {
             if recovered == 0 {
                 output::stdout("Nothing to recover: no restore was interrupted on this volume.\n")?;
