@@ -5,8 +5,8 @@
 //! A client like the CLI: archives are made, verified and planned by the backup library
 //! (`hermes-backup`) and restored among the running services by its `supervised` module (the
 //! schema check, the affected gateways stopped through the supervisor and started again): the
-//! functions `hermes backup create|verify|restore` call, in the directory
-//! `$HERMES_HOME/backups` ([`store`]). Every piece of heavy work (the archive, a
+//! functions `hermes backup create|verify|restore` call, in the scheduled backups' directory
+//! (`backup.dir`, default `$HERMES_HOME/backups`; [`store`]). Every piece of heavy work (the archive, a
 //! verification, a plan, a restore) runs on the blocking pool, never on the runtime's threads.
 //! One create or restore runs at a time per dashboard (409 meanwhile; the library's volume lock
 //! also keeps out the CLI's); an upload is streamed to a 0600 temporary file in the directory,
@@ -127,9 +127,16 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
     shell(Page::Backups, &base.0, app.token(), MAIN)
 }
 
-/// The backups directory of the app's volume.
-fn backups_dir(app: &App) -> PathBuf {
-    store::dir(&app.root)
+/// The backups directory of the app's volume: where the scheduled backups write
+/// (`backup.dir` of the root `config.yaml`, `HERMES_BACKUP_DIR` over it; default
+/// `$HERMES_HOME/backups`), read as they read it. Invalid backup settings are a 409 with the
+/// scheduler's own error line: the page does not guess another directory. Reads
+/// `config.yaml`: call it on the blocking pool.
+fn backups_dir(app: &App) -> Step<PathBuf> {
+    let vars = app.vars.clone();
+    hermes_backup::schedule::BackupSettings::load(&app.root, &|k: &str| vars(k))
+        .map(|settings| settings.dir)
+        .map_err(|e| refuse(StatusCode::CONFLICT, &hermes_errors::one_line(&e), e.hint()))
 }
 
 fn busy() -> Response {
@@ -215,7 +222,7 @@ fn archive_path(dir: &std::path::Path, name: &str) -> Step<(std::fs::File, u64)>
 
 async fn list(State(app): State<App>, Extension(lock): Extension<Busy>) -> Response {
     answer(move || {
-        let dir = backups_dir(&app);
+        let dir = backups_dir(&app)?;
         let archives = store::list(&dir)
             .map_err(|e| io_problem(&format!("cannot list `{}`", dir.display()), &e))?;
         Ok(json!({
@@ -242,7 +249,7 @@ async fn create(State(app): State<App>, Extension(lock): Extension<Busy>) -> Res
         return busy();
     };
     answer(move || {
-        let dir = backups_dir(&app);
+        let dir = backups_dir(&app)?;
         store::ensure_dir(&dir)
             .map_err(|e| io_problem(&format!("cannot create `{}`", dir.display()), &e))?;
         let name = store::new_name(&dir);
@@ -285,10 +292,9 @@ async fn download(State(app): State<App>, path: Result<Path<String>, PathRejecti
         Ok(n) => n,
         Err(r) => return *r,
     };
-    let dir = backups_dir(&app);
     let opened = {
         let name = name.clone();
-        blocking(move || archive_path(&dir, &name)).await
+        blocking(move || archive_path(&backups_dir(&app)?, &name)).await
     };
     let (file, size) = match opened {
         Ok(Ok(found)) => found,
@@ -389,17 +395,14 @@ async fn receive(
     if declared.is_some_and(|n| n > limit) {
         return Err(*too_large(limit));
     }
-    let dir = backups_dir(&app);
-    let upload = {
-        let dir = dir.clone();
-        blocking(move || {
-            store::ensure_dir(&dir)
-                .and_then(|()| store::Upload::create(&dir))
-                .map_err(|e| io_problem(&format!("cannot write in `{}`", dir.display()), &e))
-        })
-        .await?
-        .map_err(|r| *r)?
-    };
+    let upload = blocking(move || {
+        let dir = backups_dir(&app)?;
+        store::ensure_dir(&dir)
+            .and_then(|()| store::Upload::create(&dir))
+            .map_err(|e| io_problem(&format!("cannot write in `{}`", dir.display()), &e))
+    })
+    .await?
+    .map_err(|r| *r)?;
     let mut upload = upload;
     let Some(std_file) = upload.file.take() else {
         return Err(*refuse(
@@ -484,7 +487,7 @@ async fn plan(State(app): State<App>, path: Result<Path<String>, PathRejection>)
         Err(r) => return *r,
     };
     answer(move || {
-        let dir = backups_dir(&app);
+        let dir = backups_dir(&app)?;
         archive_path(&dir, &name)?;
         let vars = app.vars.clone();
         let shown = restore::plan(&app.root, &name, &dir.join(&name), &|k: &str| vars(k))
@@ -541,7 +544,7 @@ async fn restore(
     };
     answer(move || {
         let _guard = guard;
-        let dir = backups_dir(&app);
+        let dir = backups_dir(&app)?;
         archive_path(&dir, &name)?;
         let vars = app.vars.clone();
         let var = move |k: &str| vars(k);
@@ -573,24 +576,25 @@ pub fn api_paths() -> Value {
         "name": "name", "in": "path", "required": true, "schema": { "type": "string" },
         "description": "an archive in the backups directory: letters, digits, `.`, `_`, `-`, ending in `.zip`",
     });
-    let base = json!({ "401": { "description": "Not signed in" } });
+    let base = json!({
+        "401": { "description": "Not signed in" },
+        "409": { "description": "{detail, hint}: the backup settings (backup.* in config.yaml, HERMES_BACKUP_*) are invalid" },
+    });
     let mut named = base.clone();
     named["400"] = json!({ "description": "{detail, hint}: not an archive name (a `/`, `..`, a leading dot, other characters), or a symlink or non-file" });
     named["404"] = json!({ "description": "{detail, hint}: no such archive" });
     let mut planned = named.clone();
-    planned["409"] = json!({ "description": "{detail, hint}: a target on the volume is a symlink or directory" });
+    planned["409"] = json!({ "description": "{detail, hint}: a target on the volume is a symlink or directory; or the backup settings are invalid" });
     planned["422"] = json!({ "description": "{detail, hint}: the archive is damaged or holds nothing to restore" });
     let mut restoring = planned.clone();
-    restoring["409"] = json!({ "description": "{detail, hint}: the plan changed since it was shown (another token), the archive's config schema is newer than the installed agent's (without force), a gateway runs outside the supervisor, another create or restore is running, or a target is unsafe" });
+    restoring["409"] = json!({ "description": "{detail, hint}: the plan changed since it was shown (another token), the archive's config schema is newer than the installed agent's (without force), a gateway runs outside the supervisor, another create or restore is running, or a target is unsafe; or the backup settings are invalid" });
     restoring["503"] = json!({ "description": "{detail, hint}: the supervisor could not be asked to stop the gateways" });
     let mut creating = base.clone();
-    creating["409"] =
-        json!({ "description": "{detail, hint}: another create or restore is running" });
+    creating["409"] = json!({ "description": "{detail, hint}: another create or restore is running; or the backup settings are invalid" });
     creating["507"] = json!({ "description": "{detail, hint}: the disk is full" });
-    let mut uploading = base;
+    let mut uploading = base.clone();
     uploading["400"] = json!({ "description": "{detail, hint}: not a readable zip, or it failed verification (the error line)" });
-    uploading["409"] =
-        json!({ "description": "{detail, hint}: an archive of that name is already there" });
+    uploading["409"] = json!({ "description": "{detail, hint}: an archive of that name is already there; or the backup settings are invalid" });
     uploading["408"] = json!({ "description": "{detail, hint}: nothing arrived for 60 s" });
     uploading["413"] = json!({ "description": format!("{{detail, hint}}: larger than {UPLOAD_LIMIT_VAR} MiB (default {UPLOAD_LIMIT_MB})") });
     let plan_answer = "{name, token, counts: {added, replaced, unchanged, kept, skipped}, added, replaced, unchanged, kept: [path], skipped: [{path, why}], restarts: [profile], schema: {archive: {version, profile}|null, refused: string|null, hint: string|null}, manifest: {created, build, agent_version, scope, files}|null}";
@@ -598,7 +602,7 @@ pub fn api_paths() -> Value {
         "/api/backups": {
             "get": {
                 "summary": "The archives in the backups directory, newest first, and the schedule's last result",
-                "responses": responses(&json!({ "401": { "description": "Not signed in" } }), "{dir, archives: [{name, size, modified, scheduled}], schedule: {schedule, last_run, ok, error, file, size, duration_ms, next_run, last_success}|{unreadable}|null, creating: {name, files_done, files_total, bytes_done, bytes_total}|null}"),
+                "responses": responses(&base, "{dir, archives: [{name, size, modified, scheduled}], schedule: {schedule, last_run, ok, error, file, size, duration_ms, next_run, last_success}|{unreadable}|null, creating: {name, files_done, files_total, bytes_done, bytes_total}|null}"),
             },
             "post": {
                 "summary": "Creates an archive of the whole volume in the backups directory (as `hermes backup create`)",

@@ -212,6 +212,68 @@ fn scheduled_archives_and_the_schedule_state_are_listed() {
 }
 
 #[test]
+fn the_directory_is_the_scheduled_backups_one() {
+    // `backup.dir` of the root config.yaml, as the scheduled backups read it.
+    let home = volume();
+    fs::write(
+        home.path().join("config.yaml"),
+        "_config_version: 35\nmodel: a\nbackup:\n  dir: backups/nightly\n",
+    )
+    .unwrap();
+    let d = common::start_in(home, "127.0.0.1", &common::TOKEN_ENV);
+    let made = create(&d);
+    let nightly = d.root().join("backups/nightly");
+    assert!(nightly.join(made["name"].as_str().unwrap()).is_file());
+    let list = get_json(&d, "/api/backups", 200);
+    assert_eq!(list["dir"], nightly.to_str().unwrap());
+    assert_eq!(list["archives"].as_array().unwrap().len(), 1);
+
+    // HERMES_BACKUP_DIR over it, outside the volume.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let env = [
+        ("HERMES_DASHBOARD_SESSION_TOKEN", common::TOKEN),
+        ("HERMES_BACKUP_DIR", elsewhere.path().to_str().unwrap()),
+    ];
+    let d = common::start_in(volume(), "127.0.0.1", &env);
+    let made = create(&d);
+    assert!(
+        elsewhere
+            .path()
+            .join(made["name"].as_str().unwrap())
+            .is_file()
+    );
+    assert!(!backups(&d).exists());
+    let name = made["name"].as_str().unwrap();
+    let a = send_bytes(
+        &d,
+        "GET",
+        &format!("/api/backups/{name}"),
+        &[token_header()],
+        b"",
+    );
+    assert_eq!(a.status, 200);
+}
+
+#[test]
+fn invalid_backup_settings_are_said_not_guessed() {
+    let env = [
+        ("HERMES_DASHBOARD_SESSION_TOKEN", common::TOKEN),
+        ("HERMES_BACKUP_KEEP", "none"),
+    ];
+    let d = common::start_in(volume(), "127.0.0.1", &env);
+    for a in [get(&d, "/api/backups"), post(&d, "/api/backups")] {
+        assert_eq!(a.status, 409, "{}", a.body);
+        let v = a.json();
+        assert!(
+            v["detail"].as_str().unwrap().contains("HERMES_BACKUP_KEEP"),
+            "{v}"
+        );
+        assert!(v["hint"].is_string(), "{v}");
+    }
+    assert!(!backups(&d).exists(), "nothing was written anywhere");
+}
+
+#[test]
 fn names_that_are_not_archives_are_refused_before_any_file_is_touched() {
     let d = dashboard();
     let dir = backups(&d);

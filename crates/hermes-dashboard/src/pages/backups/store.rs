@@ -18,38 +18,47 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-/// The directory under `HERMES_HOME` archives are kept in (the backup never enters it).
-pub const DIR_NAME: &str = "backups";
-
 /// The schedule's state file in the directory (written by the scheduled backups).
-pub const SCHEDULE_FILE: &str = ".schedule.json";
+pub use hermes_backup::schedule::STATE_FILE as SCHEDULE_FILE;
 
 /// The longest archive name accepted.
 pub const MAX_NAME: usize = 200;
 
-/// Where archives are kept for the volume at `root`: `$HERMES_HOME/backups`.
-pub fn dir(root: &Path) -> PathBuf {
-    root.join(DIR_NAME)
-}
-
-/// Creates the directory (mode 0700: archives hold the volume's secrets) when missing, owned
-/// like the volume's root when root makes it (as `hermes backup create` does; for anyone else
-/// the `chown` is to themselves, or refused and ignored).
+/// Creates the directory (mode 0700: archives hold the volume's secrets), and any missing
+/// parent, when missing; what it creates is owned like the nearest directory that was there
+/// (the volume's root, as `hermes backup create` does when root makes it; for anyone else the
+/// `chown` is to themselves, or refused and ignored).
 pub fn ensure_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::MetadataExt;
     if fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
         return Ok(());
     }
-    match fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {
-            if let Some(meta) = dir.parent().and_then(|p| fs::metadata(p).ok()) {
-                let _ = std::os::unix::fs::chown(dir, Some(meta.uid()), Some(meta.gid()));
-            }
-            Ok(())
+    let mut missing = vec![dir.to_path_buf()];
+    let mut at = dir.parent();
+    let owner = loop {
+        match at {
+            Some(p) if !p.as_os_str().is_empty() => match fs::metadata(p) {
+                Ok(meta) => break Some((meta.uid(), meta.gid())),
+                Err(_) => {
+                    missing.push(p.to_path_buf());
+                    at = p.parent();
+                }
+            },
+            _ => break None,
         }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
+    };
+    for d in missing.iter().rev() {
+        match fs::DirBuilder::new().mode(0o700).create(d) {
+            Ok(()) => {
+                if let Some((uid, gid)) = owner {
+                    let _ = std::os::unix::fs::chown(d, Some(uid), Some(gid));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
     }
+    Ok(())
 }
 
 /// Why a name is not one of an archive, for the 400's detail.
@@ -114,21 +123,10 @@ pub fn upload_name(given: &str) -> Option<String> {
     })
 }
 
-/// Whether `name` is a scheduled archive: `hermes-backup-YYYYmmdd-HHMMSS.zip`, the names the
-/// scheduled backups write and prune.
+/// Whether `name` is a scheduled archive (`hermes-backup-YYYYmmdd-HHMMSS.zip`), the names the
+/// scheduled backups write and prune: their own rule.
 pub fn is_scheduled(name: &str) -> bool {
-    let Some(stamp) = name
-        .strip_prefix("hermes-backup-")
-        .and_then(|s| s.strip_suffix(".zip"))
-    else {
-        return false;
-    };
-    let b = stamp.as_bytes();
-    b.len() == 15
-        && b[8] == b'-'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| i == 8 || c.is_ascii_digit())
+    hermes_backup::schedule::is_archive_name(name)
 }
 
 /// The name of an archive the dashboard makes now: `hermes-dashboard-YYYYmmdd-HHMMSS.zip`
@@ -239,103 +237,31 @@ fn rfc3339(t: SystemTime) -> Option<String> {
     t.format(&Rfc3339).ok()
 }
 
-/// The schedule's state (`.schedule.json`, written by the scheduled backups) as the page
-/// shows it: `{schedule, last_run, ok, error, file, size, duration_ms, next_run,
-/// last_success}` (each `null` when the file does not say), `None` when there is no file; a
-/// file that cannot be read or parsed is `{"unreadable": "…"}`, so the page says so instead of
-/// hiding it. The scheduler writes the last run as an object (`{started, ok, result, file,
-/// size, duration_ms}`); a flat file (`{last_run, ok, error, file, size, next_run}`) is read too.
+/// The schedule's state (`.schedule.json`, read by the scheduled backups' own reader) as the
+/// page shows it: `{schedule, last_run, ok, error, file, size, duration_ms, next_run,
+/// last_success}` (`last_run` is when it started, `error` its result when it failed, `file`
+/// the archive's name; each `null` when there is none), `None` when there is no state yet; a
+/// file that cannot be read is `{"unreadable": "…"}`, so the page says so instead of hiding it.
 pub fn schedule(dir: &Path) -> Option<Value> {
-    let path = dir.join(SCHEDULE_FILE);
-    let text = match read_small(&path) {
-        Ok(Some(t)) => t,
-        Ok(None) => return None,
-        Err(e) => {
-            return Some(json!({
-                "unreadable": format!("cannot read `{}`: {e}", path.display()),
-            }));
-        }
+    let state = match hermes_backup::schedule::read_state(dir) {
+        Ok(state) => state?,
+        Err(e) => return Some(json!({ "unreadable": hermes_errors::one_line(&e) })),
     };
-    Some(match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(state)) => schedule_view(&state),
-        Ok(_) => json!({ "unreadable": format!("`{}` is not a JSON object", path.display()) }),
-        Err(e) => json!({ "unreadable": format!("`{}` is not JSON: {e}", path.display()) }),
-    })
-}
-
-/// [`schedule`]'s view of a parsed state file.
-fn schedule_view(state: &serde_json::Map<String, Value>) -> Value {
-    let field = |map: &serde_json::Map<String, Value>, key: &str| {
-        map.get(key).cloned().unwrap_or(Value::Null)
-    };
-    // A path is shown by its file name (the archive in the list).
-    let file_name = |v: Value| match v {
-        Value::String(p) => Value::String(
-            Path::new(&p)
-                .file_name()
-                .map_or(p.clone(), |n| n.to_string_lossy().into_owned()),
-        ),
-        other => other,
-    };
-    let (last_run, ok, error, file, size, duration) = match state.get("last_run") {
-        Some(Value::Object(run)) => {
-            let ok = field(run, "ok");
-            let error = match (&ok, field(run, "result")) {
-                (Value::Bool(false), result) => result,
-                _ => Value::Null,
-            };
-            (
-                field(run, "started"),
-                ok,
-                error,
-                file_name(field(run, "file")),
-                field(run, "size"),
-                field(run, "duration_ms"),
-            )
-        }
-        _ => (
-            field(state, "last_run"),
-            field(state, "ok"),
-            field(state, "error"),
-            file_name(field(state, "file")),
-            field(state, "size"),
-            field(state, "duration_ms"),
-        ),
-    };
-    json!({
-        "schedule": field(state, "schedule"),
-        "last_run": last_run,
-        "ok": ok,
-        "error": error,
-        "file": file,
-        "size": size,
-        "duration_ms": duration,
-        "next_run": field(state, "next_run"),
-        "last_success": field(state, "last_success"),
-    })
-}
-
-/// The largest state file read.
-const SCHEDULE_MAX: u64 = 64 * 1024;
-
-/// Reads a small regular file without following a symlink.
-fn read_small(path: &Path) -> io::Result<Option<String>> {
-    use std::io::Read;
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::other("not a regular file"));
-    }
-    let mut text = String::new();
-    file.take(SCHEDULE_MAX).read_to_string(&mut text)?;
-    Ok(Some(text))
+    let run = state.last_run.as_ref();
+    Some(json!({
+        "schedule": state.schedule,
+        "last_run": run.map(|r| &r.started),
+        "ok": run.map(|r| r.ok),
+        "error": run.filter(|r| !r.ok).map(|r| &r.result),
+        "file": run
+            .and_then(|r| r.file.as_ref())
+            .and_then(|f| f.file_name())
+            .map(|n| n.to_string_lossy()),
+        "size": run.and_then(|r| r.size),
+        "duration_ms": run.map(|r| r.duration_ms),
+        "next_run": state.next_run,
+        "last_success": state.last_success,
+    }))
 }
 
 /// An upload being written: `.upload-<random>.partial` in the directory, mode 0600, removed
@@ -462,6 +388,23 @@ mod tests {
     }
 
     #[test]
+    fn the_directory_and_its_missing_parents_are_made_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("backups/nightly");
+        ensure_dir(&dir).unwrap();
+        for d in [root.path().join("backups"), dir.clone()] {
+            assert_eq!(
+                fs::metadata(&d).unwrap().permissions().mode() & 0o777,
+                0o700
+            );
+        }
+        ensure_dir(&dir).unwrap();
+        fs::write(root.path().join("file"), "").unwrap();
+        assert!(ensure_dir(&root.path().join("file/x")).is_err());
+    }
+
+    #[test]
     fn a_taken_name_gets_a_number() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.zip"), "").unwrap();
@@ -519,15 +462,7 @@ mod tests {
     fn the_schedule_file_is_read_or_said_unreadable() {
         let dir = tempfile::tempdir().unwrap();
         assert!(schedule(dir.path()).is_none());
-        fs::write(
-            dir.path().join(SCHEDULE_FILE),
-            r#"{"last_run": "2026-12-02T03:00:00Z", "ok": true}"#,
-        )
-        .unwrap();
-        let flat = schedule(dir.path()).unwrap();
-        assert_eq!(flat["ok"], true);
-        assert_eq!(flat["last_run"], "2026-12-02T03:00:00Z");
-        // As the scheduled backups write it: the last run is an object, its file a path.
+        // As the scheduled backups write it: a failed run, after a good one.
         fs::write(
             dir.path().join(SCHEDULE_FILE),
             r#"{"schedule": "daily", "next_run": "2026-12-03T00:00:00Z",
@@ -537,18 +472,18 @@ mod tests {
                 "last_success": "2026-12-01T00:00:00Z"}"#,
         )
         .unwrap();
-        let nested = schedule(dir.path()).unwrap();
-        assert_eq!(nested["schedule"], "daily");
-        assert_eq!(nested["last_run"], "2026-12-02T00:00:00Z");
-        assert_eq!(nested["ok"], false);
-        assert_eq!(nested["error"], "could not include `state.db`");
-        assert_eq!(nested["next_run"], "2026-12-03T00:00:00Z");
-        assert_eq!(nested["last_success"], "2026-12-01T00:00:00Z");
+        let failed = schedule(dir.path()).unwrap();
+        assert_eq!(failed["schedule"], "daily");
+        assert_eq!(failed["last_run"], "2026-12-02T00:00:00Z");
+        assert_eq!(failed["ok"], false);
+        assert_eq!(failed["error"], "could not include `state.db`");
+        assert_eq!(failed["next_run"], "2026-12-03T00:00:00Z");
+        assert_eq!(failed["last_success"], "2026-12-01T00:00:00Z");
         fs::write(
             dir.path().join(SCHEDULE_FILE),
-            r#"{"schedule": "hourly", "last_run": {"started": "2026-12-02T01:00:00Z", "ok": true,
-                "result": "ok", "file": "/opt/data/backups/hermes-backup-20261202-010000.zip",
-                "size": 99, "duration_ms": 5}}"#,
+            r#"{"schedule": "hourly", "next_run": null, "last_run": {"started": "2026-12-02T01:00:00Z",
+                "ok": true, "result": "ok", "file": "/opt/data/backups/hermes-backup-20261202-010000.zip",
+                "size": 99, "duration_ms": 5, "pruned": []}}"#,
         )
         .unwrap();
         let good = schedule(dir.path()).unwrap();
@@ -556,6 +491,14 @@ mod tests {
         assert_eq!(good["error"], Value::Null);
         assert_eq!(good["file"], "hermes-backup-20261202-010000.zip");
         assert_eq!(good["size"], 99);
+        fs::write(
+            dir.path().join(SCHEDULE_FILE),
+            r#"{"schedule": "daily", "next_run": null, "last_run": null}"#,
+        )
+        .unwrap();
+        let never = schedule(dir.path()).unwrap();
+        assert_eq!(never["last_run"], Value::Null);
+        assert_eq!(never["ok"], Value::Null);
         fs::write(dir.path().join(SCHEDULE_FILE), "{ not json").unwrap();
         assert!(schedule(dir.path()).unwrap()["unreadable"].is_string());
     }
