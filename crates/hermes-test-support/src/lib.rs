@@ -23,6 +23,7 @@
 
 #![deny(missing_docs)]
 
+pub mod agent;
 pub mod browser;
 pub mod jwt;
 pub mod logs;

@@ -579,28 +579,10 @@ fn a_gateway_running_outside_a_supervisor_stops_the_restore() {
     drop(lock);
 }
 
-/// A stand-in agent whose probe answers config schema `schema` (as the CLI's backup tests
-/// and `tests/init/agent_versions.rs` make one).
-fn fake_agent(dir: &Path, schema: u64) -> std::path::PathBuf {
-    let bin = dir.join("agent/bin");
-    fs::create_dir_all(&bin).unwrap();
-    let python = format!(
-        "#!/bin/sh\necho \"HERMES_ANSWER {{\\\"config_version\\\": {schema}, \\\"multiplex_default\\\": false}}\"\n"
-    );
-    for (name, text) in [
-        ("python", python.as_str()),
-        ("hermes", "#!/bin/sh\nexit 0\n"),
-    ] {
-        fs::write(bin.join(name), text).unwrap();
-        fs::set_permissions(bin.join(name), fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    bin.join("hermes")
-}
-
 #[test]
 fn an_archive_newer_than_the_agents_schema_is_restored_only_when_forced() {
     let agent_dir = tempfile::tempdir().unwrap();
-    let agent = fake_agent(agent_dir.path(), 33);
+    let agent = hermes_test_support::agent::with_schema(agent_dir.path(), 33);
     let env = [
         ("HERMES_DASHBOARD_SESSION_TOKEN", common::TOKEN),
         ("HERMES_AGENT_CLI", agent.to_str().unwrap()),

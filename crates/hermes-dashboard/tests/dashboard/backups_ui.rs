@@ -157,24 +157,6 @@ fn create_then_plan_then_restore_in_the_browser() {
     assert_eq!(browser.find_all("#rows tr[data-archive]").len(), 1);
 }
 
-/// A stand-in agent whose probe answers config schema `schema` (as in `backups`).
-fn fake_agent(dir: &std::path::Path, schema: u64) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let bin = dir.join("agent/bin");
-    fs::create_dir_all(&bin).unwrap();
-    let python = format!(
-        "#!/bin/sh\necho \"HERMES_ANSWER {{\\\"config_version\\\": {schema}, \\\"multiplex_default\\\": false}}\"\n"
-    );
-    for (name, text) in [
-        ("python", python.as_str()),
-        ("hermes", "#!/bin/sh\nexit 0\n"),
-    ] {
-        fs::write(bin.join(name), text).unwrap();
-        fs::set_permissions(bin.join(name), fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    bin.join("hermes")
-}
-
 #[test]
 fn a_refused_schema_is_shown_and_restored_only_when_ticked() {
     let home = tempfile::tempdir().unwrap();
@@ -185,7 +167,7 @@ fn a_refused_schema_is_shown_and_restored_only_when_ticked() {
         return;
     };
     let agent_dir = tempfile::tempdir().unwrap();
-    let agent = fake_agent(agent_dir.path(), 33);
+    let agent = hermes_test_support::agent::with_schema(agent_dir.path(), 33);
     let env = [
         ("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN),
         ("HERMES_AGENT_CLI", agent.to_str().unwrap()),

@@ -704,23 +704,6 @@ fn a_restore_under_the_supervisor_stops_and_starts_only_the_gateways_whose_profi
     );
 }
 
-/// A stand-in agent whose probe answers config schema `schema` (see `tests/init/agent_versions.rs`).
-fn fake_agent(dir: &Path, schema: u64) -> PathBuf {
-    let bin = dir.join("agent/bin");
-    fs::create_dir_all(&bin).unwrap();
-    let python = format!(
-        "#!/bin/sh\necho \"HERMES_ANSWER {{\\\"config_version\\\": {schema}, \\\"multiplex_default\\\": false}}\"\n"
-    );
-    for (name, text) in [
-        ("python", python.as_str()),
-        ("hermes", "#!/bin/sh\nexit 0\n"),
-    ] {
-        fs::write(bin.join(name), text).unwrap();
-        fs::set_permissions(bin.join(name), fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    bin.join("hermes")
-}
-
 #[test]
 fn an_archive_from_a_newer_config_schema_than_the_installed_agent_is_refused_unless_forced() {
     let t = TestContext::new();
@@ -733,7 +716,7 @@ fn an_archive_from_a_newer_config_schema_than_the_installed_agent_is_refused_unl
     let archive = t.dir.path().join("a.zip");
     t.ok(&["backup", "create", "-o", archive.to_str().unwrap()]);
     fs::write(root.join("SOUL.md"), "changed\n").unwrap();
-    let agent = fake_agent(t.dir.path(), 33);
+    let agent = hermes_test_support::agent::with_schema(t.dir.path(), 33);
     let restore = |extra: &[&str]| {
         let mut args = vec!["backup", "restore", archive.to_str().unwrap()];
         args.extend_from_slice(extra);
