@@ -8,6 +8,8 @@
 //! * `declared` — invalid `services:` entries in status, start, dump and doctor; a start's real cause
 //! * `conventions` — completions, man page, colour, where `-p` applies, aliases, the systemd unit
 //! * `auth` — `auth list` and `dump` on stored credentials (masked keys)
+//! * `backup_interop` — backups both ways between ours and hermes-agent 0.19.0 / the 0.20.1 fixture
+//! * `backup_load` — a backup taken while 20 writers are busy verifies and restores whole
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
 //! * `diagnostics` — version, dump (snapshot), doctor
 //! * `docs_examples` — the shell examples of README.md and docs/*.md run as written
@@ -32,6 +34,8 @@
 )]
 
 mod auth;
+mod backup_interop;
+mod backup_load;
 mod binary;
 mod config_cmd;
 mod conventions;
