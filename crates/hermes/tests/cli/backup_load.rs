@@ -1,12 +1,17 @@
-//! A backup taken while 20 writers are busy, as an operator takes one on a live volume: the
+//! Backups taken while 20 writers are busy, as an operator takes them on a live volume: the
 //! native gateway in front of a stub upstream, [`CHATS`] clients chatting through its HTTP API
 //! (each in its own session, so every answered turn is two rows of `state.db`'s `messages`,
 //! stored before the answer is sent) and [`CONFIG_WRITERS`] loops of `hermes config set` on
-//! `config.yaml`. What every writer had committed is recorded just before `hermes backup
-//! create` starts; the backup is taken mid-load, `hermes backup verify` passes it, and `hermes
-//! backup restore --yes` into a fresh volume gives databases that pass `integrity_check` and
-//! hold every pre-backup turn, and a `config.yaml` that parses with every pre-backup value (or
-//! a later one). The restored databases are read with Python's `sqlite3`, not with our code.
+//! `config.yaml`. [`BACKUPS`] backups are taken one after another mid-load, what every writer
+//! had committed recorded just before each `hermes backup create` starts; each must succeed,
+//! `hermes backup verify` must pass it, and `hermes backup restore --yes` into a fresh volume
+//! must give databases that pass `integrity_check` and hold every turn committed before that
+//! backup started, and a `config.yaml` that parses with every value set before it (or a later
+//! one). The restored databases are read with Python's `sqlite3`, not with our code.
+//!
+//! Several backups, because what goes wrong under load is a race: a file that a writer renames
+//! away between the backup's walk and its read (the `.config.yaml.tmp.<pid>.<n>` of an atomic
+//! write) fails the backup only when the walk happens to list it.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -27,6 +32,17 @@ use crate::util::{Running, TEST_API_KEY, TestContext, api_env, free_port, render
 const CHATS: usize = 14;
 /// Loops of `hermes config set`.
 const CONFIG_WRITERS: usize = 6;
+/// Backups taken one after another while they write, each checked.
+const BACKUPS: usize = 5;
+
+/// One backup taken under load: its archive, what the writers had committed when it started
+/// and when it ended (turns per chat client, last value per config writer), and how long it took.
+struct Taken {
+    archive: std::path::PathBuf,
+    before: (Vec<usize>, Vec<usize>),
+    after: (Vec<usize>, Vec<usize>),
+    took: Duration,
+}
 
 /// One plain chat in `session` on a new connection; `Err` says what went wrong.
 fn chat(port: u16, session: &str, text: &str) -> Result<(), String> {
@@ -179,7 +195,7 @@ fn python() -> Option<&'static str> {
 }
 
 #[test]
-fn a_backup_under_twenty_busy_writers_restores_everything_committed_before_it() {
+fn backups_under_twenty_busy_writers_restore_everything_committed_before_them() {
     let Some(python) = python() else {
         hermes_test_support::skip("no python3 in /usr/bin or /bin (reads the restored databases)");
         return;
@@ -213,51 +229,83 @@ fn a_backup_under_twenty_busy_writers_restores_everything_committed_before_it() 
     let writers = Writers::start(&t, port);
     // Rows to copy, and every writer in its stride.
     std::thread::sleep(Duration::from_secs(2));
-    let (chats_before, sets_before) = writers.committed();
-    let archive = t.dir.path().join("under-load.zip");
-    let started = Instant::now();
-    let out = t
-        .cmd(&[
-            "backup",
-            "create",
-            "-o",
-            archive.to_str().unwrap(),
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    let took = started.elapsed();
-    let (chats_after, sets_after) = writers.committed();
-    std::thread::sleep(Duration::from_millis(300));
+    let mut backups = Vec::new();
+    for round in 0..BACKUPS {
+        let before = writers.committed();
+        let archive = t.dir.path().join(format!("under-load-{round}.zip"));
+        let started = Instant::now();
+        let out = t
+            .cmd(&[
+                "backup",
+                "create",
+                "-o",
+                archive.to_str().unwrap(),
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        let after = writers.committed();
+        if !out.status.success() {
+            let failures = writers.finish();
+            panic!(
+                "backup create {round} under load:\n{}\nwriters' failures: {failures:?}",
+                render(&out)
+            );
+        }
+        backups.push(Taken {
+            archive,
+            before,
+            after,
+            took,
+        });
+        std::thread::sleep(Duration::from_millis(300));
+    }
     let failures = writers.finish();
-    assert!(out.status.success(), "backup create:\n{}", render(&out));
     assert!(
         failures.is_empty(),
-        "writers failed while the backup ran:\n{}",
+        "writers failed while the backups ran:\n{}",
         failures.join("\n")
     );
+    for (round, taken) in backups.iter().enumerate() {
+        check_restore(python, round, taken);
+    }
+}
+
+/// Whether `taken`'s archive verifies and restores into a fresh volume with everything its
+/// writers had committed before it started.
+#[allow(clippy::print_stderr, reason = "what each backup saw, for the test's output")]
+fn check_restore(python: &str, round: usize, taken: &Taken) {
+    let Taken {
+        archive,
+        before: (chats_before, sets_before),
+        after: (chats_after, sets_after),
+        took,
+    } = taken;
     let turns_before: usize = chats_before.iter().sum();
     let turns_during = chats_after.iter().sum::<usize>() - turns_before;
     let sets_during = sets_after.iter().sum::<usize>() - sets_before.iter().sum::<usize>();
     eprintln!(
-        "backup of {turns_before} committed turns took {:.2}s; meanwhile {turns_during} turns \
-         and {sets_during} config sets were committed",
+        "backup {round} of {turns_before} committed turns took {:.2}s; meanwhile {turns_during} \
+         turns and {sets_during} config sets were committed",
         took.as_secs_f64()
     );
     assert!(
         chats_before.iter().all(|n| *n > 0) && sets_before.iter().all(|n| *n > 0),
-        "every writer was busy before the backup: {chats_before:?} {sets_before:?}"
+        "every writer was busy before backup {round}: {chats_before:?} {sets_before:?}"
     );
     assert!(
         turns_during + sets_during > 0,
-        "the backup was taken while the writers wrote"
+        "backup {round} was taken while the writers wrote"
     );
 
-    // The archive verifies.
+    // The archive verifies (on another machine's volume: `hermes backup` needs one to exist).
+    let t = TestContext::new();
+    fs::create_dir_all(t.root()).unwrap();
     let verify = t.run(&["backup", "verify", archive.to_str().unwrap(), "--json"]);
     let verified: serde_json::Value = serde_json::from_slice(&verify.stdout)
         .unwrap_or_else(|e| panic!("{e}:\n{}", render(&verify)));
-    assert_eq!(verified["ok"], true, "{verified:#}");
+    assert_eq!(verified["ok"], true, "backup {round}: {verified:#}");
     assert!(verify.status.success(), "{}", render(&verify));
 
     // Restored into a fresh volume.
@@ -279,7 +327,7 @@ fn a_backup_under_twenty_busy_writers_restores_everything_committed_before_it() 
         assert_eq!(
             result,
             &serde_json::json!(["ok"]),
-            "integrity_check of the restored {db}"
+            "backup {round}: integrity_check of the restored {db}"
         );
     }
     let messages: BTreeMap<String, Vec<String>> =
@@ -295,8 +343,8 @@ fn a_backup_under_twenty_busy_writers_restores_everything_committed_before_it() 
             .collect();
         assert!(
             missing.is_empty(),
-            "session load-{k}: {} of the {before} turns answered before the backup started are \
-             not in the restored state.db: {missing:?}",
+            "backup {round}, session load-{k}: {} of the {before} turns answered before the \
+             backup started are not in the restored state.db: {missing:?}",
             missing.len()
         );
         assert!(
@@ -315,8 +363,8 @@ fn a_backup_under_twenty_busy_writers_restores_everything_committed_before_it() 
             .unwrap_or(0) as usize;
         assert!(
             value >= before && value <= sets_after[k] + 1,
-            "load.writer{k} is {value} in the restored config.yaml; {before} was set before the \
-             backup started"
+            "backup {round}: load.writer{k} is {value} in the restored config.yaml; {before} was \
+             set before the backup started"
         );
     }
 }
