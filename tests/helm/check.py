@@ -11,7 +11,7 @@ object is validated against the Kubernetes API schemas (kubernetes-validate, str
 manifests go through checkov's Kubernetes checks, and the properties that matter are asserted
 here: the restricted Pod Security Standard, one StatefulSet of one replica per profile (one for
 all with `multiplex`), no secret in the output, probes, the checksum annotation, the PVC kept on
-removal.
+removal, the scheduled snapshots' values.
 """
 
 from __future__ import annotations
@@ -440,6 +440,45 @@ def check_multiplex_switch(docs: list[dict], values: dict) -> None:
         assert checksum(render(changed), "default") != checksum(docs, "default"), "a named profile's seed rolls the pod"
 
 
+BACKUP_VARS = ("HERMES_BACKUP_SCHEDULE", "HERMES_BACKUP_KEEP", "HERMES_BACKUP_DIR")
+
+
+def backup_env(docs: list[dict], profile: str) -> dict[str, str]:
+    c = pod_of(docs, profile)["spec"]["containers"][0]
+    return {e["name"]: e["value"] for e in c.get("env", []) if e["name"] in BACKUP_VARS}
+
+
+def check_backup_values() -> None:
+    """`backup.schedule`, `keep`, `dir` -> HERMES_BACKUP_*, in every pod, only with a schedule
+    (which leaves the volume's own `backup:` alone otherwise); bad values refused."""
+    assert backup_env(render({}), "default") == {}, "no schedule: no HERMES_BACKUP_* at all"
+    assert backup_env(render({"backup": {"keep": 3, "dir": "/x"}}), "default") == {}, "keep and dir alone leave the volume's settings"
+    docs = render({"backup": {"schedule": "daily"}})
+    assert backup_env(docs, "default") == {"HERMES_BACKUP_SCHEDULE": "daily", "HERMES_BACKUP_KEEP": "7"}, backup_env(docs, "default")
+    values = {**cases()["three-profiles"], "backup": {"schedule": "30 2 * * *", "keep": 3, "dir": "backups/nightly"}}
+    docs = render(values)
+    want = {"HERMES_BACKUP_SCHEDULE": "30 2 * * *", "HERMES_BACKUP_KEEP": "3", "HERMES_BACKUP_DIR": "backups/nightly"}
+    for p in profile_names(values):
+        assert backup_env(docs, p) == want, f"{p}: {backup_env(docs, p)}"
+    for d in docs:
+        kubernetes_validate.validate(d, KUBE_VERSION, strict=True)
+    docs = render({**cases()["multiplexed"], "backup": {"schedule": "hourly"}})
+    assert backup_env(docs, "default")["HERMES_BACKUP_SCHEDULE"] == "hourly", "multiplexed: the one pod"
+    text = notes({"backup": {"schedule": "hourly", "keep": 2}})
+    assert "Scheduled snapshots: `hourly` (UTC) in each pod's /opt/data/backups, the newest\n2 kept" in text, text
+    assert "Scheduled snapshots" not in notes({}), "NOTES: no schedule, no line"
+    msg = render_error({"backup": {"schedule": "daily", "keep": 0}})
+    assert "/backup/keep" in msg, msg
+    msg = render_error({"backup": {"schedule": "daily", "keep": "seven"}})
+    assert "/backup/keep" in msg, msg
+    msg = render_error({"backup": {"schedule": "every day"}})
+    assert "/backup/schedule" in msg, msg
+    for good in ("hourly", "@daily", "*/15 9-17 * * mon-fri"):
+        assert backup_env(render({"backup": {"schedule": good}}), "default")["HERMES_BACKUP_SCHEDULE"] == good
+    msg = render_error({"backup": {"every": "day"}})
+    assert "'every' not allowed" in msg, msg
+
+
 def check_lint() -> None:
     for case, values in cases().items():
         report = helm.lint(str(CHART), values, strict=True, namespace=NAMESPACE, kube_version="v" + KUBE_VERSION)
@@ -504,6 +543,7 @@ def main_check(out_dir: Path) -> int:
     suite.run("PVC kept on removal (resource-policy keep), existingClaim", check_pvc_kept)
     suite.run("bad values refused with a message", check_bad_values_are_refused)
     suite.run("NOTES.txt: port-forward to each profile and the dashboard", check_notes)
+    suite.run("backup.schedule/keep/dir -> HERMES_BACKUP_* in every pod, only with a schedule", check_backup_values)
     print(f"helm: {suite.passed} passed, {suite.failed} failed")
     return 1 if suite.failed else 0
 

@@ -21,6 +21,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use hermes_home::layout::BACKUP_SCRATCH_PREFIX;
 use hermes_home::lock::{with_locked, writers_lock};
 use sha2::{Digest, Sha256};
 use zip::write::SimpleFileOptions;
@@ -335,14 +336,14 @@ impl Scratch {
                 if entry
                     .file_name()
                     .to_string_lossy()
-                    .starts_with(".backup-tmp-")
+                    .starts_with(BACKUP_SCRATCH_PREFIX)
                 {
                     let _ = fs::remove_dir_all(entry.path());
                 }
             }
         }
         Ok(Scratch {
-            dir: root.join(format!(".backup-tmp-{}", std::process::id())),
+            dir: root.join(format!("{BACKUP_SCRATCH_PREFIX}{}", std::process::id())),
             made: false.into(),
             count: 0.into(),
         })
@@ -423,7 +424,7 @@ impl VolumeLock {
         match dir.try_lock() {
             Ok(()) => Ok(VolumeLock { _dir: dir }),
             Err(fs::TryLockError::WouldBlock) => Err(Error::Busy {
-                lock: root.to_path_buf(),
+                root: root.to_path_buf(),
             }),
             Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", root, e)),
         }

@@ -55,11 +55,11 @@ pub enum Error {
         path: PathBuf,
     },
 
-    /// Another backup or restore holds the volume's backup lock.
-    #[error("another backup or restore is running on this volume")]
+    /// Another backup or restore holds the volume's lock (a `flock` on its root directory).
+    #[error("another backup or restore is running on the volume `{}`", root.display())]
     Busy {
-        /// The lock file.
-        lock: PathBuf,
+        /// The volume's root.
+        root: PathBuf,
     },
 
     /// `verify` found problems (listed in the message).
@@ -97,6 +97,52 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    /// The archive was written with a newer config schema than the installed agent's.
+    #[error(
+        "the archive's `{profile}` profile has config schema {archive}, newer than this image's \
+         hermes-agent {} (schema {agent}): an older agent would misread and rewrite it",
+        agent_version.as_deref().unwrap_or("(unknown version)")
+    )]
+    NewerThanAgent {
+        /// The profile whose `config.yaml` carries the newest schema.
+        profile: String,
+        /// That schema.
+        archive: u64,
+        /// The installed agent's version.
+        agent_version: Option<String>,
+        /// The installed agent's schema.
+        agent: u64,
+    },
+
+    /// A gateway runs without a supervisor that could stop it for a restore.
+    #[error(
+        "the `{profile}` gateway (pid {pid}) runs outside the supervisor, so nothing can stop it for the restore"
+    )]
+    GatewayOutsideSupervisor {
+        /// The profile.
+        profile: String,
+        /// The gateway's pid.
+        pid: i32,
+    },
+
+    /// A gateway stopped for a restore was still running when the wait ended: nothing was
+    /// restored (the gateways are started again).
+    #[error("{} still running {}s after the stop, so nothing was restored", services.join(", "), waited.as_secs())]
+    GatewayWouldNotStop {
+        /// The services still running.
+        services: Vec<String>,
+        /// How long the restore waited.
+        waited: std::time::Duration,
+    },
+
+    /// The supervisor could not be asked to stop or start a gateway.
+    #[error(transparent)]
+    Services(#[from] hermes_services::Error),
+
+    /// The supervisor refused to stop or start a gateway.
+    #[error(transparent)]
+    Supervisor(#[from] hermes_supervisor::Error),
+
     /// A file of `hermes-home` could not be read or written.
     #[error(transparent)]
     Home(#[from] hermes_home::Error),
@@ -128,6 +174,12 @@ impl Error {
             {
                 return true;
             }
+            if let Some(rusqlite::Error::SqliteFailure(code, _)) =
+                e.downcast_ref::<rusqlite::Error>()
+                && code.code == rusqlite::ErrorCode::DiskFull
+            {
+                return true;
+            }
             error = e.source();
         }
         false
@@ -142,8 +194,12 @@ impl Error {
             );
         }
         match self {
-            Error::Io { path, .. } | Error::NotIncluded { path, .. } => Some(format!(
-                "check that `{}` is readable by this user (run as root, or as the volume's owner)",
+            Error::Io { action, path, .. } => Some(format!(
+                "check that this user may {action} `{}` (run as root, or as the volume's owner)",
+                path.display()
+            )),
+            Error::NotIncluded { path, .. } => Some(format!(
+                "check that `{}` is readable by this user (run as root, or as the volume's owner); a backup never leaves a file out",
                 path.display()
             )),
             Error::Database { path, .. } => Some(format!(
@@ -158,10 +214,10 @@ impl Error {
             Error::OutputExists { .. } => {
                 Some("choose another name with `-o`, or remove the old archive first".into())
             }
-            Error::Busy { lock } => Some(format!(
-                "wait for it to finish (the lock is `{}`), then run this again",
-                lock.display()
-            )),
+            Error::Busy { .. } => Some(
+                "wait for it to finish (a scheduled backup takes as long as a manual one), then run this again"
+                    .into(),
+            ),
             Error::Verification { .. } => Some(
                 "the archive is damaged or incomplete: restore from another one, or make a new backup"
                     .into(),
@@ -177,6 +233,20 @@ impl Error {
                 "fix the cause and run `hermes backup recover`; the files of the volume before the restore are under `{}/old`",
                 staging.display()
             )),
+            Error::NewerThanAgent { .. } => Some(
+                "run an image whose hermes-agent is at least the release that made the backup \
+                 (docs/docker.md: HERMES_AGENT_SOURCE), or pass `--force` to restore it anyway"
+                    .into(),
+            ),
+            Error::GatewayOutsideSupervisor { pid, .. } => Some(format!(
+                "stop it first (`kill {pid}`), then restore again"
+            )),
+            Error::GatewayWouldNotStop { .. } => Some(
+                "see why with `hermes service status` and its log (`hermes service logs NAME`), then restore again"
+                    .into(),
+            ),
+            Error::Services(e) => e.hint(),
+            Error::Supervisor(e) => e.hint(),
             Error::Home(e) => e.hint(),
         }
     }
@@ -212,7 +282,7 @@ hermes_errors::every_variant!(Error {
         path: "/opt/data/backups/nightly.zip".into(),
     },
     Error::Busy { .. } => Error::Busy {
-        lock: "/opt/data/.backup.lock".into(),
+        root: "/opt/data".into(),
     },
     Error::Verification { .. } => Error::Verification {
         path: "/root/hermes-backup.zip".into(),
@@ -236,5 +306,63 @@ hermes_errors::every_variant!(Error {
             std::io::Error::from_raw_os_error(nix::libc::EIO),
         )),
     },
+    Error::NewerThanAgent { .. } => Error::NewerThanAgent {
+        profile: "work".into(),
+        archive: 35,
+        agent_version: Some("0.19.0".into()),
+        agent: 33,
+    },
+    Error::GatewayOutsideSupervisor { .. } => Error::GatewayOutsideSupervisor {
+        profile: "work".into(),
+        pid: 4242,
+    },
+    Error::GatewayWouldNotStop { .. } => Error::GatewayWouldNotStop {
+        services: vec!["gateway-work".into()],
+        waited: std::time::Duration::from_secs(60),
+    },
+    Error::Services(_) => Error::Services(hermes_services::Error::NotRunning {
+        root: "/opt/data".into(),
+        socket: "/run/hermes/supervisor.sock".into(),
+    }),
+    Error::Supervisor(_) => Error::Supervisor(hermes_supervisor::Error::Refused {
+        code: hermes_supervisor::ErrorCode::ShuttingDown,
+        message: "the supervisor is shutting down".into(),
+    }),
     Error::Home(_) => Error::Home(hermes_home::Error::NoHome),
 });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_is_recognised_through_the_chain_and_says_what_to_do() {
+        let sqlite_full = Error::NotIncluded {
+            path: "/v/kanban.db".into(),
+            source: Box::new(Error::Database {
+                path: "/v/kanban.db".into(),
+                source: rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                    Some("database or disk is full".into()),
+                ),
+            }),
+        };
+        let enospc = Error::NotIncluded {
+            path: "/v/a".into(),
+            source: Box::new(Error::io(
+                "write",
+                "/v/b",
+                std::io::Error::from_raw_os_error(nix::libc::ENOSPC),
+            )),
+        };
+        for e in [sqlite_full, enospc] {
+            assert!(e.is_disk_full(), "{e:?}");
+            assert!(e.hint().unwrap().contains("free space"));
+        }
+        assert!(
+            !Error::every_variant()
+                .into_iter()
+                .any(|(_, e)| e.is_disk_full())
+        );
+    }
+}

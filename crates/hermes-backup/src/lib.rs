@@ -6,12 +6,17 @@
 //!   their writers' locks, a manifest last, written under a temporary name;
 //! * [`manifest`] — what an archive of ours says it holds;
 //! * [`verify`] — every checksum, every database's integrity, the manifest against the contents;
-//! * [`restore`] — plan, stage on the volume, swap, and roll back whatever a crash interrupted.
+//! * [`restore`] — plan, stage on the volume, swap, and roll back whatever a crash interrupted;
+//! * [`schedule`] — scheduled snapshots: the schedule, the settings, naming, pruning, one run;
+//! * [`supervised`] — a restore among running services: the gateways it affects stopped and
+//!   started again, an archive from a newer agent schema refused.
 //!
 //! The archive is the original's format: a zip of `HERMES_HOME` with paths relative to it, so
-//! its `hermes import` restores ours and ours restores its `hermes backup`. Stopping the
-//! gateways a restore affects, and which agent may read the result, are the service layer's
-//! (`hermes_services::backup`); this crate only reads and writes files.
+//! its `hermes import` restores ours and ours restores its `hermes backup`.
+//!
+//! PID 1 does not link this crate (it would bring SQLite and zip into the init's footprint):
+//! the boot rolls back an interrupted restore by running `hermes backup recover` when it sees a
+//! staging directory ([`hermes_home::layout::RESTORE_STAGING_PREFIX`]).
 
 #![deny(missing_docs)]
 
@@ -19,7 +24,9 @@ pub mod create;
 mod error;
 pub mod manifest;
 pub mod restore;
+pub mod schedule;
 pub mod select;
+pub mod supervised;
 pub mod verify;
 
 pub use create::{Identity, Progress, Summary, create_file, create_to};

@@ -19,6 +19,11 @@
 //! removed, so the volume is byte for byte what it was. The failing restore does that itself;
 //! after a kill, the next `hermes backup` command and the next boot do.
 //!
+//! For the tests that kill a restore at every step, `HERMES_BACKUP_FAULT=<point>:<n>` makes the
+//! process SIGKILL itself at that point ([`fault_point`]): `extracted:<n>` after the n-th file
+//! is staged, `journal:0` once the journal is written, `aside:<n>` / `swapped:<n>` after the n-th
+//! file is moved aside / into place, `done:0` once `done` is written.
+//!
 //! Modes and owners follow the volume's rules: a replaced file keeps the mode and owner it had;
 //! a new one gets its directory's owner (when root restores) and the mode its writers use
 //! (`.env`, `auth.json`, `state.db` 0600; `config.yaml` at most 0640).
@@ -33,6 +38,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::Error;
+use hermes_home::layout::RESTORE_STAGING_PREFIX;
+
 use crate::create::{VolumeLock, sync_dir};
 use crate::select::{self, Scope};
 use crate::verify::{self, ArchiveFile, Verified};
@@ -245,6 +252,7 @@ fn stage_and_swap(plan: &Plan, staging: &Staging) -> Result<(), Error> {
                 source,
             })?;
         extract(&mut entry, &new, mode, owner, &planned.file)?;
+        fault_point("extracted", journal.files.len() + 1);
         journal.files.push(JournalFile {
             rel: rel.clone(),
             had_old: target.is_some(),
@@ -259,6 +267,7 @@ fn stage_and_swap(plan: &Plan, staging: &Staging) -> Result<(), Error> {
     let encoded = serde_json::to_vec(&journal)
         .map_err(|e| Error::io("write", staging.journal(), io::Error::other(e)))?;
     hermes_home::atomic::write_atomic(&staging.journal(), &encoded, 0o600)?;
+    fault_point("journal", 0);
     // 3. Directories, then the swaps (renames on one file system: no space needed).
     for dir in &journal.dirs {
         let path = root.join(dir);
@@ -270,14 +279,16 @@ fn stage_and_swap(plan: &Plan, staging: &Staging) -> Result<(), Error> {
             .map_err(|e| Error::io("create", &path, e))?;
         give_to(&path, Some((meta.uid(), meta.gid())))?;
     }
-    for f in &journal.files {
+    for (i, f) in journal.files.iter().enumerate() {
         let target = root.join(&f.rel);
         if f.had_old {
             let old = staging.old.join(&f.rel);
             fs::rename(&target, &old).map_err(|e| Error::io("move aside", &target, e))?;
+            fault_point("aside", i + 1);
         }
         let new = staging.new.join(&f.rel);
         fs::rename(&new, &target).map_err(|e| Error::io("move into place", &target, e))?;
+        fault_point("swapped", i + 1);
     }
     let touched: BTreeSet<PathBuf> = journal
         .files
@@ -289,7 +300,19 @@ fn stage_and_swap(plan: &Plan, staging: &Staging) -> Result<(), Error> {
     }
     // 4. Done: from here on, a stop finishes instead of rolling back.
     hermes_home::atomic::write_atomic(&staging.dir.join("done"), b"", 0o600)?;
+    fault_point("done", 0);
     Ok(())
+}
+
+/// The variable that names a point where a restore kills itself (module doc).
+pub const FAULT_VAR: &str = "HERMES_BACKUP_FAULT";
+
+/// SIGKILLs this process when [`FAULT_VAR`] is `<point>:<n>` (module doc): the way the tests
+/// stop a restore between any two of its steps, as a kill -9 or a power cut would.
+fn fault_point(point: &str, n: usize) {
+    if std::env::var(FAULT_VAR).is_ok_and(|v| v == format!("{point}:{n}")) {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+    }
 }
 
 /// Extracts one entry to `to`, checking its SHA-256 against the one `verify` read.
@@ -458,7 +481,7 @@ struct Staging {
 impl Staging {
     fn create(root: &Path) -> Result<Staging, Error> {
         let dir = root.join(format!(
-            ".restore-{}-{}",
+            "{RESTORE_STAGING_PREFIX}{}-{}",
             hermes_home::time::compact_utc_now(),
             std::process::id()
         ));
@@ -485,14 +508,24 @@ impl Staging {
     }
 }
 
-/// What [`recover`] found.
+/// What [`recover`] found a restore had got to when it stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interrupted {
+    /// Still staging: the volume had not been touched; the staging was removed.
+    Staging,
+    /// Swapping: the volume was rolled back to what it was before.
+    RolledBack,
+    /// Finished (`done` written): only its staging directory was left, and removed.
+    Finished,
+}
+
+/// One interrupted restore [`recover`] dealt with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recovered {
     /// The staging directory.
     pub staging: PathBuf,
-    /// `true`: the restore had not finished and was rolled back; `false`: it had finished and
-    /// only its staging directory was left.
-    pub rolled_back: bool,
+    /// How far it had got.
+    pub state: Interrupted,
 }
 
 /// Rolls back (or finishes cleaning up) every restore a kill or power cut interrupted on the
@@ -514,19 +547,26 @@ fn recover_locked(root: &Path) -> Result<Vec<Recovered>, Error> {
         return Ok(found);
     };
     for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with(".restore-") {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(RESTORE_STAGING_PREFIX)
+        {
             continue;
         }
         let staging = entry.path();
-        let rolled_back = !staging.join("done").exists() && staging.join("journal.json").exists();
+        let state = if staging.join("done").exists() {
+            Interrupted::Finished
+        } else if staging.join("journal.json").exists() {
+            Interrupted::RolledBack
+        } else {
+            Interrupted::Staging
+        };
         roll_back(root, &staging).map_err(|e| Error::Rollback {
             staging: staging.clone(),
             source: Box::new(e),
         })?;
-        found.push(Recovered {
-            staging,
-            rolled_back,
-        });
+        found.push(Recovered { staging, state });
     }
     Ok(found)
 }
@@ -564,4 +604,76 @@ fn roll_back(root: &Path, staging: &Path) -> Result<(), Error> {
         sync_dir(root);
     }
     fs::remove_dir_all(staging).map_err(|e| Error::io("remove", staging, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    /// A roll-back that was itself interrupted (one file already moved back) finishes the job
+    /// when run again: every file as before, the new ones and the directory made for them gone.
+    #[test]
+    fn a_roll_back_interrupted_midway_finishes_when_run_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let staging = root.join(".restore-x-1");
+        // Volume before: a.txt = "old a", b.txt = "old b"; the restore adds new/c.txt.
+        // State after the kill: a.txt swapped (old in old/), b.txt moved aside and not yet
+        // replaced, new/c.txt moved in; then a first roll-back moved b.txt back and died.
+        write(&root.join("a.txt"), "new a");
+        write(&staging.join("old/a.txt"), "old a");
+        write(&root.join("b.txt"), "old b");
+        write(&staging.join("new/b.txt"), "new b");
+        write(&root.join("new/c.txt"), "new c");
+        let journal = Journal {
+            dirs: vec!["new".into()],
+            files: vec![
+                JournalFile {
+                    rel: "a.txt".into(),
+                    had_old: true,
+                },
+                JournalFile {
+                    rel: "b.txt".into(),
+                    had_old: true,
+                },
+                JournalFile {
+                    rel: "new/c.txt".into(),
+                    had_old: false,
+                },
+            ],
+        };
+        fs::write(
+            staging.join("journal.json"),
+            serde_json::to_vec(&journal).unwrap(),
+        )
+        .unwrap();
+        let found = recover(root).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].state, Interrupted::RolledBack);
+        assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), "old a");
+        assert_eq!(fs::read_to_string(root.join("b.txt")).unwrap(), "old b");
+        assert!(
+            !root.join("new").exists(),
+            "the file and the directory made for it are gone"
+        );
+        assert!(!staging.exists());
+        assert!(recover(root).unwrap().is_empty(), "nothing left to recover");
+    }
+
+    /// While another backup or restore holds the volume, recovery leaves its staging alone.
+    #[test]
+    fn recovery_never_touches_a_restore_that_is_still_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = dir.path().join(".restore-y-2");
+        write(&staging.join("new/x.txt"), "x");
+        let _running = VolumeLock::acquire(dir.path()).unwrap();
+        // Another open file description of the same directory: a second process's view.
+        assert!(recover(dir.path()).unwrap().is_empty());
+        assert!(staging.exists());
+    }
 }

@@ -16,7 +16,7 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use hermes_home::ProfileRef;
-use hermes_home::layout::PROFILES_DIR;
+use hermes_home::layout::{BACKUP_SCRATCH_PREFIX, PROFILES_DIR, RESTORE_STAGING_PREFIX};
 
 use crate::Error;
 
@@ -54,7 +54,7 @@ const RUNTIME_NAMES: &[&str] = &[
 
 /// Directories at the top of the volume that are this runtime's own scratch space: the
 /// supervisor's sockets (`run/`) and the staging of creates and restores.
-const RUNTIME_TOP_PREFIXES: &[&str] = &["run", ".restore-", ".backup-tmp-"];
+const RUNTIME_TOP_PREFIXES: &[&str] = &["run", RESTORE_STAGING_PREFIX, BACKUP_SCRATCH_PREFIX];
 
 /// The files and directories of a profile home a quick backup holds (the original's
 /// `_QUICK_STATE_FILES`, with `SOUL.md` and `memories/`, which are a persona's state too).

@@ -22,6 +22,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
         JS_TYPE,
         include_str!("../assets/sessions.js"),
     ),
+    ("backups.js", JS_TYPE, include_str!("../assets/backups.js")),
     (
         "diagnostics.js",
         JS_TYPE,

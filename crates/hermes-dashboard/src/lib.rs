@@ -11,7 +11,7 @@
 //!   public paths, the token link (cookie), login rate limiting, authentication, CSRF;
 //! * [`server`] — the router, assets, serving;
 //! * [`pages`] — one module per page (Overview, Logs, Profiles, Plugins, Sessions,
-//!   Diagnostics): its HTML, its `/api` endpoints, its part of [`openapi`];
+//!   Backups, Diagnostics): its HTML, its `/api` endpoints, its part of [`openapi`];
 //! * [`status`] — the Overview's snapshot.
 
 #![deny(missing_docs)]

@@ -48,6 +48,11 @@ pub const MEMORIES_DIR: &str = "memories";
 pub const SKILLS_DIR: &str = "skills";
 /// `cron/jobs.json` of a profile: its scheduled jobs.
 pub const CRON_JOBS_FILE: &str = "cron/jobs.json";
+/// `.restore-<time>-<pid>/` at the top of the volume: a restore's staging directory, rolled
+/// back by `hermes backup recover` (and so by the boot) when a kill left it.
+pub const RESTORE_STAGING_PREFIX: &str = ".restore-";
+/// `.backup-tmp-<pid>/` at the top of the volume: where a backup stages database snapshots.
+pub const BACKUP_SCRATCH_PREFIX: &str = ".backup-tmp-";
 
 /// The paths of a profile home given as a directory (the root for `default`), for code that
 /// holds a directory rather than a [`Home`]; [`Home`]'s accessors are these for the selected

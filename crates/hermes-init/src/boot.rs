@@ -5,6 +5,7 @@
 //! | 1 | user guard (`--user` other than root or the service uid) | — | **stop** (exit 1, `HERMES_UID` remedy) |
 //! | 2 | UID/GID remap from `HERMES_UID`/`HERMES_GID` (`PUID`/`PGID`) | root | warn, keep old ids |
 //! | 3 | device/socket groups (Docker socket, `/dev/dri`) join the drop | root | skip the device |
+//! | 3b | roll back a restore a kill interrupted (`hermes backup recover`, run only when a `.restore-*` staging directory is there) | as init runs | warn |
 //! | 4 | targeted, symlink-proof ownership repair of the data volume | root | warn per path |
 //! | 5 | skeleton dirs and first-boot seeds (`.env` + `API_SERVER_KEY`, `config.yaml` and `SOUL.md` — from `HERMES_SEED_DIR` when it has them —, `gateway_state.json`, `auth.json`) | service user | warn |
 //! | 6 | remove a stale `docker` install stamp from the volume | service user | warn |
@@ -186,6 +187,9 @@ pub fn run_stages(settings: &Settings, out: &mut dyn Write) -> Result<Booted, Er
         }
         id.add_groups(gids);
     }
+    // Stage 3b: before anything reads the volume, and as root where possible (a root `docker
+    // exec` restore leaves a root-only staging directory).
+    stage_recover_restore(settings, out);
     // Stage 4: ownership repair.
     if mode == InitMode::Root
         && let Some(id) = &identity
@@ -302,6 +306,52 @@ fn describe_remap(report: &RemapReport, out: &mut dyn Write) {
     }
     if let IdChange::Changed { from, to } = report.gid {
         say(out, format!("changed `{SERVICE_USER}` gid {from} -> {to}"));
+    }
+}
+
+/// Stage 3b: a restore that a kill or power cut interrupted is rolled back from its journal
+/// before any service reads a half-restored volume. PID 1 does not link the backup code (SQLite
+/// and zip would join its footprint), so it runs `hermes backup recover`, and only when a
+/// staging directory is there.
+fn stage_recover_restore(settings: &Settings, out: &mut dyn Write) {
+    let interrupted = fs::read_dir(&settings.home).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(layout::RESTORE_STAGING_PREFIX)
+        })
+    });
+    if !interrupted {
+        return;
+    }
+    let ran = std::process::Command::new(&settings.hermes_exe)
+        .args(["backup", "recover"])
+        .env("HERMES_HOME", &settings.home)
+        .stdin(std::process::Stdio::null())
+        .output();
+    match ran {
+        Ok(done) => {
+            let said = String::from_utf8_lossy(&done.stderr).into_owned()
+                + &String::from_utf8_lossy(&done.stdout);
+            for line in said.lines().filter(|l| !l.trim().is_empty()) {
+                say(out, line);
+            }
+            if !done.status.success() {
+                say(
+                    out,
+                    "warning: an interrupted restore could not be rolled back; the volume may \
+                     hold some of its files (run `hermes backup recover`)",
+                );
+            }
+        }
+        Err(e) => say(
+            out,
+            format!(
+                "warning: cannot run `{} backup recover` ({e}): an interrupted restore is still \
+                 on the volume",
+                settings.hermes_exe.display()
+            ),
+        ),
     }
 }
 

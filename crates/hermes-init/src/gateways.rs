@@ -117,6 +117,41 @@ pub fn dashboard_service(
     ))
 }
 
+/// The `backup` service of scheduled snapshots when a schedule is set (`backup.schedule` in the
+/// root's `config.yaml`, or `HERMES_BACKUP_SCHEDULE`), run as the service user
+/// (`hermes_services::backup_schedule`). None in a dashboard container, which shares the
+/// volume of one that runs it.
+pub fn backup_service(
+    settings: &Settings,
+    booted: &Booted,
+    log: &mut dyn Write,
+) -> Option<ServiceSpec> {
+    if first_word(&settings.cmd) == Some("dashboard") {
+        return None;
+    }
+    let path = hermes_home::layout::config_path(&settings.home);
+    let config = match hermes_home::config::Config::load(&path) {
+        Ok(config) => config,
+        Err(e) => {
+            say(
+                log,
+                format!(
+                    "warning: no scheduled backups: {}",
+                    hermes_errors::one_line(&e)
+                ),
+            );
+            return None;
+        }
+    };
+    let var = |k: &str| settings.env.get(k).map(str::to_owned);
+    hermes_services::backup_schedule::backup_service(
+        &config,
+        &settings.hermes_exe,
+        &var,
+        booted.identity.as_ref(),
+    )
+}
+
 /// The services declared under `services:` in the root's `config.yaml`, each confined to the
 /// service user (`hermes_services::declared`); problems are warnings in the boot log.
 fn declared(settings: &Settings, booted: &Booted, log: &mut dyn Write) -> Vec<ServiceSpec> {

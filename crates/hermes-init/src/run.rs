@@ -29,7 +29,7 @@ use hermes_supervisor::{LogTarget, Options, RestartPolicy, ServiceSpec, Supervis
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction};
 
 use crate::boot::{Booted, run_stages, say};
-use crate::gateways::{InitHooks, dashboard_service, stage_gateways};
+use crate::gateways::{InitHooks, backup_service, dashboard_service, stage_gateways};
 use crate::route::{program_exists, route};
 use crate::{Error, Settings};
 
@@ -100,6 +100,12 @@ pub fn run<'o>(
     let mut specs = stage_gateways(settings, &booted, &schema, log);
     if let Some(dashboard) = dashboard_service(settings, &booted, log)
         && let Some(note) = add_unless_declared(&mut specs, dashboard)
+    {
+        say(log, note);
+    }
+    if let Some(backup) = backup_service(settings, &booted, log)
+        && let Some(note) =
+            hermes_services::backup_schedule::add_unless_declared(&mut specs, backup)
     {
         say(log, note);
     }

@@ -134,35 +134,6 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A backup could not be made, checked or restored.
-    #[error(transparent)]
-    Backup(#[from] hermes_backup::Error),
-    /// The archive was written by a newer agent's config schema than the installed agent's.
-    #[error(
-        "the archive's `{profile}` profile has config schema {archive}, newer than this image's \
-         hermes-agent {} (schema {agent}): an older agent would misread and rewrite it",
-        agent_version.as_deref().unwrap_or("(unknown version)")
-    )]
-    BackupNewerThanAgent {
-        /// The profile whose `config.yaml` carries the newest schema.
-        profile: String,
-        /// That schema.
-        archive: u64,
-        /// The installed agent's version.
-        agent_version: Option<String>,
-        /// The installed agent's schema.
-        agent: u64,
-    },
-    /// A gateway runs without a supervisor that could stop it for a restore.
-    #[error(
-        "the `{profile}` gateway (pid {pid}) runs outside the supervisor, so nothing can stop it for the restore"
-    )]
-    RestoreWhileGatewayRuns {
-        /// The profile.
-        profile: String,
-        /// The gateway's pid.
-        pid: i32,
-    },
 }
 
 impl Error {
@@ -214,15 +185,6 @@ impl Error {
                  (`~/.config/systemd/user`)"
                     .into(),
             ),
-            Error::Backup(e) => e.hint(),
-            Error::BackupNewerThanAgent { .. } => Some(
-                "run an image whose hermes-agent is at least the release that made the backup \
-                 (docs/docker.md: HERMES_AGENT_SOURCE), or pass `--force` to restore it anyway"
-                    .into(),
-            ),
-            Error::RestoreWhileGatewayRuns { pid, .. } => Some(format!(
-                "stop it first (`kill {pid}`, or `hermes gateway stop`), then restore again"
-            )),
         }
     }
 
@@ -319,19 +281,6 @@ hermes_errors::every_variant!(Error {
         action: "write",
         path: "/home/me/.config/systemd/user/hermes-gateway-work.service".into(),
         source: std::io::Error::from_raw_os_error(30),
-    },
-    Error::Backup(_) => Error::Backup(hermes_backup::Error::Busy {
-        lock: "/opt/data".into(),
-    }),
-    Error::BackupNewerThanAgent { .. } => Error::BackupNewerThanAgent {
-        profile: "work".into(),
-        archive: 35,
-        agent_version: Some("0.19.0".into()),
-        agent: 33,
-    },
-    Error::RestoreWhileGatewayRuns { .. } => Error::RestoreWhileGatewayRuns {
-        profile: "work".into(),
-        pid: 4242,
     },
 });
 

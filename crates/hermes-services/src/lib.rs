@@ -20,6 +20,8 @@
 //! Modules:
 //! * [`dashboard`] — the `dashboard` service ([`dashboard::dashboard_spec`]), `disabled`
 //!   when switched off;
+//! * [`backup_schedule`] — the `backup` service of scheduled snapshots
+//!   ([`backup_schedule::backup_service`]), registered when a schedule is set;
 //! * [`declared`] — the services declared under `services:` in the root's `config.yaml`
 //!   ([`declared::declared_services`]), run by PID 1 and `hermes up` alike;
 //! * [`agent`] — the original Python agent where the image ships it ([`agent::locate`]) and
@@ -38,8 +40,6 @@
 //! * [`readiness`] — starting a service and waiting until it is ready or clearly is not;
 //!
 //! and the workflows the CLI and the dashboard share, which they only call and render:
-//! * [`backup`](mod@backup) — a restore that stops the gateways it affects and refuses an
-//!   archive from a newer agent schema;
 //! * [`profile`] — deleting a profile (its gateway stopped and forgotten first; refused while
 //!   a running supervisor cannot be asked);
 //! * [`engines`] — which engine serves each profile gateway, and who serves it under
@@ -56,7 +56,7 @@
 pub mod agent;
 pub mod agent_hook;
 pub mod agent_probe;
-pub mod backup;
+pub mod backup_schedule;
 pub mod dashboard;
 pub mod declared;
 pub mod diag;

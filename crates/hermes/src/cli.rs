@@ -516,6 +516,10 @@ pub enum BackupCommand {
     /// Roll back a restore that a kill or power cut interrupted. Every `hermes backup` command
     /// and the container's boot do this by themselves.
     Recover,
+    /// The `backup` service: scheduled backups (`backup.schedule`) until stopped. Run by the
+    /// supervisor.
+    #[command(hide = true)]
+    Scheduled,
 }
 
 /// `hermes service ...`

@@ -160,6 +160,7 @@ from_hinted_error!(
     hermes_sessions::Error,
     hermes_services::Error,
     hermes_backup::Error,
+    hermes_backup::schedule::Error,
     hermes_dashboard::Error,
     hermes_gateway::listen::Error,
 );
@@ -447,6 +448,12 @@ mod tests {
     }
 
     #[test]
+    fn every_backup_error() {
+        let all = failures(hermes_backup::Error::every_variant());
+        insta::assert_snapshot!(render_all("hermes_backup", all));
+    }
+
+    #[test]
     fn every_init_error() {
         let all = failures(hermes_init::Error::every_variant());
         insta::assert_snapshot!(render_all("hermes_init", all));
@@ -491,6 +498,22 @@ mod tests {
     fn every_listen_error() {
         let all = failures(hermes_gateway::listen::Error::every_variant());
         insta::assert_snapshot!(render_all("hermes_listen", all));
+    }
+
+    #[test]
+    fn every_backup_schedule_error() {
+        use hermes_backup::schedule::Error;
+        // Reading the settings is the `backup` service's start: a refusal there is exit 78
+        // (`hermes backup scheduled`); the state and the archives' errors are a run's result.
+        let all = failures_exiting(Error::every_variant(), |e| match e {
+            Error::Io { .. } | Error::State { .. } => 1,
+            Error::Schedule { .. }
+            | Error::Keep { .. }
+            | Error::NotScalar { .. }
+            | Error::DirBackedUp { .. }
+            | Error::Home(_) => hermes_errors::exit::CONFIG,
+        });
+        insta::assert_snapshot!(render_all("hermes_backup::schedule", all));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::server::{App, problem};
 
+pub mod backups;
 pub mod diagnostics;
 pub mod logs;
 pub mod overview;
@@ -26,12 +27,13 @@ pub mod profiles;
 pub mod sessions;
 
 /// The pages in navigation order.
-pub const ALL: [Page; 6] = [
+pub const ALL: [Page; 7] = [
     Page::Overview,
     Page::Logs,
     Page::Profiles,
     Page::Plugins,
     Page::Sessions,
+    Page::Backups,
     Page::Diagnostics,
 ];
 
@@ -48,6 +50,8 @@ pub enum Page {
     Plugins,
     /// Conversations of a profile (read-only).
     Sessions,
+    /// Archives of the volume: create, download, upload, restore.
+    Backups,
     /// `dump` and `doctor`.
     Diagnostics,
 }
@@ -61,6 +65,7 @@ impl Page {
             Page::Profiles => "profiles",
             Page::Plugins => "plugins",
             Page::Sessions => "sessions",
+            Page::Backups => "backups",
             Page::Diagnostics => "diagnostics",
         }
     }
@@ -73,6 +78,7 @@ impl Page {
             Page::Profiles => "Profiles",
             Page::Plugins => "Plugins",
             Page::Sessions => "Sessions",
+            Page::Backups => "Backups",
             Page::Diagnostics => "Diagnostics",
         }
     }
@@ -85,6 +91,7 @@ impl Page {
             Page::Profiles => "profiles.js",
             Page::Plugins => "plugins.js",
             Page::Sessions => "sessions.js",
+            Page::Backups => "backups.js",
             Page::Diagnostics => "diagnostics.js",
         }
     }
@@ -98,6 +105,7 @@ pub fn routes() -> Router<App> {
         .merge(profiles::routes())
         .merge(plugins::routes())
         .merge(sessions::routes())
+        .merge(backups::routes())
         .merge(diagnostics::routes())
 }
 
@@ -110,6 +118,7 @@ pub fn api_paths() -> Map<String, Value> {
         profiles::api_paths(),
         plugins::api_paths(),
         sessions::api_paths(),
+        backups::api_paths(),
         diagnostics::api_paths(),
     ] {
         if let Value::Object(map) = part {

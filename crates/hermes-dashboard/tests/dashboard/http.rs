@@ -215,6 +215,7 @@ fn every_page_with_what_it_loads_stays_under_budget_and_local() {
         "/profiles",
         "/plugins",
         "/sessions",
+        "/backups",
         "/diagnostics",
     ] {
         let html = request(&d, "GET", page, &local(&d), std::slice::from_ref(&auth));

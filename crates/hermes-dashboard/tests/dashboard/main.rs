@@ -2,6 +2,9 @@
 //! own, and each of those relinked the crate's whole stack.
 //!
 //! Modules:
+//! * `backups` — The Backups API over real HTTP: create, list, download, upload, plan, restore
+//! * `backups_ui` — The Backups page in headless Chromium: create → list → plan → restore, and a
+//!   schema refusal restored only when forced
 //! * `diagnostics` — The Diagnostics API over real HTTP
 //! * `http` — The dashboard over real HTTP on loopback
 //! * `logs` — The Logs page's API over real HTTP on loopback, against log files the test
@@ -19,6 +22,8 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+mod backups;
+mod backups_ui;
 mod common;
 mod diagnostics;
 mod http;

@@ -88,15 +88,22 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
                 .iter()
                 .map(|row| hermes_services::last_error::of_failing(&root, row).map(|e| e.message))
                 .collect();
+            // The `backup` service's last run and next run, from its `.schedule.json`.
+            let backups: Vec<Option<hermes_backup::schedule::State>> =
+                rows.iter().map(|row| backup_state(&root, row)).collect();
             if json {
                 let mut values = super::gateway::engines::with_engines(&root, &rows)?;
-                for (value, error) in values
+                for ((value, error), backup) in values
                     .as_array_mut()
                     .into_iter()
                     .flatten()
                     .zip(&last_errors)
+                    .zip(&backups)
                 {
                     value["last_error"] = json!(error);
+                    if let Some(state) = backup {
+                        value["backup"] = json!(state);
+                    }
                 }
                 if let Some(values) = values.as_array_mut() {
                     values.extend(invalid.iter().map(invalid_json));
@@ -108,7 +115,18 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
                         .map(status_cells)
                         .chain(invalid.iter().map(invalid_cells)),
                 );
-                output::stdout(&with_last_errors(&table, &last_errors))?;
+                let notes: Vec<Vec<String>> = last_errors
+                    .iter()
+                    .zip(&backups)
+                    .map(|(error, backup)| {
+                        error
+                            .iter()
+                            .map(|e| format!("last error: {e}"))
+                            .chain(backup.iter().flat_map(backup_lines))
+                            .collect()
+                    })
+                    .collect();
+                output::stdout(&with_notes(&table, &notes))?;
                 output::stdout(&super::gateway::engines::engines_line(&root, &rows))?;
             }
         }
@@ -412,19 +430,61 @@ fn what_happened(row: &ServiceStatus) -> String {
     }
 }
 
-/// The status table with `  last error: …` under the row of each failing service: `table` is
-/// a header line then one line per row, in the order of `last_errors`.
-fn with_last_errors(table: &str, last_errors: &[Option<String>]) -> String {
+/// The status table with its notes indented under each row (`  last error: …` under a failing
+/// service, the last and next run under `backup`): `table` is a header line then one line per
+/// row, in the order of `notes`.
+fn with_notes(table: &str, notes: &[Vec<String>]) -> String {
     let mut text = String::new();
-    let mut errors = std::iter::once(&None).chain(last_errors);
+    let none = Vec::new();
+    let mut notes = std::iter::once(&none).chain(notes);
     for line in table.lines() {
         text.push_str(line);
         text.push('\n');
-        if let Some(Some(error)) = errors.next() {
-            text.push_str(&format!("  last error: {error}\n"));
+        for note in notes.next().into_iter().flatten() {
+            text.push_str(&format!("  {note}\n"));
         }
     }
     text
+}
+
+/// The state of scheduled backups (`hermes_backup::schedule`) for the `backup` service's row;
+/// `None` for every other row, and when there is none to read (a declared service of that
+/// name, settings that do not read: its last error says why).
+fn backup_state(root: &Path, row: &ServiceStatus) -> Option<hermes_backup::schedule::State> {
+    if row.name != hermes_services::backup_schedule::BACKUP_SERVICE {
+        return None;
+    }
+    let settings = hermes_backup::schedule::BackupSettings::load(root, &Context::var).ok()?;
+    hermes_backup::schedule::read_state(&settings.dir)
+        .ok()
+        .flatten()
+}
+
+/// The last and the next scheduled backup, as lines under the `backup` row.
+fn backup_lines(state: &hermes_backup::schedule::State) -> Vec<String> {
+    let last = match &state.last_run {
+        None => "last backup: none yet".to_owned(),
+        Some(run) if run.ok => format!(
+            "last backup: ok at {}: {}",
+            run.started,
+            super::backup::scheduled::describe(run)
+        ),
+        Some(run) => {
+            let good = state
+                .last_success
+                .as_ref()
+                .map_or_else(String::new, |at| format!(" (the last good one: {at})"));
+            format!(
+                "last backup: failed at {}: {}{good}",
+                run.started, run.result
+            )
+        }
+    };
+    let next = match &state.next_run {
+        Some(at) => format!("next backup: {at} (schedule `{}`, UTC)", state.schedule),
+        None => format!("next backup: none (schedule `{}`, UTC)", state.schedule),
+    };
+    vec![last, next]
 }
 
 #[cfg(test)]
@@ -471,6 +531,62 @@ mod tests {
                 .hint
                 .unwrap()
                 .contains("hermes service logs gateway-work")
+        );
+    }
+
+    /// Notes go under their own row, each indented, in order; a row without notes has none.
+    #[test]
+    fn notes_go_under_their_rows() {
+        let table = "NAME  STATE\na     up\nb     failed\nc     up\n";
+        let notes = vec![
+            Vec::new(),
+            vec!["last error: it broke".to_owned()],
+            vec![
+                "last backup: none yet".to_owned(),
+                "next backup: soon".to_owned(),
+            ],
+        ];
+        assert_eq!(
+            with_notes(table, &notes),
+            "NAME  STATE\na     up\nb     failed\n  last error: it broke\nc     up\n  last backup: \
+             none yet\n  next backup: soon\n"
+        );
+    }
+
+    #[test]
+    fn the_backup_row_says_the_last_and_the_next_run() {
+        use hermes_backup::schedule::{LastRun, State};
+        let mut state = State {
+            schedule: "daily".into(),
+            next_run: Some("2026-12-03T00:00:00Z".into()),
+            last_run: None,
+            last_success: None,
+        };
+        assert_eq!(
+            backup_lines(&state),
+            [
+                "last backup: none yet",
+                "next backup: 2026-12-03T00:00:00Z (schedule `daily`, UTC)"
+            ]
+        );
+        state.last_run = Some(LastRun {
+            started: "2026-12-02T00:00:00Z".into(),
+            ok: false,
+            result: "another backup or restore is running on this volume".into(),
+            file: None,
+            size: None,
+            duration_ms: 12,
+            pruned: Vec::new(),
+        });
+        state.last_success = Some("2026-12-01T00:00:00Z".into());
+        state.next_run = None;
+        assert_eq!(
+            backup_lines(&state),
+            [
+                "last backup: failed at 2026-12-02T00:00:00Z: another backup or restore is running \
+                 on this volume (the last good one: 2026-12-01T00:00:00Z)",
+                "next backup: none (schedule `daily`, UTC)"
+            ]
         );
     }
 }

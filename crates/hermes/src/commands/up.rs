@@ -10,11 +10,13 @@
 //!
 //! The dashboard runs as the `dashboard` service unless `--no-dashboard` or
 //! `HERMES_DASHBOARD=0` switches it off; it is then listed `disabled`
-//! (`hermes_services::dashboard`).
+//! (`hermes_services::dashboard`). Scheduled backups run as the `backup` service when
+//! `backup.schedule` is set (`hermes_services::backup_schedule`).
 
 use hermes_home::config::Config;
 use hermes_supervisor::{Desired, Hooks, Options, ServiceSpec, Supervisor};
 
+use hermes_services::backup_schedule;
 use hermes_services::dashboard::{
     DASHBOARD_VAR, Host, add_unless_declared, dashboard_enabled, dashboard_spec,
 };
@@ -46,6 +48,12 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     let dashboard =
         !args.no_dashboard && dashboard_enabled(Host::Up, Context::var(DASHBOARD_VAR).as_deref());
     if let Some(note) = add_unless_declared(&mut specs, dashboard_spec(&exe, dashboard, None)) {
+        lines.push_str(&format!("hermes up: {note}\n"));
+    }
+    // Scheduled snapshots, when `backup.schedule` (or `HERMES_BACKUP_SCHEDULE`) is set.
+    if let Some(backup) = backup_schedule::backup_service(&config, &exe, &Context::var, None)
+        && let Some(note) = backup_schedule::add_unless_declared(&mut specs, backup)
+    {
         lines.push_str(&format!("hermes up: {note}\n"));
     }
     let runtime_dir =

@@ -2,6 +2,8 @@
 //! as a child sub-reaper, and through a pseudo-terminal.
 //!
 //! Table of contents:
+//! * `backup_recovery` — a restore a kill interrupted, rolled back by the next boot
+//! * `backup_schedule` — the `backup` service: registered with a schedule, its run recorded
 //! * `dashboard` — the `dashboard` service: `disabled` unless `HERMES_DASHBOARD` is truthy
 //! * `gateways` — profile gateways as services, `desired_state` hooks, ordered stop
 //! * `pid1` — reaping (100 orphans, zero zombies), the exit-code table, PID 1 vs sub-reaper
@@ -19,6 +21,8 @@
 )]
 
 mod agent_versions;
+mod backup_recovery;
+mod backup_schedule;
 mod dashboard;
 mod gateways;
 mod pid1;

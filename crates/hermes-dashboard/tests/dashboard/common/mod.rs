@@ -179,3 +179,69 @@ pub fn get_json(d: &Dashboard, path: &str, status: u16) -> Value {
     assert_eq!(a.status, status, "{path}: {}", a.body);
     a.json()
 }
+
+/// An answer whose body is bytes (an archive), not text.
+pub struct RawAnswer {
+    pub status: u16,
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl RawAnswer {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    }
+
+    /// The body as JSON (a body that is not JSON fails the test, showing it).
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+/// One request with a body of bytes (`Content-Length` set from it), the answer as bytes; with
+/// the dashboard's own Host.
+pub fn send_bytes(
+    d: &Dashboard,
+    method: &str,
+    path: &str,
+    headers: &[String],
+    body: &[u8],
+) -> RawAnswer {
+    let mut s = TcpStream::connect(d.addr).unwrap();
+    let mut text = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+        local(d)
+    );
+    for h in headers {
+        text.push_str(h);
+        text.push_str("\r\n");
+    }
+    if method != "GET" || !body.is_empty() {
+        text.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    text.push_str("\r\n");
+    s.write_all(text.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    read_raw(s)
+}
+
+/// Reads a whole answer (`Connection: close`) as head and body bytes.
+pub fn read_raw(mut s: TcpStream) -> RawAnswer {
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("an HTTP head");
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    RawAnswer {
+        status,
+        head,
+        body: raw[split + 4..].to_vec(),
+    }
+}

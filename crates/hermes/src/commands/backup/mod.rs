@@ -1,12 +1,13 @@
 //! `hermes backup create|verify|restore|recover`: the CLI of `hermes-backup` (the files) and
 //! `hermes_services::backup` (the gateways around a restore). Progress goes to stderr, results
-//! to stdout (to stderr when the archive itself goes to stdout).
+//! to stdout (to stderr when the archive itself goes to stdout). The hidden `hermes backup
+//! scheduled` is the `backup` service's loop ([`scheduled`]).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use hermes_backup::restore::{Change, Plan};
+use hermes_backup::restore::{Change, Interrupted, Plan};
 use hermes_backup::{Scope, Summary};
 use hermes_home::{Home, ProfileRef};
 use serde_json::json;
@@ -16,11 +17,13 @@ use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
 
+pub mod scheduled;
+
 /// How long a restore waits for each answer of the supervisor (a stop waits for the gateway).
 const SUPERVISOR_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Dispatches `hermes backup <sub>`.
-pub fn run(_ctx: &Context, command: BackupCommand) -> CommandResult {
+pub fn run(ctx: &Context, command: BackupCommand) -> CommandResult {
     let root = volume_root()?;
     let recovered = recover_interrupted(&root)?;
     match command {
@@ -32,7 +35,7 @@ pub fn run(_ctx: &Context, command: BackupCommand) -> CommandResult {
         } => create(
             &root,
             output.as_deref(),
-            &scope(&root, &profiles, quick)?,
+            &scope(ctx, &root, &profiles, quick)?,
             json,
         ),
         BackupCommand::Verify { file, json } => verify(&file, json),
@@ -46,12 +49,13 @@ pub fn run(_ctx: &Context, command: BackupCommand) -> CommandResult {
         } => restore(
             &root,
             &file,
-            &scope(&root, &profiles, false)?,
+            &scope(ctx, &root, &profiles, false)?,
             dry_run,
             yes,
             force,
             json,
         ),
+        BackupCommand::Scheduled => scheduled::run(&root),
         BackupCommand::Recover => {
             if recovered == 0 {
                 output::stdout("Nothing to recover: no restore was interrupted on this volume.\n")?;
@@ -78,17 +82,27 @@ fn volume_root() -> Result<PathBuf, Failure> {
 fn recover_interrupted(root: &Path) -> Result<usize, Failure> {
     let recovered = hermes_backup::restore::recover(root)?;
     for r in &recovered {
-        let what = if r.rolled_back {
-            "rolled back an interrupted restore"
-        } else {
-            "cleaned up after a finished restore"
+        let what = match r.state {
+            Interrupted::Staging => "discarded an interrupted restore that had changed nothing yet",
+            Interrupted::RolledBack => {
+                "rolled back an interrupted restore: the volume is as it was before it"
+            }
+            Interrupted::Finished => "cleaned up after a restore that had finished",
         };
         output::stderr(&format!("backup: {what} (`{}`)\n", r.staging.display()));
     }
     Ok(recovered.len())
 }
 
-fn scope(root: &Path, profiles: &[String], quick: bool) -> Result<Scope, Failure> {
+/// What `--profile` (or the top level's `-p`, which would otherwise be ignored: a restore of
+/// the whole volume when one profile was meant) and `--quick` ask for.
+fn scope(ctx: &Context, root: &Path, profiles: &[String], quick: bool) -> Result<Scope, Failure> {
+    let top_level: Vec<String> = ctx.profile_flag.iter().cloned().collect();
+    let profiles = if profiles.is_empty() {
+        &top_level[..]
+    } else {
+        profiles
+    };
     let profiles = if profiles.is_empty() {
         None
     } else {
@@ -109,7 +123,7 @@ fn scope(root: &Path, profiles: &[String], quick: bool) -> Result<Scope, Failure
 fn create(root: &Path, output: Option<&str>, scope: &Scope, json: bool) -> CommandResult {
     let (identity, _) = hermes_diag::report::identity_and_install();
     let identity =
-        hermes_services::backup::identity(format!("hermes {}", identity.label()), &Context::var);
+        hermes_backup::supervised::identity(format!("hermes {}", identity.label()), &Context::var);
     let mut progress = ProgressLine::new("backup");
     let mut report = |p: &hermes_backup::Progress<'_>| {
         progress.show(|| {
@@ -138,13 +152,19 @@ fn create(root: &Path, output: Option<&str>, scope: &Scope, json: bool) -> Comma
             summary
         }
         _ => {
-            let path = match output {
-                Some(path) => PathBuf::from(path),
+            let (path, made_dir) = match output {
+                Some(path) => (PathBuf::from(path), None),
                 None => default_output(root)?,
             };
-            let summary = hermes_backup::create_file(root, scope, &identity, &path, &mut report)?;
+            let summary = hermes_backup::create_file(root, scope, &identity, &path, &mut report);
             progress.done();
-            summary
+            if summary.is_err()
+                && let Some(dir) = made_dir
+            {
+                // A failed backup leaves the volume as it found it.
+                let _ = std::fs::remove_dir(dir);
+            }
+            summary?
         }
     };
     let to_stdout = output != Some("-");
@@ -178,27 +198,30 @@ fn create(root: &Path, output: Option<&str>, scope: &Scope, json: bool) -> Comma
 }
 
 /// `$HERMES_HOME/backups/hermes-backup-<UTC time>.zip`, the directory made if needed (owned by
-/// the volume's owner, as the rest of the volume).
-fn default_output(root: &Path) -> Result<PathBuf, Failure> {
+/// the volume's owner, as the rest of the volume) and then returned too.
+fn default_output(root: &Path) -> Result<(PathBuf, Option<PathBuf>), Failure> {
     let dir = root.join("backups");
+    let mut made = None;
     if !dir.is_dir() {
         use std::os::unix::fs::{DirBuilderExt, MetadataExt};
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&dir)
             .map_err(|e| {
-                Failure::new(format!("could not create `{}`: {e}", dir.display()), None)
+                Failure::new(
+                    format!("could not create `{}`: {e}", dir.display()),
+                    Some("check that this user may write the volume, or write the archive elsewhere with `-o`".into()),
+                )
             })?;
         if nix::unistd::geteuid().is_root()
             && let Ok(meta) = std::fs::metadata(root)
         {
             let _ = std::os::unix::fs::chown(&dir, Some(meta.uid()), Some(meta.gid()));
         }
+        made = Some(dir.clone());
     }
-    Ok(dir.join(format!(
-        "hermes-backup-{}.zip",
-        hermes_home::time::compact_utc_now()
-    )))
+    let name = format!("hermes-backup-{}.zip", hermes_home::time::compact_utc_now());
+    Ok((dir.join(name), made))
 }
 
 fn summary_json(summary: &Summary) -> serde_json::Value {
@@ -301,7 +324,7 @@ fn restore(
         progress.show(|| format!("{done}/{total} entries ({rel})"));
     })?;
     progress.done();
-    let refusal = hermes_services::backup::schema_refusal(&plan, &Context::var);
+    let refusal = hermes_backup::supervised::schema_refusal(&plan, &Context::var);
     if json && dry_run {
         output::json(&plan_json(&plan, refusal.as_ref()))?;
         return Ok(ExitStatus::Success);
@@ -324,11 +347,11 @@ fn restore(
     if !yes {
         confirm()?;
     }
-    let options = hermes_services::backup::RestoreOptions {
+    let options = hermes_backup::supervised::RestoreOptions {
         force,
         timeout: SUPERVISOR_TIMEOUT,
     };
-    let restored = hermes_services::backup::restore(&plan, options, &Context::var)?;
+    let restored = hermes_backup::supervised::restore(&plan, options, &Context::var)?;
     for (service, why) in &restored.start_failures {
         output::stderr(&format!(
             "warning: `{service}` did not start again: {why}\n"
@@ -385,7 +408,7 @@ fn confirm() -> Result<(), Failure> {
 /// At most this many names per list of the plan; the rest are counted.
 const LISTED: usize = 8;
 
-fn render_plan(plan: &Plan, refusal: Option<&hermes_services::Error>) -> String {
+fn render_plan(plan: &Plan, refusal: Option<&hermes_backup::Error>) -> String {
     let mut text = made_by(&plan.archive);
     text.push_str(&format!(
         "Restoring into `{}` would change:\n",
@@ -445,7 +468,7 @@ fn names(plan: &Plan, change: Change) -> Vec<String> {
         .collect()
 }
 
-fn plan_json(plan: &Plan, refusal: Option<&hermes_services::Error>) -> serde_json::Value {
+fn plan_json(plan: &Plan, refusal: Option<&hermes_backup::Error>) -> serde_json::Value {
     json!({
         "archive": plan.archive.path,
         "manifest": plan.archive.manifest,

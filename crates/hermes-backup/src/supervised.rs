@@ -1,33 +1,34 @@
-//! Backups as the CLI and the dashboard both offer them: the identity an archive records, and a
-//! restore that the running gateways never see half done.
+//! Backups among the running services, as the CLI and the dashboard both offer them: the
+//! identity an archive records, and a restore that the running gateways never see half done.
 //!
 //! The rule of a restore ([`restore`]):
 //! * an archive whose config schema is newer than the installed agent's is refused unless
 //!   forced: the agent would misread and rewrite what a newer release wrote (the same rule as
-//!   the boot's, [`crate::upgrade`]);
+//!   the boot's, [`hermes_services::upgrade`]);
 //! * every gateway service serving a profile whose files change — its own, or the multiplexing
 //!   gateway that serves it — is stopped through the supervisor first and started again after,
-//!   whether the restore succeeded or was rolled back;
+//!   whether the restore succeeded or was rolled back (under multiplexing that is the default
+//!   profile's gateway: [`hermes_services::multiplex`]);
 //! * without a supervisor, a gateway that holds its profile's `gateway.lock` (one run by hand)
 //!   makes the restore refuse: nothing could stop it, and it would write over what is restored.
 //!
-//! The files themselves are `hermes-backup`'s: plan, stage, swap, roll back.
+//! The files themselves are [`crate::restore`]'s: plan, stage, swap, roll back.
 
 use std::path::Path;
 use std::time::Duration;
 
-use hermes_backup::Identity;
-use hermes_backup::restore::{Applied, Plan};
 use hermes_supervisor::StateName;
 
 use crate::Error;
+use crate::create::Identity;
+use crate::restore::{Applied, Plan};
 
 /// The identity an archive made here records: `build` (as `hermes --version` names it) and the
 /// installed agent's version, when there is one.
 pub fn identity(build: String, var: &dyn Fn(&str) -> Option<String>) -> Identity {
     Identity {
         build,
-        agent_version: crate::agent::locate(var).and_then(|a| a.version),
+        agent_version: hermes_services::agent::locate(var).and_then(|a| a.version),
     }
 }
 
@@ -55,9 +56,9 @@ pub struct Restored {
 /// archive with no `config.yaml` or an image with no agent is not checked.
 pub fn schema_refusal(plan: &Plan, var: &dyn Fn(&str) -> Option<String>) -> Option<Error> {
     let (archive, profile) = plan.archive.newest_config_version()?;
-    let agent = crate::agent::locate(var)?;
-    let facts = crate::agent_probe::probe_cached(&agent, None).ok()?;
-    (archive > facts.config_version).then(|| Error::BackupNewerThanAgent {
+    let agent = hermes_services::agent::locate(var)?;
+    let facts = hermes_services::agent_probe::probe_cached(&agent, None).ok()?;
+    (archive > facts.config_version).then(|| Error::NewerThanAgent {
         profile: profile.to_owned(),
         archive,
         agent_version: agent.version.clone(),
@@ -69,7 +70,7 @@ pub fn schema_refusal(plan: &Plan, var: &dyn Fn(&str) -> Option<String>) -> Opti
 /// the gateways started again.
 ///
 /// # Errors
-/// [`Error::BackupNewerThanAgent`] (not forced), [`Error::RestoreWhileGatewayRuns`], a
+/// [`Error::NewerThanAgent`] (not forced), [`Error::GatewayOutsideSupervisor`], a
 /// supervisor that cannot be asked, or the restore's own failure (the volume rolled back, the
 /// gateways started again).
 pub fn restore(
@@ -84,19 +85,20 @@ pub fn restore(
     }
     let root = &plan.root;
     let changed = plan.profiles_changed();
-    let mut client = match crate::connect(root, var, options.timeout) {
+    let mut client = match hermes_services::connect(root, var, options.timeout) {
         Ok(client) => Some(client),
-        Err(Error::NotRunning { .. }) => None,
-        Err(e) => return Err(e),
+        Err(hermes_services::Error::NotRunning { .. }) => None,
+        Err(e) => return Err(e.into()),
     };
-    let stopped = match &mut client {
-        Some(client) => stop_serving(client, root, &changed, var)?,
+    let (stopped, stopping) = match &mut client {
+        Some(client) => stop_serving(client, root, &changed, var, options.timeout),
         None => {
             refuse_unsupervised_gateways(root, &changed)?;
-            Vec::new()
+            (Vec::new(), Ok(()))
         }
     };
-    let applied = hermes_backup::restore::apply(plan);
+    // Whatever happens from here, the gateways that were stopped are started again.
+    let applied = stopping.and_then(|()| crate::restore::apply(plan));
     let mut start_failures = Vec::new();
     if let Some(client) = &mut client {
         for service in &stopped {
@@ -112,26 +114,32 @@ pub fn restore(
     })
 }
 
-/// Stops every running gateway service that serves one of `profiles`; returns their names.
+/// Stops every running gateway service that serves one of `profiles` and waits until their
+/// processes have exited; returns the ones it stopped (to start them again whatever happened)
+/// and whether they all are.
 fn stop_serving(
     client: &mut hermes_supervisor::Client,
     root: &Path,
     profiles: &[String],
     var: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<String>, Error> {
-    let multiplex = crate::multiplex::resolve_asking_agent(root, var);
+    timeout: Duration,
+) -> (Vec<String>, Result<(), Error>) {
+    let multiplex = hermes_services::multiplex::resolve_asking_agent(root, var);
     let mut serving: Vec<String> = profiles
         .iter()
         .map(|p| {
             multiplex
                 .served_by(p)
-                .unwrap_or_else(|| crate::service_name(p))
+                .unwrap_or_else(|| hermes_services::service_name(p))
         })
         .collect();
     serving.sort();
     serving.dedup();
-    let running: Vec<String> = client
-        .status(None)?
+    let statuses = match client.status(None) {
+        Ok(statuses) => statuses,
+        Err(e) => return (Vec::new(), Err(e.into())),
+    };
+    let running: Vec<String> = statuses
         .into_iter()
         .filter(|s| {
             serving.contains(&s.name)
@@ -142,13 +150,47 @@ fn stop_serving(
         })
         .map(|s| s.name)
         .collect();
-    for service in &running {
-        client.stop(service)?;
+    let mut stopped = Vec::new();
+    for service in running {
+        if let Err(e) = client.stop(&service) {
+            return (stopped, Err(e.into()));
+        }
+        stopped.push(service);
     }
-    Ok(running)
+    let waited = wait_until_stopped(client, &stopped, timeout);
+    (stopped, waited)
 }
 
-/// [`Error::RestoreWhileGatewayRuns`] when a gateway of one of `profiles` runs without a
+/// The supervisor answers a stop at once, while the gateway drains: the swap waits until every
+/// process of `services` has exited (none stopping, none draining), or gives up after `timeout`.
+fn wait_until_stopped(
+    client: &mut hermes_supervisor::Client,
+    services: &[String],
+    timeout: Duration,
+) -> Result<(), Error> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let still: Vec<String> = client
+            .status(None)?
+            .into_iter()
+            .filter(|s| services.contains(&s.name))
+            .filter(|s| s.pid.is_some() || !s.draining.is_empty() || s.state == StateName::Stopping)
+            .map(|s| s.name)
+            .collect();
+        if still.is_empty() {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(Error::GatewayWouldNotStop {
+                services: still,
+                waited: timeout,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// [`Error::GatewayOutsideSupervisor`] when a gateway of one of `profiles` runs without a
 /// supervisor (module doc).
 fn refuse_unsupervised_gateways(root: &Path, profiles: &[String]) -> Result<(), Error> {
     for profile in profiles {
@@ -161,7 +203,7 @@ fn refuse_unsupervised_gateways(root: &Path, profiles: &[String]) -> Result<(), 
         if let Some(holder) =
             hermes_home::gateway_lock::live_holder(&hermes_home::gateway_lock::path(&dir))
         {
-            return Err(Error::RestoreWhileGatewayRuns {
+            return Err(Error::GatewayOutsideSupervisor {
                 profile: profile.clone(),
                 pid: holder.pid,
             });

@@ -1,0 +1,771 @@
+//! `hermes backup`: archives that hold what they say, restores that are all or nothing — killed
+//! at every step, on a full disk, against hostile archives and planted symlinks.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+
+use crate::util::{TestContext, render};
+
+/// Every entry under `dir`: its kind, mode, owner and bytes (a symlink: its target), so two
+/// trees compare byte for byte.
+fn tree(dir: &Path) -> BTreeMap<String, String> {
+    fn walk(dir: &Path, prefix: &str, out: &mut BTreeMap<String, String>) {
+        let mut entries: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap()).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let rel = format!("{prefix}{}", entry.file_name().to_string_lossy());
+            let meta = fs::symlink_metadata(entry.path()).unwrap();
+            let head = format!("{:o} {}:{}", meta.mode(), meta.uid(), meta.gid());
+            if meta.file_type().is_symlink() {
+                let target = fs::read_link(entry.path()).unwrap();
+                out.insert(rel, format!("link {head} -> {}", target.display()));
+            } else if meta.is_dir() {
+                out.insert(rel.clone(), format!("dir {head}"));
+                walk(&entry.path(), &format!("{rel}/"), out);
+            } else {
+                let bytes = fs::read(entry.path()).unwrap();
+                out.insert(rel, format!("file {head} {:?}", sha(&bytes)));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, "", &mut out);
+    out
+}
+
+fn sha(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    // A cheap stable digest is enough to compare trees; FNV-1a over the bytes and the length.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+    }
+    let mut s = String::new();
+    let _ = write!(s, "{h:016x}/{}", bytes.len());
+    s
+}
+
+/// A volume with a named profile, a WAL database with rows, secrets, a lock file, and the
+/// runtime files a backup must leave out.
+fn volume(t: &TestContext) -> PathBuf {
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    let root = t.root();
+    let db = rusqlite::Connection::open(root.join("state.db")).unwrap();
+    db.execute_batch(
+        "PRAGMA journal_mode=WAL; CREATE TABLE messages(id INTEGER PRIMARY KEY, body TEXT);",
+    )
+    .unwrap();
+    for i in 0..200 {
+        db.execute(
+            "INSERT INTO messages(body) VALUES (?1)",
+            [format!("message {i}")],
+        )
+        .unwrap();
+    }
+    drop(db);
+    fs::write(root.join(".env"), "OPENAI_API_KEY=sk-test-1\n").unwrap();
+    fs::set_permissions(root.join(".env"), fs::Permissions::from_mode(0o600)).unwrap();
+    fs::write(root.join("profiles/work/.env"), "WORK=1\n").unwrap();
+    fs::write(root.join("config.yaml.lock"), "").unwrap();
+    fs::write(
+        root.join("gateway_state.json"),
+        r#"{"gateway_state":"running"}"#,
+    )
+    .unwrap();
+    fs::write(root.join("profiles/work/gateway.pid"), "4242").unwrap();
+    fs::create_dir_all(root.join("skills/web")).unwrap();
+    fs::write(root.join("skills/web/SKILL.md"), "# web\n").unwrap();
+    root
+}
+
+fn names_in(archive: &Path) -> Vec<String> {
+    let mut zip = zip::ZipArchive::new(fs::File::open(archive).unwrap()).unwrap();
+    (0..zip.len())
+        .map(|i| zip.by_index(i).unwrap().name().unwrap().into_owned())
+        .collect()
+}
+
+fn entry_text(archive: &Path, name: &str) -> String {
+    let mut zip = zip::ZipArchive::new(fs::File::open(archive).unwrap()).unwrap();
+    let mut text = String::new();
+    zip.by_name(name)
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    text
+}
+
+#[test]
+fn an_archive_holds_the_volume_without_its_runtime_files_and_restores_what_changed() {
+    let t = TestContext::new();
+    let root = volume(&t);
+    let archive = t.dir.path().join("a.zip");
+    let out = t.ok(&["backup", "create", "-o", archive.to_str().unwrap()]);
+    assert!(out.contains("Backed up the whole volume"), "{out}");
+    assert_eq!(fs::metadata(&archive).unwrap().mode() & 0o777, 0o600);
+    let names = names_in(&archive);
+    for wanted in [
+        ".env",
+        "state.db",
+        "config.yaml",
+        "profiles/work/.env",
+        "skills/web/SKILL.md",
+    ] {
+        assert!(
+            names.iter().any(|n| n == wanted),
+            "{wanted} missing from {names:?}"
+        );
+    }
+    for unwanted in [
+        "gateway_state.json",
+        "profiles/work/gateway.pid",
+        "config.yaml.lock",
+        "state.db-wal",
+    ] {
+        assert!(
+            !names.iter().any(|n| n == unwanted),
+            "{unwanted} must not be in {names:?}"
+        );
+    }
+    assert_eq!(
+        names.last().unwrap(),
+        "backups/hermes-backup-manifest.json",
+        "the manifest comes last"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&entry_text(&archive, "backups/hermes-backup-manifest.json")).unwrap();
+    let state = manifest["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "state.db")
+        .unwrap();
+    assert_eq!(state["database"], true);
+    assert_eq!(manifest["config_versions"]["work"], 33, "{manifest}");
+    assert!(
+        manifest["build"].as_str().unwrap().starts_with("hermes "),
+        "{manifest}"
+    );
+    let verified = t.ok(&["backup", "verify", archive.to_str().unwrap()]);
+    assert!(
+        verified.contains("OK: ") && verified.contains("every checksum matches"),
+        "{verified}"
+    );
+
+    // Change the volume: a secret rewritten, a skill removed, a file added, the database lost
+    // rows; the runtime file says something else.
+    fs::write(root.join(".env"), "OPENAI_API_KEY=sk-other\n").unwrap();
+    fs::remove_file(root.join("skills/web/SKILL.md")).unwrap();
+    fs::remove_dir(root.join("skills/web")).unwrap();
+    fs::write(root.join("notes.txt"), "new\n").unwrap();
+    let db = rusqlite::Connection::open(root.join("state.db")).unwrap();
+    db.execute("DELETE FROM messages WHERE id > 10", [])
+        .unwrap();
+    drop(db);
+    fs::write(
+        root.join("gateway_state.json"),
+        r#"{"gateway_state":"stopped"}"#,
+    )
+    .unwrap();
+
+    let plan = t.ok(&["backup", "restore", archive.to_str().unwrap(), "--dry-run"]);
+    assert!(plan.contains("skills/web/SKILL.md"), "{plan}");
+    assert!(
+        plan.contains("notes.txt") && plan.contains("left as they are"),
+        "{plan}"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join(".env")).unwrap(),
+        "OPENAI_API_KEY=sk-other\n",
+        "a dry run changes nothing"
+    );
+
+    let refused = t.run(&["backup", "restore", archive.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(1), "{}", render(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--yes"),
+        "{}",
+        render(&refused)
+    );
+
+    let done = t.ok(&["backup", "restore", archive.to_str().unwrap(), "--yes"]);
+    assert!(done.contains("Restored: 1 added, 2 replaced"), "{done}");
+    assert_eq!(
+        fs::read_to_string(root.join(".env")).unwrap(),
+        "OPENAI_API_KEY=sk-test-1\n"
+    );
+    assert_eq!(
+        fs::metadata(root.join(".env")).unwrap().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("skills/web/SKILL.md")).unwrap(),
+        "# web\n"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("notes.txt")).unwrap(),
+        "new\n",
+        "kept"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("gateway_state.json")).unwrap(),
+        r#"{"gateway_state":"stopped"}"#,
+        "a runtime file is never restored"
+    );
+    let db = rusqlite::Connection::open(root.join("state.db")).unwrap();
+    let rows: i64 = db
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 200);
+    let check: String = db
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    assert!(
+        !fs::read_dir(&root).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".restore-")),
+        "the staging directory is gone"
+    );
+}
+
+#[test]
+fn a_scope_holds_only_its_profiles_and_quick_only_state() {
+    let t = TestContext::new();
+    volume(&t);
+    let work = t.dir.path().join("work.zip");
+    t.ok(&[
+        "backup",
+        "create",
+        "-o",
+        work.to_str().unwrap(),
+        "--profile",
+        "work",
+    ]);
+    let names = names_in(&work);
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("profiles/work/") || n.starts_with("backups/")),
+        "{names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n == "profiles/work/config.yaml"),
+        "{names:?}"
+    );
+    let quick = t.dir.path().join("quick.zip");
+    t.ok(&["backup", "create", "-o", quick.to_str().unwrap(), "--quick"]);
+    let names = names_in(&quick);
+    assert!(
+        names.iter().any(|n| n == "state.db") && names.iter().any(|n| n == "profiles/work/.env"),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.starts_with("skills/")), "{names:?}");
+    // A profile that is not there is named.
+    let out = t.run(&["backup", "create", "-o", "x.zip", "--profile", "../etc"]);
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+}
+
+#[test]
+fn an_archive_streamed_to_stdout_verifies_and_an_existing_output_is_never_replaced() {
+    let t = TestContext::new();
+    volume(&t);
+    let out = t.cmd(&["backup", "create", "-o", "-"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Backed up"),
+        "the summary goes to stderr"
+    );
+    let archive = t.dir.path().join("streamed.zip");
+    fs::write(&archive, &out.stdout).unwrap();
+    t.ok(&["backup", "verify", archive.to_str().unwrap()]);
+    let again = t.run(&["backup", "create", "-o", archive.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("already exists"),
+        "{}",
+        render(&again)
+    );
+    assert_eq!(
+        fs::read(&archive).unwrap(),
+        out.stdout,
+        "the old archive is untouched"
+    );
+}
+
+/// Rewrites `archive` with `change` applied to its entries (name, bytes), keeping their order.
+type Change = dyn Fn(&str, Vec<u8>) -> Option<(String, Vec<u8>)>;
+
+fn rewrite(archive: &Path, to: &Path, change: &Change) {
+    let mut zip = zip::ZipArchive::new(fs::File::open(archive).unwrap()).unwrap();
+    let mut out = zip::ZipWriter::new(fs::File::create(to).unwrap());
+    for i in 0..zip.len() {
+        let mut entry = zip.by_index(i).unwrap();
+        let name = entry.name().unwrap().into_owned();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).unwrap();
+        if let Some((name, bytes)) = change(&name, bytes) {
+            out.start_file(name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            out.write_all(&bytes).unwrap();
+        }
+    }
+    out.finish().unwrap();
+}
+
+#[test]
+fn verify_names_what_is_wrong_and_restore_refuses_a_damaged_or_hostile_archive() {
+    let t = TestContext::new();
+    let root = volume(&t);
+    let archive = t.dir.path().join("a.zip");
+    t.ok(&["backup", "create", "-o", archive.to_str().unwrap()]);
+    let before = tree(&root);
+
+    let tampered = t.dir.path().join("tampered.zip");
+    rewrite(&archive, &tampered, &|name, mut bytes| {
+        if name == "config.yaml" {
+            bytes.extend_from_slice(b"# edited\n");
+        }
+        (name != "skills/web/SKILL.md").then(|| (name.to_owned(), bytes))
+    });
+    let out = t.run(&["backup", "verify", tampered.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("config.yaml: ") && text.contains("the manifest says"),
+        "{text}"
+    );
+    assert!(
+        text.contains("skills/web/SKILL.md: in the manifest, not in the archive"),
+        "{text}"
+    );
+
+    // A database whose pages are damaged fails its integrity check.
+    let corrupt = t.dir.path().join("corrupt.zip");
+    rewrite(&archive, &corrupt, &|name, mut bytes| {
+        if name == "state.db" {
+            let len = bytes.len();
+            for b in &mut bytes[len - 2000..len - 1000] {
+                *b = 0x5a;
+            }
+        }
+        (!name.starts_with("backups/")).then(|| (name.to_owned(), bytes))
+    });
+    let out = t.run(&["backup", "verify", corrupt.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("state.db: "),
+        "{}",
+        render(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("no manifest"),
+        "{}",
+        render(&out)
+    );
+
+    // An entry that climbs out of the volume.
+    let hostile = t.dir.path().join("hostile.zip");
+    rewrite(&archive, &hostile, &|name, bytes| {
+        Some(if name == "notes.md" || name == "SOUL.md" {
+            ("../escaped.txt".into(), bytes)
+        } else {
+            (name.to_owned(), bytes)
+        })
+    });
+    for file in [&tampered, &corrupt, &hostile] {
+        let out = t.run(&["backup", "restore", file.to_str().unwrap(), "--yes"]);
+        assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("failed verification"),
+            "{}",
+            render(&out)
+        );
+    }
+    assert!(!t.dir.path().join("escaped.txt").exists());
+    assert_eq!(tree(&root), before, "a refused restore changes nothing");
+
+    // Not a zip at all.
+    let junk = t.dir.path().join("junk.zip");
+    fs::write(&junk, "not a zip").unwrap();
+    let out = t.run(&["backup", "verify", junk.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not a readable zip"),
+        "{}",
+        render(&out)
+    );
+}
+
+#[test]
+fn a_planted_symlink_on_the_volume_stops_the_restore_before_anything_is_written() {
+    let t = TestContext::new();
+    let root = volume(&t);
+    let archive = t.dir.path().join("a.zip");
+    t.ok(&["backup", "create", "-o", archive.to_str().unwrap()]);
+    // The profile directory replaced by a link to somewhere else.
+    let elsewhere = t.dir.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    fs::rename(root.join("profiles/work"), t.dir.path().join("work-moved")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, root.join("profiles/work")).unwrap();
+    fs::write(root.join(".env"), "CHANGED=1\n").unwrap();
+    let before = tree(&root);
+    let out = t.run(&["backup", "restore", archive.to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is a symlink"),
+        "{}",
+        render(&out)
+    );
+    assert_eq!(
+        fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "nothing written through the link"
+    );
+    assert_eq!(tree(&root), before);
+}
+
+/// The points where a restore can stop (see `HERMES_BACKUP_FAULT` in hermes-backup's
+/// restore module), what `recover` then says, and whether the volume must be the one before
+/// (`false`) or after (`true`: the restore had finished).
+const KILL_POINTS: &[(&str, &str, bool)] = &[
+    ("extracted:1", "changed nothing yet", false),
+    ("extracted:3", "changed nothing yet", false),
+    ("journal:0", "rolled back", false),
+    ("aside:1", "rolled back", false),
+    ("swapped:1", "rolled back", false),
+    ("aside:2", "rolled back", false),
+    ("swapped:3", "rolled back", false),
+    ("swapped:4", "rolled back", false),
+    ("done:0", "had finished", true),
+];
+
+#[test]
+fn a_restore_killed_at_any_step_leaves_the_volume_byte_identical_once_recovered() {
+    let t = TestContext::new();
+    let root = volume(&t);
+    let archive = t.dir.path().join("a.zip");
+    t.ok(&["backup", "create", "-o", archive.to_str().unwrap()]);
+    // Four files differ from the archive: two replaced, two added (one in a new directory).
+    let change = |root: &Path| {
+        fs::write(root.join(".env"), "OPENAI_API_KEY=sk-later\n").unwrap();
+        fs::write(root.join("profiles/work/.env"), "WORK=2\n").unwrap();
+        let _ = fs::remove_file(root.join("skills/web/SKILL.md"));
+        let _ = fs::remove_dir(root.join("skills/web"));
+        let _ = fs::remove_file(root.join("profiles/work/SOUL.md"));
+    };
+    // The live database's bytes differ from its snapshot's: restore once so that only the files
+    // `change` touches differ.
+    t.ok(&["backup", "restore", archive.to_str().unwrap(), "--yes"]);
+    change(&root);
+    let before = tree(&root);
+    t.ok(&["backup", "restore", archive.to_str().unwrap(), "--yes"]);
+    let after = tree(&root);
+    assert_ne!(before, after);
+    for (point, says, finished) in KILL_POINTS {
+        change(&root);
+        assert_eq!(
+            tree(&root),
+            before,
+            "{point}: the set-up is the same each time"
+        );
+        let out = t
+            .cmd(&["backup", "restore", archive.to_str().unwrap(), "--yes"])
+            .env("HERMES_BACKUP_FAULT", point)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "{point}: the restore must have been killed: {}",
+            render(&out)
+        );
+        let recovered = t.run(&["backup", "recover"]);
+        assert!(
+            recovered.status.success(),
+            "{point}: {}",
+            render(&recovered)
+        );
+        let said = String::from_utf8_lossy(&recovered.stderr);
+        assert!(said.contains(says), "{point}: {said}");
+        let expected = if *finished { &after } else { &before };
+        assert_eq!(
+            &tree(&root),
+            expected,
+            "{point}: the volume is not what it was"
+        );
+    }
+}
+
+/// A tmpfs of `size` mounted at `dir` for the test (unmounted when dropped): a disk that fills.
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    fn mount(dir: &Path, size: &str) -> SmallDisk {
+        fs::create_dir_all(dir).unwrap();
+        let status = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0755"),
+                "tmpfs",
+            ])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount a tmpfs at {}", dir.display());
+        SmallDisk(dir.to_path_buf())
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Fills the file system of `dir` up to `leave` bytes free, with the file `name`.
+fn fill(dir: &Path, name: &str, leave: u64) {
+    let stat = nix_free(dir);
+    let mut f = fs::File::create(dir.join(name)).unwrap();
+    let chunk = vec![0u8; 64 * 1024];
+    let mut left = stat.saturating_sub(leave);
+    while left > 0 {
+        let n = chunk.len().min(left as usize);
+        if f.write_all(&chunk[..n]).is_err() {
+            break;
+        }
+        left -= n as u64;
+    }
+    let _ = f.sync_all();
+}
+
+fn nix_free(dir: &Path) -> u64 {
+    let out = std::process::Command::new("df")
+        .args(["-B1", "--output=avail"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .nth(1)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_disk_that_fills_during_create_or_restore_leaves_the_volume_as_it_was() {
+    if hermes_test_support::skip_unless_root("mounting a small tmpfs as the volume needs root") {
+        return;
+    }
+    let t = TestContext::new();
+    let disk = SmallDisk::mount(&t.dir.path().join("disk"), "8m");
+    let root = disk.0.join("data");
+    let t_root = t.root();
+    fs::create_dir_all(&t_root).unwrap();
+    volume(&t);
+    // A database of ~2 MB that does not compress much, on a volume with room for one copy only.
+    let db = rusqlite::Connection::open(t_root.join("profiles/work/kanban.db")).unwrap();
+    db.execute_batch("CREATE TABLE blobs(b BLOB)").unwrap();
+    for i in 0..32u32 {
+        let bytes: Vec<u8> = (0..64 * 1024u32)
+            .map(|j| (j.wrapping_mul(2654435761).wrapping_add(i) >> 13) as u8)
+            .collect();
+        db.execute("INSERT INTO blobs VALUES (?1)", [bytes])
+            .unwrap();
+    }
+    drop(db);
+    copy_tree(&t_root, &root);
+    let run = |args: &[&str]| t.cmd(args).env("HERMES_HOME", &root).output().unwrap();
+
+    // An archive made while there was room, kept off the small disk, for the restore.
+    let archive = t.dir.path().join("a.zip");
+    let made = run(&["backup", "create", "-o", archive.to_str().unwrap()]);
+    assert!(made.status.success(), "{}", render(&made));
+
+    fill(&disk.0, "ballast-1", 1024 * 1024);
+    let before = tree(&root);
+    let out = run(&["backup", "create"]);
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("could not include") && err.contains("free space"),
+        "{err}"
+    );
+    assert_eq!(
+        tree(&root),
+        before,
+        "a failed create leaves the volume as it was"
+    );
+
+    // The restore needs room for the database it replaces: there is none.
+    fs::remove_file(root.join("profiles/work/kanban.db")).unwrap();
+    fill(&disk.0, "ballast-2", 1024 * 1024);
+    let before = tree(&root);
+    let out = run(&["backup", "restore", archive.to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("free space"),
+        "{}",
+        render(&out)
+    );
+    assert_eq!(
+        tree(&root),
+        before,
+        "a failed restore leaves the volume as it was"
+    );
+    drop(disk);
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else if kind.is_file() {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_restore_under_the_supervisor_stops_and_starts_only_the_gateways_whose_profiles_change() {
+    use hermes_test_support::poll;
+    use std::time::Duration;
+    let t = TestContext::new();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    t.free_ports(&["work"]);
+    let _up = t.start_up();
+    let up = |name: &str| t.service(name)["state"] == "up";
+    poll::until_true("gateway-default up", Duration::from_secs(30), || {
+        up("gateway-default")
+    });
+    t.ok(&["-p", "work", "gateway", "start"]);
+    poll::until_true("gateway-work up", Duration::from_secs(30), || {
+        up("gateway-work")
+    });
+    let archive = t.dir.path().join("work.zip");
+    t.ok(&[
+        "backup",
+        "create",
+        "-o",
+        archive.to_str().unwrap(),
+        "--profile",
+        "work",
+    ]);
+    fs::write(t.root().join("profiles/work/SOUL.md"), "someone else\n").unwrap();
+    let default_pid = t.service("gateway-default")["pid"].clone();
+    let work_pid = t.service("gateway-work")["pid"].clone();
+
+    let out = t.ok(&[
+        "backup",
+        "restore",
+        archive.to_str().unwrap(),
+        "--profile",
+        "work",
+        "--yes",
+    ]);
+    assert!(out.contains("Restarted: gateway-work"), "{out}");
+    assert_ne!(
+        fs::read_to_string(t.root().join("profiles/work/SOUL.md")).unwrap(),
+        "someone else\n"
+    );
+    poll::until_true("gateway-work up again", Duration::from_secs(30), || {
+        up("gateway-work")
+    });
+    assert_ne!(
+        t.service("gateway-work")["pid"],
+        work_pid,
+        "the work gateway was restarted"
+    );
+    assert_eq!(
+        t.service("gateway-default")["pid"],
+        default_pid,
+        "its neighbour was not"
+    );
+}
+
+/// A stand-in agent whose probe answers config schema `schema` (see `tests/init/agent_versions.rs`).
+fn fake_agent(dir: &Path, schema: u64) -> PathBuf {
+    let bin = dir.join("agent/bin");
+    fs::create_dir_all(&bin).unwrap();
+    let python = format!(
+        "#!/bin/sh\necho \"HERMES_ANSWER {{\\\"config_version\\\": {schema}, \\\"multiplex_default\\\": false}}\"\n"
+    );
+    for (name, text) in [
+        ("python", python.as_str()),
+        ("hermes", "#!/bin/sh\nexit 0\n"),
+    ] {
+        fs::write(bin.join(name), text).unwrap();
+        fs::set_permissions(bin.join(name), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    bin.join("hermes")
+}
+
+#[test]
+fn an_archive_from_a_newer_config_schema_than_the_installed_agent_is_refused_unless_forced() {
+    let t = TestContext::new();
+    let root = volume(&t);
+    let config = root.join("profiles/work/config.yaml");
+    let text = fs::read_to_string(&config)
+        .unwrap()
+        .replace("_config_version: 33", "_config_version: 35");
+    fs::write(&config, text).unwrap();
+    let archive = t.dir.path().join("a.zip");
+    t.ok(&["backup", "create", "-o", archive.to_str().unwrap()]);
+    fs::write(root.join("SOUL.md"), "changed\n").unwrap();
+    let agent = fake_agent(t.dir.path(), 33);
+    let restore = |extra: &[&str]| {
+        let mut args = vec!["backup", "restore", archive.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        t.cmd(&args)
+            .env("HERMES_AGENT_CLI", &agent)
+            .output()
+            .unwrap()
+    };
+    let plan = restore(&["--dry-run"]);
+    assert!(plan.status.success(), "{}", render(&plan));
+    assert!(
+        String::from_utf8_lossy(&plan.stdout).contains("Refused without --force"),
+        "{}",
+        render(&plan)
+    );
+    let refused = restore(&["--yes"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", render(&refused));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("config schema 35, newer than this image's hermes-agent")
+            && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("SOUL.md")).unwrap(),
+        "changed\n",
+        "nothing restored"
+    );
+    let forced = restore(&["--yes", "--force"]);
+    assert!(forced.status.success(), "{}", render(&forced));
+    assert_ne!(
+        fs::read_to_string(root.join("SOUL.md")).unwrap(),
+        "changed\n"
+    );
+}
