@@ -274,7 +274,10 @@ fn backups_under_twenty_busy_writers_restore_everything_committed_before_them() 
 
 /// Whether `taken`'s archive verifies and restores into a fresh volume with everything its
 /// writers had committed before it started.
-#[allow(clippy::print_stderr, reason = "what each backup saw, for the test's output")]
+#[allow(
+    clippy::print_stderr,
+    reason = "what each backup saw, for the test's output"
+)]
 fn check_restore(python: &str, round: usize, taken: &Taken) {
     let Taken {
         archive,
