@@ -141,13 +141,20 @@ fn write_archive(
     let mut config_versions = std::collections::BTreeMap::new();
     let mut bytes_done = 0;
     for (i, file) in selected.iter().enumerate() {
-        let entry = add_file(&mut zip, file, &scratch).map_err(|e| match e {
-            e @ Error::NotIncluded { .. } => e,
-            e => Error::NotIncluded {
-                path: file.path.clone(),
-                source: Box::new(e),
-            },
-        })?;
+        let entry = match add_file(&mut zip, file, &scratch) {
+            Ok(entry) => entry,
+            // Gone since the walk listed it (a writer's temporary file renamed into place, a
+            // file its program deleted): not part of the volume any more, so not missing.
+            // Every open happens before the entry is started, so the archive is still whole.
+            Err(e) if vanished(&e, &file.path) => continue,
+            Err(e @ Error::NotIncluded { .. }) => return Err(e),
+            Err(e) => {
+                return Err(Error::NotIncluded {
+                    path: file.path.clone(),
+                    source: Box::new(e),
+                });
+            }
+        };
         if let (profile, "config.yaml") = select::split_profile(&file.rel)
             && let Ok(Some(version)) = hermes_home::schema::stamp_of(&file.path)
         {
@@ -197,6 +204,12 @@ fn write_archive(
         archive_bytes: counted.written,
         manifest,
     })
+}
+
+/// Whether `e` is the file at `path` having been removed since the walk listed it.
+fn vanished(e: &Error, path: &Path) -> bool {
+    matches!(e, Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+        && fs::symlink_metadata(path).is_err()
 }
 
 /// Adds one file to the archive: a database through a snapshot, anything else read under its
@@ -551,5 +564,40 @@ impl<W: Write> Write for CountingWriter<W> {
     }
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file the walk listed and its writer then renamed away is skipped, not a failure; one
+    /// that is there but unreadable is never "vanished".
+    #[test]
+    fn a_file_gone_since_the_walk_is_skipped_and_an_unreadable_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = Scratch::new(dir.path()).unwrap();
+        let mut zip = zip::ZipWriter::new_stream(Vec::new());
+        let gone = Selected {
+            rel: ".config.yaml.tmp.1.2".into(),
+            path: dir.path().join(".config.yaml.tmp.1.2"),
+            size: 10,
+        };
+        let err = add_file(&mut zip, &gone, &scratch).unwrap_err();
+        assert!(vanished(&err, &gone.path), "{err:?}");
+        let there = dir.path().join("there");
+        fs::write(&there, "x").unwrap();
+        let not_found_elsewhere =
+            Error::io("read", &there, io::Error::from(io::ErrorKind::NotFound));
+        assert!(
+            !vanished(&not_found_elsewhere, &there),
+            "the file is still there"
+        );
+        let denied = Error::io(
+            "read",
+            &gone.path,
+            io::Error::from(io::ErrorKind::PermissionDenied),
+        );
+        assert!(!vanished(&denied, &gone.path));
     }
 }

@@ -154,6 +154,7 @@ pub fn is_runtime(rel: &str) -> bool {
     let name = rel.rsplit('/').next().unwrap_or(rel);
     let top = rel.split('/').next().unwrap_or(rel);
     RUNTIME_NAMES.contains(&name)
+        || hermes_home::atomic::is_temporary(name)
         || name.ends_with(".lock")
         || name.ends_with(".partial")
         || RUNTIME_TOP_PREFIXES
@@ -335,6 +336,8 @@ mod tests {
             "profiles/.trash/old-1/SOUL.md",
             "profiles/.work.staging-42/SOUL.md",
             "gateway_drains.json",
+            ".config.yaml.tmp.4242.3",
+            "profiles/work/.env.tmp.17.0",
         ] {
             assert!(!is_backed_up(rel), "{rel} must be left out");
         }

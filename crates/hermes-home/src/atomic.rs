@@ -65,6 +65,22 @@ fn write_atomic_io(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
     result
 }
 
+/// Whether `file_name` is one of [`write_atomic`]'s temporary files (`.<name>.tmp.<pid>.<n>`):
+/// never data, gone once its write is renamed into place (a backup leaves them out).
+pub fn is_temporary(file_name: &str) -> bool {
+    let Some(rest) = file_name.strip_prefix('.') else {
+        return false;
+    };
+    let mut parts = rest.rsplitn(3, '.');
+    let numeric =
+        |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    numeric(parts.next())
+        && numeric(parts.next())
+        && parts
+            .next()
+            .is_some_and(|name| name.ends_with(".tmp") && name.len() > 4)
+}
+
 /// Fsyncs a directory so that a rename or a creation inside it is durable.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
@@ -72,6 +88,22 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn its_temporary_files_are_recognised_by_name() {
+        assert!(super::is_temporary(".config.yaml.tmp.4242.7"));
+        assert!(super::is_temporary(".env.tmp.1.0"));
+        for name in [
+            "config.yaml",
+            ".env",
+            ".config.yaml.tmp",
+            ".x.tmp.a.1",
+            "config.yaml.tmp.1.2",
+            ".tmp.1.2",
+        ] {
+            assert!(!super::is_temporary(name), "{name}");
+        }
+    }
+
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
