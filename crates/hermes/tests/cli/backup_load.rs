@@ -11,7 +11,8 @@
 //!
 //! Several backups, because what goes wrong under load is a race: a file that a writer renames
 //! away between the backup's walk and its read (the `.config.yaml.tmp.<pid>.<n>` of an atomic
-//! write) fails the backup only when the walk happens to list it.
+//! write) failed the backup, before `create` learnt to leave such files out, only when the walk
+//! happened to list it (one run in three to five with five backups).
 
 use std::collections::BTreeMap;
 use std::fs;
