@@ -22,23 +22,22 @@ pub mod scheduled;
 /// How long a restore waits for each answer of the supervisor (a stop waits for the gateway).
 const SUPERVISOR_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Dispatches `hermes backup <sub>`.
+/// Dispatches `hermes backup <sub>`. `verify` reads only the archive (it runs anywhere, with
+/// or without a volume); every other command opens the volume first, rolling back a restore a
+/// kill interrupted.
 pub fn run(ctx: &Context, command: BackupCommand) -> CommandResult {
-    let root = volume_root()?;
-    let recovered = recover_interrupted(&root)?;
     match command {
+        BackupCommand::Verify { file, json } => verify(&file, json),
         BackupCommand::Create {
             output,
             profiles,
             quick,
             json,
-        } => create(
-            &root,
-            output.as_deref(),
-            &scope(ctx, &root, &profiles, quick)?,
-            json,
-        ),
-        BackupCommand::Verify { file, json } => verify(&file, json),
+        } => {
+            let (root, _) = open_volume()?;
+            let scope = scope(ctx, &root, &profiles, quick)?;
+            create(&root, output.as_deref(), &scope, json)
+        }
         BackupCommand::Restore {
             file,
             dry_run,
@@ -46,23 +45,26 @@ pub fn run(ctx: &Context, command: BackupCommand) -> CommandResult {
             yes,
             force,
             json,
-        } => restore(
-            &root,
-            &file,
-            &scope(ctx, &root, &profiles, false)?,
-            dry_run,
-            yes,
-            force,
-            json,
-        ),
-        BackupCommand::Scheduled => scheduled::run(&root),
+        } => {
+            let (root, _) = open_volume()?;
+            let scope = scope(ctx, &root, &profiles, false)?;
+            restore(&root, &file, &scope, dry_run, yes, force, json)
+        }
+        BackupCommand::Scheduled => scheduled::run(&open_volume()?.0),
         BackupCommand::Recover => {
-            if recovered == 0 {
+            if open_volume()?.1 == 0 {
                 output::stdout("Nothing to recover: no restore was interrupted on this volume.\n")?;
             }
             Ok(ExitStatus::Success)
         }
     }
+}
+
+/// The volume's root, after any interrupted restore on it was rolled back (and how many were).
+fn open_volume() -> Result<(PathBuf, usize), Failure> {
+    let root = volume_root()?;
+    let recovered = recover_interrupted(&root)?;
+    Ok((root, recovered))
 }
 
 /// `HERMES_HOME`, which must exist: a backup command never creates a volume (nor its
