@@ -14,7 +14,14 @@
 //!   the one that has been reading a head longest). A busy connection is never evicted.
 //!
 //! Timeouts: an idle connection is closed after `idle_timeout`, a head not complete within
-//! `header_timeout` of its first byte closes the connection. Busy connections have no limit
+//! `header_timeout` of its first byte closes the connection, and so does a new connection that
+//! sends nothing at all within `header_timeout` (or `idle_timeout`, when that is shorter: a
+//! silent client holds a descriptor for the header timeout, not the idle one).
+//!
+//! Descriptors: the cap is never more than the process's open-file limit allows
+//! ([`ConnectionLimits::within_descriptor_limit`]: `RLIMIT_NOFILE` less a reserve for the
+//! listener, logs, databases and the provider's connections), so at the cap the loop evicts an
+//! idle connection to answer a new one instead of failing to accept it. Busy connections have no limit
 //! here (the provider timeouts bound them). At the cap with every connection busy, a new
 //! connection is answered `503` with an OpenAI-style `too_many_connections` error and
 //! `Connection: close`, then closed: a client, or a health check, learns at once what is
@@ -111,6 +118,58 @@ impl ConnectionLimits {
             idle_timeout,
         }
     }
+}
+
+/// Descriptors kept for everything but client connections (the listener, logs, state.db, the
+/// provider's connections) when the cap is fitted to `RLIMIT_NOFILE`.
+pub const DESCRIPTOR_RESERVE: u64 = 64;
+/// The cap never goes below this, however low the descriptor limit.
+const MIN_CONNECTIONS: usize = 8;
+
+impl ConnectionLimits {
+    /// These limits with `max_connections` lowered to what an open-file limit of `soft`
+    /// descriptors leaves after [`DESCRIPTOR_RESERVE`] (at least 8); unchanged when it fits.
+    pub fn fitted_to(self, soft: u64) -> Self {
+        let fits = usize::try_from(soft.saturating_sub(DESCRIPTOR_RESERVE))
+            .unwrap_or(usize::MAX)
+            .max(MIN_CONNECTIONS);
+        ConnectionLimits {
+            max_connections: self.max_connections.min(fits),
+            ..self
+        }
+    }
+
+    /// [`fitted_to`](Self::fitted_to) this process's `RLIMIT_NOFILE` (its soft limit); a
+    /// warning is logged when that lowers the cap.
+    pub fn within_descriptor_limit(self) -> Self {
+        let Some(soft) = soft_descriptor_limit() else {
+            return self;
+        };
+        let fitted = self.fitted_to(soft);
+        if fitted.max_connections < self.max_connections {
+            tracing::warn!(
+                configured = self.max_connections,
+                max_connections = fitted.max_connections,
+                open_file_limit = soft,
+                "the open-file limit leaves room for {} client connections, not {}: raise it (`ulimit -n`, Docker's --ulimit nofile) to serve more",
+                fitted.max_connections,
+                self.max_connections
+            );
+        }
+        fitted
+    }
+}
+
+/// The soft `RLIMIT_NOFILE` of this process (`None`: unlimited or unknown).
+fn soft_descriptor_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `rlimit` into the struct it is given, which outlives the call.
+    #[allow(unsafe_code)]
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    (ok && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur)
 }
 
 /// Rejections (503 answers) written at the same time; beyond this a connection over the cap
@@ -244,6 +303,17 @@ impl Tracker {
                 };
             }
             let deadline = match activity {
+                // Nothing ever received: a silent client, given the header timeout (or the idle
+                // one, when that is shorter).
+                Activity::Idle(since)
+                    if self.begun.load(Ordering::SeqCst) == 0
+                        && limits.header_timeout < limits.idle_timeout =>
+                {
+                    Some((
+                        since + limits.header_timeout,
+                        "no request within the header timeout",
+                    ))
+                }
                 Activity::Idle(since) => Some((since + limits.idle_timeout, "idle timeout")),
                 Activity::Head(since) => Some((since + limits.header_timeout, "header timeout")),
                 Activity::Busy(_) => None,
@@ -710,6 +780,7 @@ pub async fn serve_observed(
     limits: ConnectionLimits,
     metrics: Arc<dyn ConnectionObserver>,
 ) -> std::io::Result<DrainReport> {
+    let limits = limits.within_descriptor_limit();
     let registry = Arc::new(Registry::default());
     let (stop_tx, stop_rx) = watch::channel(false);
     let rejecting = Arc::new(AtomicUsize::new(0));
@@ -867,10 +938,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn expiry_follows_the_activity() {
         let limits = ConnectionLimits::new(1, Duration::from_secs(2), Duration::from_secs(5));
+        // A new connection that sends nothing: the header timeout, not the idle one.
         let t = Arc::new(Tracker::new(Arc::default()));
         let start = Instant::now();
-        assert_eq!(t.expiry(limits).await, Expiry::Close("idle timeout"));
-        assert_eq!(start.elapsed(), Duration::from_secs(5));
+        assert_eq!(
+            t.expiry(limits).await,
+            Expiry::Close("no request within the header timeout")
+        );
+        assert_eq!(start.elapsed(), Duration::from_secs(2));
 
         let t = Arc::new(Tracker::new(Arc::default()));
         t.received();
@@ -1065,6 +1140,37 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .contains("at most 7")
+        );
+    }
+}
+
+#[cfg(test)]
+mod descriptor_tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_leaves_a_reserve_of_the_open_file_limit_and_never_rises() {
+        let limits = ConnectionLimits::default();
+        assert_eq!(
+            limits.fitted_to(1024).max_connections,
+            512,
+            "fits: unchanged"
+        );
+        assert_eq!(
+            limits.fitted_to(256).max_connections,
+            256 - DESCRIPTOR_RESERVE as usize
+        );
+        assert_eq!(
+            limits.fitted_to(40).max_connections,
+            MIN_CONNECTIONS,
+            "a floor"
+        );
+        assert_eq!(limits.fitted_to(u64::MAX).max_connections, 512);
+        let small = ConnectionLimits::new(16, Duration::from_secs(1), Duration::from_secs(5));
+        assert_eq!(
+            small.fitted_to(256),
+            small,
+            "a smaller configured cap is kept"
         );
     }
 }

@@ -5,6 +5,7 @@
 //! * `config_cmd` — `hermes config` and byte-preserving `config.yaml` writes
 //! * `profiles` — create / clone / list / show / use / delete, names, aliases
 //! * `dashboard` — `hermes dashboard`: the fail-closed bind, the Overview's API against `hermes up`
+//! * `descriptors` — the gateway under a 256 open-file limit with 300 silent connections
 //! * `declared` — invalid `services:` entries in status, start, dump and doctor; a start's real cause
 //! * `conventions` — completions, man page, colour, where `-p` applies, aliases, the systemd unit
 //! * `backup` — `hermes backup`: archives, verify, restores killed at every step, full disks
@@ -45,6 +46,7 @@ mod config_cmd;
 mod conventions;
 mod dashboard;
 mod declared;
+mod descriptors;
 mod diagnostics;
 mod docs_examples;
 mod dry_run;
