@@ -83,14 +83,7 @@ pub fn backup_service(
 /// Adds the backup `spec` to `specs` unless a service of its name is already there (one the
 /// operator declared under `services:`): theirs runs, and the note says ours was left out.
 pub fn add_unless_declared(specs: &mut Vec<ServiceSpec>, spec: ServiceSpec) -> Option<String> {
-    if specs.iter().any(|s| s.name == spec.name) {
-        return Some(format!(
-            "`{}` is declared in config.yaml; it runs instead of the scheduled backups",
-            spec.name
-        ));
-    }
-    specs.push(spec);
-    None
+    crate::declared::add_unless_declared(specs, spec, "the scheduled backups")
 }
 
 #[cfg(test)]

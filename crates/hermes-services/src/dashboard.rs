@@ -67,14 +67,7 @@ pub fn dashboard_spec(exe: &Path, enabled: bool, identity: Option<&Identity>) ->
 /// the operator declared in `config.yaml` (the agent's own dashboard, `docs/docker.md`): theirs
 /// runs, and the returned note says ours was left out.
 pub fn add_unless_declared(specs: &mut Vec<ServiceSpec>, spec: ServiceSpec) -> Option<String> {
-    if specs.iter().any(|s| s.name == spec.name) {
-        return Some(format!(
-            "`{}` is declared in config.yaml; it runs instead of the built-in dashboard",
-            spec.name
-        ));
-    }
-    specs.push(spec);
-    None
+    crate::declared::add_unless_declared(specs, spec, "the built-in dashboard")
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@
 //! * names beginning with `gateway-` belong to the profiles' gateway services: an entry with
 //!   such a name is reported and left out, so it can never replace a gateway or make the
 //!   supervisor refuse to start over a duplicate name;
+//! * a built-in service (the dashboard, the scheduled backups) an operator declared a service
+//!   of the same name in place of is left out, theirs runs ([`add_unless_declared`]);
 //! * under PID 1 (root), every declared service runs as the service user: `config.yaml` is on
 //!   the volume, which the service user can write, so what it declares must never run with
 //!   more rights than that user has.
@@ -21,6 +23,24 @@ use hermes_privilege::Identity;
 use hermes_supervisor::ServiceSpec;
 use hermes_supervisor::config::{ConfigError, SERVICE_KEYS, parse_service};
 use serde_json::Value;
+
+/// Adds the built-in service `spec` to `specs` unless a service of its name is already there
+/// (one the operator declared under `services:`): theirs runs, and the returned note says ours,
+/// `what` (`the built-in dashboard`), was left out.
+pub fn add_unless_declared(
+    specs: &mut Vec<ServiceSpec>,
+    spec: ServiceSpec,
+    what: &str,
+) -> Option<String> {
+    if specs.iter().any(|s| s.name == spec.name) {
+        return Some(format!(
+            "`{}` is declared in config.yaml; it runs instead of {what}",
+            spec.name
+        ));
+    }
+    specs.push(spec);
+    None
+}
 
 use crate::gateway::{GATEWAY_PREFIX, run_as_identity};
 
