@@ -256,7 +256,7 @@ fn copy_into<W: Write>(
     original: &Path,
     database: bool,
 ) -> Result<FileEntry, Error> {
-    let mut input = File::open(source).map_err(|e| Error::io("read", original, e))?;
+    let mut input = open_no_follow(source).map_err(|e| Error::io("read", original, e))?;
     let meta = fs::metadata(original).map_err(|e| Error::io("inspect", original, e))?;
     let size_now = input
         .metadata()
@@ -317,10 +317,20 @@ fn zip_time(unix: i64) -> Option<zip::DateTime> {
     .ok()
 }
 
+/// Opens `path` for reading without following a symlink in its last component: a file swapped
+/// for a link after the walk (by a user who can write the volume, while root backs it up) is
+/// refused, not read through.
+fn open_no_follow(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+}
+
 /// Whether `path` is an SQLite database (by its header, whatever its name).
 pub(crate) fn is_database(path: &Path) -> Result<bool, Error> {
     let mut head = [0u8; 16];
-    let mut file = File::open(path).map_err(|e| Error::io("read", path, e))?;
+    let mut file = open_no_follow(path).map_err(|e| Error::io("read", path, e))?;
     let mut got = 0;
     while got < head.len() {
         match file.read(&mut head[got..]) {
@@ -380,7 +390,7 @@ impl Scratch {
         };
         // Read-write (never create) where allowed, so the last connection to close removes the
         // `-wal` and `-shm` files it made, as every writer's does; read-only otherwise.
-        let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let src = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE)
             .or_else(|_| {
                 Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY)

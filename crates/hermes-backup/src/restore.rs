@@ -451,6 +451,39 @@ fn check_target(root: &Path, rel: &str) -> Result<Option<PathBuf>, Error> {
     Ok(Some(at))
 }
 
+/// A journal's path `rel` is a plain relative path (as [`select::archive_path`] writes it)
+/// whose directories on the volume, where they exist, are real directories.
+///
+/// # Errors
+/// [`Error::UnsafeTarget`] otherwise: the journal was not written by a restore.
+fn check_journal_path(root: &Path, rel: &str) -> Result<(), Error> {
+    let unsafe_target = |why: String| Error::UnsafeTarget {
+        rel: rel.to_owned(),
+        why,
+    };
+    if select::archive_path(rel).as_deref() != Ok(rel) {
+        return Err(unsafe_target(
+            "the journal names a path outside the volume".into(),
+        ));
+    }
+    let mut at = root.to_path_buf();
+    let parts: Vec<&str> = rel.split('/').collect();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        at.push(part);
+        match fs::symlink_metadata(&at) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(unsafe_target(format!(
+                    "`{}` is not a directory",
+                    at.display()
+                )));
+            }
+            Err(_) => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
 fn sha256_of(path: &Path) -> Result<String, Error> {
     let mut file = File::open(path).map_err(|e| Error::io("read", path, e))?;
     let mut hasher = Sha256::new();
@@ -554,6 +587,11 @@ fn recover_locked(root: &Path) -> Result<Vec<Recovered>, Error> {
         {
             continue;
         }
+        // A link planted under that name is no restore's staging: removed, never followed.
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = fs::remove_file(entry.path());
+            continue;
+        }
         let staging = entry.path();
         let state = if staging.join("done").exists() {
             Interrupted::Finished
@@ -580,6 +618,17 @@ fn roll_back(root: &Path, staging: &Path) -> Result<(), Error> {
     {
         let journal: Journal = serde_json::from_slice(&text)
             .map_err(|e| Error::io("read", &journal_path, io::Error::other(e)))?;
+        // The staging directory is on the volume, which a less privileged user can write, and
+        // the boot rolls back as root: a journal is trusted for paths inside the volume only,
+        // through no symlink, or not at all.
+        for rel in journal
+            .files
+            .iter()
+            .map(|f| f.rel.as_str())
+            .chain(journal.dirs.iter().map(String::as_str))
+        {
+            check_journal_path(root, rel)?;
+        }
         for f in journal.files.iter().rev() {
             let target = root.join(&f.rel);
             let old = staging.join("old").join(&f.rel);
@@ -663,6 +712,48 @@ mod tests {
         );
         assert!(!staging.exists());
         assert!(recover(root).unwrap().is_empty(), "nothing left to recover");
+    }
+
+    /// A journal planted on the volume (which a less privileged user can write; the boot rolls
+    /// back as root) is never followed outside it, nor through a symlink.
+    #[test]
+    fn a_planted_journal_never_reaches_outside_the_volume() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("volume");
+        let outside = dir.path().join("outside.txt");
+        fs::write(&outside, "keep me").unwrap();
+        fs::create_dir_all(dir.path().join("elsewhere")).unwrap();
+        fs::write(dir.path().join("elsewhere/x.txt"), "keep me too").unwrap();
+        fs::create_dir_all(&root).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), root.join("linked")).unwrap();
+        for rel in ["../outside.txt", "linked/x.txt"] {
+            let staging = root.join(".restore-z-3");
+            let journal = Journal {
+                dirs: vec![],
+                files: vec![JournalFile {
+                    rel: rel.into(),
+                    had_old: false,
+                }],
+            };
+            write(
+                &staging.join("journal.json"),
+                &serde_json::to_string(&journal).unwrap(),
+            );
+            let err = recover(&root).unwrap_err();
+            assert!(matches!(err, Error::Rollback { .. }), "{rel}: {err:?}");
+            fs::remove_dir_all(&staging).unwrap();
+        }
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "keep me");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("elsewhere/x.txt")).unwrap(),
+            "keep me too"
+        );
+        // A staging "directory" that is a link is removed, not followed.
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), root.join(".restore-l-4"))
+            .unwrap();
+        let found = recover(&root).unwrap();
+        assert!(found.is_empty(), "{found:?}");
+        assert!(dir.path().join("elsewhere/x.txt").exists() && !root.join(".restore-l-4").exists());
     }
 
     /// While another backup or restore holds the volume, recovery leaves its staging alone.
