@@ -280,6 +280,9 @@ fn stage_and_swap(plan: &Plan, staging: &Staging) -> Result<(), Error> {
         give_to(&path, Some((meta.uid(), meta.gid())))?;
     }
     for (i, f) in journal.files.iter().enumerate() {
+        // Checked again right before the swap: a directory swapped for a link since staging
+        // must not take the file elsewhere.
+        check_journal_path(root, &f.rel)?;
         let target = root.join(&f.rel);
         if f.had_old {
             let old = staging.old.join(&f.rel);

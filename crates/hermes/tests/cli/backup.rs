@@ -752,3 +752,20 @@ fn an_archive_from_a_newer_config_schema_than_the_installed_agent_is_refused_unl
         "changed\n"
     );
 }
+
+#[test]
+fn a_backups_directory_planted_as_a_link_is_refused_and_nothing_is_written_through_it() {
+    let t = TestContext::new();
+    let root = volume(&t);
+    let elsewhere = t.dir.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, root.join("backups")).unwrap();
+    let out = t.run(&["backup", "create"]);
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is a symlink"),
+        "{}",
+        render(&out)
+    );
+    assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+}

@@ -204,6 +204,14 @@ fn create(root: &Path, output: Option<&str>, scope: &Scope, json: bool) -> Comma
 fn default_output(root: &Path) -> Result<(PathBuf, Option<PathBuf>), Failure> {
     let dir = root.join("backups");
     let mut made = None;
+    // A link planted in its place (the volume is the service user's; this may run as root)
+    // would put the archive wherever it points.
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(Failure::new(
+            format!("`{}` is a symlink", dir.display()),
+            Some("remove the link (or give `-o` a path of your own)".into()),
+        ));
+    }
     if !dir.is_dir() {
         use std::os::unix::fs::{DirBuilderExt, MetadataExt};
         std::fs::DirBuilder::new()
