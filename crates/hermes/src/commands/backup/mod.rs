@@ -202,7 +202,7 @@ fn create(root: &Path, output: Option<&str>, scope: &Scope, json: bool) -> Comma
 /// `$HERMES_HOME/backups/hermes-backup-<UTC time>.zip`, the directory made if needed (owned by
 /// the volume's owner, as the rest of the volume) and then returned too.
 fn default_output(root: &Path) -> Result<(PathBuf, Option<PathBuf>), Failure> {
-    let dir = root.join("backups");
+    let dir = root.join(hermes_backup::schedule::DEFAULT_DIR);
     let mut made = None;
     // A link planted in its place (the volume is the service user's; this may run as root)
     // would put the archive wherever it points.
