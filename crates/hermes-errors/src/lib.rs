@@ -22,12 +22,14 @@
 //! holds the few small rules that must read the same everywhere and would otherwise be copied:
 //!
 //! * [`switch`] — which words turn a switch on (`1`, `true`, `yes`, `on`);
+//! * [`bytes`] — sizes: `1GiB` read, `1.3 GiB` shown;
 //! * [`exit`] — the exit codes a supervisor reads: 75 "restart me", 78 "bad configuration";
 //! * [`suggest`] — "did you mean …?": the known words close to a mistyped one.
 #![deny(missing_docs)]
 
 use std::error::Error;
 
+pub mod bytes;
 pub mod exit;
 pub mod suggest;
 pub mod switch;

@@ -35,6 +35,7 @@ pub mod auth;
 pub mod config;
 pub mod config_file;
 mod damage;
+pub mod disk;
 pub mod dotenv;
 pub mod drains;
 mod error;

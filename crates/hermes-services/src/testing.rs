@@ -17,5 +17,7 @@ pub(crate) fn status_row(state: StateName, pid: Option<i32>, reason: &str) -> Se
         draining: Vec::new(),
         handover: None,
         listening: Vec::new(),
+        resources: None,
+        memory_max: None,
     }
 }

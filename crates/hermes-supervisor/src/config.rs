@@ -14,6 +14,7 @@
 //!                                           # LISTEN_FDS); a list for several, each a string
 //!                                           # or {name: NAME, address: HOST:PORT}
 //!     handover: false                       # restart: start the new one, then stop the old
+//!     memory_max: 512MiB                    # killed and restarted past it (bytes or 1G, 512M)
 //! ```
 //!
 //! One bad service never hides the good ones: [`parse_services`] returns the valid specs *and*
@@ -40,6 +41,7 @@ pub const SERVICE_KEYS: &[&str] = &[
     "enabled",
     "listen",
     "handover",
+    "memory_max",
 ];
 
 /// A problem with one service entry.
@@ -73,6 +75,9 @@ impl ConfigError {
             Some("listen") => {
                 "use `host:port`, a list of them, or a list of `{name: NAME, address: HOST:PORT}`"
                     .into()
+            }
+            Some("memory_max") => {
+                "use bytes or a size with a unit, e.g. `512MiB` or `1G` (powers of 1024)".into()
             }
             Some(_) => format!("valid keys are: {}", SERVICE_KEYS.join(", ")),
             None => return None,
@@ -224,10 +229,23 @@ pub fn parse_service(name: &str, entry: &Value) -> Result<ServiceSpec, Vec<Confi
         Some(Err(problem)) => errs.push(bad("listen", problem)),
         None => {}
     }
+    match map.get("memory_max") {
+        Some(Value::Null) | None => {}
+        Some(v) => match scalar_string(v).map(|s| hermes_errors::bytes::parse(&s)) {
+            Some(Ok(bytes)) => spec.memory_max = Some(bytes),
+            Some(Err(problem)) => errs.push(bad("memory_max", problem)),
+            None => errs.push(bad("memory_max", format!("{v} is not a size"))),
+        },
+    }
     if errs.is_empty()
         && let Err(problem) = spec.validate()
     {
-        errs.push(bad("listen", problem));
+        let key = if problem.contains("memory_max") {
+            "memory_max"
+        } else {
+            "listen"
+        };
+        errs.push(bad(key, problem));
     }
     if errs.is_empty() { Ok(spec) } else { Err(errs) }
 }
@@ -407,6 +425,28 @@ services:
         assert_eq!(specs.len(), 2);
         assert_eq!(specs[0].stop_grace, Duration::from_secs(5));
         assert!(!specs[1].enabled);
+    }
+
+    #[test]
+    fn memory_limits_parse_and_bad_ones_are_reported() {
+        use serde_json::json;
+        let ok = parse_service("leaky", &json!({"command": "x", "memory_max": "64MiB"})).unwrap();
+        assert_eq!(ok.memory_max, Some(64 << 20));
+        let bytes =
+            parse_service("leaky", &json!({"command": "x", "memory_max": 8388608})).unwrap();
+        assert_eq!(bytes.memory_max, Some(8 << 20));
+        for (bad, says) in [
+            (json!("lots"), "is not a size"),
+            (json!("1K"), "at least 4 MiB"),
+            (json!([1]), "is not a size"),
+        ] {
+            let errs =
+                parse_service("leaky", &json!({"command": "x", "memory_max": bad})).unwrap_err();
+            assert_eq!(errs.len(), 1, "{errs:?}");
+            assert_eq!(errs[0].key.as_deref(), Some("memory_max"));
+            assert!(errs[0].to_string().contains(says), "{}", errs[0]);
+            assert!(errs[0].hint().unwrap().contains("512MiB"));
+        }
     }
 
     #[test]

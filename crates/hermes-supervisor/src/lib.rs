@@ -41,5 +41,8 @@ pub use machine::{Machine, Outcome, ServiceState, Timing};
 pub use mirror::Mirror;
 pub use protocol::ErrorCode;
 pub use spec::{Desired, Listen, LogTarget, RestartPolicy, RunAs, ServiceSpec};
-pub use status::{ExitStatus, HandOverStatus, ServiceStatus, StateName, render_status_table};
+pub use status::{
+    Enforcement, ExitStatus, HandOverStatus, MemoryLimit, ResourceSample, Resources, ServiceStatus,
+    StateName, render_status_table,
+};
 pub use supervisor::{Hooks, LOOP_SIGNALS, NoHooks, Options, Supervisor, confine_run_as};

@@ -652,6 +652,8 @@ impl Machine {
             draining: s.retiring.iter().map(|r| r.pid).collect(),
             handover: s.handover.as_ref().map(HandOver::status),
             listening: Vec::new(),
+            resources: None,
+            memory_max: None,
         }
     }
 

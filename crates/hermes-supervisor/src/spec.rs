@@ -18,6 +18,10 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
+/// The smallest `memory_max` a spec may have: below it, a program is killed before it has
+/// started, and a typo (`memory_max: 1` meant as 1 GiB) would look like a crash loop.
+pub const MIN_MEMORY_MAX: u64 = 4 << 20;
+
 /// Default grace between the stop signal and `SIGKILL`.
 pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(10);
 
@@ -182,6 +186,10 @@ pub struct ServiceSpec {
     /// one whose work must have a single owner (the agent's messaging platforms).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub handover: bool,
+    /// The most resident memory its processes may use together, bytes: past it the service is
+    /// killed and restarted (with backoff), its reason `memory limit: 1.3 GiB > 1 GiB`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_max: Option<u64>,
 }
 
 fn default_stop_signal() -> Signal {
@@ -212,6 +220,7 @@ impl ServiceSpec {
             profile: None,
             listen: Vec::new(),
             handover: false,
+            memory_max: None,
         }
     }
 
@@ -244,6 +253,12 @@ impl ServiceSpec {
                     listen.name
                 ));
             }
+        }
+        if self.memory_max.is_some_and(|m| m < MIN_MEMORY_MAX) {
+            return Err(format!(
+                "service `{n}`: `memory_max` must be at least {} (no program starts in less)",
+                hermes_errors::bytes::human(MIN_MEMORY_MAX)
+            ));
         }
         Ok(())
     }

@@ -3,6 +3,11 @@
 //! Words defined here:
 //! * **last exit** — how the previous process of a service ended: a code or a signal.
 //! * **uptime** — seconds since the current process was spawned (only while it has one).
+//! * **resources** — what a service's processes use, sampled by the supervisor: resident memory
+//!   (summed over its process group, or its cgroup's `memory.current`), CPU seconds, and a
+//!   short history ([`Resources`]).
+//! * **memory limit** — a service's `memory_max`, enforced by its own cgroup's `memory.max`
+//!   where the supervisor can create cgroups, else by sampling ([`MemoryLimit`]).
 
 use std::fmt;
 
@@ -112,6 +117,85 @@ pub struct ServiceStatus {
     /// The local addresses of the sockets the supervisor holds for the service.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub listening: Vec<String>,
+    /// What its processes use (while it has a process, or a history from earlier ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
+    /// Its memory limit and how it is enforced, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_max: Option<MemoryLimit>,
+}
+
+/// What a service's processes use, as the supervisor last sampled it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resources {
+    /// Resident memory of the service's processes, bytes (0 when it has none now).
+    pub memory_bytes: u64,
+    /// CPU time its current processes (and the children they reaped) have used, seconds.
+    pub cpu_seconds: f64,
+    /// CPU use between the last two samples, percent of one core; `None` before two samples.
+    pub cpu_percent: Option<f64>,
+    /// How many processes were counted.
+    pub processes: u32,
+    /// Earlier samples, oldest first (at most [`HISTORY_LEN`], one per [`HISTORY_STEP_SECS`]),
+    /// kept across restarts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<ResourceSample>,
+}
+
+/// Samples kept in a service's history.
+pub const HISTORY_LEN: usize = 90;
+/// Seconds between two samples of a service's history (90 of them: the last 15 minutes).
+pub const HISTORY_STEP_SECS: u64 = 10;
+
+/// One point of a service's history.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ResourceSample {
+    /// When, seconds since the Unix epoch.
+    pub at: u64,
+    /// Resident memory, bytes.
+    pub memory_bytes: u64,
+    /// CPU use since the previous point, percent of one core.
+    pub cpu_percent: f64,
+}
+
+/// A service's memory limit and how the supervisor enforces it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryLimit {
+    /// The limit, bytes.
+    pub bytes: u64,
+    /// Who enforces it.
+    pub enforced_by: Enforcement,
+}
+
+/// Who enforces a memory limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    /// The kernel: the service runs in its own cgroup with `memory.max` (an allocation past it
+    /// is refused or the cgroup is OOM-killed, never a neighbour).
+    Cgroup,
+    /// The supervisor: it samples the resident memory of the service's process group and
+    /// kills the group when it is over the limit.
+    Sampling,
+}
+
+impl Enforcement {
+    /// Lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Enforcement::Cgroup => "cgroup",
+            Enforcement::Sampling => "sampling",
+        }
+    }
+}
+
+/// The reason of a service killed at its memory limit: `memory limit: 1.3 GiB > 1 GiB`.
+pub fn over_limit_reason(used: u64, limit: u64) -> String {
+    format!(
+        "memory limit: {} > {}",
+        hermes_errors::bytes::human(used),
+        hermes_errors::bytes::human(limit)
+    )
 }
 
 /// How the latest hand-over of a service went.
@@ -231,6 +315,8 @@ mod tests {
                 draining: Vec::new(),
                 handover: None,
                 listening: Vec::new(),
+                resources: None,
+                memory_max: None,
             },
             ServiceStatus {
                 name: "gateway-work".into(),
@@ -245,6 +331,8 @@ mod tests {
                 draining: Vec::new(),
                 handover: None,
                 listening: Vec::new(),
+                resources: None,
+                memory_max: None,
             },
         ];
         let t = render_status_table(&rows);

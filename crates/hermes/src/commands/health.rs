@@ -96,6 +96,8 @@ mod tests {
             draining: Vec::new(),
             handover: None,
             listening: Vec::new(),
+            resources: None,
+            memory_max: None,
         }
     }
 

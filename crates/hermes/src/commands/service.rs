@@ -513,6 +513,8 @@ mod tests {
                 failed: Some("exited with code 78 before it was ready".into()),
             }),
             listening: vec!["127.0.0.1:9574".into()],
+            resources: None,
+            memory_max: None,
         };
         let failure = report(
             "gateway-work",

@@ -494,18 +494,7 @@ fn plan_json(plan: &Plan, refusal: Option<&hermes_backup::Error>) -> serde_json:
 
 /// Bytes as people read them: `512 B`, `3.4 MiB`, `1.2 GiB`.
 fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
+    hermes_errors::bytes::human(n)
 }
 
 /// Progress on stderr: a line rewritten in place on a terminal, else a line every 5 s, so a
@@ -555,17 +544,5 @@ impl ProgressLine {
         if self.tty && self.shown {
             let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bytes_read_as_people_read_them() {
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(3 * 1024 * 1024 + 400 * 1024), "3.4 MiB");
-        assert_eq!(bytes(5 << 30), "5.0 GiB");
     }
 }
