@@ -292,15 +292,40 @@ fn load_config(profile: &str, dir: &Path, out: &mut dyn Write) -> Option<Config>
 /// The environment variable giving every gateway a memory limit its profile does not set.
 pub const MEMORY_MAX_VAR: &str = "HERMES_GATEWAY_MEMORY_MAX";
 
-/// A gateway's memory limit: its profile's `gateway.memory_max` (`none` for no limit), else
-/// `default` ([`MEMORY_MAX_VAR`]), else none. A value that is not a size is said as a warning
-/// and ignored (the gateway still starts: a typo must not take an agent down).
+/// A gateway's memory limit, for its service: [`resolve_memory_max`], a bad value said on
+/// `out` as a warning and ignored (the gateway still starts: a typo must not take an agent
+/// down; `hermes doctor` flags it too).
 pub fn memory_max(
     profile: &str,
     config: Option<&Config>,
     default: Option<&str>,
     out: &mut dyn Write,
 ) -> Option<u64> {
+    resolve_memory_max(config, default).unwrap_or_else(|problem| {
+        say(
+            out,
+            format!(
+                "warning: profile `{profile}`: {problem}; its gateway runs without a memory \
+                 limit"
+            ),
+        );
+        None
+    })
+}
+
+/// What to do about a bad [`resolve_memory_max`] value.
+pub const MEMORY_MAX_HINT: &str = "use a size such as `1GiB` or `512MiB` (powers of 1024, at \
+                                   least 4 MiB), or `none` for no limit";
+
+/// A gateway's memory limit: its profile's `gateway.memory_max` (`none` for no limit), else
+/// `default` ([`MEMORY_MAX_VAR`]), else none.
+///
+/// # Errors
+/// The value that is not a size, and where it came from, in one line.
+pub fn resolve_memory_max(
+    config: Option<&Config>,
+    default: Option<&str>,
+) -> Result<Option<u64>, String> {
     let configured = config.and_then(|c| match c.raw("gateway.memory_max") {
         None | Some(yaml_serde::Value::Null) => None,
         Some(yaml_serde::Value::String(s)) => Some(s.clone()),
@@ -308,37 +333,24 @@ pub fn memory_max(
         Some(other) => Some(format!("{other:?}")),
     });
     let (value, from) = match (configured, default) {
-        (Some(v), _) => (v, "`gateway.memory_max`".to_string()),
-        (None, Some(v)) if !v.trim().is_empty() => (v.to_string(), MEMORY_MAX_VAR.to_string()),
-        (None, _) => return None,
+        (Some(v), _) => (v, "`gateway.memory_max`"),
+        (None, Some(v)) if !v.trim().is_empty() => (v.to_string(), MEMORY_MAX_VAR),
+        (None, _) => return Ok(None),
     };
     if matches!(
         value.trim().to_ascii_lowercase().as_str(),
         "none" | "off" | "max"
     ) {
-        return None;
+        return Ok(None);
     }
-    let checked = hermes_errors::bytes::parse(&value).and_then(|bytes| {
-        if bytes < hermes_supervisor::spec::MIN_MEMORY_MAX {
-            Err(format!(
-                "`{value}` is less than {}",
-                hermes_errors::bytes::human(hermes_supervisor::spec::MIN_MEMORY_MAX)
-            ))
-        } else {
-            Ok(bytes)
-        }
-    });
-    match checked {
-        Ok(bytes) => Some(bytes),
-        Err(problem) => {
-            say(
-                out,
-                format!(
-                    "warning: profile `{profile}`: {from}: {problem}; its gateway runs without a                      memory limit (use a size such as `1GiB`, or `none`)"
-                ),
-            );
-            None
-        }
+    let min = hermes_supervisor::spec::MIN_MEMORY_MAX;
+    match hermes_errors::bytes::parse(&value) {
+        Ok(bytes) if bytes >= min => Ok(Some(bytes)),
+        Ok(_) => Err(format!(
+            "{from}: `{value}` is less than {}",
+            hermes_errors::bytes::human(min)
+        )),
+        Err(problem) => Err(format!("{from}: {problem}")),
     }
 }
 

@@ -107,6 +107,13 @@ fn a_gateways_limit_is_its_profiles_or_the_environments() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(default["memory_max"]["bytes"], 512u64 << 20, "{detailed}");
+    let doctor = t.run(&["-p", "typo", "doctor"]);
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        text.contains("gateway memory limit: `gateway.memory_max`: `lots` is not a size"),
+        "doctor flags it:\n{text}"
+    );
+    assert!(t.ok(&["doctor"]).contains("gateway memory limit: 512 MiB"));
     up.stop();
     let stderr = up.stderr();
     assert!(
