@@ -12,7 +12,8 @@
 //! * [`server`] — the router, assets, serving;
 //! * [`pages`] — one module per page (Overview, Logs, Profiles, Plugins, Sessions,
 //!   Backups, Diagnostics): its HTML, its `/api` endpoints, its part of [`openapi`];
-//! * [`status`] — the Overview's snapshot.
+//! * [`status`] — the Overview's snapshot, with the original's component rollup (`rollup`)
+//!   and the dashboard's own health (`health`: its error answers).
 
 #![deny(missing_docs)]
 
@@ -20,9 +21,11 @@ mod assets;
 pub mod config;
 mod error;
 pub mod guard;
+mod health;
 mod limiter;
 pub mod openapi;
 pub mod pages;
+mod rollup;
 pub mod server;
 pub mod status;
 
