@@ -31,4 +31,4 @@ pub mod status;
 
 pub use config::{Auth, Place, Settings};
 pub use error::Error;
-pub use server::{Vars, bind, router, serve};
+pub use server::{READY_TOKEN, Vars, bind, router, serve};

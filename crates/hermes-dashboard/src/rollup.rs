@@ -71,10 +71,9 @@ pub fn gateway(service: Option<StateName>, recorded: Option<&str>) -> Value {
         Some(StateName::Starting) => "starting",
         // Sent the stop signal: it finishes its requests in flight.
         Some(StateName::Stopping) => "draining",
-        _ => match recorded {
-            Some(s @ ("stopped" | "startup_failed")) => s,
-            _ => "stopped",
-        },
+        // No process: stopped, unless it said it never got to serve.
+        _ if recorded == Some("startup_failed") => "startup_failed",
+        _ => "stopped",
     };
     let status = if readiness::gateway_serves(state) {
         Status::Ok

@@ -16,6 +16,10 @@ use tokio::net::TcpListener;
 use crate::guard::{Guard, detail};
 use crate::{Error, Settings, assets, pages};
 
+/// The start of the line `hermes dashboard` prints on stdout once it listens,
+/// `HERMES_DASHBOARD_READY port=N` (the original's, which its launchers wait for).
+pub const READY_TOKEN: &str = "HERMES_DASHBOARD_READY";
+
 /// Looks up environment variables (the process's in production, a fixed set in tests).
 pub type Vars = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 

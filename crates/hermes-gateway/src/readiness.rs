@@ -132,6 +132,11 @@ impl StateDb {
     }
 }
 
+/// The percentage in use with one decimal, as the original's readiness reports it.
+pub fn used_percent(usage: &DiskUsage) -> f64 {
+    (usage.used_fraction() * 1000.0).round() / 10.0
+}
+
 /// The `disk` check of the volume's usage (or of why it could not be read).
 pub fn disk_check(usage: &std::io::Result<DiskUsage>) -> Value {
     match usage {
@@ -139,8 +144,7 @@ pub fn disk_check(usage: &std::io::Result<DiskUsage>) -> Value {
             Status::from_ok(!u.is_degraded()),
             None,
             json!({
-                // One decimal, as the original rounds it.
-                "used_percent": (u.used_fraction() * 1000.0).round() / 10.0,
+                "used_percent": used_percent(u),
                 "free_bytes": u.available_bytes,
             }),
         ),
