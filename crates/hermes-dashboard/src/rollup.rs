@@ -46,7 +46,7 @@ pub fn components<E>(root: &Path, rows: &Result<Vec<ServiceStatus>, E>) -> (Valu
         .and_then(|r| r.fields().get("platforms"))
         .and_then(Value::as_object)
         .filter(|_| running);
-    let storage = readiness::probe_state_db(&root.join("state.db")).check(true);
+    let storage = readiness::probe_state_db(&hermes_home::layout::state_db_path(root)).check(true);
     let mut all = Map::new();
     all.insert("gateway".into(), gateway);
     all.insert("dashboard".into(), crate::health::snapshot());

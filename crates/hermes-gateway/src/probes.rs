@@ -135,7 +135,7 @@ fn readiness_document(
             Some("invalid config (the last good settings are in use)"),
             Value::Null,
         )
-    } else if !inner.home.join("config.yaml").exists() {
+    } else if !hermes_home::layout::config_path(&inner.home).exists() {
         check(Status::Ok, Some("using defaults"), Value::Null)
     } else {
         check(Status::Ok, None, Value::Null)
