@@ -12,7 +12,8 @@
 //! * [`server`] — the router, assets, serving;
 //! * [`pages`] — one module per page (Overview, Logs, Profiles, Plugins, Sessions,
 //!   Backups, Diagnostics): its HTML, its `/api` endpoints, its part of [`openapi`];
-//! * [`status`] — the Overview's snapshot.
+//! * [`status`] — the Overview's snapshot, with the original's component rollup (`rollup`)
+//!   and the dashboard's own health (`health`: its error answers).
 
 #![deny(missing_docs)]
 
@@ -20,12 +21,14 @@ mod assets;
 pub mod config;
 mod error;
 pub mod guard;
+mod health;
 mod limiter;
 pub mod openapi;
 pub mod pages;
+mod rollup;
 pub mod server;
 pub mod status;
 
 pub use config::{Auth, Place, Settings};
 pub use error::Error;
-pub use server::{Vars, bind, router, serve};
+pub use server::{READY_TOKEN, Vars, bind, router, serve};

@@ -8,9 +8,21 @@ pub fn document() -> Value {
     let mut paths = crate::pages::api_paths();
     let common = json!({
         "/api/health": { "get": {
-            "summary": "Liveness of the dashboard itself (no authentication)",
+            "summary": "Liveness of the dashboard itself (no authentication), the original's shape",
             "security": [],
-            "responses": { "200": { "description": "{\"status\": \"ok\"}" } },
+            "responses": { "200": {
+                "description": "{ok: true, status: \"ok\", version, auth_required} (auth_required: signing in takes credentials, not the token link)",
+                "content": { "application/json": { "schema": {
+                    "type": "object",
+                    "required": ["ok", "status", "version", "auth_required"],
+                    "properties": {
+                        "ok": { "const": true },
+                        "status": { "const": "ok" },
+                        "version": { "type": "string" },
+                        "auth_required": { "type": "boolean" },
+                    },
+                }}},
+            }},
         }},
         "/api/openapi.json": { "get": {
             "summary": "This document",
@@ -66,6 +78,24 @@ mod tests {
             "/api/openapi.json",
         ] {
             assert!(paths.contains_key(p), "{p}");
+        }
+        let health = &paths["/api/health"]["get"]["responses"]["200"];
+        let schema = &health["content"]["application/json"]["schema"];
+        assert_eq!(
+            schema["required"],
+            serde_json::json!(["ok", "status", "version", "auth_required"])
+        );
+        let status = paths["/api/status"]["get"]["responses"]["200"]["description"]
+            .as_str()
+            .unwrap();
+        for field in [
+            "components: {gateway",
+            "dashboard",
+            "storage",
+            "platforms",
+            "overall",
+        ] {
+            assert!(status.contains(field), "{field} in {status}");
         }
     }
 }

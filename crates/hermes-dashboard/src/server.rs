@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -15,6 +15,10 @@ use tokio::net::TcpListener;
 
 use crate::guard::{Guard, detail};
 use crate::{Error, Settings, assets, pages};
+
+/// The start of the line `hermes dashboard` prints on stdout once it listens,
+/// `HERMES_DASHBOARD_READY port=N` (the original's, which its launchers wait for).
+pub const READY_TOKEN: &str = "HERMES_DASHBOARD_READY";
 
 /// Looks up environment variables (the process's in production, a fixed set in tests).
 pub type Vars = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -27,6 +31,9 @@ pub struct App {
     /// The environment.
     pub vars: Vars,
     guard: Arc<Guard>,
+    /// Whether signing in takes credentials (basic or a proxy's user) rather than the token
+    /// link of loopback: `/api/health`'s `auth_required`, as the original's auth gate.
+    auth_required: bool,
 }
 
 impl App {
@@ -43,11 +50,13 @@ pub struct Base(pub String);
 
 /// The dashboard's router for `root` (`HERMES_HOME`), guarded by `settings`.
 pub fn router(root: PathBuf, settings: Settings, vars: Vars) -> Router {
+    let auth_required = settings.auth != crate::Auth::Token;
     let guard = Guard::new(settings);
     let app = App {
         root,
         vars,
         guard: guard.clone(),
+        auth_required,
     };
     let inner = pages::routes()
         .route("/assets/{file}", get(asset))
@@ -58,7 +67,9 @@ pub fn router(root: PathBuf, settings: Settings, vars: Vars) -> Router {
             guard.clone(),
             crate::guard::guard,
         ));
+    // Outermost: every error answer counts in the dashboard's own health, refusals included.
     crate::guard::with_base_path(inner, guard)
+        .layer(axum::middleware::from_fn(crate::health::observe))
 }
 
 /// Binds `settings`' address.
@@ -111,8 +122,16 @@ async fn asset(Path(file): Path<String>) -> Response {
     }
 }
 
-async fn health() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+/// `GET /api/health`, public: the original's `{ok, version, auth_required}`, with our
+/// `status` kept beside it for the probes already reading it. It answers from memory (no file,
+/// no supervisor), so a busy or degraded dashboard still says it is alive.
+async fn health(State(app): State<App>) -> Json<Value> {
+    Json(json!({
+        "ok": true,
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "auth_required": app.auth_required,
+    }))
 }
 
 async fn openapi() -> Json<Value> {

@@ -18,7 +18,8 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// "source", "engine", "serves"}, "services": [...]}`; a service row is the supervisor's
 /// (`name`, `state`, `pid`, `uptime_secs`, `restarts`, `last_exit`, `reason`, `profile`), its
 /// `last_error` when failing, plus `engine`, `port` and `served_by` (the multiplexing gateway
-/// that serves it in its place, else null) for a profile gateway.
+/// that serves it in its place, else null) for a profile gateway; `components` and `overall`
+/// are the original's rollup (`crate::rollup`).
 pub fn snapshot(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Value {
     let rows = supervisor_rows(root, var);
     let multiplex = hermes_services::multiplex::resolve_asking_agent(root, var);
@@ -43,10 +44,13 @@ pub fn snapshot(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Value {
     };
     let profiles = hermes_home::profile::list(root).unwrap_or_default();
     let names: Vec<&str> = profiles.iter().map(|e| e.profile.name()).collect();
+    let (components, overall) = crate::rollup::components(root, &rows);
     json!({
         "supervisor": reachability(&rows),
         "gateways": multiplex.to_json(&names),
         "services": services,
+        "components": components,
+        "overall": overall,
     })
 }
 
@@ -126,6 +130,8 @@ mod tests {
                 .contains("no supervisor")
         );
         assert_eq!(s["services"].as_array().unwrap().len(), 0);
+        assert_eq!(s["components"]["gateway"]["state"], "stopped");
+        assert_eq!(s["overall"], "degraded");
     }
 
     #[test]

@@ -193,7 +193,7 @@ pub(crate) async fn observe(
     let exchange = Arc::new(Exchange::new(received));
     req.extensions_mut().insert(Arc::clone(&exchange));
     let metrics = Arc::clone(&state.inner.metrics);
-    metrics.request_started();
+    metrics.request_started(route);
     let mut observed = Observed {
         metrics,
         exchange,

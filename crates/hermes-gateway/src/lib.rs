@@ -43,10 +43,11 @@
 //! its own state (`multiplex`).
 //!
 //! The public API is what other crates use, and no more: [`run`] and [`chat_once`], the
-//! lifecycle types, [`Error`] and [`ApiError`], and five modules — [`settings`] (resolution,
+//! lifecycle types, [`Error`] and [`ApiError`], and six modules — [`settings`] (resolution,
 //! default ports), [`source`] (reading a profile's files, [`Profile`]), [`api_server`] (is the
 //! API server on, and where), [`prompt`] (system prompts), [`lock`] (single instance,
-//! `--replace`). The rest is the server's own: `server` (routes, auth, errors), `live` (reload
+//! `--replace`), [`readiness`] (the original's readiness checks, which the dashboard's status
+//! reuses). The rest is the server's own: `server` (routes, auth, errors), `live` (reload
 //! while running), `assemble` (a request's messages with the session history), `notify`
 //! (sd_notify), `lifecycle` (phases, exit reasons), `chat`, `error`. Beside it: `hermes-http`
 //! (accept loop, connection cap, header and idle timeouts), `hermes-sessions` (the store) and
@@ -67,6 +68,7 @@ mod multiplex;
 mod notify;
 mod probes;
 pub mod prompt;
+pub mod readiness;
 mod server;
 pub mod settings;
 pub mod source;

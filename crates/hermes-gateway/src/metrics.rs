@@ -385,6 +385,9 @@ pub(crate) struct Metrics {
     /// `[route][class]`.
     requests: Vec<AtomicU64>,
     in_flight: AtomicI64,
+    /// Chat completions in flight (streams until their body ends): `/health/detailed`'s
+    /// `background_queues.active_api_runs`.
+    chats_in_flight: AtomicI64,
     open_connections: AtomicI64,
     rejected_connections: AtomicU64,
     /// Index `status - 100`; the extra last slot counts calls without a status.
@@ -418,6 +421,7 @@ impl Metrics {
                 .map_or(0.0, |d| d.as_secs_f64()),
             requests: counters(Route::ALL.len() * CLASSES.len()),
             in_flight: AtomicI64::new(0),
+            chats_in_flight: AtomicI64::new(0),
             open_connections: AtomicI64::new(0),
             rejected_connections: AtomicU64::new(0),
             upstream_status: counters(STATUS_SLOTS + 1),
@@ -437,18 +441,28 @@ impl Metrics {
         self.started.elapsed()
     }
 
-    pub(crate) fn request_started(&self) {
+    pub(crate) fn request_started(&self, route: Route) {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
+        if route == Route::ChatCompletions {
+            self.chats_in_flight.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn request_finished(&self, route: Route, status: u16) {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if route == Route::ChatCompletions {
+            self.chats_in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
         let i = route.index() * CLASSES.len() + class_index(status);
         self.requests[i].fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn in_flight(&self) -> i64 {
         self.in_flight.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn chats_in_flight(&self) -> i64 {
+        self.chats_in_flight.load(Ordering::Relaxed)
     }
 
     pub(crate) fn open_connections(&self) -> i64 {
@@ -843,8 +857,8 @@ mod tests {
     fn render_counts_and_labels() {
         let m = Metrics::new();
         let s = snapshot();
-        m.request_started();
-        m.request_started();
+        m.request_started(Route::ChatCompletions);
+        m.request_started(Route::Health);
         m.request_finished(Route::ChatCompletions, 200);
         m.upstream_finished(call(Some(503), Some(UpstreamError::Status), &s));
         m.upstream_finished(call(None, Some(UpstreamError::Timeout), &s));

@@ -9,27 +9,25 @@
 //!   error kinds, the version and the profile's name: no secret, no message content, no
 //!   session id, no model or address.
 //! * `/health/detailed` — the client key when one is set (like `/v1/*`, and like the original's
-//!   `/health/detailed`): it shows configuration (model, provider address, why an edit was
-//!   refused).
+//!   `/health/detailed` since 0.20): it shows configuration (model, provider address, why an
+//!   edit was refused). Its `readiness` is the original's document (`crate::readiness`).
 //!
 //! `/health` (liveness) stays in `server`: it answers from memory, so a busy or degraded
 //! gateway still says it is alive.
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::live::Snapshot;
 use crate::metrics::{LastCall, Readiness};
+use crate::readiness::{StateDb, Status, background_queues_check, check, gateway_check};
 use crate::server::{AppState, Inner};
-
-/// How long the session-store check may wait for a busy database.
-const STORE_CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The readiness of the gateway now, with the snapshot it was decided on.
 fn readiness(inner: &Inner) -> (Readiness, Arc<Snapshot>) {
@@ -80,16 +78,18 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
     resp
 }
 
-/// `GET /health/detailed`: what the gateway runs with and how it is doing.
+/// `GET /health/detailed`: what the gateway runs with and how it is doing, with the
+/// original's `readiness` document (`readiness`); `status` is that document's rollup.
 pub(crate) async fn health_detailed(State(state): State<AppState>) -> Response {
     let inner = &state.inner;
     let (r, snapshot) = readiness(inner);
     let config_error = inner.live.config_error();
-    let store = store_check(inner.state_db.clone()).await;
+    let (store, disk) = look_at_the_volume(inner.state_db.clone(), inner.home.clone()).await;
     let provider = snapshot.provider.as_ref().map(|p| p.settings());
-    let degraded = r != Readiness::Ready || config_error.is_some() || store.is_err();
+    let readiness = readiness_document(inner, &r, config_error.is_some(), &store, &disk);
     let mut body = json!({
-        "status": if degraded { "degraded" } else { "ok" },
+        "status": readiness["status"],
+        "readiness": readiness,
         "platform": "hermes-agent",
         "profile": inner.profile,
         "version": env!("CARGO_PKG_VERSION"),
@@ -103,14 +103,81 @@ pub(crate) async fn health_detailed(State(state): State<AppState>) -> Response {
         "requests_in_flight": inner.metrics.in_flight(),
         "open_connections": inner.metrics.open_connections(),
         "session_store": match &store {
-            Ok(()) => json!({"reachable": true}),
-            Err(e) => json!({"reachable": false, "error": e}),
+            StateDb::Readable => json!({"reachable": true}),
+            StateDb::Missing => json!({"reachable": false, "error": "state.db is missing"}),
+            StateDb::Unreadable(e) => json!({"reachable": false, "error": e}),
         },
     });
     if let (Some(reason), Some(message)) = (r.reason(), r.message()) {
         body["not_ready"] = json!({"reason": reason, "message": message});
     }
     axum::Json(body).into_response()
+}
+
+/// The original's readiness checks for this gateway (`crate::readiness` has their shapes).
+///
+/// How ours fills them: `model` is also degraded while the provider's last call with these
+/// settings failed (what `/ready` says), `config` while an edit is refused (the last good
+/// settings stay in use), `state_db` when the store the gateway opened at start is missing or
+/// unreadable. The gateway answering is `running` (a stopping one accepts no more requests)
+/// with one platform, its API server, connected. Its API runs are the chat completions in
+/// flight; it has no process or delegation queues (0).
+fn readiness_document(
+    inner: &Inner,
+    ready: &Readiness,
+    config_refused: bool,
+    store: &StateDb,
+    disk: &std::io::Result<hermes_home::disk::DiskUsage>,
+) -> Value {
+    let config = if config_refused {
+        check(
+            Status::Degraded,
+            Some("invalid config (the last good settings are in use)"),
+            Value::Null,
+        )
+    } else if !hermes_home::layout::config_path(&inner.home).exists() {
+        check(Status::Ok, Some("using defaults"), Value::Null)
+    } else {
+        check(Status::Ok, None, Value::Null)
+    };
+    let model = match ready.reason() {
+        None => check(Status::Ok, None, Value::Null),
+        Some(reason) => check(Status::Degraded, Some(reason), Value::Null),
+    };
+    let active_runs = u64::try_from(inner.metrics.chats_in_flight()).unwrap_or(0);
+    let mut checks = Map::new();
+    checks.insert("state_db".into(), store.check(false));
+    checks.insert("config".into(), config);
+    checks.insert("model".into(), model);
+    checks.insert("disk".into(), crate::readiness::disk_check(disk));
+    checks.insert("gateway".into(), gateway_check("running", 1, 1));
+    checks.insert(
+        "background_queues".into(),
+        background_queues_check(active_runs, 0, 0),
+    );
+    crate::readiness::document(checks)
+}
+
+/// The store probe and the volume's usage, on the blocking pool (a file system that hangs
+/// holds a blocking thread, not the runtime).
+async fn look_at_the_volume(
+    state_db: PathBuf,
+    home: PathBuf,
+) -> (StateDb, std::io::Result<hermes_home::disk::DiskUsage>) {
+    tokio::task::spawn_blocking(move || {
+        (
+            crate::readiness::probe_state_db(&state_db),
+            hermes_home::disk::usage(&home),
+        )
+    })
+    .await
+    .unwrap_or_else(|e| {
+        let why = format!("the check did not finish: {e}");
+        (
+            StateDb::Unreadable(why.clone()),
+            Err(std::io::Error::other(why)),
+        )
+    })
 }
 
 fn last_call_json(c: &LastCall) -> Value {
@@ -137,28 +204,6 @@ fn public_url(base_url: &str) -> Option<String> {
     Some(url.to_string())
 }
 
-/// Reads `state.db`'s schema read-only (as the original's readiness check does): a missing,
-/// locked past the timeout, unreadable or corrupt database fails.
-async fn store_check(path: PathBuf) -> Result<(), String> {
-    let checked = tokio::task::spawn_blocking(move || {
-        let conn = rusqlite::Connection::open_with_flags(
-            &path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(STORE_CHECK_TIMEOUT)?;
-        conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| {
-            row.get::<_, i64>(0)
-        })?;
-        Ok::<(), rusqlite::Error>(())
-    })
-    .await;
-    match checked {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(e) => Err(format!("the check did not finish: {e}")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,20 +219,5 @@ mod tests {
             Some("http://127.0.0.1:8080/v1")
         );
         assert_eq!(public_url("not a url"), None);
-    }
-
-    #[tokio::test]
-    async fn the_store_check_reads_without_creating() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("state.db");
-        assert!(store_check(missing.clone()).await.is_err());
-        assert!(!missing.exists(), "a check must not create the database");
-        rusqlite::Connection::open(&missing)
-            .unwrap()
-            .execute_batch("CREATE TABLE t (x)")
-            .unwrap();
-        assert_eq!(store_check(missing.clone()).await, Ok(()));
-        std::fs::write(&missing, b"this is not a database, just bytes long enough").unwrap();
-        assert!(store_check(missing).await.is_err());
     }
 }

@@ -12,6 +12,9 @@
 //! **Browser.** [`browser::Browser`] drives a headless Chromium through WebDriver for tests of
 //! web pages; it skips (as above) where Chromium and its driver are not installed.
 //!
+//! **Small disks.** [`disk::SmallDisk`] mounts a tmpfs of a chosen size (root only) and fills
+//! it, for tests about a full volume.
+//!
 //! **Polling.** [`poll`] waits for an effect with a deadline that names it.
 //!
 //! **Logs.** [`logs::Lines`] reads back what the code under test logged through `tracing`.
@@ -25,6 +28,7 @@
 
 pub mod agent;
 pub mod browser;
+pub mod disk;
 pub mod jwt;
 pub mod logs;
 pub mod poll;

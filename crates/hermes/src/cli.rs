@@ -165,7 +165,11 @@ pub enum Command {
     Migrate(MigrateCommand),
     /// Exit 0 when the running supervisor answers and no service is failing (failed, crash
     /// loop, still starting); 1 otherwise, one line per problem. The image's healthcheck.
-    Health(JsonFlag),
+    ///
+    /// A volume (HERMES_HOME's file system) 90 % used or more is reported as degraded, in one
+    /// line, and still exits 0: this is the liveness probe, and restarting the container does
+    /// not free a disk. `--strict` makes degraded exit 1 too.
+    Health(HealthArgs),
     /// Serve the web dashboard: services, logs, profiles, plugins, sessions, diagnostics.
     ///
     /// On loopback (the default, 127.0.0.1:9119) a link with a fresh token is printed; any
@@ -290,6 +294,17 @@ pub struct JsonFlag {
     /// Print machine-readable JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `hermes health [--json] [--strict]`
+#[derive(Debug, Args)]
+pub struct HealthArgs {
+    /// Print machine-readable JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 1 when degraded too (the volume 90 % used or more), not only when unhealthy.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `hermes profile ...`

@@ -204,7 +204,7 @@ fn run(cli: Cli) -> CommandResult {
         Some(Command::Migrate(crate::cli::MigrateCommand::Check(flag))) => {
             commands::migrate::run_check(flag.json)
         }
-        Some(Command::Health(flag)) => commands::health::run(&ctx, flag.json),
+        Some(Command::Health(args)) => commands::health::run(&ctx, &args),
         Some(Command::Dashboard(args)) => commands::dashboard::run(&ctx, args),
         Some(Command::Completions { shell }) => commands::completions::run_completions(shell),
         Some(Command::Man(args)) => commands::completions::run_man(&args),

@@ -141,7 +141,7 @@ pub fn api_paths() -> Value {
     json!({
         "/api/status": { "get": {
             "summary": "Every service and profile gateway, asked afresh from the supervisor",
-            "responses": { "200": { "description": "{supervisor: {reachable, error?, hint?}, gateways: {mode, source, engine, serves}, services: [{name, state, pid, uptime_secs, since_secs, restarts, last_exit, reason, profile, engine?, port?, served_by?}]}" }, "401": unauthorized },
+            "responses": { "200": { "description": "{supervisor: {reachable, error?, hint?}, gateways: {mode, source, engine, serves}, services: [{name, state, pid, uptime_secs, since_secs, restarts, last_exit, reason, profile, engine?, port?, served_by?}], components: {gateway: {status, state}, dashboard: {status, recent_unhandled_errors, last_error_at, selftest}, storage: {status}, platforms: {status, configured, connected}}, overall: ok|degraded} (each component's status: ok|degraded; overall is ok when every component is)" }, "401": unauthorized },
         }},
         "/api/events": { "get": {
             "summary": "Server-sent events: `status` with a snapshot like /api/status whenever it changes",

@@ -6,6 +6,7 @@
 //! * `backups_ui` — The Backups page in headless Chromium: create → list → plan → restore, and a
 //!   schema refusal restored only when forced
 //! * `diagnostics` — The Diagnostics API over real HTTP
+//! * `health` — `/api/health` and `/api/status`'s component rollup, as the original's since 0.20
 //! * `http` — The dashboard over real HTTP on loopback
 //! * `logs` — The Logs page's API over real HTTP on loopback, against log files the test
 //!   writes where the supervisor would (`<home>/logs/<service>/current`)
@@ -26,6 +27,7 @@ mod backups;
 mod backups_ui;
 mod common;
 mod diagnostics;
+mod health;
 mod http;
 mod logs;
 mod plugins;

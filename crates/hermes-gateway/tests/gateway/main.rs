@@ -25,6 +25,7 @@ mod permissions;
 mod profile_env;
 mod prompt_parity;
 mod provider_keys;
+mod readiness;
 mod reload;
 mod state_db;
 mod support;

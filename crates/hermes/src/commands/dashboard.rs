@@ -1,5 +1,6 @@
 //! `hermes dashboard`: resolves the settings (refusing a public bind without credentials,
-//! exit 78), binds, prints how to get in, and serves until stopped; `hermes dashboard
+//! exit 78), binds, prints how to get in (stderr) and the original's readiness line
+//! `HERMES_DASHBOARD_READY port=N` (stdout), and serves until stopped; `hermes dashboard
 //! hash-password` makes a password hash for the settings. The server is `hermes-dashboard`'s;
 //! this module only wires it to the command line.
 
@@ -55,6 +56,10 @@ pub fn run(ctx: &Context, args: DashboardArgs) -> CommandResult {
             .map(|a| a.port())
             .unwrap_or(settings.port);
         output::stderr(&announce(&settings, port));
+        // For a parent that started us on port 0 (the original's desktop app and launchers):
+        // the port actually bound, on stdout, flushed, once the socket accepts connections.
+        // Best effort: a parent that closed our stdout must not stop the dashboard.
+        let _ = output::stdout(&format!("{} port={port}\n", hermes_dashboard::READY_TOKEN));
         let vars: hermes_dashboard::Vars = Arc::new(Context::var);
         let router = hermes_dashboard::router(root, settings, vars);
         hermes_dashboard::serve(listener, router)

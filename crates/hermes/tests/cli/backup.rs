@@ -9,6 +9,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
 use crate::util::{TestContext, render};
+use hermes_test_support::disk::SmallDisk;
 
 /// Every entry under `dir`: its kind, mode, owner and bytes (a symlink: its target), so two
 /// trees compare byte for byte.
@@ -507,68 +508,6 @@ fn a_restore_killed_at_any_step_leaves_the_volume_byte_identical_once_recovered(
     }
 }
 
-/// A tmpfs of `size` mounted at `dir` for the test (unmounted when dropped): a disk that fills.
-struct SmallDisk(PathBuf);
-
-impl SmallDisk {
-    fn mount(dir: &Path, size: &str) -> SmallDisk {
-        fs::create_dir_all(dir).unwrap();
-        let status = std::process::Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                &format!("size={size},mode=0755"),
-                "tmpfs",
-            ])
-            .arg(dir)
-            .status()
-            .unwrap();
-        assert!(status.success(), "mount a tmpfs at {}", dir.display());
-        SmallDisk(dir.to_path_buf())
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
-/// Fills the file system of `dir` up to `leave` bytes free, with the file `name`.
-fn fill(dir: &Path, name: &str, leave: u64) {
-    let stat = nix_free(dir);
-    let mut f = fs::File::create(dir.join(name)).unwrap();
-    let chunk = vec![0u8; 64 * 1024];
-    let mut left = stat.saturating_sub(leave);
-    while left > 0 {
-        let n = chunk.len().min(left as usize);
-        if f.write_all(&chunk[..n]).is_err() {
-            break;
-        }
-        left -= n as u64;
-    }
-    let _ = f.sync_all();
-}
-
-fn nix_free(dir: &Path) -> u64 {
-    let out = std::process::Command::new("df")
-        .args(["-B1", "--output=avail"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .nth(1)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 #[test]
 fn a_disk_that_fills_during_create_or_restore_leaves_the_volume_as_it_was() {
     if hermes_test_support::skip_unless_root("mounting a small tmpfs as the volume needs root") {
@@ -576,7 +515,7 @@ fn a_disk_that_fills_during_create_or_restore_leaves_the_volume_as_it_was() {
     }
     let t = TestContext::new();
     let disk = SmallDisk::mount(&t.dir.path().join("disk"), "8m");
-    let root = disk.0.join("data");
+    let root = disk.path().join("data");
     let t_root = t.root();
     fs::create_dir_all(&t_root).unwrap();
     volume(&t);
@@ -599,7 +538,7 @@ fn a_disk_that_fills_during_create_or_restore_leaves_the_volume_as_it_was() {
     let made = run(&["backup", "create", "-o", archive.to_str().unwrap()]);
     assert!(made.status.success(), "{}", render(&made));
 
-    fill(&disk.0, "ballast-1", 1024 * 1024);
+    disk.fill("ballast-1", 1024 * 1024);
     let before = tree(&root);
     let out = run(&["backup", "create"]);
     assert_eq!(out.status.code(), Some(1), "{}", render(&out));
@@ -616,7 +555,7 @@ fn a_disk_that_fills_during_create_or_restore_leaves_the_volume_as_it_was() {
 
     // The restore needs room for the database it replaces: there is none.
     fs::remove_file(root.join("profiles/work/kanban.db")).unwrap();
-    fill(&disk.0, "ballast-2", 1024 * 1024);
+    disk.fill("ballast-2", 1024 * 1024);
     let before = tree(&root);
     let out = run(&["backup", "restore", archive.to_str().unwrap(), "--yes"]);
     assert_eq!(out.status.code(), Some(1), "{}", render(&out));

@@ -18,6 +18,7 @@
 //! * `docs_examples` — the shell examples of README.md and docs/*.md run as written
 //! * `dry_run` — `deps install --dry-run` says what would run and that nothing changed
 //! * `engine` — the gateway engine: unusable settings, the original agent's gateway under `hermes up`
+//! * `health` — `hermes dashboard`'s READY line, `hermes health` degraded on a volume over 90 %
 //! * `handoff` — what our CLI does not implement goes to hermes-agent's CLI (a fake one, then the original)
 //! * `gateway` — gateway run, exit codes, lock, lifecycle under `hermes up`, chat
 //! * `input_checks` — empty chat messages, mistyped `--session`, `-p` naming no profile
@@ -55,6 +56,7 @@ mod formats;
 mod gateway;
 mod gateway_clients;
 mod handoff;
+mod health;
 mod input_checks;
 mod json_errors;
 mod load;
