@@ -12,7 +12,9 @@
 //! * [`server`] — the router, assets, serving;
 //! * [`pages`] — one module per page (Overview, Logs, Profiles, Plugins, Sessions,
 //!   Backups, Diagnostics): its HTML, its `/api` endpoints, its part of [`openapi`];
-//! * [`status`] — the Overview's snapshot.
+//! * [`status`] — the Overview's snapshot;
+//! * [`metrics`] — `GET /metrics`: the container in the Prometheus text format, with every
+//!   running gateway's own metrics passed through.
 
 #![deny(missing_docs)]
 
@@ -21,6 +23,7 @@ pub mod config;
 mod error;
 pub mod guard;
 mod limiter;
+pub mod metrics;
 pub mod openapi;
 pub mod pages;
 pub mod server;
