@@ -19,5 +19,6 @@ pub(crate) fn status_row(state: StateName, pid: Option<i32>, reason: &str) -> Se
         listening: Vec::new(),
         resources: None,
         memory_max: None,
+        last_failure: None,
     }
 }

@@ -32,6 +32,7 @@ pub mod protocol;
 pub mod spec;
 pub mod status;
 pub mod supervisor;
+pub mod usage;
 
 pub use client::Client;
 pub use config::{ConfigError, SAMPLE_CONFIG, parse_config_yaml, parse_services};

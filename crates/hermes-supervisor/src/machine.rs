@@ -346,6 +346,16 @@ pub enum Event {
     },
     /// SIGTERM/SIGINT: stop everything; a second one kills what is left.
     Terminate,
+    /// The service whose process has this pid went over its memory limit (the loop sampled
+    /// its group over `memory_max`, or its cgroup was OOM-killed): its group is SIGKILLed and
+    /// the exit that follows is a failure whose reason is `reason`
+    /// ([`crate::status::over_limit_reason`]), restarted through the normal backoff.
+    OverMemory {
+        /// The service's current pid.
+        pid: i32,
+        /// What the state's reason says.
+        reason: String,
+    },
 }
 
 /// How the loop ended.
@@ -434,6 +444,11 @@ struct Service {
     retiring: Vec<Retiring>,
     /// The latest hand-over, for status.
     handover: Option<HandOver>,
+    /// Why the supervisor killed the current process (its memory limit): the reason of the
+    /// exit that follows, instead of the signal.
+    killed_for: Option<String>,
+    /// Why the latest failure restart happened, for status.
+    last_failure: Option<String>,
 }
 
 /// A killed process group that still has members.
@@ -510,6 +525,8 @@ impl Machine {
             replacing: None,
             retiring: Vec::new(),
             handover: None,
+            killed_for: None,
+            last_failure: None,
         }
     }
 
@@ -521,6 +538,16 @@ impl Machine {
         self.services
             .iter()
             .position(|s| s.state.pid() == Some(pid))
+    }
+
+    /// Whether any service has a process now.
+    pub fn any_running(&self) -> bool {
+        self.services.iter().any(|s| s.state.pid().is_some())
+    }
+
+    /// The spec of the service whose current process has this pid.
+    pub fn spec_of_pid(&self, pid: i32) -> Option<&ServiceSpec> {
+        self.find_pid(pid).map(|i| &self.services[i].spec)
     }
 
     /// The spec of a service.
@@ -654,6 +681,7 @@ impl Machine {
             listening: Vec::new(),
             resources: None,
             memory_max: None,
+            last_failure: s.last_failure.clone(),
         }
     }
 
@@ -737,6 +765,7 @@ impl Machine {
                 }
             }
             Event::Control { id, op } => self.control(id, op, now, &mut out),
+            Event::OverMemory { pid, reason } => self.over_memory(pid, reason, &mut out),
             Event::Terminate => {
                 if self.is_shutting_down() {
                     // Second request: the operator is out of patience.
@@ -906,6 +935,7 @@ impl Machine {
             return; // an orphan or an escaped descendant: reaped, nothing to do
         };
         self.services[i].last_exit = Some(status);
+        let killed_for = self.services[i].killed_for.take();
         // The main process is gone, however it ended: whatever it started in its group (a
         // helper holding its port, its output pipes) goes too, before any new run starts.
         out.push(Action::Kill {
@@ -952,15 +982,19 @@ impl Machine {
                 }
             }
             ServiceState::Starting { since: spawned, .. } => {
-                let why = format!("exited with {status} before it was ready");
+                let why = killed_for
+                    .clone()
+                    .unwrap_or_else(|| format!("exited with {status} before it was ready"));
                 if !self.handover_failed(i, &why, out) {
                     let uptime = now.saturating_duration_since(spawned);
-                    self.classify(i, status, uptime, false, now, out);
+                    let exit = Exit { status, killed_for };
+                    self.classify(i, exit, uptime, false, now, out);
                 }
             }
             ServiceState::Up { spawned, .. } => {
                 let uptime = now.saturating_duration_since(spawned);
-                self.classify(i, status, uptime, true, now, out);
+                let exit = Exit { status, killed_for };
+                self.classify(i, exit, uptime, true, now, out);
             }
             // Unreachable: these states have no process, so `find_pid` never picks them.
             ServiceState::Disabled { .. }
@@ -973,11 +1007,40 @@ impl Machine {
         }
     }
 
+    /// Kills a running service over its memory limit; its exit then says why. A service already
+    /// stopping is killed at once too (it would only grow during the grace).
+    fn over_memory(&mut self, pid: i32, reason: String, out: &mut Vec<Action>) {
+        let Some(i) = self.find_pid(pid) else {
+            return; // exited since the sample
+        };
+        let s = &mut self.services[i];
+        if s.killed_for.is_some() {
+            return; // already killed, its exit not reaped yet
+        }
+        match &mut s.state {
+            ServiceState::Starting { .. } | ServiceState::Up { .. } => {}
+            ServiceState::Stopping { kill_at, .. } => *kill_at = None,
+            ServiceState::Disabled { .. }
+            | ServiceState::Down { .. }
+            | ServiceState::Backoff { .. }
+            | ServiceState::Failed { .. } => return,
+        }
+        out.push(Action::Note {
+            service: s.spec.name.clone(),
+            text: format!("{reason}; killing its process group {pid}"),
+        });
+        out.push(Action::Kill {
+            pgid: pid,
+            signal: Signal::SIGKILL,
+        });
+        s.killed_for = Some(reason);
+    }
+
     /// The restart-policy table from the module doc.
     fn classify(
         &mut self,
         i: usize,
-        status: ExitStatus,
+        exit: Exit,
         uptime: Duration,
         was_up: bool,
         now: Instant,
@@ -988,6 +1051,15 @@ impl Machine {
             s.streak = 0;
         }
         let park = |reason: String| ServiceState::Down { since: now, reason };
+        let status = exit.status;
+        // Killed at its memory limit: a failure whatever the signal says, under every policy.
+        if let Some(reason) = exit.killed_for
+            && self.shutdown == Shutdown::Running
+            && self.main.as_deref() != Some(s.spec.name.as_str())
+        {
+            self.failure(i, reason, was_up, now, out);
+            return;
+        }
         let exited = exited_with(&s.spec, status);
         if self.shutdown != Shutdown::Running || self.main.as_deref() == Some(s.spec.name.as_str())
         {
@@ -1070,6 +1142,7 @@ impl Machine {
     ) {
         let timing = self.timing;
         let s = &mut self.services[i];
+        s.last_failure = Some(why.clone());
         s.streak = s.streak.saturating_add(1);
         let delay = if immediate {
             Duration::ZERO
@@ -1332,6 +1405,14 @@ fn retrying(d: Duration) -> String {
     }
 }
 
+/// How a service's process ended, for the restart-policy table.
+struct Exit {
+    /// As `waitpid` said.
+    status: ExitStatus,
+    /// Why the supervisor killed it, if it did (its memory limit).
+    killed_for: Option<String>,
+}
+
 /// How a run ended, in words: `exited with code 3`. A service run through `/bin/sh -c` (a
 /// `command:` string) that ends with the shell's own 127 or 126 also says what the shell meant,
 /// since the spawn itself succeeded and only the shell's line in the log names the command.
@@ -1390,6 +1471,80 @@ mod tests {
         let mut a = m.handle(Event::Exited { pid, status }, t);
         a.extend(m.handle(Event::GroupGone { pgid: pid }, t));
         a
+    }
+
+    #[test]
+    fn a_service_over_its_memory_limit_is_killed_and_restarted_with_the_reason() {
+        for restart in [RestartPolicy::Always, RestartPolicy::OnFailure] {
+            let (mut m, t0) = machine(vec![svc("leaky", restart), svc("calm", restart)]);
+            boot(&mut m, t0, "leaky", 10);
+            m.handle(
+                Event::Spawned {
+                    service: "calm".into(),
+                    pid: 20,
+                },
+                t0,
+            );
+            let reason = crate::status::over_limit_reason((13 << 30) / 10, 1 << 30);
+            let a = m.handle(
+                Event::OverMemory {
+                    pid: 10,
+                    reason: reason.clone(),
+                },
+                t0 + ms(5),
+            );
+            assert!(a.contains(&Action::Kill {
+                pgid: 10,
+                signal: Signal::SIGKILL
+            }));
+            // A second sample before the exit is reaped kills nothing twice.
+            let again = m.handle(
+                Event::OverMemory {
+                    pid: 10,
+                    reason: reason.clone(),
+                },
+                t0 + ms(6),
+            );
+            assert!(again.is_empty(), "{again:?}");
+            exit(&mut m, 10, ExitStatus::Signal(9), t0 + ms(10));
+            let st = m.status_of("leaky", t0 + ms(10)).unwrap();
+            assert_eq!(st.state, StateName::Backoff, "{restart:?}");
+            assert!(
+                st.reason
+                    .starts_with("memory limit: 1.3 GiB > 1 GiB; retrying in"),
+                "{}",
+                st.reason
+            );
+            // Its neighbour is left alone.
+            assert_eq!(m.status_of("calm", t0).unwrap().pid, Some(20));
+            // The next run's own exit is said as usual.
+            let a = m.handle(Event::Tick, t0 + Duration::from_secs(1));
+            assert!(a.contains(&Action::Spawn {
+                service: "leaky".into()
+            }));
+            m.handle(
+                Event::Spawned {
+                    service: "leaky".into(),
+                    pid: 11,
+                },
+                t0 + Duration::from_secs(1),
+            );
+            exit(&mut m, 11, ExitStatus::Code(3), t0 + Duration::from_secs(2));
+            let st = m.status_of("leaky", t0 + Duration::from_secs(2)).unwrap();
+            assert!(st.reason.starts_with("exited with code 3"), "{}", st.reason);
+        }
+    }
+
+    #[test]
+    fn an_over_memory_report_for_a_gone_process_does_nothing() {
+        let (mut m, t0) = machine(vec![svc("leaky", RestartPolicy::Always)]);
+        boot(&mut m, t0, "leaky", 10);
+        let reason = "memory limit: 2 GiB > 1 GiB".to_string();
+        assert!(
+            m.handle(Event::OverMemory { pid: 99, reason }, t0)
+                .is_empty()
+        );
+        assert_eq!(m.status_of("leaky", t0).unwrap().state, StateName::Starting);
     }
 
     #[test]

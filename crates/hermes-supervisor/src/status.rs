@@ -123,6 +123,11 @@ pub struct ServiceStatus {
     /// Its memory limit and how it is enforced, if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_max: Option<MemoryLimit>,
+    /// Why its latest restart after a failure happened (`memory limit: 1.3 GiB > 1 GiB`,
+    /// `exited with code 1`): a service replaced at once is `up` again before anyone reads its
+    /// backoff reason, so this keeps it. `None` when it never failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<String>,
 }
 
 /// What a service's processes use, as the supervisor last sampled it.
@@ -250,10 +255,10 @@ pub fn status_cells(r: &ServiceStatus) -> [String; 7] {
         r.uptime_secs.map_or("-".into(), human_duration),
         r.restarts.to_string(),
         r.last_exit.map_or("-".into(), |e| e.to_string()),
-        if r.reason.is_empty() {
-            "-".into()
-        } else {
-            r.reason.clone()
+        match (&r.reason, &r.last_failure) {
+            (reason, _) if !reason.is_empty() => reason.clone(),
+            (_, Some(failure)) => format!("last restart: {failure}"),
+            _ => "-".into(),
         },
     ]
 }
@@ -317,6 +322,7 @@ mod tests {
                 listening: Vec::new(),
                 resources: None,
                 memory_max: None,
+                last_failure: None,
             },
             ServiceStatus {
                 name: "gateway-work".into(),
@@ -333,6 +339,7 @@ mod tests {
                 listening: Vec::new(),
                 resources: None,
                 memory_max: None,
+                last_failure: None,
             },
         ];
         let t = render_status_table(&rows);

@@ -34,7 +34,10 @@
 
 mod activation;
 mod capture;
+mod cgroups;
 mod control;
+mod memory;
+mod resources;
 mod sockets;
 mod spawn;
 mod spawn_error;
@@ -150,6 +153,9 @@ pub struct Options {
     pub default_run_as: Option<RunAs>,
     /// A client idle for this long is disconnected.
     pub client_deadline: Duration,
+    /// How often what services use is sampled (their memory limits enforced, where their
+    /// cgroup does not).
+    pub sample_interval: Duration,
 }
 
 impl Options {
@@ -169,6 +175,7 @@ impl Options {
             max_clients: 64,
             default_run_as: None,
             client_deadline: Duration::from_secs(5),
+            sample_interval: Duration::from_secs(1),
         }
     }
 }
@@ -192,6 +199,12 @@ pub struct Supervisor {
     sockets: sockets::Sockets,
     /// What set-up had to do differently (see [`Supervisor::notes`]).
     notes: Vec<String>,
+    /// What services use, sampled.
+    sampler: resources::Sampler,
+    /// Whether services with a memory limit get a cgroup of their own.
+    cgroups: memory::CgroupState,
+    /// The services whose current process runs in its cgroup.
+    in_cgroup: memory::InCgroup,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -296,7 +309,11 @@ impl Supervisor {
         let mut allowed = vec![0, Uid::effective().as_raw()];
         allowed.extend(&opts.allowed_uids);
         let machine = Machine::new(specs, opts.timing, opts.main.clone(), Instant::now());
+        let sampler = resources::Sampler::new(opts.sample_interval, Instant::now());
         Ok(Self {
+            sampler,
+            cgroups: memory::CgroupState::default(),
+            in_cgroup: memory::InCgroup::new(),
             opts,
             machine,
             _lock: lock,
@@ -425,6 +442,10 @@ impl Supervisor {
             }
             let acts = self.machine.handle(Event::Tick, now);
             self.execute(acts, hooks, out, &mut outcome);
+            for ev in self.sample_resources(now) {
+                let acts = self.machine.handle(ev, now);
+                self.execute(acts, hooks, out, &mut outcome);
+            }
             self.service_clients(&ready.conns, now, hooks, out, &mut outcome);
             // In the turn shutdown began, before any stopped service's exit is handled: every
             // service signalled is still `stopping`.
@@ -450,7 +471,9 @@ impl Supervisor {
     fn wait(&mut self, sfd: &SignalFd, settle_at: Option<Instant>, out: &MirrorOut<'_>) -> Ready {
         let now = Instant::now();
         let mut deadline = self.machine.next_deadline();
-        for t in [settle_at, self.groups.recheck_at(now)]
+        // Sampling wakes the loop only while something runs to be sampled.
+        let sample_at = self.machine.any_running().then(|| self.sampler.due());
+        for t in [settle_at, self.groups.recheck_at(now), sample_at]
             .into_iter()
             .flatten()
         {
@@ -577,6 +600,8 @@ impl Supervisor {
                 Ok(_) => continue,
             };
             self.groups.reaped(pid.as_raw(), now);
+            // Before its exit: the kernel's OOM kill in its cgroup is the reason, not SIGKILL.
+            events.extend(self.oom_killed(pid.as_raw()));
             events.push(Event::Exited {
                 pid: pid.as_raw(),
                 status,
@@ -609,6 +634,7 @@ impl Supervisor {
                     if let Some(n) = self.notify.remove(&service) {
                         let _ = fs::remove_file(&n.path);
                     }
+                    self.forget_resources(&service);
                 }
                 Action::Note { service, text } => {
                     let dir = self

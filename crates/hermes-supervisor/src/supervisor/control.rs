@@ -248,6 +248,8 @@ impl Supervisor {
                         Ok(mut rows) => {
                             for row in &mut rows {
                                 row.listening = self.sockets.listening(&row.name);
+                                row.resources = self.sampler.resources(&row.name);
+                                row.memory_max = self.memory_limit(&row.name);
                             }
                             Response::services(rows)
                         }

@@ -94,6 +94,8 @@ impl Supervisor {
         unsafe {
             cmd.pre_exec(reset_signal_mask);
         }
+        // Before the privilege drop: only root may move a process into a cgroup.
+        let _cgroup = self.join_cgroup(&spec, &mut cmd, out);
         let capture = spec.log != LogTarget::Inherit;
         if capture {
             cmd.stdin(Stdio::null())

@@ -22,6 +22,7 @@ mod clients;
 mod common;
 mod groups;
 mod loops;
+mod memory;
 mod output;
 mod sockets;
 mod supervise;

@@ -98,6 +98,7 @@ mod tests {
             listening: Vec::new(),
             resources: None,
             memory_max: None,
+            last_failure: None,
         }
     }
 

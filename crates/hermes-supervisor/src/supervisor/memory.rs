@@ -1,0 +1,156 @@
+//! The loop's side of resources and memory limits: sampling every service each turn it is due
+//! (`resources`), putting a service with a limit into its own cgroup where there are cgroups to
+//! have (`cgroups`), telling an OOM kill in that cgroup from any other `SIGKILL`, and what
+//! status says of both.
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use super::Supervisor;
+use super::cgroups::Cgroups;
+use super::resources::Watched;
+use crate::machine::Event;
+use crate::mirror::MirrorOut;
+use crate::spec::ServiceSpec;
+use crate::status::{Enforcement, MemoryLimit};
+
+/// Whether the supervisor has looked for cgroups yet (it does when the first service with a
+/// limit starts: set-up moves processes, which nothing else needs).
+#[derive(Default)]
+pub(super) enum CgroupState {
+    /// Not looked yet.
+    #[default]
+    Unknown,
+    /// None to be had: limits are sampled.
+    Absent,
+    /// The delegated subtree.
+    Ready(Cgroups),
+}
+
+/// Services whose current process runs in its own cgroup: the OOM kills counted there when it
+/// was spawned.
+pub(super) type InCgroup = HashMap<String, u64>;
+
+impl Supervisor {
+    /// Puts `spec`'s next process in its own cgroup when it has a limit and cgroups can be had:
+    /// the child joins it before `exec`. The returned descriptor must live until the spawn.
+    pub(super) fn join_cgroup(
+        &mut self,
+        spec: &ServiceSpec,
+        cmd: &mut Command,
+        out: &mut MirrorOut<'_>,
+    ) -> Option<OwnedFd> {
+        self.in_cgroup.remove(&spec.name);
+        let limit = spec.memory_max?;
+        if matches!(self.cgroups, CgroupState::Unknown) {
+            self.cgroups = match Cgroups::detect(Path::new("/proc"), &|k| std::env::var(k).ok()) {
+                Ok(Some(c)) => CgroupState::Ready(c),
+                Ok(None) => CgroupState::Absent,
+                Err(why) => {
+                    out.line("hermes", why.as_bytes(), Instant::now());
+                    CgroupState::Absent
+                }
+            };
+        }
+        let CgroupState::Ready(cgroups) = &self.cgroups else {
+            return None;
+        };
+        match cgroups.prepare(&spec.name, limit) {
+            Ok(prepared) => {
+                let fd = prepared.procs.as_raw_fd();
+                #[allow(unsafe_code)]
+                // SAFETY: runs between fork and exec; write(2) on a descriptor opened before the
+                // fork, with a static buffer, is async-signal-safe.
+                unsafe {
+                    cmd.pre_exec(move || join(fd));
+                }
+                self.in_cgroup
+                    .insert(spec.name.clone(), cgroups.oom_kills(&spec.name));
+                Some(prepared.procs)
+            }
+            Err(e) => {
+                let dir = self.log_dir_for(spec);
+                let msg = format!(
+                    "[hermes] cannot set up its cgroup ({}); its memory limit is enforced by \
+                     sampling",
+                    hermes_errors::describe_io(&e)
+                );
+                self.emit(&spec.name, dir.as_deref(), msg.as_bytes(), out);
+                None
+            }
+        }
+    }
+
+    /// The event saying an exit was the kernel's OOM kill in the service's cgroup, if it was.
+    pub(super) fn oom_killed(&self, pid: i32) -> Option<Event> {
+        let CgroupState::Ready(cgroups) = &self.cgroups else {
+            return None;
+        };
+        let spec = self.machine.spec_of_pid(pid)?;
+        let before = *self.in_cgroup.get(&spec.name)?;
+        let limit = spec.memory_max?;
+        (cgroups.oom_kills(&spec.name) > before).then(|| Event::OverMemory {
+            pid,
+            reason: format!(
+                "memory limit: {} reached, out-of-memory killed by the kernel (cgroup memory.max)",
+                hermes_errors::bytes::human(limit)
+            ),
+        })
+    }
+
+    /// Samples every service when due; the events of those over a limit the sampler enforces.
+    pub(super) fn sample_resources(&mut self, now: Instant) -> Vec<Event> {
+        if now < self.sampler.due() {
+            return Vec::new();
+        }
+        let rows = self.machine.status(now);
+        let watched: Vec<Watched<'_>> = rows
+            .iter()
+            .map(|r| Watched {
+                name: &r.name,
+                pid: r.pid,
+                enforce: self
+                    .memory_limit(&r.name)
+                    .filter(|l| l.enforced_by == Enforcement::Sampling)
+                    .map(|l| l.bytes),
+            })
+            .collect();
+        self.sampler.sample(&watched, now)
+    }
+
+    /// A service's memory limit and who enforces it now.
+    pub(super) fn memory_limit(&self, service: &str) -> Option<MemoryLimit> {
+        let bytes = self.machine.spec(service)?.memory_max?;
+        let enforced_by = if self.in_cgroup.contains_key(service) {
+            Enforcement::Cgroup
+        } else {
+            Enforcement::Sampling
+        };
+        Some(MemoryLimit { bytes, enforced_by })
+    }
+
+    /// A forgotten service's records and cgroup go.
+    pub(super) fn forget_resources(&mut self, service: &str) {
+        self.sampler.forget(service);
+        self.in_cgroup.remove(service);
+        if let CgroupState::Ready(cgroups) = &self.cgroups {
+            cgroups.remove(service);
+        }
+    }
+}
+
+/// In the child: joins the cgroup whose `cgroup.procs` is `fd` (`0` is the writer itself).
+fn join(fd: std::os::fd::RawFd) -> std::io::Result<()> {
+    #[allow(unsafe_code)]
+    // SAFETY: `fd` is open for writing (it outlives the spawn) and the buffer is static.
+    let n = unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) };
+    if n == 1 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}

@@ -1,0 +1,196 @@
+//! Sampling what each service uses, every [`Options::sample_interval`](super::Options): one
+//! pass over `/proc` ([`crate::usage::by_group`]) gives every service's process group, which
+//! becomes its [`Resources`] in status (memory, CPU seconds and percent, a short history), and
+//! — for a service whose memory limit is not its cgroup's — the [`Event::OverMemory`] that
+//! kills it when its group is over `memory_max`.
+//!
+//! The history keeps one point per [`HISTORY_STEP_SECS`] per service, [`HISTORY_LEN`] of them,
+//! across restarts (the point of a leak is the saw-tooth); it is dropped when the service is
+//! forgotten.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::machine::Event;
+use crate::status::{HISTORY_LEN, HISTORY_STEP_SECS, ResourceSample, Resources, over_limit_reason};
+use crate::usage::{self, Usage};
+
+/// A service the sampler looks at this turn.
+pub(super) struct Watched<'a> {
+    /// Its name.
+    pub(super) name: &'a str,
+    /// Its current process (= process group), if it has one.
+    pub(super) pid: Option<i32>,
+    /// The limit the sampler enforces (none when its cgroup does).
+    pub(super) enforce: Option<u64>,
+}
+
+/// The supervisor's record of what services use.
+pub(super) struct Sampler {
+    proc: PathBuf,
+    interval: Duration,
+    next_at: Instant,
+    ticks_per_second: f64,
+    records: HashMap<String, Record>,
+}
+
+#[derive(Default)]
+struct Record {
+    /// The process group of the last sample, and its CPU ticks then.
+    last: Option<(i32, Instant, u64)>,
+    now: Option<Current>,
+    history: VecDeque<ResourceSample>,
+    /// When the last history point was taken, and the group's ticks then.
+    history_last: Option<(i32, Instant, u64)>,
+}
+
+#[derive(Clone, Copy)]
+struct Current {
+    usage: Usage,
+    cpu_percent: Option<f64>,
+}
+
+impl Sampler {
+    pub(super) fn new(interval: Duration, now: Instant) -> Self {
+        Self {
+            proc: PathBuf::from("/proc"),
+            interval,
+            next_at: now,
+            ticks_per_second: usage::ticks_per_second() as f64,
+            records: HashMap::new(),
+        }
+    }
+
+    /// When the next sample is due.
+    pub(super) fn due(&self) -> Instant {
+        self.next_at
+    }
+
+    /// Samples `services` if due; returns the over-limit events.
+    pub(super) fn sample(&mut self, services: &[Watched<'_>], now: Instant) -> Vec<Event> {
+        if now < self.next_at {
+            return Vec::new();
+        }
+        self.next_at = now + self.interval;
+        let groups = usage::by_group(&self.proc);
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let mut events = Vec::new();
+        for w in services {
+            let record = self.records.entry(w.name.to_string()).or_default();
+            let Some((pid, usage)) = w.pid.and_then(|p| groups.get(&p).map(|u| (p, *u))) else {
+                record.now = None;
+                record.last = None;
+                continue;
+            };
+            let rate = |from: Option<(i32, Instant, u64)>| {
+                let (p, at, ticks) = from.filter(|&(p, ..)| p == pid)?;
+                let secs = now.saturating_duration_since(at).as_secs_f64();
+                (secs > 0.0 && p == pid).then(|| {
+                    usage.cpu_ticks.saturating_sub(ticks) as f64 / self.ticks_per_second / secs
+                        * 100.0
+                })
+            };
+            record.now = Some(Current {
+                usage,
+                cpu_percent: rate(record.last),
+            });
+            record.last = Some((pid, now, usage.cpu_ticks));
+            let step_due = record.history_last.is_none_or(|(_, at, _)| {
+                now.saturating_duration_since(at) >= Duration::from_secs(HISTORY_STEP_SECS)
+            });
+            if step_due {
+                let cpu_percent = rate(record.history_last).unwrap_or(0.0);
+                if record.history.len() == HISTORY_LEN {
+                    record.history.pop_front();
+                }
+                record.history.push_back(ResourceSample {
+                    at: wall,
+                    memory_bytes: usage.rss_bytes,
+                    cpu_percent,
+                });
+                record.history_last = Some((pid, now, usage.cpu_ticks));
+            }
+            if let Some(limit) = w.enforce
+                && usage.rss_bytes > limit
+            {
+                events.push(Event::OverMemory {
+                    pid,
+                    reason: over_limit_reason(usage.rss_bytes, limit),
+                });
+            }
+        }
+        events
+    }
+
+    /// What the service uses, as last sampled (`None` before its first sample).
+    pub(super) fn resources(&self, service: &str) -> Option<Resources> {
+        let record = self.records.get(service)?;
+        if record.now.is_none() && record.history.is_empty() {
+            return None;
+        }
+        let usage = record.now.map(|c| c.usage).unwrap_or_default();
+        Some(Resources {
+            memory_bytes: usage.rss_bytes,
+            cpu_seconds: usage.cpu_ticks as f64 / self.ticks_per_second,
+            cpu_percent: record.now.and_then(|c| c.cpu_percent),
+            processes: usage.processes,
+            history: record.history.iter().copied().collect(),
+        })
+    }
+
+    /// Drops a forgotten service's record.
+    pub(super) fn forget(&mut self, service: &str) {
+        self.records.remove(service);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_over_its_limit_is_reported_and_one_under_it_is_not() {
+        let me = nix::unistd::getpgrp().as_raw();
+        let t0 = Instant::now();
+        let mut sampler = Sampler::new(Duration::from_millis(10), t0);
+        let watched = |enforce| Watched {
+            name: "me",
+            pid: Some(me),
+            enforce,
+        };
+        // This test process's own group holds more than 4 KiB and less than 1 TiB.
+        let over = sampler.sample(&[watched(Some(4096))], t0);
+        assert!(
+            matches!(&over[..], [Event::OverMemory { pid, reason }]
+                if *pid == me && reason.starts_with("memory limit: ") && reason.ends_with("> 4 KiB")),
+            "{over:?}"
+        );
+        assert!(
+            sampler.sample(&[watched(Some(1 << 40))], t0).is_empty(),
+            "not due yet"
+        );
+        let t1 = t0 + Duration::from_millis(20);
+        assert!(sampler.sample(&[watched(Some(1 << 40))], t1).is_empty());
+        let r = sampler.resources("me").unwrap();
+        assert!(r.memory_bytes > 0 && r.processes >= 1);
+        assert!(r.cpu_percent.is_some(), "a rate after two samples");
+        assert_eq!(r.history.len(), 1, "one point per step");
+        // Gone: no current figures, the history stays.
+        let t2 = t1 + Duration::from_millis(20);
+        let gone = Watched {
+            name: "me",
+            pid: None,
+            enforce: Some(4096),
+        };
+        assert!(sampler.sample(&[gone], t2).is_empty());
+        let r = sampler.resources("me").unwrap();
+        assert_eq!((r.memory_bytes, r.processes, r.cpu_percent), (0, 0, None));
+        assert_eq!(r.history.len(), 1);
+        sampler.forget("me");
+        assert_eq!(sampler.resources("me"), None);
+    }
+}
