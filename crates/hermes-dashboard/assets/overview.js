@@ -58,7 +58,8 @@
     return svg;
   }
   function memory(s) {
-    var td = cell(s.memory_text, "memory");
+    var td = cell("", "memory");
+    td.appendChild(Hermes.el("span", { class: "figure" }, s.memory_text || "-"));
     var svg = sparkline(s);
     if (svg) td.appendChild(svg);
     return td;

@@ -256,6 +256,7 @@ mod tests {
             listening: Vec::new(),
             resources: None,
             memory_max: None,
+            last_failure: None,
         };
         assert_eq!(resource_fields(&row)["memory_text"], Value::Null);
         row.resources = Some(hermes_supervisor::status::Resources {

@@ -30,6 +30,7 @@ pub const METRICS_TOKEN: &str = "metrics-0123456789abcdef";
 /// A control socket that answers every request with the rows it holds, as the supervisor
 /// answers `status`: the dashboard's code is the real one, only the rows are the test's.
 pub struct FakeSupervisor {
+    /// The rows answered: a test may change them while the dashboard runs.
     pub rows: Arc<Mutex<Vec<ServiceStatus>>>,
 }
 
@@ -82,6 +83,7 @@ pub fn row(name: &str, state: StateName, profile: Option<&str>) -> ServiceStatus
         listening: Vec::new(),
         resources: None,
         memory_max: None,
+        last_failure: None,
     }
 }
 
@@ -141,7 +143,10 @@ pub fn parse(text: &str) -> Vec<(String, String, f64)> {
         if line.starts_with("# HELP ") {
             continue;
         }
-        assert!(!line.starts_with('#') && !line.is_empty(), "stray line {line:?}");
+        assert!(
+            !line.starts_with('#') && !line.is_empty(),
+            "stray line {line:?}"
+        );
         let (series, value) = line.rsplit_once(' ').unwrap();
         let value: f64 = value
             .parse()
@@ -152,15 +157,22 @@ pub fn parse(text: &str) -> Vec<(String, String, f64)> {
                 let l = &l[..l.len() - 1];
                 for pair in split_labels(l) {
                     let (k, v) = pair.split_once('=').unwrap_or_else(|| panic!("{line}"));
-                    assert!(k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "{line}");
-                    assert!(v.starts_with('"') && v.ends_with('"') && v.len() >= 2, "{line}");
+                    assert!(
+                        k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                        "{line}"
+                    );
+                    assert!(
+                        v.starts_with('"') && v.ends_with('"') && v.len() >= 2,
+                        "{line}"
+                    );
                 }
                 (n, l)
             }
             None => (series, ""),
         };
         assert!(
-            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
             "{line}"
         );
         let family = typed
@@ -204,10 +216,18 @@ fn split_labels(labels: &str) -> Vec<String> {
 pub fn value(samples: &[(String, String, f64)], name: &str, labels: &[&str]) -> Option<f64> {
     let found: Vec<f64> = samples
         .iter()
-        .filter(|(n, l, _)| n == name && labels.iter().all(|p| split_labels(l).iter().any(|x| x == p)))
+        .filter(|(n, l, _)| {
+            n == name
+                && labels
+                    .iter()
+                    .all(|p| split_labels(l).iter().any(|x| x == p))
+        })
         .map(|(_, _, v)| *v)
         .collect();
-    assert!(found.len() <= 1, "{name} {labels:?} is more than one series: {found:?}");
+    assert!(
+        found.len() <= 1,
+        "{name} {labels:?} is more than one series: {found:?}"
+    );
     found.first().copied()
 }
 
@@ -253,17 +273,32 @@ fn the_token_opens_it_and_nothing_else_does() {
         Some("Bearer realm=\"hermes metrics\"")
     );
     // The metrics token is no session: the API stays closed to it.
-    let a = request(&d, "GET", "/api/status", &local(&d), &[bearer(METRICS_TOKEN)]);
+    let a = request(
+        &d,
+        "GET",
+        "/api/status",
+        &local(&d),
+        &[bearer(METRICS_TOKEN)],
+    );
     assert_eq!(a.status, 401, "{}", a.body);
     // A scraper names the pod by its address: the token passes whatever the Host.
-    let a = request(&d, "GET", "/metrics", "10.42.0.7:9119", &[bearer(METRICS_TOKEN)]);
+    let a = request(
+        &d,
+        "GET",
+        "/metrics",
+        "10.42.0.7:9119",
+        &[bearer(METRICS_TOKEN)],
+    );
     assert_eq!(a.status, 200, "{}", a.body);
 }
 
 #[test]
 fn an_allowlisted_address_scrapes_without_a_token() {
     let home = tempfile::tempdir().unwrap();
-    let d = dashboard(home, &[("HERMES_METRICS_ALLOW", "10.0.0.0/8, 127.0.0.1/32")]);
+    let d = dashboard(
+        home,
+        &[("HERMES_METRICS_ALLOW", "10.0.0.0/8, 127.0.0.1/32")],
+    );
     let a = scrape(&d, &[]);
     assert_eq!(a.status, 200, "{}", a.body);
     parse(&a.body);
@@ -299,7 +334,8 @@ fn fake_gateway(body: &'static str) -> u16 {
     port
 }
 
-const GATEWAY_TEXT: &str = "# HELP hermes_gateway_build_info The gateway's version and profile (always 1).
+const GATEWAY_TEXT: &str =
+    "# HELP hermes_gateway_build_info The gateway's version and profile (always 1).
 # TYPE hermes_gateway_build_info gauge
 hermes_gateway_build_info{version=\"0.1.0\",profile=\"default\"} 1
 # HELP hermes_gateway_ready 1 when /ready answers 200.
@@ -318,7 +354,9 @@ fn services_become_series_and_a_gateways_own_metrics_pass_through() {
     std::fs::write(home.path().join("SOUL.md"), "soul\n").unwrap();
     std::fs::write(
         home.path().join(".env"),
-        format!("API_SERVER_ENABLED=true\nAPI_SERVER_PORT={port}\nAPI_SERVER_KEY=k-0123456789abcdef\n"),
+        format!(
+            "API_SERVER_ENABLED=true\nAPI_SERVER_PORT={port}\nAPI_SERVER_KEY=k-0123456789abcdef\n"
+        ),
     )
     .unwrap();
     let mut gateway = row("gateway-default", StateName::Up, Some("default"));
@@ -340,10 +378,19 @@ fn services_become_series_and_a_gateways_own_metrics_pass_through() {
     let gw = "service=\"gateway-default\"";
     let wk = "service=\"worker\"";
     assert_eq!(value(&s, "hermes_supervisor_up", &[]), Some(1.0));
-    assert_eq!(value(&s, "hermes_service_up", &[gw, "profile=\"default\""]), Some(1.0));
+    assert_eq!(
+        value(&s, "hermes_service_up", &[gw, "profile=\"default\""]),
+        Some(1.0)
+    );
     assert_eq!(value(&s, "hermes_service_up", &[wk]), Some(0.0));
-    assert_eq!(value(&s, "hermes_service_state", &[wk, "state=\"backoff\""]), Some(1.0));
-    assert_eq!(value(&s, "hermes_service_state", &[wk, "state=\"up\""]), Some(0.0));
+    assert_eq!(
+        value(&s, "hermes_service_state", &[wk, "state=\"backoff\""]),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(&s, "hermes_service_state", &[wk, "state=\"up\""]),
+        Some(0.0)
+    );
     let one_hot: f64 = s
         .iter()
         .filter(|(n, l, _)| n == "hermes_service_state" && l.contains(wk))
@@ -351,21 +398,41 @@ fn services_become_series_and_a_gateways_own_metrics_pass_through() {
         .sum();
     assert_eq!(one_hot, 1.0);
     assert_eq!(value(&s, "hermes_service_restarts_total", &[gw]), Some(2.0));
-    assert_eq!(value(&s, "hermes_service_last_exit_code", &[gw]), Some(137.0));
+    assert_eq!(
+        value(&s, "hermes_service_last_exit_code", &[gw]),
+        Some(137.0)
+    );
     assert_eq!(value(&s, "hermes_service_last_exit_code", &[wk]), Some(3.0));
-    assert_eq!(value(&s, "hermes_service_memory_bytes", &[gw]), Some((212u64 << 20) as f64));
+    assert_eq!(
+        value(&s, "hermes_service_memory_bytes", &[gw]),
+        Some((212u64 << 20) as f64)
+    );
     assert_eq!(value(&s, "hermes_service_memory_bytes", &[wk]), None);
     assert_eq!(
-        value(&s, "hermes_service_memory_limit_bytes", &[gw, "enforced_by=\"sampling\""]),
+        value(
+            &s,
+            "hermes_service_memory_limit_bytes",
+            &[gw, "enforced_by=\"sampling\""]
+        ),
         Some((1u64 << 30) as f64)
     );
-    assert_eq!(value(&s, "hermes_service_cpu_seconds_total", &[gw]), Some(12.5));
-    assert_eq!(value(&s, "hermes_service_uptime_seconds", &[gw]), Some(75.5));
+    assert_eq!(
+        value(&s, "hermes_service_cpu_seconds_total", &[gw]),
+        Some(12.5)
+    );
+    assert_eq!(
+        value(&s, "hermes_service_uptime_seconds", &[gw]),
+        Some(75.5)
+    );
     assert_eq!(value(&s, "hermes_service_uptime_seconds", &[wk]), None);
 
     // Passed through: its own labels, and the profile where it had none.
     assert_eq!(
-        value(&s, "hermes_gateway_metrics_up", &[gw, "profile=\"default\""]),
+        value(
+            &s,
+            "hermes_gateway_metrics_up",
+            &[gw, "profile=\"default\""]
+        ),
         Some(1.0)
     );
     assert_eq!(
@@ -397,7 +464,9 @@ fn a_gateway_that_does_not_answer_costs_only_its_own_series() {
     std::fs::write(home.path().join("SOUL.md"), "soul\n").unwrap();
     std::fs::write(
         home.path().join(".env"),
-        format!("API_SERVER_ENABLED=true\nAPI_SERVER_PORT={port}\nAPI_SERVER_KEY=k-0123456789abcdef\n"),
+        format!(
+            "API_SERVER_ENABLED=true\nAPI_SERVER_PORT={port}\nAPI_SERVER_KEY=k-0123456789abcdef\n"
+        ),
     )
     .unwrap();
     let _sup = FakeSupervisor::serve(
@@ -411,9 +480,16 @@ fn a_gateway_that_does_not_answer_costs_only_its_own_series() {
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     let s = parse(&a.body);
     assert_eq!(
-        value(&s, "hermes_gateway_metrics_up", &["service=\"gateway-default\""]),
+        value(
+            &s,
+            "hermes_gateway_metrics_up",
+            &["service=\"gateway-default\""]
+        ),
         Some(0.0)
     );
-    assert_eq!(value(&s, "hermes_service_up", &["service=\"gateway-default\""]), Some(1.0));
+    assert_eq!(
+        value(&s, "hermes_service_up", &["service=\"gateway-default\""]),
+        Some(1.0)
+    );
     drop(silent);
 }
