@@ -104,6 +104,10 @@ pub struct Settings {
     pub trusted_proxies: Vec<Cidr>,
     /// Who may scrape `/metrics` without a session.
     pub metrics: MetricsAccess,
+    /// A public host without credentials, allowed for `/metrics` alone: every other path
+    /// answers connections from loopback only (`kubectl port-forward` and an SSH tunnel
+    /// arrive there), as on a loopback host.
+    pub ui_loopback_only: bool,
 }
 
 /// Who may scrape `GET /metrics`: a scraper has no browser session, so the endpoint has its
@@ -194,7 +198,6 @@ impl Settings {
         let trusted_proxies = cidr_list(set("HERMES_DASHBOARD_TRUSTED_PROXIES"), |value| {
             Error::InvalidTrustedProxy { value }
         })?;
-        let metrics = MetricsAccess::resolve(&set)?;
         let credentials = configured_credentials(&set, &trusted_proxies)?;
         let host = match host.or_else(|| set("HERMES_DASHBOARD_HOST")) {
             Some(host) => host,
@@ -203,9 +206,13 @@ impl Settings {
             }
             None => DEFAULT_HOST.to_string(),
         };
+        let metrics = MetricsAccess::resolve(&set)?;
+        // Without credentials, a public host is refused, unless it is for `/metrics` (its own
+        // credentials): then everything else still answers loopback peers only.
+        let ui_loopback_only = credentials.is_none() && !is_loopback(&host);
         let auth = match credentials {
             Some(auth) => auth,
-            None if is_loopback(&host) => Auth::Token,
+            None if is_loopback(&host) || metrics.enabled() => Auth::Token,
             None => return Err(Error::CredentialsRequired { host }),
         };
         let token = match set("HERMES_DASHBOARD_SESSION_TOKEN") {
@@ -236,6 +243,7 @@ impl Settings {
             base_path,
             trusted_proxies,
             metrics,
+            ui_loopback_only,
         })
     }
 
@@ -672,6 +680,27 @@ mod tests {
             .unwrap_err();
         assert!(matches!(e, Error::InvalidMetricsAllow { ref value } if value == "10.0.0.0/33"));
         assert_eq!(e.exit_code(), 78);
+    }
+
+    #[test]
+    fn a_public_host_for_metrics_alone_keeps_the_pages_on_loopback() {
+        let token = [("HERMES_METRICS_TOKEN", "0123456789abcdef0123")];
+        let s = Settings::resolve(Some("0.0.0.0".into()), None, env(&token)).unwrap();
+        assert_eq!(s.auth, Auth::Token);
+        assert!(s.ui_loopback_only);
+        // Credentials open the pages to every address, as before; loopback is loopback.
+        let basic = [
+            ("HERMES_DASHBOARD_BASIC_AUTH_USERNAME", "admin"),
+            ("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD", "pw"),
+            token[0],
+        ];
+        let s = Settings::resolve(Some("0.0.0.0".into()), None, env(&basic)).unwrap();
+        assert!(!s.ui_loopback_only);
+        let s = Settings::resolve(None, None, env(&token)).unwrap();
+        assert!(!s.ui_loopback_only);
+        // In the image, the metrics token alone does not widen the default bind.
+        let s = Settings::resolve_at(Place::Image, None, None, env(&token)).unwrap();
+        assert_eq!(s.host, "127.0.0.1");
     }
 
     #[test]

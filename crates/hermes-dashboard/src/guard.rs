@@ -4,7 +4,9 @@
 //!
 //! `/metrics` is the one path with its own credentials ([`metrics_access`]): a scraper has no
 //! session, so it shows the metrics token or comes from an allowlisted address, and the path
-//! answers 404 when neither is configured.
+//! answers 404 when neither is configured. A public host without credentials is allowed for
+//! `/metrics` alone ([`Settings::ui_loopback_only`]): every other path then answers loopback
+//! peers only.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -180,6 +182,12 @@ async fn check(guard: &Arc<Guard>, request: Request, next: Next) -> Response {
         return next.run(request).await;
     }
     let peer = peer_ip(&request);
+    if guard.settings.ui_loopback_only && !is_loopback_peer(peer) {
+        return detail(
+            StatusCode::FORBIDDEN,
+            "This dashboard answers on loopback only (no credentials are configured); only /metrics is served on this address",
+        );
+    }
     let ip = client_ip(guard, &request, peer);
     if guard.throttled(ip) {
         let mut r = detail(
@@ -511,6 +519,16 @@ fn host_name(value: &str) -> &str {
         return rest.split(']').next().unwrap_or(rest);
     }
     value.rsplit_once(':').map_or(value, |(h, _)| h)
+}
+
+/// Whether the connection comes from this machine (an IPv4-mapped loopback counts).
+fn is_loopback_peer(peer: IpAddr) -> bool {
+    match peer {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(v6.is_loopback(), |v4| v4.is_loopback()),
+        IpAddr::V4(v4) => v4.is_loopback(),
+    }
 }
 
 fn is_wildcard(host: &str) -> bool {

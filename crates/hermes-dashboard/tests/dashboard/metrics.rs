@@ -493,3 +493,61 @@ fn a_gateway_that_does_not_answer_costs_only_its_own_series() {
     );
     drop(silent);
 }
+
+/// This machine's address on its default route (no packet is sent), unless it is loopback.
+fn own_address() -> Option<std::net::IpAddr> {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    probe.connect("10.255.255.255:9").ok()?;
+    let ip = probe.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[test]
+fn on_every_address_for_metrics_alone_the_pages_stay_on_loopback() {
+    let Some(ip) = own_address() else {
+        hermes_test_support::skip("this machine has no address besides loopback");
+        return;
+    };
+    let env = [
+        ("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN),
+        ("HERMES_METRICS_TOKEN", METRICS_TOKEN),
+    ];
+    let home = tempfile::tempdir().unwrap();
+    let run = home.path().join("run").to_string_lossy().into_owned();
+    let lookup = move |k: &str| {
+        env.iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+            .or_else(|| (k == "HERMES_RUNTIME_DIR").then(|| run.clone()))
+    };
+    let settings = hermes_dashboard::Settings::resolve(Some("0.0.0.0".into()), Some(0), &lookup)
+        .expect("a public host is allowed for /metrics alone");
+    let root = home.path().to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let app = hermes_dashboard::router(root, settings, Arc::new(lookup));
+            hermes_dashboard::serve(listener, app).await.unwrap();
+        });
+    });
+    let d = Dashboard {
+        addr: rx.recv().unwrap(),
+        home,
+    };
+    let host = d.addr.to_string();
+    let a = request(&d, "GET", "/metrics", &host, &[bearer(METRICS_TOKEN)]);
+    assert_eq!(a.status, 200, "{}", a.body);
+    for path in ["/", "/api/status"] {
+        let a = request(&d, "GET", path, &host, &[common::token_header()]);
+        assert_eq!(a.status, 403, "{path} from {ip}: {}", a.body);
+        assert!(a.body.contains("loopback only"), "{}", a.body);
+    }
+    let a = request(&d, "GET", "/api/health", &host, &[]);
+    assert_eq!(a.status, 200, "the probe stays public: {}", a.body);
+}
