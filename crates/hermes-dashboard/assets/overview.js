@@ -25,19 +25,19 @@
     if (!e) return "-";
     return typeof e === "object" ? JSON.stringify(e) : String(e);
   }
-  // The last 15 minutes as a small inline SVG: memory (scaled to its limit when it has one)
-  // and CPU % (scaled to one core, or more when it used more). Nothing when there is no
-  // history yet.
+  // The last 15 minutes as a small inline SVG: memory between its lowest and highest point
+  // (the figure beside it says how much), CPU % from 0 to its peak (at least 5 %, so an idle
+  // service draws flat). Nothing before there are two points.
   function sparkline(s) {
     var h = (s.resources && s.resources.history) || [];
     if (h.length < 2) return null;
     var W = 90, H = 20;
-    var top = s.memory_max ? s.memory_max.bytes : 0;
-    var cpuTop = 100;
-    h.forEach(function (p) { top = Math.max(top, p.memory_bytes); cpuTop = Math.max(cpuTop, p.cpu_percent); });
-    function line(value, max, cls) {
+    var mem = h.map(function (p) { return p.memory_bytes; });
+    var low = Math.min.apply(null, mem), high = Math.max.apply(null, mem);
+    var cpuTop = Math.max.apply(null, [5].concat(h.map(function (p) { return p.cpu_percent; })));
+    function line(value, min, max, cls) {
       var pts = h.map(function (p, i) {
-        var y = H - 1 - (max > 0 ? value(p) / max : 0) * (H - 2);
+        var y = H - 1 - (max > min ? (value(p) - min) / (max - min) : 0.5) * (H - 2);
         return (i * W / (h.length - 1)).toFixed(1) + "," + y.toFixed(1);
       }).join(" ");
       var l = document.createElementNS(SVG, "polyline");
@@ -53,8 +53,8 @@
     var title = document.createElementNS(SVG, "title");
     title.textContent = "memory and CPU, last " + Math.round((h[h.length - 1].at - h[0].at) / 60) + " min";
     svg.appendChild(title);
-    svg.appendChild(line(function (p) { return p.cpu_percent; }, cpuTop, "spark-cpu"));
-    svg.appendChild(line(function (p) { return p.memory_bytes; }, top, "spark-mem"));
+    svg.appendChild(line(function (p) { return p.cpu_percent; }, 0, cpuTop, "spark-cpu"));
+    svg.appendChild(line(function (p) { return p.memory_bytes; }, low, high, "spark-mem"));
     return svg;
   }
   function memory(s) {
