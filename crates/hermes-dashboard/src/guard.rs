@@ -252,7 +252,9 @@ fn metrics_access(guard: &Guard, request: &Request) -> Result<(), Box<Response>>
         );
         Err(Box::new(r))
     };
-    match bearer {
+    // Without a metrics token configured, a bearer (a scraper set up with one anyway) is not a
+    // login: the allowlist alone decides.
+    match bearer.filter(|_| access.token.is_some()) {
         Some(presented) => {
             if guard.throttled(ip) {
                 return Err(Box::new(detail(

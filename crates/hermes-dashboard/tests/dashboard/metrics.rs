@@ -302,6 +302,9 @@ fn an_allowlisted_address_scrapes_without_a_token() {
     let a = scrape(&d, &[]);
     assert_eq!(a.status, 200, "{}", a.body);
     parse(&a.body);
+    // A bearer when no token is configured: the address decides, as without one.
+    let a = scrape(&d, &[bearer("whatever-the-scraper-sends")]);
+    assert_eq!(a.status, 200, "{}", a.body);
     // From an allowlisted address, a Host the dashboard does not answer to is still refused
     // (DNS rebinding: a page could make the request, from the browser's address).
     let a = request(&d, "GET", "/metrics", "evil.example", &[]);
