@@ -104,6 +104,28 @@ fn declared_checks(declared: &Declared, path: &Path) -> Vec<Check> {
     checks
 }
 
+/// `doctor`'s row about the memory limit of `home`'s profile's gateway: ✓ with the limit when
+/// it has one, ⚠ with the fix when its value is not a size (the gateway then runs without
+/// one); nothing without a limit.
+pub fn gateway_limit_checks(
+    home: &hermes_home::Home,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Check> {
+    let config = hermes_home::config::Config::load(&home.config_path()).ok();
+    let default = var(crate::gateway::MEMORY_MAX_VAR);
+    match crate::gateway::resolve_memory_max(config.as_ref(), default.as_deref()) {
+        Ok(None) => Vec::new(),
+        Ok(Some(bytes)) => vec![Check::ok(format!(
+            "gateway memory limit: {}",
+            hermes_errors::bytes::human(bytes)
+        ))],
+        Err(problem) => vec![Check::warn(
+            format!("gateway memory limit: {problem}; the gateway runs without one"),
+            crate::gateway::MEMORY_MAX_HINT,
+        )],
+    }
+}
+
 /// The original agent whose commands are handed over ([`crate::agent::locate`]), as `version`
 /// and `dump` show it.
 pub fn agent_view(var: impl Fn(&str) -> Option<String>) -> AgentView {

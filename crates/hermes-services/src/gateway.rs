@@ -68,8 +68,11 @@ pub fn gateway_spec(
     autostart: bool,
     out: &mut dyn Write,
 ) -> ServiceSpec {
-    let (argv, custom) = gateway_argv(profile, dir, hermes_exe, out);
+    let config = load_config(profile, dir, out);
+    let (argv, custom) = gateway_argv(profile, config.as_ref(), hermes_exe, out);
     let mut spec = ServiceSpec::new(service_name(profile), argv);
+    let default_limit = std::env::var(MEMORY_MAX_VAR).ok();
+    spec.memory_max = memory_max(profile, config.as_ref(), default_limit.as_deref(), out);
     spec.restart = RestartPolicy::OnFailure;
     spec.stop_grace = GATEWAY_STOP_GRACE;
     spec.autostart = autostart;
@@ -243,12 +246,15 @@ pub fn systemd_socket_unit(profile: &str, address: &str) -> String {
 /// used.
 fn gateway_argv(
     profile: &str,
-    dir: &Path,
+    config: Option<&Config>,
     hermes_exe: &Path,
     out: &mut dyn Write,
 ) -> (Vec<String>, bool) {
     let default = default_argv(profile, hermes_exe);
-    let argv = configured_argv(profile, dir, default.clone(), out);
+    let argv = match config {
+        Some(config) => configured_argv(profile, config, default.clone(), out),
+        None => default.clone(),
+    };
     let custom = argv != default;
     (argv, custom)
 }
@@ -265,15 +271,11 @@ fn default_argv(profile: &str, hermes_exe: &Path) -> Vec<String> {
     ]
 }
 
-/// The profile's `gateway.command`, else `default`.
-fn configured_argv(
-    profile: &str,
-    dir: &Path,
-    default: Vec<String>,
-    out: &mut dyn Write,
-) -> Vec<String> {
-    let config = match Config::load(&hermes_home::layout::config_path(dir)) {
-        Ok(c) => c,
+/// The profile's `config.yaml`; one that cannot be read is said as a warning, and the gateway
+/// then runs with the defaults.
+fn load_config(profile: &str, dir: &Path, out: &mut dyn Write) -> Option<Config> {
+    match Config::load(&hermes_home::layout::config_path(dir)) {
+        Ok(c) => Some(c),
         Err(e) => {
             say(
                 out,
@@ -282,9 +284,83 @@ fn configured_argv(
                     hermes_errors::one_line(&e)
                 ),
             );
-            return default;
+            None
         }
+    }
+}
+
+/// The environment variable giving every gateway a memory limit its profile does not set.
+pub const MEMORY_MAX_VAR: &str = "HERMES_GATEWAY_MEMORY_MAX";
+
+/// A gateway's memory limit, for its service: [`resolve_memory_max`], a bad value said on
+/// `out` as a warning and ignored (the gateway still starts: a typo must not take an agent
+/// down; `hermes doctor` flags it too).
+pub fn memory_max(
+    profile: &str,
+    config: Option<&Config>,
+    default: Option<&str>,
+    out: &mut dyn Write,
+) -> Option<u64> {
+    resolve_memory_max(config, default).unwrap_or_else(|problem| {
+        say(
+            out,
+            format!(
+                "warning: profile `{profile}`: {problem}; its gateway runs without a memory \
+                 limit"
+            ),
+        );
+        None
+    })
+}
+
+/// What to do about a bad [`resolve_memory_max`] value.
+pub const MEMORY_MAX_HINT: &str = "use a size such as `1GiB` or `512MiB` (powers of 1024, at \
+                                   least 4 MiB), or `none` for no limit";
+
+/// A gateway's memory limit: its profile's `gateway.memory_max` (`none` for no limit), else
+/// `default` ([`MEMORY_MAX_VAR`]), else none.
+///
+/// # Errors
+/// The value that is not a size, and where it came from, in one line.
+pub fn resolve_memory_max(
+    config: Option<&Config>,
+    default: Option<&str>,
+) -> Result<Option<u64>, String> {
+    let configured = config.and_then(|c| match c.raw("gateway.memory_max") {
+        None | Some(yaml_serde::Value::Null) => None,
+        Some(yaml_serde::Value::String(s)) => Some(s.clone()),
+        Some(yaml_serde::Value::Number(n)) => Some(n.to_string()),
+        Some(other) => Some(format!("{other:?}")),
+    });
+    let (value, from) = match (configured, default) {
+        (Some(v), _) => (v, "`gateway.memory_max`"),
+        (None, Some(v)) if !v.trim().is_empty() => (v.to_string(), MEMORY_MAX_VAR),
+        (None, _) => return Ok(None),
     };
+    if matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "none" | "off" | "max"
+    ) {
+        return Ok(None);
+    }
+    let min = hermes_supervisor::spec::MIN_MEMORY_MAX;
+    match hermes_errors::bytes::parse(&value) {
+        Ok(bytes) if bytes >= min => Ok(Some(bytes)),
+        Ok(_) => Err(format!(
+            "{from}: `{value}` is less than {}",
+            hermes_errors::bytes::human(min)
+        )),
+        Err(problem) => Err(format!("{from}: {problem}")),
+    }
+}
+
+/// The profile's `gateway.command`, else `default`.
+fn configured_argv(
+    profile: &str,
+    config: &Config,
+    default: Vec<String>,
+    out: &mut dyn Write,
+) -> Vec<String> {
     match config.raw("gateway.command") {
         None | Some(yaml_serde::Value::Null) => default,
         Some(yaml_serde::Value::String(s)) if !s.trim().is_empty() => {

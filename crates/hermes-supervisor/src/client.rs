@@ -187,6 +187,7 @@ impl Client {
             listen: spec.listen.clone(),
             handover: spec.handover,
             stop_grace: spec.stop_grace,
+            memory_max: spec.memory_max,
         })
         .map(drop)
     }

@@ -243,7 +243,8 @@ pub enum Op {
     Register(ServiceSpec),
     /// Stop, wait for the exit, forget. Idempotent.
     Unregister(String),
-    /// Set a service's held sockets, hand-over and stop grace (its next start uses them).
+    /// Set a service's held sockets, hand-over, stop grace and memory limit (its next start
+    /// uses them).
     Listen {
         /// Service name.
         service: String,
@@ -253,6 +254,9 @@ pub enum Op {
         handover: bool,
         /// Grace between the stop signal and SIGKILL.
         stop_grace: Duration,
+        /// Its memory limit (the running process is held to it from the next sample; a
+        /// cgroup's limit from the next start).
+        memory_max: Option<u64>,
     },
     /// Stop everything and end the loop.
     Shutdown,
@@ -1296,12 +1300,14 @@ impl Machine {
                 listen,
                 handover,
                 stop_grace,
+                memory_max,
             } => {
                 let i = lookup(self, &service)?;
                 let mut spec = self.services[i].spec.clone();
                 spec.listen = listen;
                 spec.handover = handover;
                 spec.stop_grace = stop_grace;
+                spec.memory_max = memory_max;
                 spec.validate().map_err(OpError::InvalidSpec)?;
                 self.services[i].spec = spec;
             }

@@ -94,6 +94,9 @@ pub enum Command {
         /// Grace between the stop signal and SIGKILL.
         #[serde(with = "crate::spec::duration_ms")]
         stop_grace: std::time::Duration,
+        /// Its memory limit, bytes (absent: none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        memory_max: Option<u64>,
     },
     /// Stop, wait for the exit, forget. Answers only once the process is gone.
     Unregister {

@@ -230,45 +230,73 @@ pub fn human_duration(secs: f64) -> String {
     }
 }
 
+/// How many columns the status table has.
+pub const COLUMNS: usize = 9;
+
 /// The columns of the status table.
-pub const STATUS_COLUMNS: [&str; 7] = [
+pub const STATUS_COLUMNS: [&str; COLUMNS] = [
     "NAME",
     "STATE",
     "PID",
     "UPTIME",
+    "MEMORY",
+    "CPU",
     "RESTARTS",
     "LAST EXIT",
     "REASON",
 ];
 
-/// Renders the aligned status table: `NAME STATE PID UPTIME RESTARTS LAST EXIT REASON`.
+/// Renders the aligned status table: `NAME STATE PID UPTIME MEMORY CPU RESTARTS LAST EXIT
+/// REASON`.
 pub fn render_status_table(rows: &[ServiceStatus]) -> String {
     render_table_rows(rows.iter().map(status_cells))
 }
 
 /// One row's cells, in the order of [`STATUS_COLUMNS`].
-pub fn status_cells(r: &ServiceStatus) -> [String; 7] {
+pub fn status_cells(r: &ServiceStatus) -> [String; COLUMNS] {
+    let running = r.pid.and(r.resources.as_ref());
     [
         r.name.clone(),
         r.state.to_string(),
         r.pid.map_or("-".into(), |p| p.to_string()),
         r.uptime_secs.map_or("-".into(), human_duration),
+        memory_cell(running.map(|u| u.memory_bytes), r.memory_max),
+        running
+            .and_then(|u| u.cpu_percent)
+            .map_or("-".into(), |p| format!("{p:.1}%")),
         r.restarts.to_string(),
         r.last_exit.map_or("-".into(), |e| e.to_string()),
-        match (&r.reason, &r.last_failure) {
-            (reason, _) if !reason.is_empty() => reason.clone(),
-            (_, Some(failure)) => format!("last restart: {failure}"),
-            _ => "-".into(),
-        },
+        reason_cell(r),
     ]
+}
+
+/// The reason; for a service running again after a failure, also why it was restarted (it
+/// was in `backoff` too briefly for anyone to read that reason).
+fn reason_cell(r: &ServiceStatus) -> String {
+    let running = matches!(r.state, StateName::Starting | StateName::Up);
+    match (r.reason.as_str(), &r.last_failure) {
+        ("", Some(failure)) if running => format!("last restart: {failure}"),
+        (reason, Some(failure)) if running => format!("{reason}; last restart: {failure}"),
+        ("", _) => "-".into(),
+        (reason, _) => reason.into(),
+    }
+}
+
+/// `212 MiB`, `212 MiB/1 GiB` with a limit, `-/1 GiB` with a limit and no process.
+fn memory_cell(used: Option<u64>, limit: Option<MemoryLimit>) -> String {
+    let used = used.map_or("-".into(), hermes_errors::bytes::human);
+    match limit {
+        Some(l) => format!("{used}/{}", hermes_errors::bytes::human(l.bytes)),
+        None => used,
+    }
 }
 
 /// The header and `rows` aligned in columns two spaces apart: rows of [`status_cells`], and
 /// rows a caller adds of what no supervisor runs (an invalid declared service).
-pub fn render_table_rows(rows: impl IntoIterator<Item = [String; 7]>) -> String {
-    let mut cells: Vec<[String; 7]> = vec![STATUS_COLUMNS.map(String::from)];
+pub fn render_table_rows(rows: impl IntoIterator<Item = [String; COLUMNS]>) -> String {
+    let mut cells: Vec<[String; COLUMNS]> = vec![STATUS_COLUMNS.map(String::from)];
     cells.extend(rows);
-    let mut widths = [0usize; 7];
+    let mut widths = [0usize; COLUMNS];
     for row in &cells {
         for (w, c) in widths.iter_mut().zip(row.iter()) {
             *w = (*w).max(c.chars().count());
@@ -320,8 +348,17 @@ mod tests {
                 draining: Vec::new(),
                 handover: None,
                 listening: Vec::new(),
-                resources: None,
-                memory_max: None,
+                resources: Some(Resources {
+                    memory_bytes: 48 << 20,
+                    cpu_seconds: 1.5,
+                    cpu_percent: Some(3.25),
+                    processes: 2,
+                    history: Vec::new(),
+                }),
+                memory_max: Some(MemoryLimit {
+                    bytes: 1 << 30,
+                    enforced_by: Enforcement::Sampling,
+                }),
                 last_failure: None,
             },
             ServiceStatus {
@@ -351,6 +388,10 @@ mod tests {
         let col = lines[0].find("LAST EXIT").unwrap();
         assert_eq!(lines[2].find("code 78").unwrap(), col);
         assert!(lines[1].contains("1m15s"));
+        let col = lines[0].find("MEMORY").unwrap();
+        assert_eq!(lines[1].find("48 MiB/1 GiB").unwrap(), col);
+        assert!(lines[1].contains(" 3.2% "), "{}", lines[1]);
+        assert_eq!(&lines[2][col..col + 2], "- ", "no process, no figure");
     }
 
     #[test]

@@ -248,7 +248,7 @@ impl Supervisor {
                         Ok(mut rows) => {
                             for row in &mut rows {
                                 row.listening = self.sockets.listening(&row.name);
-                                row.resources = self.sampler.resources(&row.name);
+                                row.resources = self.sampler.resources(&row.name, row.pid);
                                 row.memory_max = self.memory_limit(&row.name);
                             }
                             Response::services(rows)
@@ -270,11 +270,13 @@ impl Supervisor {
                     listen,
                     handover,
                     stop_grace,
+                    memory_max,
                 } => Op::Listen {
                     service,
                     listen,
                     handover,
                     stop_grace,
+                    memory_max,
                 },
                 Cmd::Shutdown => Op::Shutdown,
                 Cmd::Register { mut spec } => {

@@ -47,6 +47,8 @@ struct Record {
 
 #[derive(Clone, Copy)]
 struct Current {
+    /// The process group sampled.
+    pid: i32,
     usage: Usage,
     cpu_percent: Option<f64>,
 }
@@ -95,6 +97,7 @@ impl Sampler {
                 })
             };
             record.now = Some(Current {
+                pid,
                 usage,
                 cpu_percent: rate(record.last),
             });
@@ -126,17 +129,19 @@ impl Sampler {
         events
     }
 
-    /// What the service uses, as last sampled (`None` before its first sample).
-    pub(super) fn resources(&self, service: &str) -> Option<Resources> {
+    /// What the service uses, as last sampled (`None` before its first sample). Figures of an
+    /// earlier process than `pid` (the current one, not sampled yet) are not its: zero.
+    pub(super) fn resources(&self, service: &str, pid: Option<i32>) -> Option<Resources> {
         let record = self.records.get(service)?;
-        if record.now.is_none() && record.history.is_empty() {
+        let now = record.now.filter(|c| Some(c.pid) == pid);
+        if now.is_none() && record.history.is_empty() {
             return None;
         }
-        let usage = record.now.map(|c| c.usage).unwrap_or_default();
+        let usage = now.map(|c| c.usage).unwrap_or_default();
         Some(Resources {
             memory_bytes: usage.rss_bytes,
             cpu_seconds: usage.cpu_ticks as f64 / self.ticks_per_second,
-            cpu_percent: record.now.and_then(|c| c.cpu_percent),
+            cpu_percent: now.and_then(|c| c.cpu_percent),
             processes: usage.processes,
             history: record.history.iter().copied().collect(),
         })
@@ -175,8 +180,13 @@ mod tests {
         );
         let t1 = t0 + Duration::from_millis(20);
         assert!(sampler.sample(&[watched(Some(1 << 40))], t1).is_empty());
-        let r = sampler.resources("me").unwrap();
+        let r = sampler.resources("me", Some(me)).unwrap();
         assert!(r.memory_bytes > 0 && r.processes >= 1);
+        let newer = sampler.resources("me", Some(me + 1)).unwrap();
+        assert_eq!(
+            newer.memory_bytes, 0,
+            "a new process is not its predecessor"
+        );
         assert!(r.cpu_percent.is_some(), "a rate after two samples");
         assert_eq!(r.history.len(), 1, "one point per step");
         // Gone: no current figures, the history stays.
@@ -187,10 +197,10 @@ mod tests {
             enforce: Some(4096),
         };
         assert!(sampler.sample(&[gone], t2).is_empty());
-        let r = sampler.resources("me").unwrap();
+        let r = sampler.resources("me", None).unwrap();
         assert_eq!((r.memory_bytes, r.processes, r.cpu_percent), (0, 0, None));
         assert_eq!(r.history.len(), 1);
         sampler.forget("me");
-        assert_eq!(sampler.resources("me"), None);
+        assert_eq!(sampler.resources("me", None), None);
     }
 }

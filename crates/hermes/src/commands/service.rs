@@ -181,17 +181,12 @@ fn invalid_entries(root: &Path) -> Vec<Invalid> {
 }
 
 /// An invalid entry as a status row: state `invalid`, what is wrong as its reason.
-fn invalid_cells(entry: &Invalid) -> [String; 7] {
-    let none = || "-".to_string();
-    [
-        entry.name.clone(),
-        "invalid".into(),
-        none(),
-        none(),
-        none(),
-        none(),
-        entry.reason(),
-    ]
+fn invalid_cells(entry: &Invalid) -> [String; hermes_supervisor::status::COLUMNS] {
+    let mut cells = std::array::from_fn(|_| "-".to_string());
+    cells[0] = entry.name.clone();
+    cells[1] = "invalid".into();
+    cells[hermes_supervisor::status::COLUMNS - 1] = entry.reason();
+    cells
 }
 
 /// An invalid entry as a `status --json` row: the keys of a supervised one (empty), the

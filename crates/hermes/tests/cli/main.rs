@@ -58,6 +58,7 @@ mod handoff;
 mod input_checks;
 mod json_errors;
 mod load;
+mod memory_limits;
 mod migrate;
 mod multiplex;
 mod plugins;

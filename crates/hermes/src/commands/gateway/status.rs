@@ -3,6 +3,8 @@
 
 use hermes_gateway::api_server::ApiServer;
 use hermes_home::{Home, gateway_state, profile};
+use hermes_supervisor::ServiceStatus;
+use hermes_supervisor::status::status_cells;
 use serde_json::{Value, json};
 
 use super::settings;
@@ -58,6 +60,9 @@ pub(super) fn status(ctx: &Context, json_output: bool, detailed: bool) -> Comman
             "engine": view.engine,
             "state": service.map(|s| s.state.to_string()),
             "pid": service.and_then(|s| s.pid),
+            "uptime_secs": service.and_then(|s| s.uptime_secs),
+            "resources": service.and_then(|s| s.resources.as_ref()),
+            "memory_max": service.and_then(|s| s.memory_max),
             "reason": service.map(|s| s.reason.clone()),
             "recorded": recorded,
             "address": settings::address_of(resolved.as_ref().map_err(|e| e.message.as_str())),
@@ -92,7 +97,8 @@ pub(super) fn status(ctx: &Context, json_output: bool, detailed: bool) -> Comman
     if detailed {
         table.push(
             [
-                "SERVICE", "ENGINE", "STATE", "PID", "RECORDED", "ADDRESS", "REASON",
+                "SERVICE", "ENGINE", "STATE", "PID", "UPTIME", "MEMORY", "CPU", "RECORDED",
+                "ADDRESS", "REASON",
             ]
             .map(String::from)
             .to_vec(),
@@ -110,15 +116,20 @@ pub(super) fn status(ctx: &Context, json_output: bool, detailed: bool) -> Comman
                 (empty, None) if empty.is_empty() => "-".to_string(),
                 (reason, None) => reason,
             };
-            vec![
+            // Uptime, memory and CPU as `service status` shows them.
+            let figures = service_row(&supervised, r).map_or_else(
+                || vec!["-".to_string(); 3],
+                |row| status_cells(row)[3..6].to_vec(),
+            );
+            let mut cells = vec![
                 cell(&r["service"]),
                 cell(&r["engine"]),
                 state,
                 cell(&r["pid"]),
-                cell(&r["recorded"]),
-                cell(&r["address"]),
-                reason,
-            ]
+            ];
+            cells.extend(figures);
+            cells.extend([cell(&r["recorded"]), cell(&r["address"]), reason]);
+            cells
         } else {
             vec![cell(&r["service"]), cell(&r["address"])]
         });
@@ -140,6 +151,15 @@ pub(super) fn status(ctx: &Context, json_output: bool, detailed: bool) -> Comman
     }
     output::stdout(&text)?;
     Ok(ExitStatus::Success)
+}
+
+/// The supervisor's row of the gateway `r` describes, if it has one.
+fn service_row<'a>(
+    supervised: &'a Option<Vec<ServiceStatus>>,
+    r: &Value,
+) -> Option<&'a ServiceStatus> {
+    let name = r["service"].as_str()?;
+    supervised.as_ref()?.iter().find(|s| s.name == name)
 }
 
 /// `table`'s rows as lines whose columns line up: each column as wide as its widest cell, two
