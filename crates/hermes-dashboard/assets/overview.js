@@ -66,7 +66,7 @@
   }
   function cpu(s) {
     var r = s.resources;
-    if (!r) return cell(null);
+    if (!r || !s.pid) return cell(null);
     var pct = r.cpu_percent === null || r.cpu_percent === undefined ? "-" : r.cpu_percent.toFixed(1) + " %";
     return cell(pct + " · " + r.cpu_seconds.toFixed(1) + " s", "cpu");
   }

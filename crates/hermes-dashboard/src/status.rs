@@ -74,8 +74,13 @@ pub fn volume(root: &Path) -> Value {
 /// `memory_max`, serialized as they are): `memory_text`, the memory as people read it with its
 /// limit (`212 MiB / 1 GiB`), formatted here so the page follows the one byte-size rule
 /// (`hermes_errors::bytes::human`) instead of a copy of it in JavaScript.
+/// The memory counts while the service has a process (as `hermes service status` shows it);
+/// its history stays for the sparkline.
 pub fn resource_fields(status: &ServiceStatus) -> Value {
-    let used = status.resources.as_ref().map(|r| r.memory_bytes);
+    let used = status
+        .pid
+        .and(status.resources.as_ref())
+        .map(|r| r.memory_bytes);
     let limit = status.memory_max.map(|m| m.bytes);
     let human = hermes_errors::bytes::human;
     let text = match (used, limit) {
@@ -272,6 +277,9 @@ mod tests {
             enforced_by: hermes_supervisor::status::Enforcement::Cgroup,
         });
         assert_eq!(resource_fields(&row)["memory_text"], "212 MiB / 1 GiB");
+        // Stopped: the limit, no figure (the history is still there for the sparkline).
+        row.pid = None;
+        assert_eq!(resource_fields(&row)["memory_text"], "- / 1 GiB");
         // Serialized with the row, for the page's sparkline and the limit.
         let v = serde_json::to_value(&row).unwrap();
         assert_eq!(v["memory_max"]["enforced_by"], "cgroup");
