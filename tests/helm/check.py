@@ -11,7 +11,7 @@ object is validated against the Kubernetes API schemas (kubernetes-validate, str
 manifests go through checkov's Kubernetes checks, and the properties that matter are asserted
 here: the restricted Pod Security Standard, one StatefulSet of one replica per profile (one for
 all with `multiplex`), no secret in the output, probes, the checksum annotation, the PVC kept on
-removal, the scheduled snapshots' values.
+removal, the scheduled snapshots' values, the metrics endpoint's values and its ServiceMonitor.
 """
 
 from __future__ import annotations
@@ -479,6 +479,115 @@ def check_backup_values() -> None:
     assert "'every' not allowed" in msg, msg
 
 
+def container_env(docs: list[dict], profile: str) -> dict[str, dict]:
+    c = pod_of(docs, profile)["spec"]["containers"][0]
+    return {e["name"]: e for e in c.get("env", [])}
+
+
+SCRAPE_ANNOTATIONS = ("prometheus.io/scrape", "prometheus.io/port", "prometheus.io/path")
+
+
+def check_metrics_values() -> None:
+    """`metrics.enabled`: the dashboard in every pod on the pod's address, the token from a
+    Secret (the chart's from metrics.token, or existingSecret), the allowlist, the scrape
+    annotations, a `metrics` port on the pod, its Service and the NetworkPolicy; off: none of
+    it. `metrics.serviceMonitor.enabled`: a ServiceMonitor with the token from that Secret."""
+    base = render({})
+    env = container_env(base, "default")
+    assert "HERMES_METRICS_TOKEN" not in env and "HERMES_DASHBOARD" not in env, "off by default"
+    template = pod_of(base, "default")
+    assert not set(SCRAPE_ANNOTATIONS) & set(template["metadata"]["annotations"]), "no scrape annotations when off"
+    assert not [d for d in base if d["kind"] in ("Secret", "ServiceMonitor")]
+
+    values = {**cases()["three-profiles"], "metrics": {"enabled": True, "existingSecret": "scrape", "secretKey": "bearer"}}
+    docs = render(values)
+    for p in profile_names(values):
+        env = container_env(docs, p)
+        assert env["HERMES_DASHBOARD"]["value"] == "1", f"{p}: the dashboard serves /metrics"
+        assert env["HERMES_DASHBOARD_HOST"]["value"] == "0.0.0.0", f"{p}: on the pod's address"
+        assert env["HERMES_METRICS_TOKEN"]["valueFrom"] == {"secretKeyRef": {"name": "scrape", "key": "bearer"}}, env["HERMES_METRICS_TOKEN"]
+        template = pod_of(docs, p)
+        ann = template["metadata"]["annotations"]
+        assert (ann["prometheus.io/scrape"], ann["prometheus.io/port"], ann["prometheus.io/path"]) == ("true", "9119", "/metrics"), ann
+        ports = {x["name"]: x["containerPort"] for x in template["spec"]["containers"][0]["ports"]}
+        assert ports == {"api": 8642, "metrics": 9119}, ports
+        svc = by_name(docs, "Service")[f"{RELEASE}-{p}"]
+        assert {"name": "metrics", "port": 9119, "targetPort": "metrics", "protocol": "TCP"} in svc["spec"]["ports"], svc["spec"]["ports"]
+    policy = of_kind(docs, "NetworkPolicy")[0]
+    assert [r["ports"][0]["port"] for r in policy["spec"]["ingress"]] == ["api", "metrics"], policy
+    assert not of_kind(docs, "Secret"), "an existing Secret: the chart makes none"
+    assert not of_kind(docs, "ServiceMonitor"), "no ServiceMonitor unless asked"
+    for d in docs:
+        kubernetes_validate.validate(d, KUBE_VERSION, strict=True)
+    for d in of_kind(docs, "StatefulSet"):
+        assert not restricted_violations(d["spec"]["template"]), restricted_violations(d["spec"]["template"])
+
+    # The token from values: a Secret of the chart's, never the value in a pod.
+    docs = render({"metrics": {"enabled": True, "token": "s3cret-metrics-token-0123", "allow": ["10.42.0.0/16", "fd00::/8"]}})
+    secret = by_name(docs, "Secret")[f"{RELEASE}-metrics"]
+    assert secret["data"]["token"] == "czNjcmV0LW1ldHJpY3MtdG9rZW4tMDEyMw==", secret
+    env = container_env(docs, "default")
+    assert env["HERMES_METRICS_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": f"{RELEASE}-metrics", "key": "token"}
+    assert env["HERMES_METRICS_ALLOW"]["value"] == "10.42.0.0/16,fd00::/8", env["HERMES_METRICS_ALLOW"]
+    pods = [d for d in docs if d["kind"] == "StatefulSet"]
+    assert "s3cret-metrics-token" not in json.dumps(pods), "the token only in its Secret"
+    # An allowlist alone (annotation-based scrapers send no token).
+    env = container_env(render({"metrics": {"enabled": True, "allow": ["10.0.0.0/8"]}}), "default")
+    assert "HERMES_METRICS_TOKEN" not in env and env["HERMES_METRICS_ALLOW"]["value"] == "10.0.0.0/8"
+    # Multiplexed: the one pod.
+    docs = render({**cases()["multiplexed"], "metrics": {"enabled": True, "existingSecret": "scrape"}})
+    assert container_env(docs, "default")["HERMES_METRICS_TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "token"
+
+    text = notes({"metrics": {"enabled": True, "existingSecret": "scrape", "serviceMonitor": {"enabled": True}}})
+    assert "Metrics: GET /metrics on port 9119 of each pod (Prometheus text format), with the bearer token of Secret scrape; ServiceMonitor hermes scrapes it." in text, text
+    assert "Metrics:" not in notes({}), "NOTES: metrics off, no line"
+    msg = render_error({"metrics": {"enabled": True}})
+    assert "metrics.existingSecret" in msg and "metrics.allow" in msg, msg
+    msg = render_error({"metrics": {"serviceMonitor": {"enabled": True}}})
+    assert "needs metrics.enabled" in msg, msg
+    msg = render_error({"metrics": {"enabled": True, "allow": ["10.0.0.0/8"], "serviceMonitor": {"enabled": True}}})
+    assert "authenticates with the token" in msg, msg
+    msg = render_error({"metrics": {"enabled": True, "tokens": "x"}})
+    assert "'tokens' not allowed" in msg, msg
+
+
+def check_service_monitor() -> None:
+    """`metrics.serviceMonitor.enabled`: one ServiceMonitor (monitoring.coreos.com/v1) over the
+    release's Services, port `metrics`, path /metrics, the bearer token from the Secret."""
+    values = {**cases()["three-profiles"], "metrics": {
+        "enabled": True, "existingSecret": "scrape",
+        "serviceMonitor": {"enabled": True, "interval": "15s", "scrapeTimeout": "5s", "labels": {"release": "kube-prometheus-stack"}}}}
+    docs = render(values)
+    monitors = of_kind(docs, "ServiceMonitor")
+    assert len(monitors) == 1, monitors
+    m = monitors[0]
+    assert m["apiVersion"] == "monitoring.coreos.com/v1"
+    assert m["metadata"]["labels"]["release"] == "kube-prometheus-stack", m["metadata"]
+    assert m["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "hermes", "app.kubernetes.io/instance": RELEASE}
+    assert m["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    assert m["spec"]["endpoints"] == [{
+        "port": "metrics", "path": "/metrics", "scheme": "http", "interval": "15s", "scrapeTimeout": "5s",
+        "authorization": {"type": "Bearer", "credentials": {"name": "scrape", "key": "token"}},
+    }], m["spec"]["endpoints"]
+    # Every profile's Service has the port it names, and the selector picks them all.
+    for p in profile_names(values):
+        svc = by_name(docs, "Service")[f"{RELEASE}-{p}"]
+        assert "metrics" in [x["name"] for x in svc["spec"]["ports"]], p
+        labels = svc["metadata"]["labels"]
+        assert all(labels.get(k) == v for k, v in m["spec"]["selector"]["matchLabels"].items()), labels
+    # The chart's own Secret when the token is in values.
+    docs = render({"metrics": {"enabled": True, "token": "s3cret-metrics-token-0123", "serviceMonitor": {"enabled": True}}})
+    creds = of_kind(docs, "ServiceMonitor")[0]["spec"]["endpoints"][0]["authorization"]["credentials"]
+    assert creds == {"name": f"{RELEASE}-metrics", "key": "token"}, creds
+    assert of_kind(docs, "ServiceMonitor")[0]["spec"]["endpoints"][0]["interval"] == "30s"
+    for d in docs:
+        if d["kind"] != "ServiceMonitor":  # a CRD: not in the Kubernetes API's schemas
+            kubernetes_validate.validate(d, KUBE_VERSION, strict=True)
+    report = helm.lint(str(CHART), values, strict=True, namespace=NAMESPACE, kube_version="v" + KUBE_VERSION)
+    errors = [x for x in report.get("messages") or [] if x["severity"] >= 2] + list(report.get("errors") or [])
+    assert not errors, errors
+
+
 def check_lint() -> None:
     for case, values in cases().items():
         report = helm.lint(str(CHART), values, strict=True, namespace=NAMESPACE, kube_version="v" + KUBE_VERSION)
@@ -544,6 +653,8 @@ def main_check(out_dir: Path) -> int:
     suite.run("bad values refused with a message", check_bad_values_are_refused)
     suite.run("NOTES.txt: port-forward to each profile and the dashboard", check_notes)
     suite.run("backup.schedule/keep/dir -> HERMES_BACKUP_* in every pod, only with a schedule", check_backup_values)
+    suite.run("metrics.enabled: token Secret, allowlist, scrape annotations, metrics port; off: none", check_metrics_values)
+    suite.run("metrics.serviceMonitor.enabled: a ServiceMonitor with the bearer token from the Secret", check_service_monitor)
     print(f"helm: {suite.passed} passed, {suite.failed} failed")
     return 1 if suite.failed else 0
 

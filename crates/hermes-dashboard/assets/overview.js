@@ -4,7 +4,9 @@
   var body = document.getElementById("rows");
   var banner = document.getElementById("banner");
   var mode = document.getElementById("gateway-mode");
+  var volume = document.getElementById("volume");
   var live = Hermes.live;
+  var SVG = "http://www.w3.org/2000/svg";
 
   function cell(text, cls) {
     var td = document.createElement("td");
@@ -23,6 +25,57 @@
     if (!e) return "-";
     return typeof e === "object" ? JSON.stringify(e) : String(e);
   }
+  // The last 15 minutes as a small inline SVG: memory between its lowest and highest point
+  // (the figure beside it says how much), CPU % from 0 to its peak (at least 5 %, so an idle
+  // service draws flat). Nothing before there are two points.
+  function sparkline(s) {
+    var h = (s.resources && s.resources.history) || [];
+    if (h.length < 2) return null;
+    var W = 90, H = 20;
+    var mem = h.map(function (p) { return p.memory_bytes; });
+    var low = Math.min.apply(null, mem), high = Math.max.apply(null, mem);
+    var cpuTop = Math.max.apply(null, [5].concat(h.map(function (p) { return p.cpu_percent; })));
+    function line(value, min, max, cls) {
+      var pts = h.map(function (p, i) {
+        var y = H - 1 - (max > min ? (value(p) - min) / (max - min) : 0.5) * (H - 2);
+        return (i * W / (h.length - 1)).toFixed(1) + "," + y.toFixed(1);
+      }).join(" ");
+      var l = document.createElementNS(SVG, "polyline");
+      l.setAttribute("points", pts);
+      l.setAttribute("class", cls);
+      return l;
+    }
+    var svg = document.createElementNS(SVG, "svg");
+    svg.setAttribute("class", "spark");
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("preserveAspectRatio", "none");
+    svg.setAttribute("role", "img");
+    var title = document.createElementNS(SVG, "title");
+    title.textContent = "memory and CPU, last " + Math.round((h[h.length - 1].at - h[0].at) / 60) + " min";
+    svg.appendChild(title);
+    svg.appendChild(line(function (p) { return p.cpu_percent; }, 0, cpuTop, "spark-cpu"));
+    svg.appendChild(line(function (p) { return p.memory_bytes; }, low, high, "spark-mem"));
+    return svg;
+  }
+  function memory(s) {
+    var td = cell("", "memory");
+    td.appendChild(Hermes.el("span", { class: "figure" }, s.memory_text || "-"));
+    var svg = sparkline(s);
+    if (svg) td.appendChild(svg);
+    return td;
+  }
+  function cpu(s) {
+    var r = s.resources;
+    if (!r || !s.pid) return cell(null);
+    var pct = r.cpu_percent === null || r.cpu_percent === undefined ? "-" : r.cpu_percent.toFixed(1) + " %";
+    return cell(pct + " · " + r.cpu_seconds.toFixed(1) + " s", "cpu");
+  }
+  function showVolume(v) {
+    volume.hidden = !v;
+    if (!v) return;
+    volume.classList.toggle("degraded", !!v.degraded);
+    volume.textContent = "Volume " + v.path + ": " + (v.error ? "cannot be read (" + v.error + ")" : v.text) + (v.degraded ? " — nearly full" : "");
+  }
   function act(name, verb) {
     Hermes.api("POST", "api/services/" + encodeURIComponent(name) + "/" + verb)
       .then(function () { Hermes.problem(null); }, Hermes.problem);
@@ -35,6 +88,7 @@
     var g = snap.gateways || {};
     mode.hidden = g.mode !== "multiplexed";
     mode.textContent = mode.hidden ? "" : "Multiplexed (" + g.source + ", " + g.engine + " engine): gateway-default serves " + (g.serves || []).join(", ");
+    showVolume(snap.volume);
     body.textContent = "";
     (snap.services || []).forEach(function (s) {
       var tr = document.createElement("tr");
@@ -46,6 +100,8 @@
       tr.appendChild(cell(s.state, "state-" + s.state));
       tr.appendChild(cell(s.pid));
       tr.appendChild(cell(duration(s.uptime_secs)));
+      tr.appendChild(memory(s));
+      tr.appendChild(cpu(s));
       tr.appendChild(cell(s.restarts));
       tr.appendChild(cell(exit(s.last_exit)));
       // A failing service's last error (its log's, or its recorded failed start) beside the

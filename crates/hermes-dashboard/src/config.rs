@@ -1,7 +1,8 @@
 //! What the dashboard serves on and how it authenticates, from flags and the original's
 //! environment variables (`HERMES_DASHBOARD_HOST`, `_PORT`, `_BASIC_AUTH_USERNAME`,
 //! `_BASIC_AUTH_PASSWORD`, `_SESSION_TOKEN`) plus ours (`_BASIC_AUTH_PASSWORD_HASH`,
-//! `_ALLOWED_HOSTS`, `_BASE_PATH`, `_TRUSTED_PROXIES`, `_PROXY_AUTH_HEADER`).
+//! `_ALLOWED_HOSTS`, `_BASE_PATH`, `_TRUSTED_PROXIES`, `_PROXY_AUTH_HEADER`), and who may
+//! scrape `/metrics` (`HERMES_METRICS_TOKEN`, `HERMES_METRICS_ALLOW`: [`MetricsAccess`]).
 //!
 //! Fails closed: a host that is not loopback without credentials is an [`Error`], never an
 //! open dashboard.
@@ -101,6 +102,72 @@ pub struct Settings {
     /// Reverse proxies whose `X-Forwarded-Prefix`, `X-Forwarded-For` and user header are
     /// believed.
     pub trusted_proxies: Vec<Cidr>,
+    /// Who may scrape `/metrics` without a session.
+    pub metrics: MetricsAccess,
+    /// A public host without credentials, allowed for `/metrics` alone: every other path
+    /// answers connections from loopback only (`kubectl port-forward` and an SSH tunnel
+    /// arrive there), as on a loopback host.
+    pub ui_loopback_only: bool,
+}
+
+/// Who may scrape `GET /metrics`: a scraper has no browser session, so the endpoint has its
+/// own credentials. With neither set it answers 404 (closed, not open).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct MetricsAccess {
+    /// `HERMES_METRICS_TOKEN`: sent as `Authorization: Bearer <token>` (at least 16
+    /// characters; compared in constant time).
+    pub token: Option<String>,
+    /// `HERMES_METRICS_ALLOW`: client addresses or networks that may scrape without the token
+    /// (comma-separated, as `HERMES_DASHBOARD_TRUSTED_PROXIES`); the connection's own address
+    /// counts, never a forwarded one.
+    pub allow: Vec<Cidr>,
+}
+
+impl MetricsAccess {
+    /// From the environment: `HERMES_METRICS_TOKEN` and `HERMES_METRICS_ALLOW`.
+    fn resolve(set: &dyn Fn(&str) -> Option<String>) -> Result<MetricsAccess, Error> {
+        let token = match set("HERMES_METRICS_TOKEN").map(|t| t.trim().to_string()) {
+            Some(t) if t.len() < MIN_TOKEN_LEN => {
+                return Err(Error::WeakMetricsToken { min: MIN_TOKEN_LEN });
+            }
+            other => other,
+        };
+        let allow = cidr_list(set("HERMES_METRICS_ALLOW"), |value| {
+            Error::InvalidMetricsAllow { value }
+        })?;
+        Ok(MetricsAccess { token, allow })
+    }
+
+    /// Whether `/metrics` is served at all.
+    pub fn enabled(&self) -> bool {
+        self.token.is_some() || !self.allow.is_empty()
+    }
+
+    /// Whether a connection from `peer` may scrape without the token.
+    pub fn allows(&self, peer: IpAddr) -> bool {
+        self.allow.iter().any(|c| c.contains(peer))
+    }
+}
+
+impl std::fmt::Debug for MetricsAccess {
+    // Never the token in a debug print.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsAccess")
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .field("allow", &self.allow)
+            .finish()
+    }
+}
+
+/// A comma-separated list of addresses or networks (`None`: empty); an entry that is neither
+/// is `invalid(entry)`.
+fn cidr_list(list: Option<String>, invalid: impl Fn(String) -> Error) -> Result<Vec<Cidr>, Error> {
+    list.iter()
+        .flat_map(|l| l.split(','))
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(|v| Cidr::parse(v).map_err(|_| invalid(v.to_string())))
+        .collect()
 }
 
 impl Settings {
@@ -128,15 +195,9 @@ impl Settings {
             (None, Some(v)) => parse_port(&v)?,
             (None, None) => DEFAULT_PORT,
         };
-        let trusted_proxies = match set("HERMES_DASHBOARD_TRUSTED_PROXIES") {
-            Some(list) => list
-                .split(',')
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .map(Cidr::parse)
-                .collect::<Result<Vec<_>, _>>()?,
-            None => Vec::new(),
-        };
+        let trusted_proxies = cidr_list(set("HERMES_DASHBOARD_TRUSTED_PROXIES"), |value| {
+            Error::InvalidTrustedProxy { value }
+        })?;
         let credentials = configured_credentials(&set, &trusted_proxies)?;
         let host = match host.or_else(|| set("HERMES_DASHBOARD_HOST")) {
             Some(host) => host,
@@ -145,9 +206,13 @@ impl Settings {
             }
             None => DEFAULT_HOST.to_string(),
         };
+        let metrics = MetricsAccess::resolve(&set)?;
+        // Without credentials, a public host is refused, unless it is for `/metrics` (its own
+        // credentials): then everything else still answers loopback peers only.
+        let ui_loopback_only = credentials.is_none() && !is_loopback(&host);
         let auth = match credentials {
             Some(auth) => auth,
-            None if is_loopback(&host) => Auth::Token,
+            None if is_loopback(&host) || metrics.enabled() => Auth::Token,
             None => return Err(Error::CredentialsRequired { host }),
         };
         let token = match set("HERMES_DASHBOARD_SESSION_TOKEN") {
@@ -177,6 +242,8 @@ impl Settings {
             extra_hosts,
             base_path,
             trusted_proxies,
+            metrics,
+            ui_loopback_only,
         })
     }
 
@@ -582,6 +649,58 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.token, fixed);
+    }
+
+    #[test]
+    fn metrics_access_is_closed_unless_a_token_or_an_allowlist_is_set() {
+        let s = Settings::resolve(None, None, env(&[])).unwrap();
+        assert!(!s.metrics.enabled());
+        let s = Settings::resolve(
+            None,
+            None,
+            env(&[
+                ("HERMES_METRICS_TOKEN", "  0123456789abcdef0123 "),
+                ("HERMES_METRICS_ALLOW", "10.42.0.0/16, ::1"),
+            ]),
+        )
+        .unwrap();
+        assert!(s.metrics.enabled());
+        assert_eq!(s.metrics.token.as_deref(), Some("0123456789abcdef0123"));
+        assert!(s.metrics.allows("10.42.7.1".parse().unwrap()));
+        assert!(s.metrics.allows("::1".parse().unwrap()));
+        assert!(!s.metrics.allows("10.43.0.1".parse().unwrap()));
+        assert!(
+            !format!("{:?}", s.metrics).contains("0123"),
+            "never the token"
+        );
+        let e =
+            Settings::resolve(None, None, env(&[("HERMES_METRICS_TOKEN", "short")])).unwrap_err();
+        assert!(matches!(e, Error::WeakMetricsToken { .. }), "{e:?}");
+        let e = Settings::resolve(None, None, env(&[("HERMES_METRICS_ALLOW", "10.0.0.0/33")]))
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidMetricsAllow { ref value } if value == "10.0.0.0/33"));
+        assert_eq!(e.exit_code(), 78);
+    }
+
+    #[test]
+    fn a_public_host_for_metrics_alone_keeps_the_pages_on_loopback() {
+        let token = [("HERMES_METRICS_TOKEN", "0123456789abcdef0123")];
+        let s = Settings::resolve(Some("0.0.0.0".into()), None, env(&token)).unwrap();
+        assert_eq!(s.auth, Auth::Token);
+        assert!(s.ui_loopback_only);
+        // Credentials open the pages to every address, as before; loopback is loopback.
+        let basic = [
+            ("HERMES_DASHBOARD_BASIC_AUTH_USERNAME", "admin"),
+            ("HERMES_DASHBOARD_BASIC_AUTH_PASSWORD", "pw"),
+            token[0],
+        ];
+        let s = Settings::resolve(Some("0.0.0.0".into()), None, env(&basic)).unwrap();
+        assert!(!s.ui_loopback_only);
+        let s = Settings::resolve(None, None, env(&token)).unwrap();
+        assert!(!s.ui_loopback_only);
+        // In the image, the metrics token alone does not widen the default bind.
+        let s = Settings::resolve_at(Place::Image, None, None, env(&token)).unwrap();
+        assert_eq!(s.host, "127.0.0.1");
     }
 
     #[test]

@@ -43,6 +43,18 @@ pub enum Error {
         /// The entry as given.
         value: String,
     },
+    /// `HERMES_METRICS_TOKEN` is set but too short to be a secret.
+    #[error("the metrics token in HERMES_METRICS_TOKEN is shorter than {min} characters")]
+    WeakMetricsToken {
+        /// The minimum length.
+        min: usize,
+    },
+    /// An entry of `HERMES_METRICS_ALLOW` is not an address or network.
+    #[error("invalid address `{value}` in HERMES_METRICS_ALLOW")]
+    InvalidMetricsAllow {
+        /// The entry as given.
+        value: String,
+    },
     /// `HERMES_DASHBOARD_BASE_PATH` is not a plain path.
     #[error("invalid dashboard base path `{value}`")]
     InvalidBasePath {
@@ -76,6 +88,8 @@ impl Error {
             Error::UsernameMissing => "set HERMES_DASHBOARD_BASIC_AUTH_USERNAME too".into(),
             Error::ProxyAuthWithoutProxies => "list the proxy's addresses in HERMES_DASHBOARD_TRUSTED_PROXIES (comma-separated addresses or networks, e.g. 172.18.0.0/16)".into(),
             Error::InvalidTrustedProxy { .. } => "give IP addresses or networks, comma-separated: 10.0.0.5, 172.18.0.0/16, fd00::/8".into(),
+            Error::WeakMetricsToken { .. } => "use a random value, e.g. `openssl rand -hex 32`, and give the scraper the same one as its bearer token".into(),
+            Error::InvalidMetricsAllow { .. } => "give the scrapers' IP addresses or networks, comma-separated: 10.0.0.5, 10.42.0.0/16, fd00::/8".into(),
             Error::InvalidBasePath { .. } => "give the path the proxy serves the dashboard under, e.g. /hermes".into(),
             Error::InvalidPort { .. } => "give a number from 1 to 65535 (default 9119)".into(),
             Error::WeakToken { .. } => "use a random value, e.g. `openssl rand -hex 32`, or unset it for a fresh token per start".into(),
@@ -96,6 +110,8 @@ impl Error {
             | Error::UsernameMissing
             | Error::ProxyAuthWithoutProxies
             | Error::InvalidTrustedProxy { .. }
+            | Error::WeakMetricsToken { .. }
+            | Error::InvalidMetricsAllow { .. }
             | Error::InvalidBasePath { .. } => hermes_errors::exit::CONFIG,
             Error::Random(_) | Error::Bind { .. } | Error::Serve(_) => 1,
         }
@@ -112,6 +128,8 @@ hermes_errors::every_variant!(Error {
     Error::UsernameMissing => Error::UsernameMissing,
     Error::ProxyAuthWithoutProxies => Error::ProxyAuthWithoutProxies,
     Error::InvalidTrustedProxy { .. } => Error::InvalidTrustedProxy { value: "10.0.0.0/33".into() },
+    Error::WeakMetricsToken { .. } => Error::WeakMetricsToken { min: 16 },
+    Error::InvalidMetricsAllow { .. } => Error::InvalidMetricsAllow { value: "10.0.0.0/33".into() },
     Error::InvalidBasePath { .. } => Error::InvalidBasePath { value: "x/..".into() },
     Error::Random(_) => Error::Random(std::io::Error::from_raw_os_error(2)),
     Error::Bind { .. } => Error::Bind {

@@ -1,6 +1,12 @@
 //! The request guard every route sits behind, in order: security headers on every answer,
 //! the Host allowlist (DNS rebinding), the few public paths, the token link, login rate
 //! limiting, authentication (session token or basic auth), and CSRF on state-changing requests.
+//!
+//! `/metrics` is the one path with its own credentials ([`metrics_access`]): a scraper has no
+//! session, so it shows the metrics token or comes from an allowlisted address, and the path
+//! answers 404 when neither is configured. A public host without credentials is allowed for
+//! `/metrics` alone ([`Settings::ui_loopback_only`]): every other path then answers loopback
+//! peers only.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -157,6 +163,12 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
 }
 
 async fn check(guard: &Arc<Guard>, request: Request, next: Next) -> Response {
+    if request.uri().path() == crate::metrics::PATH {
+        return match metrics_access(guard, &request) {
+            Ok(()) => next.run(request).await,
+            Err(refusal) => *refusal,
+        };
+    }
     if !guard.host_allowed(request.headers()) {
         return detail(StatusCode::BAD_REQUEST, "Invalid host header");
     }
@@ -170,6 +182,12 @@ async fn check(guard: &Arc<Guard>, request: Request, next: Next) -> Response {
         return next.run(request).await;
     }
     let peer = peer_ip(&request);
+    if guard.settings.ui_loopback_only && !is_loopback_peer(peer) {
+        return detail(
+            StatusCode::FORBIDDEN,
+            "This dashboard answers on loopback only (no credentials are configured); only /metrics is served on this address",
+        );
+    }
     let ip = client_ip(guard, &request, peer);
     if guard.throttled(ip) {
         let mut r = detail(
@@ -205,6 +223,58 @@ async fn check(guard: &Arc<Guard>, request: Request, next: Next) -> Response {
         }
     }
     next.run(request).await
+}
+
+/// Whether this request may scrape `/metrics` (its answer when not): 404 when no metrics
+/// credentials are configured (closed: nothing says the endpoint exists); with a bearer token,
+/// the metrics token, compared in constant time (a wrong one is a failed login, limited as
+/// the others); without one, a connection from an allowlisted address whose Host the
+/// dashboard answers to. A right token passes whatever the Host: DNS rebinding lets a page
+/// send requests, not know the token, and a scraper names the pod by its address. Session
+/// credentials never open `/metrics`, and the metrics token opens nothing else.
+fn metrics_access(guard: &Guard, request: &Request) -> Result<(), Box<Response>> {
+    let access = &guard.settings.metrics;
+    if !access.enabled() {
+        return Err(Box::new(detail(StatusCode::NOT_FOUND, "Not Found")));
+    }
+    let peer = peer_ip(request);
+    let ip = client_ip(guard, request, peer);
+    let bearer = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let refused = || {
+        let mut r = detail(StatusCode::UNAUTHORIZED, "Unauthorized");
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"hermes metrics\""),
+        );
+        Err(Box::new(r))
+    };
+    // Without a metrics token configured, a bearer (a scraper set up with one anyway) is not a
+    // login: the allowlist alone decides.
+    match bearer.filter(|_| access.token.is_some()) {
+        Some(presented) => {
+            if guard.throttled(ip) {
+                return Err(Box::new(detail(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "Too many failed logins; try again later",
+                )));
+            }
+            if access
+                .token
+                .as_deref()
+                .is_some_and(|t| same(presented.trim(), t))
+            {
+                return Ok(());
+            }
+            guard.record_failure(ip);
+            refused()
+        }
+        None if access.allows(peer) && guard.host_allowed(request.headers()) => Ok(()),
+        None => refused(),
+    }
 }
 
 /// `GET <page>?token=…` (the link printed at start): the token as presented, for pages only.
@@ -451,6 +521,16 @@ fn host_name(value: &str) -> &str {
         return rest.split(']').next().unwrap_or(rest);
     }
     value.rsplit_once(':').map_or(value, |(h, _)| h)
+}
+
+/// Whether the connection comes from this machine (an IPv4-mapped loopback counts).
+fn is_loopback_peer(peer: IpAddr) -> bool {
+    match peer {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(v6.is_loopback(), |v4| v4.is_loopback()),
+        IpAddr::V4(v4) => v4.is_loopback(),
+    }
 }
 
 fn is_wildcard(host: &str) -> bool {

@@ -14,6 +14,8 @@
 //!   Backups, Diagnostics): its HTML, its `/api` endpoints, its part of [`openapi`];
 //! * [`status`] — the Overview's snapshot, with the original's component rollup (`rollup`)
 //!   and the dashboard's own health (`health`: its error answers).
+//! * [`metrics`] — `GET /metrics`: the container in the Prometheus text format, with every
+//!   running gateway's own metrics passed through.
 
 #![deny(missing_docs)]
 
@@ -23,6 +25,7 @@ mod error;
 pub mod guard;
 mod health;
 mod limiter;
+pub mod metrics;
 pub mod openapi;
 pub mod pages;
 mod rollup;

@@ -62,6 +62,7 @@ pub fn router(root: PathBuf, settings: Settings, vars: Vars) -> Router {
         .route("/assets/{file}", get(asset))
         .route("/api/health", get(health))
         .route("/api/openapi.json", get(openapi))
+        .route(crate::metrics::PATH, get(crate::metrics::scrape))
         .with_state(app)
         .layer(axum::middleware::from_fn_with_state(
             guard.clone(),

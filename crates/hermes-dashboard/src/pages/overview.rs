@@ -1,5 +1,6 @@
 //! The Overview, the first screen: one row per service and per profile gateway with its
-//! state, kept live by server-sent events, and Start / Stop / Restart. Status and actions go
+//! state, what it uses (memory with its limit, CPU, a sparkline of the last 15 minutes), the
+//! volume's space, kept live by server-sent events, and Start / Stop / Restart. Status and actions go
 //! through the control socket on a blocking thread, exactly as `hermes service
 //! status|start|stop|restart`.
 
@@ -27,7 +28,8 @@ pub const KEEPALIVE: Duration = Duration::from_secs(15);
 
 const MAIN: &str = r#"<h2>Overview</h2>
 <p id="gateway-mode" hidden></p>
-<table><thead><tr><th>Service</th><th>State</th><th>PID</th><th>Uptime</th><th>Restarts</th><th>Last exit</th><th>Reason</th><th>Port</th><th>Engine</th><th>Actions</th></tr></thead>
+<p id="volume" class="volume" hidden></p>
+<table><thead><tr><th>Service</th><th>State</th><th>PID</th><th>Uptime</th><th>Memory</th><th>CPU</th><th>Restarts</th><th>Last exit</th><th>Reason</th><th>Port</th><th>Engine</th><th>Actions</th></tr></thead>
 <tbody id="rows"></tbody></table>"#;
 
 /// `/` and the Overview's API.
@@ -141,7 +143,7 @@ pub fn api_paths() -> Value {
     json!({
         "/api/status": { "get": {
             "summary": "Every service and profile gateway, asked afresh from the supervisor",
-            "responses": { "200": { "description": "{supervisor: {reachable, error?, hint?}, gateways: {mode, source, engine, serves}, services: [{name, state, pid, uptime_secs, since_secs, restarts, last_exit, reason, profile, engine?, port?, served_by?}], components: {gateway: {status, state}, dashboard: {status, recent_unhandled_errors, last_error_at, selftest}, storage: {status}, platforms: {status, configured, connected}}, overall: ok|degraded} (each component's status: ok|degraded; overall is ok when every component is)" }, "401": unauthorized },
+            "responses": { "200": { "description": "{supervisor: {reachable, error?, hint?}, gateways: {mode, source, engine, serves}, services: [{name, state, pid, uptime_secs, since_secs, restarts, last_exit, last_failure?, reason, profile, resources?: {memory_bytes, cpu_seconds, cpu_percent, processes, history: [{at, memory_bytes, cpu_percent}]}, memory_max?: {bytes, enforced_by}, memory_text, engine?, port?, served_by?}], volume: {path, total_bytes, available_bytes, used_bytes, used_percent, degraded, text} or {path, error}, components: {gateway: {status, state}, dashboard: {status, recent_unhandled_errors, last_error_at, selftest}, storage: {status}, platforms: {status, configured, connected}}, overall: ok|degraded} (each component's status: ok|degraded; overall is ok when every component is)" }, "401": unauthorized },
         }},
         "/api/events": { "get": {
             "summary": "Server-sent events: `status` with a snapshot like /api/status whenever it changes",

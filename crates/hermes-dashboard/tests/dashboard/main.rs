@@ -10,6 +10,10 @@
 //! * `http` — The dashboard over real HTTP on loopback
 //! * `logs` — The Logs page's API over real HTTP on loopback, against log files the test
 //!   writes where the supervisor would (`<home>/logs/<service>/current`)
+//! * `metrics` — `GET /metrics` over real HTTP: closed unless configured, its own token or
+//!   an address allowlist, the exposition format, services as series, gateways passed through
+//! * `overview_resources` — what services use on the Overview (headless Chromium), and a real
+//!   supervisor's figures against `/proc`
 //! * `plugins` — The Plugins page's API over real HTTP on loopback
 //! * `profiles` — The Profiles page's API over real HTTP on loopback, without a supervisor
 //! * `proxies` — The dashboard behind a reverse proxy, over real HTTP on loopback
@@ -30,6 +34,8 @@ mod diagnostics;
 mod health;
 mod http;
 mod logs;
+mod metrics;
+mod overview_resources;
 mod plugins;
 mod profiles;
 mod proxies;

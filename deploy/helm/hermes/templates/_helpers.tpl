@@ -152,8 +152,18 @@ the volume's items put them at profiles/<name>/).
 {{/* Whether one profile runs the dashboard: (list $ $profile) -> "true" or "" */}}
 {{- define "hermes.dashboard" -}}
 {{- $root := index . 0 }}{{- $p := index . 1 }}
-{{- if hasKey $p "dashboard" }}{{ if $p.dashboard }}true{{ end }}
+{{- if $root.Values.metrics.enabled }}true
+{{- else if hasKey $p "dashboard" }}{{ if $p.dashboard }}true{{ end }}
 {{- else if $root.Values.dashboard.enabled }}true{{ end }}
+{{- end }}
+
+{{/* The Secret holding the metrics token and its key: "name key", or "" without a token. */}}
+{{- define "hermes.metricsSecret" -}}
+{{- with .Values.metrics }}
+{{- if .existingSecret }}{{ .existingSecret }} {{ .secretKey }}
+{{- else if .token }}{{ include "hermes.fullname" $ }}-metrics token
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* Stops the render on values the schema cannot express (unique profile names). */}}
@@ -182,6 +192,15 @@ the volume's items put them at profiles/<name>/).
 {{- fail (printf "multiplex: profile %q has an ingressHost; every profile is reached through the default profile's host at /p/%s/v1" .name .name) }}
 {{- end }}
 {{- end }}
+{{- end }}
+{{- if and .Values.metrics.enabled (not (include "hermes.metricsSecret" .)) (not .Values.metrics.allow) }}
+{{- fail "metrics.enabled: set metrics.existingSecret (a Secret holding the scrapers' bearer token), metrics.token, or metrics.allow (the scrapers' addresses); /metrics is never open to everyone" }}
+{{- end }}
+{{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.enabled) }}
+{{- fail "metrics.serviceMonitor.enabled: needs metrics.enabled" }}
+{{- end }}
+{{- if and .Values.metrics.serviceMonitor.enabled (not (include "hermes.metricsSecret" .)) }}
+{{- fail "metrics.serviceMonitor.enabled: the ServiceMonitor authenticates with the token; set metrics.existingSecret or metrics.token" }}
 {{- end }}
 {{- if lt (int .Values.terminationGracePeriodSeconds) 36 }}
 {{- fail (printf "terminationGracePeriodSeconds: %v is shorter than the gateway's drain (the supervisor kills it 35 s after SIGTERM); use 36 or more" .Values.terminationGracePeriodSeconds) }}
