@@ -57,7 +57,11 @@ const STATES: [StateName; 7] = [
 /// `GET /metrics`.
 pub async fn scrape(State(app): State<App>) -> Response {
     let (root, vars) = (app.root.clone(), app.vars.clone());
-    let snapshot = match crate::server::blocking(move || status::snapshot(&root, &*vars)).await {
+    let asked = crate::server::blocking(move || {
+        let boot = hermes_services::boot_record::read(&root, &*vars);
+        (status::snapshot(&root, &*vars), boot)
+    });
+    let (snapshot, boot) = match asked.await {
         Ok(s) => s,
         Err(answer) => return answer,
     };
@@ -77,6 +81,7 @@ pub async fn scrape(State(app): State<App>) -> Response {
     .await;
     let mut out = String::with_capacity(16 * 1024);
     render_container(&mut out, &snapshot, &rows);
+    render_boot(&mut out, boot);
     let mut families = Families::default();
     header(
         &mut out,
@@ -191,7 +196,7 @@ fn render_container(
     each(
         out,
         "hermes_service_memory_bytes",
-        "Resident memory of the service's processes as the supervisor last sampled it (its process group, or its cgroup's memory.current).",
+        "Resident memory of the service's processes as the supervisor last sampled it (summed over its process group).",
         "gauge",
         &|r| r.resources.as_ref().map(|x| x.memory_bytes.to_string()),
     );
@@ -226,6 +231,27 @@ fn render_container(
         &|r| r.resources.as_ref().map(|x| x.processes.to_string()),
     );
     render_volume(out, &snapshot["volume"]);
+}
+
+/// PID 1's boot, when it recorded one (`hermes up` has no boot stages).
+fn render_boot(out: &mut String, boot: Option<hermes_services::boot_record::BootRecord>) {
+    let Some(boot) = boot else {
+        return;
+    };
+    header(
+        out,
+        "hermes_boot_duration_seconds",
+        "How long PID 1's boot stages took, from its start to starting the services.",
+        "gauge",
+    );
+    let _ = writeln!(out, "hermes_boot_duration_seconds {}", boot.boot_seconds);
+    header(
+        out,
+        "hermes_boot_start_time_seconds",
+        "When PID 1 started, seconds since the Unix epoch.",
+        "gauge",
+    );
+    let _ = writeln!(out, "hermes_boot_start_time_seconds {}", boot.started_at);
 }
 
 /// The volume's space (`HERMES_HOME`'s filesystem), when it could be read.

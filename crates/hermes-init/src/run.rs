@@ -24,6 +24,7 @@
 use std::io::{IsTerminal, Write};
 
 use hermes_services::DesiredStateHooks;
+use hermes_services::boot_record::BootRecord;
 use hermes_services::dashboard::add_unless_declared;
 use hermes_supervisor::{LogTarget, Options, RestartPolicy, ServiceSpec, Supervisor};
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction};
@@ -52,6 +53,7 @@ pub fn run<'o>(
     log: &mut dyn Write,
     mirror: impl Into<hermes_supervisor::Mirror<'o>>,
 ) -> Result<u8, Error> {
+    let boot_started = (std::time::SystemTime::now(), std::time::Instant::now());
     block_signals()?;
     let pid1 = nix::unistd::getpid().as_raw() == 1;
     if !pid1 {
@@ -154,6 +156,17 @@ pub fn run<'o>(
     let supervisor = Supervisor::new(opts, specs)?;
     for note in supervisor.notes() {
         say(log, format!("warning: {note}"));
+    }
+    let boot = BootRecord::new(boot_started.0, boot_started.1.elapsed());
+    if let Err(e) = hermes_services::boot_record::write(&runtime_dir, &boot) {
+        say(
+            log,
+            format!(
+                "warning: cannot record the boot's duration in `{}`: {}",
+                runtime_dir.display(),
+                hermes_errors::describe_io(&e)
+            ),
+        );
     }
     let mut hooks_log = crate::boot::InitLog::new(log);
     let mut hooks = InitHooks {

@@ -57,6 +57,7 @@ pub mod agent;
 pub mod agent_hook;
 pub mod agent_probe;
 pub mod backup_schedule;
+pub mod boot_record;
 pub mod dashboard;
 pub mod declared;
 pub mod diag;

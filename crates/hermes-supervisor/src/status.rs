@@ -4,7 +4,7 @@
 //! * **last exit** — how the previous process of a service ended: a code or a signal.
 //! * **uptime** — seconds since the current process was spawned (only while it has one).
 //! * **resources** — what a service's processes use, sampled by the supervisor: resident memory
-//!   (summed over its process group, or its cgroup's `memory.current`), CPU seconds, and a
+//!   (summed over its process group), CPU seconds, and a
 //!   short history ([`Resources`]).
 //! * **memory limit** — a service's `memory_max`, enforced by its own cgroup's `memory.max`
 //!   where the supervisor can create cgroups, else by sampling ([`MemoryLimit`]).

@@ -554,3 +554,32 @@ fn on_every_address_for_metrics_alone_the_pages_stay_on_loopback() {
     let a = request(&d, "GET", "/api/health", &host, &[]);
     assert_eq!(a.status, 200, "the probe stays public: {}", a.body);
 }
+
+#[test]
+fn pid_1s_boot_is_a_series_once_it_recorded_one() {
+    let home = tempfile::tempdir().unwrap();
+    let _sup = FakeSupervisor::serve(home.path(), vec![row("worker", StateName::Up, None)]);
+    let run = home.path().join("run");
+    let d = dashboard(home, &[("HERMES_METRICS_TOKEN", METRICS_TOKEN)]);
+    let before = parse(&scrape(&d, &[bearer(METRICS_TOKEN)]).body);
+    assert_eq!(
+        value(&before, "hermes_boot_duration_seconds", &[]),
+        None,
+        "`hermes up` has no boot"
+    );
+    let started = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_760_000_000);
+    let record = hermes_services::boot_record::BootRecord::new(
+        started,
+        std::time::Duration::from_millis(1250),
+    );
+    hermes_services::boot_record::write(&run, &record).unwrap();
+    let after = parse(&scrape(&d, &[bearer(METRICS_TOKEN)]).body);
+    assert_eq!(
+        value(&after, "hermes_boot_duration_seconds", &[]),
+        Some(1.25)
+    );
+    assert_eq!(
+        value(&after, "hermes_boot_start_time_seconds", &[]),
+        Some(1_760_000_000.0)
+    );
+}

@@ -23,6 +23,7 @@
 mod agent_versions;
 mod backup_recovery;
 mod backup_schedule;
+mod boot_record;
 mod dashboard;
 mod gateways;
 mod pid1;
