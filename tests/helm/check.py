@@ -448,6 +448,24 @@ def backup_env(docs: list[dict], profile: str) -> dict[str, str]:
     return {e["name"]: e["value"] for e in c.get("env", []) if e["name"] in BACKUP_VARS}
 
 
+def check_gateway_memory_max() -> None:
+    """A profile's `memoryMax` -> HERMES_GATEWAY_MEMORY_MAX in its pod only; a value that is no
+    size is refused."""
+    env = lambda docs, p: {e["name"]: e.get("value") for e in pod_of(docs, p)["spec"]["containers"][0].get("env", [])}
+    assert "HERMES_GATEWAY_MEMORY_MAX" not in env(render({}), "default"), "no value: no limit"
+    values = cases()["three-profiles"]
+    values = {**values, "profiles": [{**values["profiles"][0], "memoryMax": "384Mi"}, *values["profiles"][1:]]}
+    docs = render(values)
+    first, *others = profile_names(values)
+    assert env(docs, first)["HERMES_GATEWAY_MEMORY_MAX"] == "384Mi", env(docs, first)
+    for p in others:
+        assert "HERMES_GATEWAY_MEMORY_MAX" not in env(docs, p), p
+    for d in docs:
+        kubernetes_validate.validate(d, KUBE_VERSION, strict=True)
+    msg = render_error({"profiles": [{"name": "default", "memoryMax": "lots"}]})
+    assert "memoryMax" in msg, msg
+
+
 def check_backup_values() -> None:
     """`backup.schedule`, `keep`, `dir` -> HERMES_BACKUP_*, in every pod, only with a schedule
     (which leaves the volume's own `backup:` alone otherwise); bad values refused."""
@@ -653,6 +671,7 @@ def main_check(out_dir: Path) -> int:
     suite.run("bad values refused with a message", check_bad_values_are_refused)
     suite.run("NOTES.txt: port-forward to each profile and the dashboard", check_notes)
     suite.run("backup.schedule/keep/dir -> HERMES_BACKUP_* in every pod, only with a schedule", check_backup_values)
+    suite.run("a profile's memoryMax -> HERMES_GATEWAY_MEMORY_MAX in its pod", check_gateway_memory_max)
     suite.run("metrics.enabled: token Secret, allowlist, scrape annotations, metrics port; off: none", check_metrics_values)
     suite.run("metrics.serviceMonitor.enabled: a ServiceMonitor with the bearer token from the Secret", check_service_monitor)
     print(f"helm: {suite.passed} passed, {suite.failed} failed")

@@ -2,9 +2,10 @@
 //! cgroups: cgroup v2 with the memory controller, in a subtree delegated to it.
 //!
 //! That is the case when the supervisor is the root of its cgroup namespace (a container with a
-//! private cgroup namespace: Docker's `--cgroupns private`, the default on cgroup v2, and
-//! Kubernetes) or PID 1, and the cgroup filesystem is writable (Docker mounts it read-only
-//! unless the container is privileged or the mount is given rw). Everywhere else — cgroup v1
+//! private cgroup namespace: Docker's `--cgroupns private`, the default on cgroup v2) or PID 1,
+//! and the cgroup filesystem is writable (Docker mounts it read-only unless the container is
+//! privileged or user namespaces are remapped; Podman's `--security-opt
+//! unmask=/sys/fs/cgroup` gives it; Kubernetes mounts it read-only in unprivileged pods). Everywhere else — cgroup v1
 //! or hybrid hosts, a read-only mount, `hermes up` inside a systemd session, or
 //! `HERMES_CGROUPS=off` — [`Cgroups::detect`] returns `None` and memory limits are enforced
 //! by sampling (`resources`).
