@@ -252,23 +252,8 @@ mod tests {
 
     #[test]
     fn memory_reads_with_its_limit_in_the_one_byte_rule() {
-        let mut row = hermes_supervisor::ServiceStatus {
-            name: "x".into(),
-            state: hermes_supervisor::StateName::Up,
-            pid: Some(1),
-            uptime_secs: None,
-            since_secs: 0.0,
-            restarts: 0,
-            last_exit: None,
-            reason: String::new(),
-            profile: None,
-            draining: Vec::new(),
-            handover: None,
-            listening: Vec::new(),
-            resources: None,
-            memory_max: None,
-            last_failure: None,
-        };
+        let mut row = hermes_supervisor::ServiceStatus::new("x", hermes_supervisor::StateName::Up);
+        row.pid = Some(1);
         assert_eq!(resource_fields(&row)["memory_text"], Value::Null);
         row.resources = Some(hermes_supervisor::status::Resources {
             memory_bytes: 212 << 20,

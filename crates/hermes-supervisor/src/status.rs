@@ -130,6 +130,30 @@ pub struct ServiceStatus {
     pub last_failure: Option<String>,
 }
 
+impl ServiceStatus {
+    /// A row of `name` in `state` with nothing else to say (no process, no restarts, no
+    /// reason): what a caller fills in, and what tests start from.
+    pub fn new(name: impl Into<String>, state: StateName) -> Self {
+        Self {
+            name: name.into(),
+            state,
+            pid: None,
+            uptime_secs: None,
+            since_secs: 0.0,
+            restarts: 0,
+            last_exit: None,
+            reason: String::new(),
+            profile: None,
+            draining: Vec::new(),
+            handover: None,
+            listening: Vec::new(),
+            resources: None,
+            memory_max: None,
+            last_failure: None,
+        }
+    }
+}
+
 /// What a service's processes use, as the supervisor last sampled it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Resources {
@@ -336,18 +360,9 @@ mod tests {
     fn table_is_aligned() {
         let rows = vec![
             ServiceStatus {
-                name: "dashboard".into(),
-                state: StateName::Up,
                 pid: Some(1234),
                 uptime_secs: Some(75.0),
                 since_secs: 75.0,
-                restarts: 0,
-                last_exit: None,
-                reason: String::new(),
-                profile: None,
-                draining: Vec::new(),
-                handover: None,
-                listening: Vec::new(),
                 resources: Some(Resources {
                     memory_bytes: 48 << 20,
                     cpu_seconds: 1.5,
@@ -359,24 +374,15 @@ mod tests {
                     bytes: 1 << 30,
                     enforced_by: Enforcement::Sampling,
                 }),
-                last_failure: None,
+                ..ServiceStatus::new("dashboard", StateName::Up)
             },
             ServiceStatus {
-                name: "gateway-work".into(),
-                state: StateName::Failed,
-                pid: None,
-                uptime_secs: None,
                 since_secs: 3.0,
                 restarts: 2,
                 last_exit: Some(ExitStatus::Code(78)),
                 reason: "configuration error".into(),
                 profile: Some("work".into()),
-                draining: Vec::new(),
-                handover: None,
-                listening: Vec::new(),
-                resources: None,
-                memory_max: None,
-                last_failure: None,
+                ..ServiceStatus::new("gateway-work", StateName::Failed)
             },
         ];
         let t = render_status_table(&rows);

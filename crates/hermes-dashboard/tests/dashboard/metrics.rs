@@ -68,22 +68,13 @@ impl FakeSupervisor {
 
 /// A service row in `state` with what the tests vary; no resources.
 pub fn row(name: &str, state: StateName, profile: Option<&str>) -> ServiceStatus {
+    let up = state == StateName::Up;
     ServiceStatus {
-        name: name.into(),
-        state,
-        pid: (state == StateName::Up).then_some(4242),
-        uptime_secs: (state == StateName::Up).then_some(75.5),
+        pid: up.then_some(4242),
+        uptime_secs: up.then_some(75.5),
         since_secs: 75.5,
-        restarts: 0,
-        last_exit: None,
-        reason: String::new(),
         profile: profile.map(str::to_string),
-        draining: Vec::new(),
-        handover: None,
-        listening: Vec::new(),
-        resources: None,
-        memory_max: None,
-        last_failure: None,
+        ..ServiceStatus::new(name, state)
     }
 }
 

@@ -139,21 +139,8 @@ mod tests {
 
     fn row(name: &str, state: StateName) -> ServiceStatus {
         ServiceStatus {
-            name: name.into(),
-            state,
-            pid: None,
-            uptime_secs: None,
-            since_secs: 0.0,
-            restarts: 0,
-            last_exit: None,
             reason: format!("{name} reason"),
-            profile: None,
-            draining: Vec::new(),
-            handover: None,
-            listening: Vec::new(),
-            resources: None,
-            memory_max: None,
-            last_failure: None,
+            ..ServiceStatus::new(name, state)
         }
     }
 
