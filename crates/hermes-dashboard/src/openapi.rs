@@ -24,6 +24,15 @@ pub fn document() -> Value {
                 }}},
             }},
         }},
+        "/metrics": { "get": {
+            "summary": "The whole container in the Prometheus text format 0.0.4: services, the volume, PID 1's boot, each running native gateway's own metrics (docs/dashboard.md lists every metric)",
+            "security": [{ "metricsToken": [] }],
+            "responses": {
+                "200": { "description": "text/plain; version=0.0.4", "content": { "text/plain": {} } },
+                "401": { "description": "No or a wrong metrics token (HERMES_METRICS_TOKEN), from an address not in HERMES_METRICS_ALLOW" },
+                "404": { "description": "Metrics are not configured: neither HERMES_METRICS_TOKEN nor HERMES_METRICS_ALLOW is set" },
+            },
+        }},
         "/api/openapi.json": { "get": {
             "summary": "This document",
             "responses": { "200": { "description": "OpenAPI 3.1" } },
@@ -42,6 +51,7 @@ pub fn document() -> Value {
         "components": { "securitySchemes": {
             "sessionToken": { "type": "apiKey", "in": "header", "name": "X-Hermes-Session-Token" },
             "basic": { "type": "http", "scheme": "basic" },
+            "metricsToken": { "type": "http", "scheme": "bearer", "description": "HERMES_METRICS_TOKEN; /metrics only (or a client address in HERMES_METRICS_ALLOW, without it)" },
         }},
         "security": [{ "sessionToken": [] }, { "basic": [] }],
         "paths": paths,
@@ -76,6 +86,7 @@ mod tests {
             "/api/events",
             "/api/health",
             "/api/openapi.json",
+            "/metrics",
         ] {
             assert!(paths.contains_key(p), "{p}");
         }
