@@ -544,9 +544,11 @@ impl Machine {
             .position(|s| s.state.pid() == Some(pid))
     }
 
-    /// Whether any service has a process now.
-    pub fn any_running(&self) -> bool {
-        self.services.iter().any(|s| s.state.pid().is_some())
+    /// Whether any service but the main program has a process now.
+    pub fn any_service_running(&self) -> bool {
+        self.services
+            .iter()
+            .any(|s| s.state.pid().is_some() && self.main.as_deref() != Some(s.spec.name.as_str()))
     }
 
     /// The spec of the service whose current process has this pid.

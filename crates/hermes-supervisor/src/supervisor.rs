@@ -471,8 +471,12 @@ impl Supervisor {
     fn wait(&mut self, sfd: &SignalFd, settle_at: Option<Instant>, out: &MirrorOut<'_>) -> Ready {
         let now = Instant::now();
         let mut deadline = self.machine.next_deadline();
-        // Sampling wakes the loop only while something runs to be sampled.
-        let sample_at = self.machine.any_running().then(|| self.sampler.due());
+        // Sampling wakes the loop only while a service runs: PID 1 with nothing but its main
+        // program (the tini use) stays asleep until something happens, as tini does.
+        let sample_at = self
+            .machine
+            .any_service_running()
+            .then(|| self.sampler.due());
         for t in [settle_at, self.groups.recheck_at(now), sample_at]
             .into_iter()
             .flatten()
