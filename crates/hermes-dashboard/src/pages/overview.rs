@@ -92,6 +92,21 @@ async fn action(State(app): State<App>, Path((name, verb)): Path<(String, String
             "Unknown action: use start, stop or restart",
         );
     }
+    match control(&app, name, verb).await {
+        Ok(None) => Json(json!({ "ok": true })).into_response(),
+        Ok(Some(warning)) => Json(json!({ "ok": true, "warning": warning })).into_response(),
+        Err(answer) => *answer,
+    }
+}
+
+/// Runs `verb` (`start`, `stop` or `restart`, already checked) on the service `name` through
+/// the control socket: a warning to say beside the outcome, or the refusal as an answer. The
+/// original's `/api/gateway/{action}` runs its actions here too.
+pub(crate) async fn control(
+    app: &App,
+    name: String,
+    verb: String,
+) -> Result<Option<String>, Box<Response>> {
     let (root, vars) = (app.root.clone(), app.vars.clone());
     let done = tokio::task::spawn_blocking(move || {
         let mut client = hermes_services::connect(&root, &*vars, status::CLIENT_TIMEOUT)?;
@@ -117,23 +132,24 @@ async fn action(State(app): State<App>, Path((name, verb)): Path<(String, String
     })
     .await;
     match done {
-        Ok(Ok(None)) => Json(json!({ "ok": true })).into_response(),
-        Ok(Ok(Some(warning))) => Json(json!({ "ok": true, "warning": warning })).into_response(),
+        Ok(Ok(warning)) => Ok(warning),
         Ok(Err(e)) => {
             let code = match e {
                 hermes_services::Error::NotRunning { .. } => StatusCode::SERVICE_UNAVAILABLE,
                 _ => StatusCode::CONFLICT,
             };
-            (
-                code,
-                Json(json!({ "detail": hermes_errors::one_line(&e), "hint": e.hint() })),
-            )
-                .into_response()
+            Err(Box::new(
+                (
+                    code,
+                    Json(json!({ "detail": hermes_errors::one_line(&e), "hint": e.hint() })),
+                )
+                    .into_response(),
+            ))
         }
-        Err(e) => detail(
+        Err(e) => Err(Box::new(detail(
             StatusCode::INTERNAL_SERVER_ERROR,
             &format!("action task failed: {e}"),
-        ),
+        ))),
     }
 }
 

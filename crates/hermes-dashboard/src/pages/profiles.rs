@@ -123,7 +123,7 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
 
 /// An error of `hermes-home` as an answer: the status says whose fault it is (beyond
 /// selecting a profile, which [`pages::home_status`] words for every page).
-fn home_problem(e: &hermes_home::Error) -> Box<Response> {
+pub(crate) fn home_problem(e: &hermes_home::Error) -> Box<Response> {
     use hermes_home::Error as E;
     let status = match e {
         E::EnvKeyInvalid { .. } | E::EnvKeyDenied { .. } => StatusCode::BAD_REQUEST,
@@ -140,7 +140,7 @@ fn home_problem(e: &hermes_home::Error) -> Box<Response> {
 }
 
 /// A JSON body of type `T`: a missing, oversized or malformed body is a 4xx `{detail, hint}`.
-fn body<T: DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> Step<T> {
+pub(crate) fn body<T: DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> Step<T> {
     let bytes = raw.map_err(|e| {
         refuse(
             e.status(),
@@ -158,7 +158,7 @@ fn body<T: DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> Step<T> {
 }
 
 /// Runs `work` on the blocking pool; its `Err` is already an answer.
-async fn run(work: impl FnOnce() -> Step<Response> + Send + 'static) -> Response {
+pub(crate) async fn run(work: impl FnOnce() -> Step<Response> + Send + 'static) -> Response {
     match blocking(work).await {
         Ok(Ok(answer)) | Err(answer) => answer,
         Ok(Err(answer)) => *answer,

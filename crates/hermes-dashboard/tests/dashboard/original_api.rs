@@ -1,0 +1,291 @@
+//! The original dashboard's API (`hermes_cli/web_server.py`, hermes-agent 0.20.1) where tools
+//! written for it call ours, over real HTTP on loopback: the request and response checks of
+//! its tests (`tests/hermes_cli/test_web_server*.py`) for those endpoints, behind our guard.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
+use crate::common;
+
+use std::fs;
+use std::path::PathBuf;
+
+use common::{Answer, Dashboard, TOKEN, TOKEN_ENV, local, token_header};
+use hermes_home::ProfileName;
+use hermes_home::profile::{self, CreateOptions};
+use serde_json::{Value, json};
+
+/// A dashboard for a fresh home with a second profile, `worker_beta`, no supervisor.
+fn start() -> Dashboard {
+    let home = tempfile::tempdir().unwrap();
+    hermes_home::layout::ensure_skeleton(home.path(), true).unwrap();
+    let name = ProfileName::parse("worker_beta").unwrap();
+    profile::create(home.path(), &name, &CreateOptions::default()).unwrap();
+    common::start_in(home, "127.0.0.1", &TOKEN_ENV)
+}
+
+fn worker(d: &Dashboard) -> PathBuf {
+    d.root().join("profiles/worker_beta")
+}
+
+/// A signed-in request with a JSON body (the session token header: authentication and CSRF).
+fn api(d: &Dashboard, method: &str, path: &str, body: Option<Value>) -> Answer {
+    let mut headers = vec![token_header()];
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    if method != "GET" {
+        headers.push("Content-Type: application/json".into());
+    }
+    common::send(d, method, path, &local(d), &headers, &body)
+}
+
+/// `path`'s file text, empty when missing.
+fn text(path: PathBuf) -> String {
+    fs::read_to_string(path).unwrap_or_default()
+}
+
+/// The one-line error with a hint that every refusal is.
+fn assert_problem(a: &Answer, status: u16) {
+    assert_eq!(a.status, status, "{}", a.body);
+    let body = a.json();
+    let detail = body["detail"].as_str().unwrap();
+    assert!(!detail.contains('\n'), "{detail}");
+}
+
+#[test]
+fn a_config_put_merges_so_keys_the_form_does_not_send_survive() {
+    let d = start();
+    let path = d.root().join("config.yaml");
+    fs::write(
+        &path,
+        "# mine\nagent:\n  max_turns: 50  # keep\n  x_dashboard_invisible_test_key:\n    nested: value\n",
+    )
+    .unwrap();
+    let mut web = api(&d, "GET", "/api/config", None).json();
+    web["agent"]["max_turns"] = json!(75);
+    web["agent"]
+        .as_object_mut()
+        .unwrap()
+        .remove("x_dashboard_invisible_test_key");
+    let a = api(&d, "PUT", "/api/config", Some(json!({ "config": web })));
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json(), json!({ "ok": true }));
+    let after = text(path);
+    assert_eq!(
+        after,
+        "# mine\nagent:\n  max_turns: 75  # keep\n  x_dashboard_invisible_test_key:\n    nested: value\n"
+    );
+    let again = api(&d, "GET", "/api/config", None).json();
+    assert_eq!(
+        again["agent"]["x_dashboard_invisible_test_key"]["nested"],
+        "value"
+    );
+}
+
+#[test]
+fn a_config_round_trip_keeps_sibling_settings() {
+    let d = start();
+    let path = d.root().join("config.yaml");
+    fs::write(&path, "terminal:\n  backend: local\n  timeout: 180\n").unwrap();
+    let mut web = api(&d, "GET", "/api/config", None).json();
+    let before = web["terminal"].clone();
+    web["terminal"]["font_family"] = json!("MesloLGS NF");
+    let a = api(&d, "PUT", "/api/config", Some(json!({ "config": web })));
+    assert_eq!(a.status, 200, "{}", a.body);
+    let reloaded = api(&d, "GET", "/api/config", None).json();
+    assert_eq!(reloaded["terminal"]["font_family"], "MesloLGS NF");
+    for (k, v) in before.as_object().unwrap() {
+        assert_eq!(&reloaded["terminal"][k], v, "{k}");
+    }
+}
+
+#[test]
+fn a_config_read_flattens_model_and_hides_internal_keys() {
+    let d = start();
+    fs::write(
+        d.root().join("config.yaml"),
+        "_config_version: 23\nmodel:\n  default: gpt-5\n  provider: openrouter\n  context_length: 64000\napi_key: ${OPENAI_API_KEY}\n",
+    )
+    .unwrap();
+    let web = api(&d, "GET", "/api/config", None).json();
+    assert_eq!(web["model"], "gpt-5");
+    assert_eq!(web["model_context_length"], 64000);
+    assert!(web.get("_config_version").is_none(), "{web}");
+    // As written: a reference is never expanded into the form (nor written back as a secret).
+    assert_eq!(web["api_key"], "${OPENAI_API_KEY}");
+
+    // The form's flat model goes back inside the mapping; the provider stays.
+    let a = api(
+        &d,
+        "PUT",
+        "/api/config",
+        Some(
+            json!({ "config": { "model": "claude-4", "model_context_length": 0, "_config_version": 1 } }),
+        ),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let after = text(d.root().join("config.yaml"));
+    assert!(after.contains("  default: claude-4\n"), "{after}");
+    assert!(after.contains("  provider: openrouter\n"), "{after}");
+    assert!(after.starts_with("_config_version: 23\n"), "{after}");
+}
+
+#[test]
+fn config_is_scoped_by_the_query_and_the_body_profile() {
+    let d = start();
+    let a = api(
+        &d,
+        "PUT",
+        "/api/config?profile=worker_beta",
+        Some(json!({ "config": { "timezone": "Pluto/Far" } })),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(text(worker(&d).join("config.yaml")).contains("timezone: Pluto/Far"));
+    assert!(!text(d.root().join("config.yaml")).contains("Pluto/Far"));
+
+    let a = api(
+        &d,
+        "PUT",
+        "/api/config",
+        Some(json!({ "config": { "timezone": "Mars/Near" }, "profile": "worker_beta" })),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let web = api(&d, "GET", "/api/config?profile=worker_beta", None).json();
+    assert_eq!(web["timezone"], "Mars/Near");
+    assert!(!text(d.root().join("config.yaml")).contains("Mars/Near"));
+
+    assert_problem(&api(&d, "GET", "/api/config?profile=ghost", None), 404);
+    assert_problem(&api(&d, "GET", "/api/config?profile=..", None), 400);
+}
+
+#[test]
+fn a_refused_config_put_writes_nothing() {
+    let d = start();
+    let path = d.root().join("config.yaml");
+    fs::write(&path, "agent:\n  max_turns: 50\n").unwrap();
+    let before = text(path.clone());
+    // The first key is fine, the second is not: neither is written.
+    let a = api(
+        &d,
+        "PUT",
+        "/api/config",
+        Some(json!({ "config": { "timezone": "UTC", "a.b": 1 } })),
+    );
+    assert_problem(&a, 400);
+    assert!(a.json()["hint"].as_str().is_some());
+    assert_eq!(text(path.clone()), before);
+    for bad in [json!({}), json!({ "config": [1] }), json!("x")] {
+        assert_problem(&api(&d, "PUT", "/api/config", Some(bad)), 422);
+    }
+    assert_eq!(text(path.clone()), before);
+
+    // No session token header: the guard refuses before anything is read.
+    let a = common::send(
+        &d,
+        "PUT",
+        "/api/config",
+        &local(&d),
+        &[
+            format!("Cookie: hermes_dashboard_session={TOKEN}"),
+            "Content-Type: application/json".into(),
+        ],
+        &json!({ "config": { "timezone": "UTC" } }).to_string(),
+    );
+    assert_eq!(a.status, 403, "{}", a.body);
+    let a = common::request(&d, "GET", "/api/config", &local(&d), &[]);
+    assert_eq!(a.status, 401, "{}", a.body);
+    assert_eq!(text(path), before);
+}
+
+#[test]
+fn env_writes_land_in_the_target_profile_only_and_reads_are_masked() {
+    let d = start();
+    let a = api(
+        &d,
+        "PUT",
+        "/api/env",
+        Some(json!({ "key": "FAL_KEY", "value": "test-fal-123", "profile": "worker_beta" })),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json()["ok"], true);
+    assert_eq!(a.json()["key"], "FAL_KEY");
+    assert!(text(worker(&d).join(".env")).contains("test-fal-123"));
+    assert!(!text(d.root().join(".env")).contains("test-fal-123"));
+
+    let rows = api(&d, "GET", "/api/env?profile=worker_beta", None);
+    assert_eq!(rows.status, 200, "{}", rows.body);
+    assert!(!rows.body.contains("test-fal-123"), "{}", rows.body);
+    let row = &rows.json()["FAL_KEY"];
+    assert_eq!(row["is_set"], true);
+    assert_eq!(row["custom"], true);
+    assert_eq!(row["is_password"], true);
+    assert!(row["redacted_value"].as_str().is_some(), "{row}");
+    // The known providers' keys are listed, unset.
+    let openrouter = &rows.json()["OPENROUTER_API_KEY"];
+    assert_eq!(openrouter["is_set"], false);
+    assert_eq!(openrouter["redacted_value"], Value::Null);
+    assert_eq!(openrouter["provider"], "openrouter");
+    let default_rows = api(&d, "GET", "/api/env", None).json();
+    assert!(default_rows.get("FAL_KEY").is_none(), "{default_rows}");
+}
+
+#[test]
+fn env_delete_is_scoped_and_a_missing_key_is_a_404() {
+    let d = start();
+    fs::write(worker(&d).join(".env"), "# note\nFAL_KEY=doomed\nOTHER=1\n").unwrap();
+    let a = api(
+        &d,
+        "DELETE",
+        "/api/env",
+        Some(json!({ "key": "FAL_KEY", "profile": "worker_beta" })),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json()["found"], true);
+    assert_eq!(text(worker(&d).join(".env")), "# note\nOTHER=1\n");
+    let a = api(
+        &d,
+        "DELETE",
+        "/api/env?profile=worker_beta",
+        Some(json!({ "key": "FAL_KEY" })),
+    );
+    assert_problem(&a, 404);
+    assert!(
+        a.json()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("FAL_KEY not found in .env")
+    );
+}
+
+#[test]
+fn bad_env_names_are_refused_and_nothing_is_written() {
+    let d = start();
+    let path = d.root().join(".env");
+    let before = text(path.clone());
+    for key in ["", "1ABC", "A B", "PATH", "LD_PRELOAD"] {
+        let a = api(
+            &d,
+            "PUT",
+            "/api/env",
+            Some(json!({ "key": key, "value": "x" })),
+        );
+        assert_problem(&a, 400);
+        assert!(a.json()["hint"].as_str().is_some(), "{key}: {}", a.body);
+    }
+    assert_problem(
+        &api(&d, "PUT", "/api/env", Some(json!({ "key": "A" }))),
+        422,
+    );
+    assert_problem(
+        &api(
+            &d,
+            "PUT",
+            "/api/env",
+            Some(json!({ "key": "A", "value": "x", "profile": "ghost" })),
+        ),
+        404,
+    );
+    assert_eq!(text(path), before);
+}
