@@ -11,7 +11,10 @@
 use crate::common;
 
 use std::fs;
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use common::{Answer, Dashboard, TOKEN, TOKEN_ENV, local, token_header};
 use hermes_home::ProfileName;
@@ -288,4 +291,92 @@ fn bad_env_names_are_refused_and_nothing_is_written() {
         404,
     );
     assert_eq!(text(path), before);
+}
+
+/// A control socket that records every request line and answers each with success, where
+/// the dashboard of `home` looks for the supervisor (`<home>/run`, as `common::start_in` sets).
+fn recording_supervisor(home: &Path) -> Arc<Mutex<Vec<Value>>> {
+    let run = home.join("run");
+    fs::create_dir_all(&run).unwrap();
+    let listener = UnixListener::bind(run.join(hermes_supervisor::client::SOCKET_NAME)).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let shared = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let seen = shared.clone();
+            std::thread::spawn(move || {
+                let mut writer = stream.try_clone().unwrap();
+                for line in BufReader::new(stream).lines() {
+                    let Ok(line) = line else { return };
+                    seen.lock()
+                        .unwrap()
+                        .push(serde_json::from_str(&line).unwrap());
+                    let answer = hermes_supervisor::protocol::Response::services(Vec::new());
+                    if writer.write_all(&answer.to_frame()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    seen
+}
+
+#[test]
+fn gateway_actions_go_to_the_profiles_gateway_through_the_control_socket() {
+    let d = start();
+    let seen = recording_supervisor(d.root());
+    for (verb, profile, service) in [
+        ("start", "?profile=worker_beta", "gateway-worker_beta"),
+        ("stop", "?profile=worker_beta", "gateway-worker_beta"),
+        ("restart", "", "gateway-default"),
+    ] {
+        let a = api(&d, "POST", &format!("/api/gateway/{verb}{profile}"), None);
+        assert_eq!(a.status, 200, "{verb}: {}", a.body);
+        let body = a.json();
+        assert_eq!(body["ok"], true, "{body}");
+        assert_eq!(body["name"], format!("gateway-{verb}"));
+        assert_eq!(body["pid"], Value::Null);
+        assert_eq!(body["service"], service);
+        let ops = seen.lock().unwrap().clone();
+        assert!(
+            ops.iter()
+                .any(|op| op["op"] == verb && op["service"] == service),
+            "{verb} of {service} not sent: {ops:?}"
+        );
+        seen.lock().unwrap().clear();
+    }
+}
+
+#[test]
+fn gateway_actions_refuse_clearly_and_need_the_csrf_header() {
+    let d = start();
+    // No supervisor: a 503 saying so, with a hint.
+    let a = api(&d, "POST", "/api/gateway/start", None);
+    assert_problem(&a, 503);
+    assert!(a.json()["hint"].as_str().is_some(), "{}", a.body);
+    assert_problem(&api(&d, "POST", "/api/gateway/explode", None), 404);
+    assert_problem(
+        &api(&d, "POST", "/api/gateway/start?profile=ghost", None),
+        404,
+    );
+    assert_problem(&api(&d, "POST", "/api/gateway/start?profile=..", None), 400);
+
+    let seen = recording_supervisor(d.root());
+    let a = common::request(
+        &d,
+        "POST",
+        "/api/gateway/stop",
+        &local(&d),
+        &[format!("Cookie: hermes_dashboard_session={TOKEN}")],
+    );
+    assert_eq!(a.status, 403, "{}", a.body);
+    let a = api(&d, "GET", "/api/gateway/stop", None);
+    assert_eq!(a.status, 405, "{}", a.body);
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "{:?}",
+        seen.lock().unwrap()
+    );
 }

@@ -1,21 +1,23 @@
 //! The original dashboard's API where tools written for it call it (`hermes_cli/web_server.py`
-//! of hermes-agent 0.20.1): `GET|PUT /api/config`, `GET|PUT|DELETE /api/env`, with the
+//! of hermes-agent 0.20.1): `GET|PUT /api/config`, `GET|PUT|DELETE /api/env`, `POST /api/gateway/{start|stop|restart}`, with the
 //! original's request and response shapes, behind our guard like every other endpoint (a
 //! change still needs the session token header).
 //!
 //! No logic of its own: each endpoint is a thin translation onto what our pages and the CLI
 //! already do — `config.yaml` through `Config::edit` (every byte it does not change kept),
-//! `.env` through `DotEnv::edit` with values masked as the Profiles page masks them. Where the
+//! `.env` through `DotEnv::edit` with values masked as the Profiles page masks them, gateway
+//! actions through the Overview's control-socket calls. Where the
 //! original's answer cannot be given exactly, docs/dashboard.md ("The original's API") says
 //! how ours differs.
 
 mod config;
 mod env;
+mod gateway;
 
 use axum::Router;
 use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
-use axum::routing::get;
+use axum::routing::{get, post};
 use hermes_home::Home;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -28,6 +30,7 @@ pub fn routes() -> Router<App> {
     Router::new()
         .route("/api/config", get(config::show).put(config::update))
         .route("/api/env", get(env::list).put(env::set).delete(env::remove))
+        .route("/api/gateway/{action}", post(gateway::action))
 }
 
 /// `?profile=`, which the original's own front end adds to every call.
@@ -107,5 +110,19 @@ pub fn api_paths() -> Value {
                 },
             },
         },
+        "/api/gateway/{action}": { "post": {
+            "summary": "The original's gateway start/stop/restart for ?profile= (the active profile without it), through the control socket as /api/services/{name}/{action}",
+            "parameters": [
+                { "name": "action", "in": "path", "required": true, "schema": { "enum": ["start", "stop", "restart"] } },
+                { "name": "profile", "in": "query", "required": false, "schema": { "type": "string" } },
+            ],
+            "responses": {
+                "200": { "description": "{ok: true, pid: null, name: gateway-<action>, service: gateway-<profile>, warning?}" },
+                "400": problem, "401": unauthorized, "403": csrf,
+                "404": { "description": "an unknown action or profile: {detail, hint}" },
+                "409": { "description": "The supervisor refused: {detail, hint}" },
+                "503": { "description": "No supervisor is running: {detail, hint}" },
+            },
+        }},
     })
 }
