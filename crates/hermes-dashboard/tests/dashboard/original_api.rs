@@ -380,3 +380,59 @@ fn gateway_actions_refuse_clearly_and_need_the_csrf_header() {
         seen.lock().unwrap()
     );
 }
+
+/// The ids of a session list's rows.
+fn ids(list: &Value) -> Vec<String> {
+    list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn sessions_page_by_offset_with_the_originals_total_limit_and_offset() {
+    let d = start();
+    let store = hermes_sessions::SessionStore::open(&d.root().join("state.db")).unwrap();
+    for id in ["s1", "s2", "s3", "s4", "s5"] {
+        store
+            .append(id, "default", &[json!({ "role": "user", "content": id })])
+            .unwrap();
+    }
+    drop(store);
+    let all = common::get_json(&d, "/api/sessions", 200);
+    let every = ids(&all);
+    assert_eq!(every.len(), 5, "{all}");
+    assert_eq!(all["total"], 5);
+    assert_eq!(all["offset"], 0);
+    // Ours stays as it was beside the original's fields.
+    assert_eq!(all["profile"], "default");
+    assert_eq!(all["sessions"][0]["profile"], "default");
+    assert_eq!(all["sessions"][0]["is_default_profile"], true);
+
+    let page = common::get_json(&d, "/api/sessions?limit=2&offset=1", 200);
+    assert_eq!(ids(&page), every[1..3].to_vec());
+    assert_eq!(
+        (
+            page["total"].clone(),
+            page["limit"].clone(),
+            page["offset"].clone()
+        ),
+        (json!(5), json!(2), json!(1))
+    );
+    let page = common::get_json(&d, "/api/sessions?limit=2&offset=4", 200);
+    assert_eq!(ids(&page), every[4..].to_vec());
+    let page = common::get_json(&d, "/api/sessions?offset=9", 200);
+    assert!(ids(&page).is_empty(), "{page}");
+    assert_eq!(page["total"], 5);
+    for bad in ["-1", "x", "100001"] {
+        assert_problem(
+            &api(&d, "GET", &format!("/api/sessions?offset={bad}"), None),
+            400,
+        );
+    }
+    // Another profile's rows say whose they are.
+    let other = common::get_json(&d, "/api/sessions?profile=worker_beta", 200);
+    assert_eq!(other["total"], 0);
+}

@@ -13,6 +13,7 @@
 mod config;
 mod env;
 mod gateway;
+pub mod sessions;
 
 use axum::Router;
 use axum::extract::Query;
