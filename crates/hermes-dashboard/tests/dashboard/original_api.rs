@@ -436,3 +436,84 @@ fn sessions_page_by_offset_with_the_originals_total_limit_and_offset() {
     let other = common::get_json(&d, "/api/sessions?profile=worker_beta", 200);
     assert_eq!(other["total"], 0);
 }
+
+#[test]
+fn logs_answer_the_originals_file_and_lines_beside_our_listing() {
+    let d = start();
+    let file = hermes_services::logs::log_file(d.root(), "gateway-worker_beta").unwrap();
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let mut text = String::new();
+    for i in 0..600 {
+        text.push_str(&format!(
+            "2026-12-02T10:00:00Z  INFO hermes_gateway: tick {i}\n"
+        ));
+    }
+    text.push_str("2026-12-02T10:00:01Z  WARN hermes_gateway: slow Provider\n");
+    text.push_str("2026-12-02 10:00:02,000 - ERROR - gateway.run: failed\n");
+    text.push_str("a line without a level\n");
+    fs::write(file, text).unwrap();
+
+    let all = common::get_json(
+        &d,
+        "/api/logs?file=gateway&profile=worker_beta&lines=2",
+        200,
+    );
+    assert_eq!(all["file"], "gateway");
+    assert_eq!(
+        all["lines"],
+        json!([
+            "2026-12-02 10:00:02,000 - ERROR - gateway.run: failed",
+            "a line without a level"
+        ])
+    );
+    // Ours is still there.
+    assert!(
+        all["services"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "gateway-worker_beta")
+    );
+    // The original's default is 100 lines, at most 500.
+    let many = common::get_json(&d, "/api/logs?profile=worker_beta", 200);
+    assert_eq!(many["file"], "agent");
+    assert_eq!(many["lines"].as_array().unwrap().len(), 100);
+    let capped = common::get_json(&d, "/api/logs?profile=worker_beta&lines=9999", 200);
+    assert_eq!(capped["lines"].as_array().unwrap().len(), 500);
+
+    let errors = common::get_json(&d, "/api/logs?file=errors&profile=worker_beta", 200);
+    assert_eq!(
+        errors["lines"],
+        json!([
+            "2026-12-02T10:00:01Z  WARN hermes_gateway: slow Provider",
+            "2026-12-02 10:00:02,000 - ERROR - gateway.run: failed",
+            "a line without a level",
+        ])
+    );
+    let found = common::get_json(
+        &d,
+        "/api/logs?profile=worker_beta&level=ERROR&search=FAIL",
+        200,
+    );
+    assert_eq!(
+        found["lines"],
+        json!(["2026-12-02 10:00:02,000 - ERROR - gateway.run: failed"])
+    );
+    let found = common::get_json(&d, "/api/logs?profile=worker_beta&search=tick%20599", 200);
+    assert_eq!(found["lines"].as_array().unwrap().len(), 1, "{found}");
+
+    // No log yet: no lines, as the original answers for a missing file.
+    let none = common::get_json(&d, "/api/logs?file=agent", 200);
+    assert_eq!(none["lines"], json!([]));
+    for bad in [
+        "file=desktop",
+        "lines=x",
+        "level=LOUD",
+        "component=tools",
+        "profile=ghost",
+    ] {
+        let a = api(&d, "GET", &format!("/api/logs?{bad}"), None);
+        assert!(matches!(a.status, 400 | 404), "{bad}: {}", a.body);
+        assert_problem(&a, a.status);
+    }
+}

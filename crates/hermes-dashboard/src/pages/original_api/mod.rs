@@ -13,6 +13,7 @@
 mod config;
 mod env;
 mod gateway;
+pub mod logs;
 pub mod sessions;
 
 use axum::Router;
