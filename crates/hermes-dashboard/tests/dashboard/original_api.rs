@@ -517,3 +517,60 @@ fn logs_answer_the_originals_file_and_lines_beside_our_listing() {
         assert_problem(&a, a.status);
     }
 }
+
+#[test]
+fn profiles_list_create_and_delete_answer_the_originals_fields() {
+    let d = start();
+    fs::write(
+        worker(&d).join("config.yaml"),
+        "model:\n  default: gpt-5\n  provider: openrouter\n",
+    )
+    .unwrap();
+    fs::write(worker(&d).join(".env"), "OPENROUTER_API_KEY=x\n").unwrap();
+    let list = common::get_json(&d, "/api/profiles", 200);
+    let rows = list["profiles"].as_array().unwrap();
+    let default = rows.iter().find(|r| r["name"] == "default").unwrap();
+    assert_eq!(default["is_default"], true);
+    assert_eq!(default["gateway_running"], false);
+    let beta = rows.iter().find(|r| r["name"] == "worker_beta").unwrap();
+    assert_eq!(beta["is_default"], false);
+    assert_eq!(beta["path"], json!(worker(&d)));
+    assert_eq!(beta["provider"], "openrouter");
+    assert_eq!(beta["model"], "gpt-5");
+    assert_eq!(beta["has_env"], true);
+    // Ours is still there.
+    assert_eq!(beta["default"], false);
+    assert_eq!(beta["dir"], json!(worker(&d)));
+
+    // The original's older clients ask for a copy of default with `clone_from_default`.
+    fs::write(d.root().join("SOUL.md"), "the default soul").unwrap();
+    let a = api(
+        &d,
+        "POST",
+        "/api/profiles",
+        Some(json!({ "name": "copied", "clone_from_default": true, "no_skills": true })),
+    );
+    assert_eq!(a.status, 201, "{}", a.body);
+    let body = a.json();
+    assert_eq!(body["ok"], true);
+    assert_eq!(body["name"], "copied");
+    let path = PathBuf::from(body["path"].as_str().unwrap());
+    assert_eq!(body["cloned_from"], "default");
+    assert_eq!(text(path.join("SOUL.md")), "the default soul");
+    assert_eq!(body["hub_installs"], json!([]));
+
+    // Deleting keeps our confirmation (the original sends none): refused without it.
+    let a = api(&d, "DELETE", "/api/profiles/copied", None);
+    assert_problem(&a, 422);
+    assert!(path.is_dir());
+    let a = api(
+        &d,
+        "DELETE",
+        "/api/profiles/copied",
+        Some(json!({ "confirm": "copied" })),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json()["ok"], true);
+    assert_eq!(a.json()["path"], json!(path));
+    assert!(!path.exists());
+}

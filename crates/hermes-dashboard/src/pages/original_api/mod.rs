@@ -14,6 +14,7 @@ mod config;
 mod env;
 mod gateway;
 pub mod logs;
+pub mod profiles;
 pub mod sessions;
 
 use axum::Router;
