@@ -574,3 +574,55 @@ fn profiles_list_create_and_delete_answer_the_originals_fields() {
     assert_eq!(a.json()["path"], json!(path));
     assert!(!path.exists());
 }
+
+#[test]
+fn status_adds_the_originals_gateway_fields_beside_ours() {
+    let d = start();
+    let plain = common::get_json(&d, "/api/status", 200);
+    // Ours is still there.
+    assert_eq!(plain["supervisor"]["reachable"], false);
+    assert!(plain["components"].is_object(), "{plain}");
+    assert_eq!(plain["gateway_running"], false);
+    assert_eq!(plain["gateway_state"], "stopped");
+    assert_eq!(plain["gateway_pid"], Value::Null);
+    assert_eq!(plain["gateway_platforms"], json!({}));
+    assert_eq!(plain["auth_required"], false);
+    assert_eq!(plain["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        plain["latest_config_version"],
+        hermes_home::config::ORIGINAL_CONFIG_VERSION
+    );
+    assert_eq!(plain["hermes_home"], json!(d.root()));
+
+    fs::write(
+        hermes_home::gateway_state::path(&worker(&d)),
+        json!({
+            "gateway_state": "running",
+            "platforms": { "telegram": { "state": "connected" } },
+            "updated_at": "2026-12-02T10:00:00Z",
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let _supervisor = crate::metrics::FakeSupervisor::serve(
+        d.root(),
+        vec![crate::metrics::row(
+            "gateway-worker_beta",
+            hermes_supervisor::StateName::Up,
+            Some("worker_beta"),
+        )],
+    );
+    let beta = common::get_json(&d, "/api/status?profile=worker_beta", 200);
+    assert_eq!(beta["gateway_running"], true, "{beta}");
+    assert_eq!(beta["gateway_pid"], 4242);
+    assert_eq!(beta["gateway_state"], "running");
+    assert_eq!(beta["gateway_platforms"]["telegram"]["state"], "connected");
+    assert_eq!(beta["gateway_updated_at"], "2026-12-02T10:00:00Z");
+    assert_eq!(beta["hermes_home"], json!(worker(&d)));
+    // The default profile's gateway has no row: stopped.
+    let plain = common::get_json(&d, "/api/status", 200);
+    assert_eq!(plain["gateway_running"], false);
+
+    assert_problem(&api(&d, "GET", "/api/status?profile=ghost", None), 404);
+    assert_problem(&api(&d, "GET", "/api/status?profile=..", None), 400);
+}

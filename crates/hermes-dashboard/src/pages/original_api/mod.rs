@@ -16,6 +16,7 @@ mod gateway;
 pub mod logs;
 pub mod profiles;
 pub mod sessions;
+pub mod status;
 
 use axum::Router;
 use axum::extract::Query;
@@ -40,12 +41,12 @@ pub fn routes() -> Router<App> {
 #[derive(Deserialize)]
 pub(crate) struct ProfileQuery {
     #[serde(default)]
-    profile: Option<String>,
+    pub(crate) profile: Option<String>,
 }
 
 /// The profile a request is about: the body's `profile`, else `?profile=`, else the active
 /// profile (the original: the dashboard's own). Unknown is a 404, a bad name a 400.
-fn home(
+pub(crate) fn home(
     app: &App,
     query: Result<Query<ProfileQuery>, QueryRejection>,
     in_body: Option<&str>,
