@@ -1,14 +1,17 @@
 //! The original dashboard's API where tools written for it call it (`hermes_cli/web_server.py`
-//! of hermes-agent 0.20.1): `GET|PUT /api/config`, `GET|PUT|DELETE /api/env`, `POST /api/gateway/{start|stop|restart}`, with the
-//! original's request and response shapes, behind our guard like every other endpoint (a
-//! change still needs the session token header).
+//! of hermes-agent 0.20.1), with its request and response shapes, behind our guard like every
+//! other endpoint (a change still needs the session token header).
 //!
-//! No logic of its own: each endpoint is a thin translation onto what our pages and the CLI
-//! already do — `config.yaml` through `Config::edit` (every byte it does not change kept),
-//! `.env` through `DotEnv::edit` with values masked as the Profiles page masks them, gateway
-//! actions through the Overview's control-socket calls. Where the
-//! original's answer cannot be given exactly, docs/dashboard.md ("The original's API") says
-//! how ours differs.
+//! Endpoints of their own here: `GET|PUT /api/config`, `GET|PUT|DELETE /api/env` and
+//! `POST /api/gateway/{start|stop|restart}`. Where one of our pages already owns the path
+//! (`/api/status`, `/api/sessions`, `/api/logs`, `/api/profiles`), that page's handler keeps
+//! its answer and adds the original's fields from the submodule of the same name.
+//!
+//! No logic of its own: each is a thin translation onto what our pages and the CLI already
+//! do — `config.yaml` through `Config::edit` (every byte it does not change kept), `.env`
+//! through `DotEnv::edit` with values masked as the Profiles page masks them, gateway actions
+//! through the Overview's control-socket calls. Where the original's answer cannot be given
+//! exactly, docs/dashboard.md ("The original's API") says how ours differs.
 
 mod config;
 mod env;
