@@ -41,6 +41,12 @@ impl App {
     pub fn token(&self) -> &str {
         self.guard.token()
     }
+
+    /// Whether signing in takes credentials rather than the token link (the original's
+    /// `auth_required`, in `/api/health` and `/api/status`).
+    pub fn auth_required(&self) -> bool {
+        self.auth_required
+    }
 }
 
 /// The prefix the browser sees in front of the dashboard's paths: `""` at the root,

@@ -185,8 +185,9 @@ impl Config {
         &self.duplicates
     }
 
-    /// The whole document as read (merges applied), for `yaml_edit`'s check of its result.
-    pub(crate) fn document(&self) -> &Value {
+    /// The whole document as read (merges applied, `${VAR}` unexpanded): `yaml_edit`'s check of
+    /// its result, and the dashboard's `GET /api/config`.
+    pub fn document(&self) -> &Value {
         &self.doc
     }
 

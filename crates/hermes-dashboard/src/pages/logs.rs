@@ -26,7 +26,7 @@ use hermes_services::logs::{Change, Follower, Position, Resume, Resumed};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
-use crate::pages::{Page, shell};
+use crate::pages::{Page, original_api, shell};
 use crate::server::{App, Base, blocking, problem};
 use crate::status::{reachability, supervisor_rows};
 
@@ -76,16 +76,30 @@ fn refused(e: &hermes_services::Error) -> Response {
 
 /// `GET /api/logs`: every service the supervisor runs and every service with a log on disk,
 /// by name, with the supervisor's state (`null` when it does not run it, or cannot be
-/// reached) and whether a log exists.
-async fn list(State(app): State<App>) -> Response {
+/// reached) and whether a log exists; beside them the original's `{file, lines}` for its
+/// `?file=&lines=&level=&component=&search=` (`original_api::logs`).
+async fn list(State(app): State<App>, Query(query): Query<BTreeMap<String, String>>) -> Response {
     let (root, vars) = (app.root.clone(), app.vars.clone());
+    // Our page asks without parameters: for it the original's fields are a best effort (a
+    // profile that cannot be selected must not hide the listing); a caller who asks for them
+    // gets their refusal.
+    let asked = !query.is_empty();
     let found = blocking(move || {
+        let original = original_api::logs::fields(&root, &query);
         let rows = supervisor_rows(&root, &*vars);
-        (rows, hermes_services::services_with_logs(&root))
+        (rows, hermes_services::services_with_logs(&root), original)
     })
     .await;
     match found {
-        Ok((rows, on_disk)) => Json(listing(rows, &on_disk)).into_response(),
+        Ok((rows, on_disk, original)) => {
+            let mut body = listing(rows, &on_disk);
+            match (&mut body, original) {
+                (Value::Object(body), Ok(Value::Object(original))) => body.extend(original),
+                (_, Err(answer)) if asked => return *answer,
+                _ => {}
+            }
+            Json(body).into_response()
+        }
         Err(answer) => answer,
     }
 }
@@ -363,10 +377,20 @@ pub fn api_paths() -> Value {
     };
     json!({
         "/api/logs": { "get": {
-            "summary": "Services with a log or run by the supervisor",
+            "summary": "Services with a log or run by the supervisor; beside them the original's {file, lines} (file: agent|gateway = the profile's gateway log, errors = it from WARNING up)",
+            "parameters": [
+                { "name": "file", "in": "query", "schema": { "enum": ["agent", "errors", "gateway"] } },
+                { "name": "lines", "in": "query", "schema": { "type": "integer", "minimum": 0, "maximum": 500 } },
+                { "name": "level", "in": "query", "schema": { "enum": ["ALL", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] } },
+                { "name": "component", "in": "query", "schema": { "enum": ["all"] } },
+                { "name": "search", "in": "query", "schema": { "type": "string" } },
+                { "name": "profile", "in": "query", "schema": { "type": "string" } },
+            ],
             "responses": {
-                "200": { "description": "{supervisor: {reachable, error?, hint?}, services: [{name, state, log}]}" },
+                "200": { "description": "{supervisor: {reachable, error?, hint?}, services: [{name, state, log}], file, lines: [text], service}" },
+                "400": { "description": "An unknown file, level or component, or a bad lines or profile: {detail, hint}" },
                 "401": unauthorized,
+                "404": { "description": "No such profile: {detail, hint}" },
             },
         }},
         "/api/logs/{service}": { "get": {

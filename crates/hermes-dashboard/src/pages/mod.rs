@@ -21,6 +21,7 @@ use crate::server::{App, problem};
 pub mod backups;
 pub mod diagnostics;
 pub mod logs;
+pub mod original_api;
 pub mod overview;
 pub mod plugins;
 pub mod profiles;
@@ -107,6 +108,7 @@ pub fn routes() -> Router<App> {
         .merge(sessions::routes())
         .merge(backups::routes())
         .merge(diagnostics::routes())
+        .merge(original_api::routes())
 }
 
 /// The OpenAPI `paths` of every page's API.
@@ -120,6 +122,7 @@ pub fn api_paths() -> Map<String, Value> {
         sessions::api_paths(),
         backups::api_paths(),
         diagnostics::api_paths(),
+        original_api::api_paths(),
     ] {
         if let Value::Object(map) = part {
             paths.extend(map);

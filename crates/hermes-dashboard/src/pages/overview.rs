@@ -7,7 +7,8 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -17,8 +18,9 @@ use futures_util::Stream;
 use serde_json::{Value, json};
 
 use crate::guard::detail;
-use crate::pages::{Page, shell};
-use crate::server::{App, Base};
+use crate::pages::original_api::{self, ProfileQuery};
+use crate::pages::{self, Page, Step, shell};
+use crate::server::{App, Base, blocking};
 use crate::status;
 
 /// How often the event stream asks the supervisor (at most every 500 ms).
@@ -58,8 +60,39 @@ async fn fresh(app: &App) -> Value {
         })
 }
 
-async fn api_status(State(app): State<App>) -> Json<Value> {
-    Json(fresh(&app).await)
+/// `GET /api/status?profile=`: the snapshot, with the original's top-level fields for the
+/// profile's gateway beside it (`original_api::status`; the default profile's without
+/// `?profile=`, as the `components` rollup is).
+async fn api_status(
+    State(app): State<App>,
+    query: Result<Query<ProfileQuery>, QueryRejection>,
+) -> Response {
+    let profile = match pages::query(query, "profile") {
+        Ok(q) => q.profile.filter(|p| !p.trim().is_empty()),
+        Err(answer) => return *answer,
+    };
+    let mut snapshot = fresh(&app).await;
+    let (root, auth_required) = (app.root.clone(), app.auth_required());
+    let base = snapshot.clone();
+    let original = blocking(move || -> Step<_> {
+        let name = profile.as_deref().unwrap_or(hermes_home::DEFAULT_PROFILE);
+        let home = pages::select_home(&root, Some(name))?;
+        Ok(original_api::status::fields(&home, &base, auth_required))
+    })
+    .await;
+    match original {
+        Ok(Ok(fields)) => {
+            if let Value::Object(map) = &mut snapshot {
+                for (key, value) in fields {
+                    // Ours wins where a name is already taken (none is today).
+                    map.entry(key).or_insert(value);
+                }
+            }
+            Json(snapshot).into_response()
+        }
+        Ok(Err(answer)) => *answer,
+        Err(answer) => answer,
+    }
 }
 
 /// `GET /api/events`: a `status` event with the first snapshot, then one whenever it
@@ -92,6 +125,21 @@ async fn action(State(app): State<App>, Path((name, verb)): Path<(String, String
             "Unknown action: use start, stop or restart",
         );
     }
+    match control(&app, name, verb).await {
+        Ok(None) => Json(json!({ "ok": true })).into_response(),
+        Ok(Some(warning)) => Json(json!({ "ok": true, "warning": warning })).into_response(),
+        Err(answer) => *answer,
+    }
+}
+
+/// Runs `verb` (`start`, `stop` or `restart`, already checked) on the service `name` through
+/// the control socket: a warning to say beside the outcome, or the refusal as an answer. The
+/// original's `/api/gateway/{action}` runs its actions here too.
+pub(crate) async fn control(
+    app: &App,
+    name: String,
+    verb: String,
+) -> Result<Option<String>, Box<Response>> {
     let (root, vars) = (app.root.clone(), app.vars.clone());
     let done = tokio::task::spawn_blocking(move || {
         let mut client = hermes_services::connect(&root, &*vars, status::CLIENT_TIMEOUT)?;
@@ -117,23 +165,24 @@ async fn action(State(app): State<App>, Path((name, verb)): Path<(String, String
     })
     .await;
     match done {
-        Ok(Ok(None)) => Json(json!({ "ok": true })).into_response(),
-        Ok(Ok(Some(warning))) => Json(json!({ "ok": true, "warning": warning })).into_response(),
+        Ok(Ok(warning)) => Ok(warning),
         Ok(Err(e)) => {
             let code = match e {
                 hermes_services::Error::NotRunning { .. } => StatusCode::SERVICE_UNAVAILABLE,
                 _ => StatusCode::CONFLICT,
             };
-            (
-                code,
-                Json(json!({ "detail": hermes_errors::one_line(&e), "hint": e.hint() })),
-            )
-                .into_response()
+            Err(Box::new(
+                (
+                    code,
+                    Json(json!({ "detail": hermes_errors::one_line(&e), "hint": e.hint() })),
+                )
+                    .into_response(),
+            ))
         }
-        Err(e) => detail(
+        Err(e) => Err(Box::new(detail(
             StatusCode::INTERNAL_SERVER_ERROR,
             &format!("action task failed: {e}"),
-        ),
+        ))),
     }
 }
 
@@ -142,8 +191,9 @@ pub fn api_paths() -> Value {
     let unauthorized = json!({ "description": "No valid session token or credentials" });
     json!({
         "/api/status": { "get": {
-            "summary": "Every service and profile gateway, asked afresh from the supervisor",
-            "responses": { "200": { "description": "{supervisor: {reachable, error?, hint?}, gateways: {mode, source, engine, serves}, services: [{name, state, pid, uptime_secs, since_secs, restarts, last_exit, last_failure?, reason, profile, resources?: {memory_bytes, cpu_seconds, cpu_percent, processes, history: [{at, memory_bytes, cpu_percent}]}, memory_max?: {bytes, enforced_by}, memory_text, engine?, port?, served_by?}], volume: {path, total_bytes, available_bytes, used_bytes, used_percent, degraded, text} or {path, error}, components: {gateway: {status, state}, dashboard: {status, recent_unhandled_errors, last_error_at, selftest}, storage: {status}, platforms: {status, configured, connected}}, overall: ok|degraded} (each component's status: ok|degraded; overall is ok when every component is)" }, "401": unauthorized },
+            "summary": "Every service and profile gateway, asked afresh from the supervisor; beside them the original's top-level fields for ?profile='s gateway (default's without it)",
+            "parameters": [{ "name": "profile", "in": "query", "required": false, "schema": { "type": "string" } }],
+            "responses": { "200": { "description": "{supervisor: {reachable, error?, hint?}, gateways: {mode, source, engine, serves}, services: [{name, state, pid, uptime_secs, since_secs, restarts, last_exit, last_failure?, reason, profile, resources?: {memory_bytes, cpu_seconds, cpu_percent, processes, history: [{at, memory_bytes, cpu_percent}]}, memory_max?: {bytes, enforced_by}, memory_text, engine?, port?, served_by?}], volume: {path, total_bytes, available_bytes, used_bytes, used_percent, degraded, text} or {path, error}, components: {gateway: {status, state}, dashboard: {status, recent_unhandled_errors, last_error_at, selftest}, storage: {status}, platforms: {status, configured, connected}}, overall: ok|degraded} (each component's status: ok|degraded; overall is ok when every component is); and the original's version, config_version, latest_config_version, gateway_running, gateway_state, gateway_platforms, gateway_exit_reason, gateway_updated_at, gateway_pid, auth_required, hermes_home, config_path, env_path" }, "400": { "description": "A bad profile name: {detail, hint}" }, "401": unauthorized, "404": { "description": "No such profile: {detail, hint}" } },
         }},
         "/api/events": { "get": {
             "summary": "Server-sent events: `status` with a snapshot like /api/status whenever it changes",

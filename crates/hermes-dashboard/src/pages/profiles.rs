@@ -33,7 +33,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::pages::{self, Page, Step, refuse, select_home, shell};
+use crate::pages::{self, Page, Step, original_api, refuse, select_home, shell};
 use crate::server::{App, Base, Vars, blocking};
 use crate::status::{CLIENT_TIMEOUT, reachability, supervisor_rows};
 
@@ -123,7 +123,7 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
 
 /// An error of `hermes-home` as an answer: the status says whose fault it is (beyond
 /// selecting a profile, which [`pages::home_status`] words for every page).
-fn home_problem(e: &hermes_home::Error) -> Box<Response> {
+pub(crate) fn home_problem(e: &hermes_home::Error) -> Box<Response> {
     use hermes_home::Error as E;
     let status = match e {
         E::EnvKeyInvalid { .. } | E::EnvKeyDenied { .. } => StatusCode::BAD_REQUEST,
@@ -140,7 +140,7 @@ fn home_problem(e: &hermes_home::Error) -> Box<Response> {
 }
 
 /// A JSON body of type `T`: a missing, oversized or malformed body is a 4xx `{detail, hint}`.
-fn body<T: DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> Step<T> {
+pub(crate) fn body<T: DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> Step<T> {
     let bytes = raw.map_err(|e| {
         refuse(
             e.status(),
@@ -158,7 +158,7 @@ fn body<T: DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> Step<T> {
 }
 
 /// Runs `work` on the blocking pool; its `Err` is already an answer.
-async fn run(work: impl FnOnce() -> Step<Response> + Send + 'static) -> Response {
+pub(crate) async fn run(work: impl FnOnce() -> Step<Response> + Send + 'static) -> Response {
     match blocking(work).await {
         Ok(Ok(answer)) | Err(answer) => answer,
         Ok(Err(answer)) => *answer,
@@ -179,19 +179,28 @@ async fn list(State(app): State<App>) -> Response {
                 let name = entry.profile.name();
                 let service = hermes_services::gateway::service_name(name);
                 let (model, config_error) = model_name(&entry.dir, &app.vars);
-                json!({
+                let gateway = states.as_ref().map(|s| {
+                    s.iter()
+                        .find(|(n, _)| *n == service)
+                        .map(|(_, st)| st.clone())
+                });
+                let is_default = entry.profile == ProfileRef::Default;
+                let mut row = json!({
                     "name": name,
-                    "default": entry.profile == ProfileRef::Default,
+                    "default": is_default,
                     "active": entry.profile == active,
                     "dir": entry.dir,
                     "description": entry.description,
                     "model": model,
                     "config_error": config_error,
                     "service": service,
-                    "gateway": states.as_ref().map(|s| {
-                        s.iter().find(|(n, _)| *n == service).map(|(_, st)| st.clone())
-                    }),
-                })
+                    "gateway": gateway,
+                });
+                let state = gateway.as_ref().and_then(|g| g.as_deref());
+                if let Value::Object(map) = &mut row {
+                    map.extend(original_api::profiles::row(&entry.dir, is_default, state));
+                }
+                row
             })
             .collect();
         Ok(Json(json!({ "profiles": rows, "supervisor": supervisor })).into_response())
@@ -234,6 +243,12 @@ struct CreateBody {
     clone_from: Option<String>,
     #[serde(default)]
     description: Option<String>,
+    /// The original's older clients: clone from `default`.
+    #[serde(default)]
+    clone_from_default: bool,
+    /// The original's full copy (ours always copies everything it clones).
+    #[serde(default)]
+    clone_all: bool,
 }
 
 /// `POST /api/profiles` `{name, clone_from?, description?}`: creates the profile
@@ -246,14 +261,15 @@ async fn create(State(app): State<App>, raw: Result<Bytes, BytesRejection>) -> R
     run(move || {
         let root = app.root.clone();
         let name = ProfileName::parse(request.name.trim()).map_err(|e| home_problem(&e))?;
-        let clone_from = request
-            .clone_from
-            .as_deref()
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .map(ProfileRef::parse)
-            .transpose()
-            .map_err(|e| home_problem(&e))?;
+        let clone_from = original_api::profiles::clone_source(
+            request.clone_from.as_deref(),
+            request.clone_from_default,
+            request.clone_all,
+        )
+        .as_deref()
+        .map(ProfileRef::parse)
+        .transpose()
+        .map_err(|e| home_problem(&e))?;
         let description = request
             .description
             .map(|d| d.trim().to_string())
@@ -268,17 +284,17 @@ async fn create(State(app): State<App>, raw: Result<Bytes, BytesRejection>) -> R
         )
         .map_err(|e| home_problem(&e))?;
         let supervisor = register_gateway(&root, &name, &app.vars);
-        Ok((
-            StatusCode::CREATED,
-            Json(json!({
-                "name": name.as_str(),
-                "dir": dir,
-                "cloned_from": clone_from.as_ref().map(ProfileRef::name),
-                "service": hermes_services::gateway::service_name(name.as_str()),
-                "supervisor": supervisor,
-            })),
-        )
-            .into_response())
+        let mut answer = json!({
+            "name": name.as_str(),
+            "dir": dir,
+            "cloned_from": clone_from.as_ref().map(ProfileRef::name),
+            "service": hermes_services::gateway::service_name(name.as_str()),
+            "supervisor": supervisor,
+        });
+        if let Value::Object(map) = &mut answer {
+            map.extend(original_api::profiles::created(&dir));
+        }
+        Ok((StatusCode::CREATED, Json(answer)).into_response())
     })
     .await
 }
@@ -368,6 +384,9 @@ async fn remove(
             deleted.alias_removed,
         );
         Ok(Json(json!({
+            // The original's `ok` and `path` (the directory the profile was in).
+            "ok": true,
+            "path": home.dir(),
             "deleted": name,
             "trashed_to": trashed_to,
             "active_reset": active_reset,
@@ -681,12 +700,12 @@ pub fn api_paths() -> Value {
         "/api/profiles": {
             "get": {
                 "summary": "Every profile: name, default, active, gateway state (when the supervisor answers), model",
-                "responses": { "200": { "description": "{profiles: [{name, default, active, dir, description, model, config_error, service, gateway}], supervisor: {reachable, error?, hint?}}" } },
+                "responses": { "200": { "description": "{profiles: [{name, default, active, dir, description, model, config_error, service, gateway, and the original's path, is_default, provider, has_env, gateway_running, description_auto}], supervisor: {reachable, error?, hint?}}" } },
             },
             "post": {
                 "summary": "Create a profile, optionally cloned from another; its gateway is registered with a running supervisor",
-                "requestBody": { "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" }, "clone_from": { "type": "string" }, "description": { "type": "string" } } } } } },
-                "responses": { "201": { "description": "{name, dir, cloned_from, service, supervisor}" }, "400": problem, "404": problem, "409": problem },
+                "requestBody": { "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" }, "clone_from": { "type": "string" }, "description": { "type": "string" }, "clone_from_default": { "type": "boolean", "description": "the original's: clone from default" }, "clone_all": { "type": "boolean", "description": "the original's: clone from default (everything is copied)" } } } } } },
+                "responses": { "201": { "description": "{name, dir, cloned_from, service, supervisor, and the original's ok, path, model_set, mcp_written, skills_disabled, hub_installs}" }, "400": problem, "404": problem, "409": problem },
             },
         },
         "/api/profiles/{name}": {
@@ -699,7 +718,7 @@ pub fn api_paths() -> Value {
                 "summary": "Move the profile to profiles/.trash/ (its gateway is stopped and unregistered first); the default profile cannot be deleted",
                 "parameters": name,
                 "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["confirm"], "properties": { "confirm": { "type": "string", "description": "the profile's name, repeated" } } } } } },
-                "responses": { "200": { "description": "{deleted, trashed_to, active_reset, alias_removed, supervisor}" }, "400": problem, "404": problem, "409": problem },
+                "responses": { "200": { "description": "{ok, path, deleted, trashed_to, active_reset, alias_removed, supervisor}" }, "400": problem, "404": problem, "409": problem },
             },
         },
         "/api/profiles/{name}/soul": { "put": {

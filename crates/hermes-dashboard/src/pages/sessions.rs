@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::openapi::{profile_param, responses};
-use crate::pages::{self, Page, Step, escape, refuse, select_home, shell};
+use crate::pages::{self, Page, Step, escape, original_api, refuse, select_home, shell};
 use crate::server::{App, Base, blocking, problem};
 
 /// The answer of a handler's steps.
@@ -97,10 +97,12 @@ struct Params {
     limit: Option<String>,
     before: Option<String>,
     q: Option<String>,
+    /// The original's paging (`original_api::sessions`).
+    offset: Option<String>,
 }
 
 fn params(query: Result<Query<Params>, QueryRejection>) -> Step<Params> {
-    pages::query(query, "profile, limit, before, q")
+    pages::query(query, "profile, limit, before, offset, q")
 }
 
 fn limit(raw: Option<&str>) -> Step<usize> {
@@ -151,26 +153,37 @@ async fn read<T: Send + 'static>(
     .map_err(|e| Box::new(store_problem(&e)))
 }
 
-/// `GET /api/sessions?profile=&limit=&before=`.
+/// `GET /api/sessions?profile=&limit=&before=&offset=`: our page, with the original's
+/// `total`, `limit` and `offset` beside it (`original_api::sessions`).
 async fn list(State(app): State<App>, query: Result<Query<Params>, QueryRejection>) -> Response {
     let run = async {
         let p = params(query)?;
         let limit = limit(p.limit.as_deref())?;
+        let offset = original_api::sessions::offset(p.offset.as_deref())?;
         let home = select_home(&app.root, p.profile.as_deref())?;
         let profile = home.profile().name().to_string();
         let before = p.before;
-        let sessions = read(home, move |r| match r {
-            Some(r) => r.list(limit, before.as_deref()),
-            None => Ok(Vec::new()),
+        let (sessions, total) = read(home, move |r| match r {
+            Some(r) => Ok((
+                original_api::sessions::page(r, limit, before.as_deref(), offset)?,
+                original_api::sessions::total(r)?,
+            )),
+            None => Ok((Vec::new(), 0)),
         })
         .await?;
         // A full page may have more after it: its last id is where the next one starts.
         let next = (sessions.len() == limit)
             .then(|| sessions.last().map(|s| s.id.clone()))
             .flatten();
-        Ok(Json(
-            json!({ "profile": profile, "sessions": sessions, "next": next }),
-        ))
+        let rows = original_api::sessions::rows(&sessions, &profile);
+        Ok(Json(json!({
+            "profile": profile,
+            "sessions": rows,
+            "next": next,
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+        })))
     };
     answer(run.await)
 }
@@ -257,8 +270,9 @@ pub fn api_paths() -> Value {
         "/api/sessions": { "get": {
             "summary": "A profile's sessions, newest first (read-only)",
             "parameters": [profile, limit,
-                { "name": "before", "in": "query", "schema": { "type": "string" }, "description": "continue after this session id (the previous answer's `next`)" }],
-            "responses": responses(&errors, "{profile, sessions: [{id, title, source, model, started_at, ended_at, message_count}], next}"),
+                { "name": "before", "in": "query", "schema": { "type": "string" }, "description": "continue after this session id (the previous answer's `next`)" },
+                { "name": "offset", "in": "query", "schema": { "type": "integer", "minimum": 0, "maximum": original_api::sessions::MAX_OFFSET }, "description": "the original's paging: skip this many (after `before`, if given)" }],
+            "responses": responses(&errors, "{profile, sessions: [{id, title, source, model, started_at, ended_at, message_count, profile, is_default_profile}], next, total, limit, offset} (total, limit, offset and each row's profile fields as the original's)"),
         }},
         "/api/sessions/search": { "get": {
             "summary": "Messages containing every word of q (words also match as prefixes), newest first",

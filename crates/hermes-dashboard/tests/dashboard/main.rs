@@ -14,6 +14,7 @@
 //!   an address allowlist, the exposition format, services as series, gateways passed through
 //! * `overview_resources` — what services use on the Overview (headless Chromium), and a real
 //!   supervisor's figures against `/proc`
+//! * `original_api` — The original dashboard's API where its clients call it, over real HTTP
 //! * `plugins` — The Plugins page's API over real HTTP on loopback
 //! * `profiles` — The Profiles page's API over real HTTP on loopback, without a supervisor
 //! * `proxies` — The dashboard behind a reverse proxy, over real HTTP on loopback
@@ -35,6 +36,7 @@ mod health;
 mod http;
 mod logs;
 mod metrics;
+mod original_api;
 mod overview_resources;
 mod plugins;
 mod profiles;
