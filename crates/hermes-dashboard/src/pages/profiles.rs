@@ -123,6 +123,13 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
 
 /// An error of `hermes-home` as an answer: the status says whose fault it is (beyond
 /// selecting a profile, which [`pages::home_status`] words for every page).
+/// Removes every assignment of `key` (checked first) from `home`'s `.env`; whether there was
+/// one. The Profiles page and the original's `DELETE /api/env` both remove this way.
+pub(crate) fn unset_env_key(home: &hermes_home::Home, key: &str) -> Result<bool, Box<Response>> {
+    dotenv::validate_key(key).map_err(|e| home_problem(&e))?;
+    DotEnv::edit(&home.env_path(), |env| Ok(env.unset(key))).map_err(|e| home_problem(&e))
+}
+
 pub(crate) fn home_problem(e: &hermes_home::Error) -> Box<Response> {
     use hermes_home::Error as E;
     let status = match e {
@@ -620,10 +627,7 @@ async fn unset_env(
 ) -> Response {
     run(move || {
         let home = select_home(&app.root, Some(&name))?;
-        dotenv::validate_key(&key).map_err(|e| home_problem(&e))?;
-        let removed = DotEnv::edit(&home.env_path(), |env| Ok(env.unset(&key)))
-            .map_err(|e| home_problem(&e))?;
-        if !removed {
+        if !unset_env_key(&home, &key)? {
             return Err(refuse(
                 StatusCode::NOT_FOUND,
                 &format!("`{key}` is not set in this profile's .env"),

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{ProfileQuery, home};
-use crate::pages::profiles::{body, home_problem, run};
+use crate::pages::profiles::{body, home_problem, run, unset_env_key};
 use crate::pages::refuse;
 use crate::server::App;
 
@@ -114,10 +114,7 @@ pub(super) async fn remove(
         let request: RemoveBody = body(raw)?;
         let home = home(&app, query, request.profile.as_deref())?;
         let key = request.key.trim().to_string();
-        dotenv::validate_key(&key).map_err(|e| home_problem(&e))?;
-        let removed = DotEnv::edit(&home.env_path(), |env| Ok(env.unset(&key)))
-            .map_err(|e| home_problem(&e))?;
-        if !removed {
+        if !unset_env_key(&home, &key)? {
             return Err(refuse(
                 StatusCode::NOT_FOUND,
                 &format!("{key} not found in .env"),
