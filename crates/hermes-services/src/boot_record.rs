@@ -34,16 +34,29 @@ impl BootRecord {
 }
 
 /// Writes `record` into `runtime_dir` (private to the supervisor's user): a temporary file
-/// renamed over the last one, so a reader never sees half of it.
+/// renamed over the last one, so a reader never sees half of it. The temporary is created
+/// new (`O_EXCL`), so PID 1 never writes through a link someone left under its name.
 ///
 /// # Errors
 /// The write or the rename failing.
 pub fn write(runtime_dir: &Path, record: &BootRecord) -> std::io::Result<()> {
+    use std::io::Write;
     let path = runtime_dir.join(FILE_NAME);
     let tmp = runtime_dir.join(format!(".{FILE_NAME}.{}", std::process::id()));
     let text = serde_json::to_string(record).map_err(std::io::Error::other)?;
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, &path)
+    let _ = std::fs::remove_file(&tmp);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    match written {
+        Ok(()) => std::fs::rename(&tmp, &path),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
 }
 
 /// The boot of the supervisor serving `root` (found as clients find it), if PID 1 recorded one.

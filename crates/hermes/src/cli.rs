@@ -542,7 +542,8 @@ pub enum BackupCommand {
 pub enum ServiceCommand {
     /// List the supervised services (names and states).
     List(JsonFlag),
-    /// Show NAME, STATE, PID, UPTIME, RESTARTS, LAST EXIT and REASON of all services or one.
+    /// Show NAME, STATE, PID, UPTIME, MEMORY (with its limit), CPU, RESTARTS, LAST EXIT and
+    /// REASON of all services or one (`--json`: also the 15-minute history of memory and CPU).
     Status {
         /// Only this service.
         name: Option<String>,

@@ -3,7 +3,6 @@
 
 use hermes_gateway::api_server::ApiServer;
 use hermes_home::{Home, gateway_state, profile};
-use hermes_supervisor::ServiceStatus;
 use hermes_supervisor::status::status_cells;
 use serde_json::{Value, json};
 
@@ -24,6 +23,8 @@ pub(super) fn status(ctx: &Context, json_output: bool, detailed: bool) -> Comman
         .and_then(|mut c| c.status(None).ok());
     let mut rows = Vec::new();
     let mut last_errors = Vec::new();
+    // Uptime, memory and CPU as `service status` shows them, per row.
+    let mut figures: Vec<Vec<String>> = Vec::new();
     let multiplex = hermes_services::multiplex::resolve_asking_agent(&root, &Context::var);
     let profiles = profile::list(&root)?;
     let names: Vec<&str> = profiles.iter().map(|e| e.profile.name()).collect();
@@ -72,6 +73,10 @@ pub(super) fn status(ctx: &Context, json_output: bool, detailed: bool) -> Comman
             "multiplex": mode,
         }));
         last_errors.push(last_error);
+        figures.push(service.map_or_else(
+            || vec!["-".to_string(); 3],
+            |row| status_cells(row)[3..6].to_vec(),
+        ));
     }
     if json_output {
         if detailed {
@@ -104,7 +109,7 @@ pub(super) fn status(ctx: &Context, json_output: bool, detailed: bool) -> Comman
             .to_vec(),
         );
     }
-    for r in &rows {
+    for (r, figures) in rows.iter().zip(&figures) {
         table.push(if detailed {
             let state = if supervised.is_some() {
                 cell(&r["state"])
@@ -116,18 +121,13 @@ pub(super) fn status(ctx: &Context, json_output: bool, detailed: bool) -> Comman
                 (empty, None) if empty.is_empty() => "-".to_string(),
                 (reason, None) => reason,
             };
-            // Uptime, memory and CPU as `service status` shows them.
-            let figures = service_row(&supervised, r).map_or_else(
-                || vec!["-".to_string(); 3],
-                |row| status_cells(row)[3..6].to_vec(),
-            );
             let mut cells = vec![
                 cell(&r["service"]),
                 cell(&r["engine"]),
                 state,
                 cell(&r["pid"]),
             ];
-            cells.extend(figures);
+            cells.extend(figures.iter().cloned());
             cells.extend([cell(&r["recorded"]), cell(&r["address"]), reason]);
             cells
         } else {
@@ -151,15 +151,6 @@ pub(super) fn status(ctx: &Context, json_output: bool, detailed: bool) -> Comman
     }
     output::stdout(&text)?;
     Ok(ExitStatus::Success)
-}
-
-/// The supervisor's row of the gateway `r` describes, if it has one.
-fn service_row<'a>(
-    supervised: &'a Option<Vec<ServiceStatus>>,
-    r: &Value,
-) -> Option<&'a ServiceStatus> {
-    let name = r["service"].as_str()?;
-    supervised.as_ref()?.iter().find(|s| s.name == name)
 }
 
 /// `table`'s rows as lines whose columns line up: each column as wide as its widest cell, two
