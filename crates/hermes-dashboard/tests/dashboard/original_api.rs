@@ -381,16 +381,6 @@ fn gateway_actions_refuse_clearly_and_need_the_csrf_header() {
     );
 }
 
-/// The ids of a session list's rows.
-fn ids(list: &Value) -> Vec<String> {
-    list["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn sessions_page_by_offset_with_the_originals_total_limit_and_offset() {
     let d = start();
@@ -402,7 +392,7 @@ fn sessions_page_by_offset_with_the_originals_total_limit_and_offset() {
     }
     drop(store);
     let all = common::get_json(&d, "/api/sessions", 200);
-    let every = ids(&all);
+    let every = common::session_ids(&all);
     assert_eq!(every.len(), 5, "{all}");
     assert_eq!(all["total"], 5);
     assert_eq!(all["offset"], 0);
@@ -412,7 +402,7 @@ fn sessions_page_by_offset_with_the_originals_total_limit_and_offset() {
     assert_eq!(all["sessions"][0]["is_default_profile"], true);
 
     let page = common::get_json(&d, "/api/sessions?limit=2&offset=1", 200);
-    assert_eq!(ids(&page), every[1..3].to_vec());
+    assert_eq!(common::session_ids(&page), every[1..3].to_vec());
     assert_eq!(
         (
             page["total"].clone(),
@@ -422,9 +412,9 @@ fn sessions_page_by_offset_with_the_originals_total_limit_and_offset() {
         (json!(5), json!(2), json!(1))
     );
     let page = common::get_json(&d, "/api/sessions?limit=2&offset=4", 200);
-    assert_eq!(ids(&page), every[4..].to_vec());
+    assert_eq!(common::session_ids(&page), every[4..].to_vec());
     let page = common::get_json(&d, "/api/sessions?offset=9", 200);
-    assert!(ids(&page).is_empty(), "{page}");
+    assert!(common::session_ids(&page).is_empty(), "{page}");
     assert_eq!(page["total"], 5);
     for bad in ["-1", "x", "100001"] {
         assert_problem(

@@ -38,15 +38,6 @@ fn profile(d: &Dashboard, name: &str) -> PathBuf {
     dir
 }
 
-fn ids(list: &Value) -> Vec<String> {
-    list["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn sessions_written_by_the_gateway_are_listed_newest_first_and_read_back() {
     let d = token_mode();
@@ -59,7 +50,7 @@ fn sessions_written_by_the_gateway_are_listed_newest_first_and_read_back() {
     );
     let list = get_json(&d, "/api/sessions", 200);
     assert_eq!(list["profile"], "default");
-    assert_eq!(ids(&list), ["second", "first"]);
+    assert_eq!(common::session_ids(&list), ["second", "first"]);
     assert_eq!(list["sessions"][1]["message_count"], 2);
     assert_eq!(list["sessions"][1]["source"], "api_server");
     assert_eq!(list["next"], Value::Null);
@@ -92,10 +83,10 @@ fn pages_continue_with_next_and_limits_are_checked() {
         ],
     );
     let page1 = get_json(&d, "/api/sessions?limit=2", 200);
-    assert_eq!(ids(&page1), ["c", "b"]);
+    assert_eq!(common::session_ids(&page1), ["c", "b"]);
     assert_eq!(page1["next"], "b");
     let page2 = get_json(&d, "/api/sessions?limit=2&before=b", 200);
-    assert_eq!(ids(&page2), ["a"]);
+    assert_eq!(common::session_ids(&page2), ["a"]);
     assert_eq!(page2["next"], Value::Null);
     for bad in ["0", "-1", "abc", "100000"] {
         let a = get_json(&d, &format!("/api/sessions?limit={bad}"), 400);
@@ -110,11 +101,11 @@ fn a_named_profile_is_read_from_its_own_directory() {
     let work = profile(&d, "work");
     write(&work, &[("work-one", &[("user", "y")])]);
     assert_eq!(
-        ids(&get_json(&d, "/api/sessions?profile=work", 200)),
+        common::session_ids(&get_json(&d, "/api/sessions?profile=work", 200)),
         ["work-one"]
     );
     assert_eq!(
-        ids(&get_json(&d, "/api/sessions?profile=default", 200)),
+        common::session_ids(&get_json(&d, "/api/sessions?profile=default", 200)),
         ["root-one"]
     );
     // The other profile's session is not found through this one.
@@ -141,7 +132,7 @@ fn bad_profiles_and_unknown_sessions_are_clear_4xx() {
 fn a_missing_database_has_no_sessions_and_is_not_created() {
     let d = token_mode();
     let list = get_json(&d, "/api/sessions", 200);
-    assert_eq!(ids(&list), Vec::<String>::new());
+    assert_eq!(common::session_ids(&list), Vec::<String>::new());
     let found = get_json(&d, "/api/sessions/search?q=hello", 200);
     assert_eq!(found["results"], json!([]));
     assert!(!d.home.path().join("state.db").exists());

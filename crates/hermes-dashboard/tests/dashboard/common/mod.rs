@@ -245,3 +245,13 @@ pub fn read_raw(mut s: TcpStream) -> RawAnswer {
         body: raw[split + 4..].to_vec(),
     }
 }
+
+/// The ids of a session list's rows (`GET /api/sessions`).
+pub fn session_ids(list: &serde_json::Value) -> Vec<String> {
+    list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect()
+}
