@@ -11,6 +11,13 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../assets/overview.js"),
     ),
     ("logs.js", JS_TYPE, include_str!("../assets/logs.js")),
+    ("config.js", JS_TYPE, include_str!("../assets/config.js")),
+    (
+        "channels.js",
+        JS_TYPE,
+        include_str!("../assets/channels.js"),
+    ),
+    ("cron.js", JS_TYPE, include_str!("../assets/cron.js")),
     (
         "profiles.js",
         JS_TYPE,
