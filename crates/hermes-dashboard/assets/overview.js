@@ -121,6 +121,15 @@
       body.appendChild(tr);
     });
   }
+  // The System view: asked once (the lines come worded by the dashboard).
+  Hermes.api("GET", "api/system").then(function (v) {
+    var dl = document.getElementById("system");
+    v.items.forEach(function (i) {
+      dl.appendChild(Hermes.el("dt", {}, i.label));
+      dl.appendChild(Hermes.el("dd", { class: i.warning ? "warn" : "", "data-item": i.name }, i.text));
+    });
+    dl.hidden = false;
+  }, Hermes.problem);
   var source = new EventSource("api/events");
   source.addEventListener("status", function (e) { live.textContent = "live"; render(JSON.parse(e.data)); });
   source.onerror = function () { live.textContent = "connection to the dashboard lost; retrying"; };

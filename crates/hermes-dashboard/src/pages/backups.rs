@@ -133,10 +133,15 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
 /// scheduler's own error line: the page does not guess another directory. Reads
 /// `config.yaml`: call it on the blocking pool.
 fn backups_dir(app: &App) -> Step<PathBuf> {
+    settings_dir(app)
+        .map_err(|e| refuse(StatusCode::CONFLICT, &hermes_errors::one_line(&e), e.hint()))
+}
+
+/// [`backups_dir`] with the settings' own error (the Overview's System view words it).
+pub(crate) fn settings_dir(app: &App) -> Result<PathBuf, hermes_backup::schedule::Error> {
     let vars = app.vars.clone();
     hermes_backup::schedule::BackupSettings::load(&app.root, &|k: &str| vars(k))
         .map(|settings| settings.dir)
-        .map_err(|e| refuse(StatusCode::CONFLICT, &hermes_errors::one_line(&e), e.hint()))
 }
 
 fn busy() -> Response {

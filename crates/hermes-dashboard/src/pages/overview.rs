@@ -2,7 +2,8 @@
 //! state, what it uses (memory with its limit, CPU, a sparkline of the last 15 minutes), the
 //! volume's space, kept live by server-sent events, and Start / Stop / Restart. Status and actions go
 //! through the control socket on a blocking thread, exactly as `hermes service
-//! status|start|stop|restart`.
+//! status|start|stop|restart`. Above the rows, the System view ([`system`]): versions, config
+//! schema, backups and what the services use together.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -23,12 +24,15 @@ use crate::pages::{self, Page, Step, shell};
 use crate::server::{App, Base, blocking};
 use crate::status;
 
+pub mod system;
+
 /// How often the event stream asks the supervisor (at most every 500 ms).
 pub const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// How often an event stream sends a keepalive comment when nothing changed.
 pub const KEEPALIVE: Duration = Duration::from_secs(15);
 
 const MAIN: &str = r#"<h2>Overview</h2>
+<dl id="system" class="system" hidden></dl>
 <p id="gateway-mode" hidden></p>
 <p id="volume" class="volume" hidden></p>
 <table><thead><tr><th>Service</th><th>State</th><th>PID</th><th>Uptime</th><th>Memory</th><th>CPU</th><th>Restarts</th><th>Last exit</th><th>Reason</th><th>Port</th><th>Engine</th><th>Actions</th></tr></thead>
@@ -40,6 +44,7 @@ pub fn routes() -> Router<App> {
         .route("/", get(page))
         .route("/api/status", get(api_status))
         .route("/api/events", get(events))
+        .route("/api/system", get(api_system))
         .route("/api/services/{name}/{action}", post(action))
 }
 
@@ -91,6 +96,26 @@ async fn api_status(
             Json(snapshot).into_response()
         }
         Ok(Err(answer)) => *answer,
+        Err(answer) => answer,
+    }
+}
+
+/// `GET /api/system`: the System view ([`system::snapshot`]), with the supervisor's rows asked
+/// afresh (a supervisor that does not answer is a line of the view, not an error).
+async fn api_system(State(app): State<App>) -> Response {
+    let answer = blocking(move || {
+        let rows = status::supervisor_rows(&app.root, &*app.vars).ok();
+        let dir = pages::backups::settings_dir(&app).map_err(|e| hermes_errors::one_line(&e));
+        system::snapshot(
+            &app.root,
+            &*app.vars,
+            dir.as_deref().map_err(String::as_str),
+            rows.as_deref(),
+        )
+    })
+    .await;
+    match answer {
+        Ok(value) => Json(value).into_response(),
         Err(answer) => answer,
     }
 }
@@ -194,6 +219,10 @@ pub fn api_paths() -> Value {
             "summary": "Every service and profile gateway, asked afresh from the supervisor; beside them the original's top-level fields for ?profile='s gateway (default's without it)",
             "parameters": [{ "name": "profile", "in": "query", "required": false, "schema": { "type": "string" } }],
             "responses": { "200": { "description": "{supervisor: {reachable, error?, hint?}, gateways: {mode, source, engine, serves}, services: [{name, state, pid, uptime_secs, since_secs, restarts, last_exit, last_failure?, reason, profile, resources?: {memory_bytes, cpu_seconds, cpu_percent, processes, history: [{at, memory_bytes, cpu_percent}]}, memory_max?: {bytes, enforced_by}, memory_text, engine?, port?, served_by?}], volume: {path, total_bytes, available_bytes, used_bytes, used_percent, degraded, text} or {path, error}, components: {gateway: {status, state}, dashboard: {status, recent_unhandled_errors, last_error_at, selftest}, storage: {status}, platforms: {status, configured, connected}}, overall: ok|degraded} (each component's status: ok|degraded; overall is ok when every component is); and the original's version, config_version, latest_config_version, gateway_running, gateway_state, gateway_platforms, gateway_exit_reason, gateway_updated_at, gateway_pid, auth_required, hermes_home, config_path, env_path" }, "400": { "description": "A bad profile name: {detail, hint}" }, "401": unauthorized, "404": { "description": "No such profile: {detail, hint}" } },
+        }},
+        "/api/system": { "get": {
+            "summary": "The Overview's System view: this build, the installed agent and its config schema against the volume's, the backups, the services' use together; `items` is each as a line",
+            "responses": { "200": { "description": "{hermes: {version, sha, label}, agent: {version, source, cli, config_version, error}|null, config_schema: {volume, file, profiles: [{profile, version, error}]}, backups: {dir, count, newest: {name, size, modified, scheduled}|null, schedule}|{error}, services: {total, running, failing, memory_bytes, cpu_percent}|null, items: [{name, label, text, warning}]}" }, "401": unauthorized },
         }},
         "/api/events": { "get": {
             "summary": "Server-sent events: `status` with a snapshot like /api/status whenever it changes",

@@ -25,6 +25,7 @@
 //! * `profiles` — The Profiles page's API over real HTTP on loopback, without a supervisor
 //! * `proxies` — The dashboard behind a reverse proxy, over real HTTP on loopback
 //! * `sessions` — The Sessions API over real HTTP
+//! * `system` — The Overview's System view: versions, config schema, backups, services' use
 //!
 //! Shared helpers live in `common`.
 
@@ -54,3 +55,4 @@ mod plugins;
 mod profiles;
 mod proxies;
 mod sessions;
+mod system;
