@@ -616,3 +616,53 @@ fn status_adds_the_originals_gateway_fields_beside_ours() {
     assert_problem(&api(&d, "GET", "/api/status?profile=ghost", None), 404);
     assert_problem(&api(&d, "GET", "/api/status?profile=..", None), 400);
 }
+
+/// The original's `test_get_sessions_fresh_store_returns_empty_list` and
+/// `test_get_sessions_zero_byte_store_returns_empty_list`: a volume without a store, or with an
+/// empty file where it would be (a store created and never written), lists nothing.
+#[test]
+fn sessions_of_a_fresh_or_zero_byte_store_are_an_empty_list() {
+    let d = start();
+    let _ = fs::remove_file(d.root().join("state.db"));
+    let fresh = common::get_json(&d, "/api/sessions?limit=50&offset=0", 200);
+    assert_eq!(fresh["sessions"], json!([]), "{fresh}");
+    assert_eq!(fresh["total"], 0);
+    fs::write(d.root().join("state.db"), b"").unwrap();
+    let empty = common::get_json(&d, "/api/sessions?limit=50&offset=0", 200);
+    assert_eq!(empty["sessions"], json!([]), "{empty}");
+    assert_eq!(empty["total"], 0);
+    assert_eq!(
+        fs::metadata(d.root().join("state.db")).unwrap().len(),
+        0,
+        "a read never writes the store"
+    );
+}
+
+/// The original's `test_get_sessions_rejects_negative_limit` / `_offset` (its #74316: a
+/// negative limit reached SQLite as "no limit"): refused before the store is read — a `400`
+/// here, where the original's framework answers `422` (docs/dashboard.md) — and a positive
+/// limit still pages.
+#[test]
+fn negative_session_limits_and_offsets_are_refused() {
+    let d = start();
+    for query in ["limit=-1", "offset=-1"] {
+        assert_problem(
+            &api(&d, "GET", &format!("/api/sessions?{query}"), None),
+            400,
+        );
+    }
+    let store = hermes_sessions::SessionStore::open(&d.root().join("state.db")).unwrap();
+    for i in 0..5 {
+        let id = format!("pos-limit-{i}");
+        store
+            .append(
+                &id,
+                "default",
+                &[json!({ "role": "user", "content": "hi" })],
+            )
+            .unwrap();
+    }
+    drop(store);
+    let page = common::get_json(&d, "/api/sessions?limit=3&offset=0", 200);
+    assert_eq!(page["sessions"].as_array().unwrap().len(), 3, "{page}");
+}
