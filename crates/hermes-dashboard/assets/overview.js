@@ -85,7 +85,7 @@
     banner.hidden = !!sup.reachable;
     banner.textContent = sup.reachable ? "" : "Supervisor not reachable: " + (sup.error || "") + (sup.hint ? " — " + sup.hint : "");
     // Multiplexing: one gateway serves every profile; the others are registered, never started.
-    var g = snap.gateways || {};
+    var g = snap.gateway_routing || {};
     mode.hidden = g.mode !== "multiplexed";
     mode.textContent = mode.hidden ? "" : "Multiplexed (" + g.source + ", " + g.engine + " engine): gateway-default serves " + (g.serves || []).join(", ");
     showVolume(snap.volume);

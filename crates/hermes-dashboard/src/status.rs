@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 /// How long one status call waits for the supervisor.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// `GET /api/status`: `{"supervisor": {"reachable", "error", "hint"}, "gateways": {"mode",
-/// "source", "engine", "serves"}, "services": [...]}`; a service row is the supervisor's
+/// `GET /api/status`: `{"supervisor": {"reachable", "error", "hint"}, "gateway_routing":
+/// {"mode", "source", "engine", "serves"}, "services": [...]}`; a service row is the supervisor's
 /// (`name`, `state`, `pid`, `uptime_secs`, `restarts`, `last_exit`, `reason`, `profile`), its
 /// `last_error` when failing, plus `engine`, `port` and `served_by` (the multiplexing gateway
 /// that serves it in its place, else null) for a profile gateway, and `resources`,
@@ -48,7 +48,7 @@ pub fn snapshot(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Value {
     let (components, overall) = crate::rollup::components(root, &rows);
     json!({
         "supervisor": reachability(&rows),
-        "gateways": multiplex.to_json(&names),
+        "gateway_routing": multiplex.to_json(&names),
         "services": services,
         "components": components,
         "overall": overall,

@@ -82,7 +82,9 @@ async fn api_status(
     let original = blocking(move || -> Step<_> {
         let name = profile.as_deref().unwrap_or(hermes_home::DEFAULT_PROFILE);
         let home = pages::select_home(&root, Some(name))?;
-        Ok(original_api::status::fields(&home, &base, auth_required))
+        let mut fields = original_api::status::fields(&home, &base, auth_required);
+        fields.extend(original_api::topology::fields(&root, &base));
+        Ok(fields)
     })
     .await;
     match original {
@@ -218,7 +220,7 @@ pub fn api_paths() -> Value {
         "/api/status": { "get": {
             "summary": "Every service and profile gateway, asked afresh from the supervisor; beside them the original's top-level fields for ?profile='s gateway (default's without it)",
             "parameters": [{ "name": "profile", "in": "query", "required": false, "schema": { "type": "string" } }],
-            "responses": { "200": { "description": "{supervisor: {reachable, error?, hint?}, gateways: {mode, source, engine, serves}, services: [{name, state, pid, uptime_secs, since_secs, restarts, last_exit, last_failure?, reason, profile, resources?: {memory_bytes, cpu_seconds, cpu_percent, processes, history: [{at, memory_bytes, cpu_percent}]}, memory_max?: {bytes, enforced_by}, memory_text, engine?, port?, served_by?}], volume: {path, total_bytes, available_bytes, used_bytes, used_percent, degraded, text} or {path, error}, components: {gateway: {status, state}, dashboard: {status, recent_unhandled_errors, last_error_at, selftest}, storage: {status}, platforms: {status, configured, connected}}, overall: ok|degraded} (each component's status: ok|degraded; overall is ok when every component is); and the original's version, config_version, latest_config_version, gateway_running, gateway_state, gateway_platforms, gateway_exit_reason, gateway_updated_at, gateway_pid, auth_required, hermes_home, config_path, env_path" }, "400": { "description": "A bad profile name: {detail, hint}" }, "401": unauthorized, "404": { "description": "No such profile: {detail, hint}" } },
+            "responses": { "200": { "description": "{supervisor: {reachable, error?, hint?}, gateway_routing: {mode, source, engine, serves}, services: [{name, state, pid, uptime_secs, since_secs, restarts, last_exit, last_failure?, reason, profile, resources?: {memory_bytes, cpu_seconds, cpu_percent, processes, history: [{at, memory_bytes, cpu_percent}]}, memory_max?: {bytes, enforced_by}, memory_text, engine?, port?, served_by?}], volume: {path, total_bytes, available_bytes, used_bytes, used_percent, degraded, text} or {path, error}, components: {gateway: {status, state}, dashboard: {status, recent_unhandled_errors, last_error_at, selftest}, storage: {status}, platforms: {status, configured, connected}}, overall: ok|degraded} (each component's status: ok|degraded; overall is ok when every component is); and the original's version, config_version, latest_config_version, gateway_running, gateway_state, gateway_platforms, gateway_exit_reason, gateway_updated_at, gateway_pid, auth_required, hermes_home, config_path, env_path, and the original's topology: profiles, gateway_mode (multiplex|multiple|single|none|unknown), gateways: [{profile, ports: {platform: port}, served_profiles?}]" }, "400": { "description": "A bad profile name: {detail, hint}" }, "401": unauthorized, "404": { "description": "No such profile: {detail, hint}" } },
         }},
         "/api/system": { "get": {
             "summary": "The Overview's System view: this build, the installed agent and its config schema against the volume's, the backups, the services' use together; `items` is each as a line",

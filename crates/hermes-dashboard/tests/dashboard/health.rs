@@ -71,7 +71,7 @@ fn status_rolls_up_the_components_without_a_supervisor() {
     assert_eq!(status["overall"], "degraded", "{status}");
     // Everything else is still there for the Overview.
     assert_eq!(status["supervisor"]["reachable"], false);
-    assert!(status["services"].is_array() && status["gateways"].is_object());
+    assert!(status["services"].is_array() && status["gateway_routing"].is_object());
     // Status words and counts only: no path of the volume.
     let root = d.root().to_string_lossy().into_owned();
     assert!(!components.to_string().contains(&root), "{components}");

@@ -666,3 +666,100 @@ fn negative_session_limits_and_offsets_are_refused() {
     let page = common::get_json(&d, "/api/sessions?limit=3&offset=0", 200);
     assert_eq!(page["sessions"].as_array().unwrap().len(), 3, "{page}");
 }
+
+/// The original's `test_web_server_gateway_topology.py`: `profiles` every profile, `gateways`
+/// only those with a live gateway, `gateway_mode` from how many there are and whether the
+/// default one serves several profiles; `ports` the live port-binding platforms, each from
+/// `config.yaml` (top-level `platforms:` over `gateway.platforms:`, then `extra`, then the
+/// adapter's default), a dead one left out.
+#[test]
+fn status_carries_the_originals_gateway_topology() {
+    let d = start();
+    let none = common::get_json(&d, "/api/status", 200);
+    assert_eq!(
+        none["profiles"],
+        json!(["default", "worker_beta"]),
+        "{none}"
+    );
+    assert_eq!(none["gateway_mode"], "none");
+    assert_eq!(none["gateways"], json!([]));
+    // Ours is under its own name.
+    assert!(none["gateway_routing"]["mode"].is_string(), "{none}");
+
+    // One live gateway, a webhook platform live, a dead one left out.
+    fs::write(
+        d.root().join("config.yaml"),
+        "_config_version: 33\ngateway:\n  platforms:\n    webhook:\n      port: 1111\nplatforms:\n  webhook:\n    port: 2222\n  msgraph_webhook:\n    extra:\n      port: '9999'\n",
+    )
+    .unwrap();
+    fs::write(
+        hermes_home::gateway_state::path(d.root()),
+        json!({
+            "gateway_state": "running",
+            "platforms": {
+                "webhook": { "state": "connected" },
+                "msgraph_webhook": { "state": "fatal" },
+                "api_server": { "state": "connected" },
+                "telegram": { "state": "connected" },
+            },
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let rows = vec![crate::metrics::row(
+        "gateway-default",
+        hermes_supervisor::StateName::Up,
+        Some("default"),
+    )];
+    let supervisor = crate::metrics::FakeSupervisor::serve(d.root(), rows);
+    let single = common::get_json(&d, "/api/status", 200);
+    assert_eq!(single["gateway_mode"], "single", "{single}");
+    assert_eq!(
+        single["gateways"],
+        json!([{ "profile": "default", "ports": { "webhook": 2222, "api_server": 8642 } }])
+    );
+
+    // The dead platform comes back: its port from `extra`, a string as the original's int().
+    fs::write(
+        hermes_home::gateway_state::path(d.root()),
+        json!({
+            "gateway_state": "running",
+            "platforms": { "msgraph_webhook": { "state": "connected" } },
+            "served_profiles": ["default", "worker_beta"],
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let multiplexed = common::get_json(&d, "/api/status", 200);
+    assert_eq!(multiplexed["gateway_mode"], "multiplex", "{multiplexed}");
+    assert_eq!(
+        multiplexed["gateways"],
+        json!([{
+            "profile": "default",
+            "ports": { "msgraph_webhook": 9999 },
+            "served_profiles": ["default", "worker_beta"],
+        }])
+    );
+
+    // Two gateways of their own.
+    fs::write(
+        hermes_home::gateway_state::path(d.root()),
+        json!({ "gateway_state": "running" }).to_string(),
+    )
+    .unwrap();
+    supervisor.rows.lock().unwrap().push(crate::metrics::row(
+        "gateway-worker_beta",
+        hermes_supervisor::StateName::Up,
+        Some("worker_beta"),
+    ));
+    let multiple = common::get_json(&d, "/api/status", 200);
+    assert_eq!(multiple["gateway_mode"], "multiple", "{multiple}");
+    let profiles: Vec<&str> = multiple["gateways"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["profile"].as_str().unwrap())
+        .collect();
+    assert_eq!(profiles, ["default", "worker_beta"]);
+    assert_eq!(multiple["gateways"][1]["ports"], json!({}));
+}

@@ -20,6 +20,7 @@ pub mod logs;
 pub mod profiles;
 pub mod sessions;
 pub mod status;
+pub mod topology;
 
 use axum::Router;
 use axum::extract::Query;
