@@ -136,6 +136,7 @@ fn the_first_screen_stays_under_20_kb() {
         assert_eq!(a.status, 200, "{asset}");
         total += a.body.len();
     }
+    println!("the first screen weighs {total} bytes");
     assert!(
         total < FIRST_SCREEN_BUDGET,
         "the first screen weighs {total} bytes"
