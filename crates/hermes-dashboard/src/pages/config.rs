@@ -16,6 +16,7 @@ use axum::routing::get;
 use axum::{Extension, Json, Router};
 use hermes_home::Home;
 use hermes_home::config::Config;
+use hermes_home::yaml_edit::Change;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -30,7 +31,10 @@ pub fn routes() -> Router<App> {
     Router::new()
         .route("/config", get(page))
         .route("/api/config/raw", get(show_raw).put(save_raw))
-        .route("/api/config/settings", get(show_settings).put(save_settings))
+        .route(
+            "/api/config/settings",
+            get(show_settings).put(save_settings),
+        )
 }
 
 async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Response {
@@ -75,7 +79,10 @@ fn settings_or_reason(app: &App, home: &Home) -> Value {
     }
 }
 
-async fn show_raw(State(app): State<App>, query: Result<Query<ProfileQuery>, QueryRejection>) -> Response {
+async fn show_raw(
+    State(app): State<App>,
+    query: Result<Query<ProfileQuery>, QueryRejection>,
+) -> Response {
     run(move || {
         let home = home(&app, query, None)?;
         Ok(Json(raw::show(&home)?).into_response())
@@ -97,7 +104,10 @@ async fn save_raw(
         let (written, version) = raw::replace(&home, &update)?;
         let after = settings_or_reason(&app, &home);
         let restart = settings::restart_advice(&home, &before, &after, &process(&app));
-        Ok(Json(json!({ "ok": true, "written": written, "version": version, "restart": restart })).into_response())
+        Ok(
+            Json(json!({ "ok": true, "written": written, "version": version, "restart": restart }))
+                .into_response(),
+        )
     })
     .await
 }
@@ -148,8 +158,7 @@ async fn save_settings(
                         .into_response(),
                 )
             })?;
-        let written = hermes_home::config_file::apply_in_file(&home.config_path(), &edits)
-            .map_err(|e| home_problem(&e))?;
+        let written = write(&home, edits).map_err(|e| home_problem(&e))?;
         let config = load(&home)?;
         let after = settings::view(&home, &config, &process(&app));
         let restart = settings::restart_advice(&home, &before, &after, &process(&app));
@@ -162,17 +171,40 @@ async fn save_settings(
     .await
 }
 
+/// Makes `edits` in one `Config::edit` (locked, every other byte kept; a key removed takes
+/// the mappings it leaves empty with it); whether the file changed.
+fn write(home: &Home, edits: Vec<Change>) -> Result<bool, hermes_home::Error> {
+    Config::edit(&home.config_path(), |config| {
+        let before = config.document().clone();
+        for edit in edits {
+            match edit {
+                Change::Set(key, value) => config.set(&key, value),
+                Change::Remove(key) => {
+                    config.unset(&key);
+                }
+            }
+        }
+        Ok(*config.document() != before)
+    })
+}
+
 /// The page's part of the OpenAPI document.
 pub fn api_paths() -> Value {
     let problem = json!({ "description": "{detail, hint}" });
     let unauthorized = json!({ "description": "No valid session token or credentials" });
     let errors = json!({ "400": problem, "401": unauthorized, "404": problem });
     let restart = "restart: {needed, service, uninterrupted, why, changed: [field]}";
-    let mut put_raw = responses(&errors, &format!("{{ok: true, written, version, {restart}}}"));
+    let mut put_raw = responses(
+        &errors,
+        &format!("{{ok: true, written, version, {restart}}}"),
+    );
     put_raw["400"] = json!({ "description": "The text does not parse ({detail, hint, line, column}) or is not a mapping; the file is untouched" });
     put_raw["403"] = json!({ "description": "Missing or wrong X-Hermes-Session-Token" });
     put_raw["409"] = json!({ "description": "config.yaml changed since `version` was read: {detail, hint, version}; the file is untouched" });
-    let mut put_settings = responses(&errors, &format!("{{ok: true, written, version, {restart}, settings}}"));
+    let mut put_settings = responses(
+        &errors,
+        &format!("{{ok: true, written, version, {restart}, settings}}"),
+    );
     put_settings["403"] = put_raw["403"].clone();
     put_settings["409"] = json!({ "description": "config.yaml does not parse, or a change the byte-keeping editor cannot make: {detail, hint}" });
     put_settings["422"] = json!({ "description": "{detail, hint, errors: [{field, message, hint}]}; nothing written" });

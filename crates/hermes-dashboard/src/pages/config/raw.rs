@@ -72,10 +72,8 @@ pub fn replace(home: &Home, update: &Update) -> Step<(bool, String)> {
         return Err(not_a_mapping());
     }
     let (current, current_version) = read(home)?;
-    if let Some(asked) = &update.version {
-        if *asked != current_version {
-            return Err(conflict(&current_version));
-        }
+    if update.version.as_ref().is_some_and(|asked| *asked != current_version) {
+        return Err(conflict(&current_version));
     }
     match config_file::replace_in_file(&path, current.as_deref(), new) {
         Ok(Replaced::ChangedMeanwhile) => {
@@ -116,7 +114,10 @@ fn not_a_mapping() -> Box<Response> {
     refuse(
         StatusCode::BAD_REQUEST,
         "YAML must be a mapping",
-        Some("config.yaml is a mapping of settings (`key: value` lines); the file was not changed".into()),
+        Some(
+            "config.yaml is a mapping of settings (`key: value` lines); the file was not changed"
+                .into(),
+        ),
     )
 }
 
