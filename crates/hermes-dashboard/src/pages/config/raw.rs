@@ -72,7 +72,11 @@ pub fn replace(home: &Home, update: &Update) -> Step<(bool, String)> {
         return Err(not_a_mapping());
     }
     let (current, current_version) = read(home)?;
-    if update.version.as_ref().is_some_and(|asked| *asked != current_version) {
+    if update
+        .version
+        .as_ref()
+        .is_some_and(|asked| *asked != current_version)
+    {
         return Err(conflict(&current_version));
     }
     match config_file::replace_in_file(&path, current.as_deref(), new) {
