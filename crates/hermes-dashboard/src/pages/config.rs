@@ -4,7 +4,9 @@
 //! Both write through the byte-keeping editor's locked, atomic writes; a refusal writes
 //! nothing. After a save that needs it the page offers the Overview's restart action.
 
+mod check;
 mod raw;
+mod restart;
 mod settings;
 
 use axum::body::Bytes;
@@ -103,7 +105,7 @@ async fn save_raw(
         let before = settings_or_reason(&app, &home);
         let (written, version) = raw::replace(&home, &update)?;
         let after = settings_or_reason(&app, &home);
-        let restart = settings::restart_advice(&home, &before, &after, &process(&app));
+        let restart = restart::restart_advice(&home, &before, &after, &process(&app));
         Ok(
             Json(json!({ "ok": true, "written": written, "version": version, "restart": restart }))
                 .into_response(),
@@ -144,7 +146,7 @@ async fn save_settings(
         let home = home(&app, query, update.profile.as_deref())?;
         let config = load(&home)?;
         let before = settings::view(&home, &config, &process(&app));
-        let edits = settings::changes(&home, &config, &update.settings, &process(&app))
+        let edits = check::changes(&home, &config, &update.settings, &process(&app))
             .map_err(|errors| {
                 Box::new(
                     (
@@ -161,7 +163,7 @@ async fn save_settings(
         let written = write(&home, edits).map_err(|e| home_problem(&e))?;
         let config = load(&home)?;
         let after = settings::view(&home, &config, &process(&app));
-        let restart = settings::restart_advice(&home, &before, &after, &process(&app));
+        let restart = restart::restart_advice(&home, &before, &after, &process(&app));
         let (_, version) = raw::read(&home)?;
         Ok(Json(json!({
             "ok": true, "written": written, "version": version, "restart": restart, "settings": after,
