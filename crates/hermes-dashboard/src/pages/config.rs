@@ -63,20 +63,16 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
     shell(Page::Config, &base.0, app.token(), &main)
 }
 
-/// The process environment as a plain lookup.
-fn process(app: &App) -> impl Fn(&str) -> Option<String> + '_ {
-    |name| (app.vars)(name)
-}
-
 /// The profile's `config.yaml`, parsed (a file that does not parse is a 409 naming its line).
 fn load(home: &Home) -> Step<Config> {
     Config::load(&home.config_path()).map_err(|e| home_problem(&e))
 }
 
-/// The form's view, or (for a file that does not parse) `None` with the reason beside it.
-fn settings_or_reason(app: &App, home: &Home) -> Value {
+/// The form's view, or `null` while the file does not parse (a text save may be what fixes
+/// it: every field then counts as changed).
+fn view_if_readable(app: &App, home: &Home) -> Value {
     match load(home) {
-        Ok(config) => settings::view(home, &config, &process(app)),
+        Ok(config) => settings::view(home, &config, &*app.vars),
         Err(_) => Value::Null,
     }
 }
@@ -102,10 +98,10 @@ async fn save_raw(
     run(move || {
         let update: raw::Update = body(raw_body)?;
         let home = home(&app, query, update.profile.as_deref())?;
-        let before = settings_or_reason(&app, &home);
+        let before = view_if_readable(&app, &home);
         let (written, version) = raw::replace(&home, &update)?;
-        let after = settings_or_reason(&app, &home);
-        let restart = restart::restart_advice(&home, &before, &after, &process(&app));
+        let after = view_if_readable(&app, &home);
+        let restart = restart::restart_advice(&home, &before, &after, &*app.vars);
         Ok(
             Json(json!({ "ok": true, "written": written, "version": version, "restart": restart }))
                 .into_response(),
@@ -121,7 +117,7 @@ async fn show_settings(
     run(move || {
         let home = home(&app, query, None)?;
         let config = load(&home)?;
-        Ok(Json(settings::view(&home, &config, &process(&app))).into_response())
+        Ok(Json(settings::view(&home, &config, &*app.vars)).into_response())
     })
     .await
 }
@@ -145,8 +141,8 @@ async fn save_settings(
         let update: SettingsUpdate = body(raw_body)?;
         let home = home(&app, query, update.profile.as_deref())?;
         let config = load(&home)?;
-        let before = settings::view(&home, &config, &process(&app));
-        let edits = check::changes(&home, &config, &update.settings, &process(&app))
+        let before = settings::view(&home, &config, &*app.vars);
+        let edits = check::changes(&home, &config, &update.settings, &*app.vars)
             .map_err(|errors| {
                 Box::new(
                     (
@@ -162,8 +158,8 @@ async fn save_settings(
             })?;
         let written = write(&home, edits).map_err(|e| home_problem(&e))?;
         let config = load(&home)?;
-        let after = settings::view(&home, &config, &process(&app));
-        let restart = restart::restart_advice(&home, &before, &after, &process(&app));
+        let after = settings::view(&home, &config, &*app.vars);
+        let restart = restart::restart_advice(&home, &before, &after, &*app.vars);
         let (_, version) = raw::read(&home)?;
         Ok(Json(json!({
             "ok": true, "written": written, "version": version, "restart": restart, "settings": after,

@@ -389,3 +389,49 @@ fn the_endpoints_are_in_the_openapi_document() {
     }
     assert!(doc["paths"]["/api/config/raw"]["put"]["responses"]["409"].is_object());
 }
+
+#[test]
+fn a_text_save_says_which_settings_changed_and_the_restart_they_need() {
+    let d = start();
+    let version = common::get_json(&d, "/api/config/raw", 200)["version"].clone();
+    // Only the model: the gateway applies it at its next request.
+    let text = CONFIG.replace("old-model", "other-model");
+    let put = api(
+        &d,
+        "PUT",
+        "/api/config/raw",
+        Some(json!({ "yaml_text": text, "version": version })),
+    );
+    assert_eq!(put.status, 200, "{}", put.body);
+    let body = put.json();
+    assert_eq!(body["written"], true);
+    assert_eq!(body["restart"]["needed"], false, "{body}");
+    assert_eq!(body["restart"]["changed"], json!(["model"]));
+    // The engine's section: the memory limit needs a restart.
+    let text = text.replace(
+        "  engine: native\n",
+        "  engine: native\n  memory_max: 2GiB\n",
+    );
+    let put = api(
+        &d,
+        "PUT",
+        "/api/config/raw",
+        Some(json!({ "yaml_text": text, "version": body["version"] })),
+    );
+    assert_eq!(put.status, 200, "{}", put.body);
+    let restart = &put.json()["restart"];
+    assert_eq!(restart["needed"], true, "{restart}");
+    assert_eq!(restart["changed"], json!(["memory_max"]));
+    assert_eq!(restart["service"], "gateway-default");
+    // The same text again: nothing written, nothing to restart.
+    let version = common::get_json(&d, "/api/config/raw", 200)["version"].clone();
+    let put = api(
+        &d,
+        "PUT",
+        "/api/config/raw",
+        Some(json!({ "yaml_text": text, "version": version })),
+    );
+    let body = put.json();
+    assert_eq!(body["written"], false, "{body}");
+    assert_eq!(body["restart"]["needed"], false, "{body}");
+}
