@@ -58,7 +58,6 @@
   function load() {
     Hermes.problem(null);
     clear(byId("settings-errors"));
-    byId("restart").hidden = true;
     return Promise.all([
       Hermes.api("GET", "api/config/raw" + q()).then(showText),
       Hermes.api("GET", "api/config/settings" + q()).then(showSettings, function (err) {
@@ -68,10 +67,11 @@
     ]).catch(Hermes.problem);
   }
 
-  // After a save: the restart it needs, offered with what the restart will be like.
+  // After a save: the restart it needs, offered with what the restart will be like. A save
+  // that needs none leaves an earlier one's offer in place (that change still waits for it).
   function showRestart(restart) {
     var box = byId("restart");
-    if (!restart || !restart.needed) { box.hidden = true; return ""; }
+    if (!restart || !restart.needed) return "";
     box.hidden = false;
     box.dataset.service = restart.service;
     byId("restart-button").disabled = false;
@@ -149,6 +149,7 @@
   });
 
   profile.addEventListener("change", function () {
+    byId("restart").hidden = true;
     say(byId("settings-result"), "", false);
     say(byId("text-result"), "", false);
     load();

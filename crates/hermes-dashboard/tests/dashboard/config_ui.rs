@@ -104,6 +104,24 @@ fn edit_a_setting_then_the_text_in_the_browser() {
         text(b, "#restart-note").starts_with("Restart failed")
     });
 
+    // The model applies live: no restart for it, and the earlier one is still offered.
+    let model = browser.find("#field-model");
+    model.clear();
+    model.send_keys("new-model");
+    browser.find("#settings-save").click();
+    browser.wait_until("the model's save", WAIT, |b| {
+        text(b, "#settings-result") == "Saved. Applies without a restart."
+    });
+    assert!(visible(&browser, "#restart-button"));
+    let saved = fs::read_to_string(root.join("config.yaml")).unwrap();
+    assert_eq!(
+        saved,
+        CONFIG.replace("old-model", "new-model").replace(
+            "  engine: native\n",
+            "  engine: native\n  memory_max: \"1GiB\"\n"
+        )
+    );
+
     // A bad form value: refused beside the form, nothing written.
     let port = browser.find("#field-api_port");
     port.clear();
