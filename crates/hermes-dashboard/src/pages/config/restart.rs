@@ -59,3 +59,63 @@ pub fn restart_advice(home: &Home, before: &Value, after: &Value, process: Vars)
         .unwrap_or_else(|| hermes_services::gateway::service_name(profile));
     json!({ "needed": needed, "service": service, "uninterrupted": uninterrupted, "why": why, "changed": names })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(engine: &str, fields: &[(&str, &str, bool)]) -> Value {
+        let fields: Vec<Value> = fields
+            .iter()
+            .map(|(name, value, restart)| {
+                json!({ "name": name, "value": value, "effective": value, "restart": restart })
+            })
+            .collect();
+        json!({ "engine": engine, "fields": fields })
+    }
+
+    fn advice(before: &Value, after: &Value) -> Value {
+        let home = tempfile::tempdir().unwrap();
+        let home = Home::select(home.path().to_path_buf(), None).unwrap();
+        restart_advice(&home, before, after, &|_| None)
+    }
+
+    #[test]
+    fn an_engine_change_is_a_restart_that_interrupts() {
+        let before = view("native", &[("engine", "native", true)]);
+        let after = view("agent", &[("engine", "agent", true)]);
+        let a = advice(&before, &after);
+        assert_eq!(a["needed"], true);
+        assert_eq!(a["uninterrupted"], false);
+        assert_eq!(a["changed"], json!(["engine"]));
+        assert!(a["why"].as_str().unwrap().contains("native → agent"), "{a}");
+    }
+
+    #[test]
+    fn the_agent_restarts_one_at_a_time_and_the_native_gateway_hands_over() {
+        let before = view("agent", &[("memory_max", "", true)]);
+        let after = view("agent", &[("memory_max", "1GiB", true)]);
+        let a = advice(&before, &after);
+        assert_eq!(
+            (a["needed"].clone(), a["uninterrupted"].clone()),
+            (json!(true), json!(false))
+        );
+        let before = view("native", &[("memory_max", "", true)]);
+        let after = view("native", &[("memory_max", "1GiB", true)]);
+        let a = advice(&before, &after);
+        assert_eq!(
+            (a["needed"].clone(), a["uninterrupted"].clone()),
+            (json!(true), json!(true))
+        );
+        assert_eq!(a["service"], "gateway-default");
+    }
+
+    #[test]
+    fn a_file_that_did_not_parse_before_counts_every_field_as_changed() {
+        let after = view("native", &[("model", "m", false), ("api_port", "1", true)]);
+        let a = advice(&Value::Null, &after);
+        assert_eq!(a["changed"], json!(["model", "api_port"]));
+        assert_eq!(a["needed"], true);
+        assert_eq!(a["uninterrupted"], false, "the port moves the listener");
+    }
+}
