@@ -4,7 +4,7 @@
 (function () {
   var el = Hermes.el;
   var profile = document.getElementById("profile");
-  var loaded = { version: null, fields: [] };
+  var loaded = { version: null, text: "", fields: [] };
   // Fields chosen from a list; the rest are text. "" is "not set: the default".
   var CHOICES = { engine: ["", "native", "agent"], multiplex: ["", "true", "false"], api_server: ["", "true", "false"] };
 
@@ -50,6 +50,7 @@
 
   function showText(data) {
     loaded.version = data.version;
+    loaded.text = data.yaml;
     byId("text").value = data.yaml;
     byId("path").textContent = data.path;
     byId("text-reload").hidden = true;
@@ -94,9 +95,15 @@
     Hermes.api("PUT", "api/config/settings" + q(), { settings: changed }).then(function (r) {
       var note = showRestart(r.restart);
       showSettings(r.settings);
+      var done = (r.written ? "Saved." : "Already so: nothing written.") + (note || " Applies without a restart.");
+      // Unsaved edits in the text are never replaced: saving them is then a conflict.
+      if (byId("text").value !== loaded.text) {
+        say(result, done + " The text below has unsaved edits and no longer matches the file.", false);
+        return;
+      }
       return Hermes.api("GET", "api/config/raw" + q()).then(function (data) {
         showText(data);
-        say(result, (r.written ? "Saved." : "Already so: nothing written.") + (note || " Applies without a restart."), false);
+        say(result, done, false);
       });
     }).catch(function (err) {
       say(result, "Not saved.", true);
@@ -112,6 +119,7 @@
     var text = byId("text");
     Hermes.api("PUT", "api/config/raw" + q(), { yaml_text: text.value, version: loaded.version }).then(function (r) {
       loaded.version = r.version;
+      loaded.text = text.value;
       var note = showRestart(r.restart);
       say(result, (r.written ? "Saved." : "Already so: nothing written.") + note, false);
       return Hermes.api("GET", "api/config/settings" + q()).then(showSettings);

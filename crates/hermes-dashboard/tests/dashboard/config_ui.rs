@@ -132,6 +132,21 @@ fn edit_a_setting_then_the_text_in_the_browser() {
     });
     assert_eq!(fs::read_to_string(root.join("config.yaml")).unwrap(), saved);
 
+    // A form save never replaces unsaved edits of the text (saving them later is a conflict).
+    browser.find("#field-api_port").clear();
+    browser.execute("document.getElementById('text').value += 'mine: 1\\n'; return null;");
+    let limit = browser.find("#field-memory_max");
+    limit.clear();
+    limit.send_keys("2GiB");
+    browser.find("#settings-save").click();
+    browser.wait_until("the save beside unsaved text", WAIT, |b| {
+        text(b, "#settings-result").contains("unsaved edits")
+    });
+    assert!(browser.find("#text").value().ends_with("mine: 1\n"));
+    let saved = fs::read_to_string(root.join("config.yaml")).unwrap();
+    assert!(saved.contains("memory_max: \"2GiB\""), "{saved}");
+    assert!(!saved.contains("mine"), "{saved}");
+
     // The text with a syntax error: its line:column, the file untouched.
     browser.execute(
         "document.getElementById('text').value = 'model:\\n  default: x\\n  provider: [a, b\\nzzz: 1\\n'; return null;",
