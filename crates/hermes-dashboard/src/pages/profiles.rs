@@ -10,7 +10,7 @@
 //! The supervisor learns about a new profile's gateway, or forgets a deleted one, over the
 //! control socket as the CLI does; without a supervisor that happens at its next start.
 
-mod model;
+pub(crate) mod model;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};

@@ -67,7 +67,7 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
 
 /// `<option>`s for every profile, the active one selected. A home whose profiles cannot be
 /// listed still offers `default`.
-fn profile_options(root: &std::path::Path) -> String {
+pub(crate) fn profile_options(root: &std::path::Path) -> String {
     let active = Home::select(root.to_path_buf(), None)
         .map(|h| h.profile().name().to_string())
         .unwrap_or_else(|_| "default".into());

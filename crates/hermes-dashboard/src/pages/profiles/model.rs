@@ -14,11 +14,11 @@ use serde_json::{Value, json};
 #[derive(Debug, Deserialize)]
 pub struct ModelBody {
     #[serde(default)]
-    default: Option<String>,
+    pub default: Option<String>,
     #[serde(default)]
-    provider: Option<String>,
+    pub provider: Option<String>,
     #[serde(default)]
-    base_url: Option<String>,
+    pub base_url: Option<String>,
 }
 
 /// A refused field, with the reason shown next to it.
