@@ -19,9 +19,7 @@ use serde_json::{Map, Value};
 use crate::server::{App, problem};
 
 pub mod backups;
-pub mod channels;
 pub mod config;
-pub mod cron;
 pub mod diagnostics;
 pub mod logs;
 pub mod original_api;
@@ -31,12 +29,10 @@ pub mod profiles;
 pub mod sessions;
 
 /// The pages in navigation order.
-pub const ALL: [Page; 10] = [
+pub const ALL: [Page; 8] = [
     Page::Overview,
     Page::Logs,
     Page::Config,
-    Page::Channels,
-    Page::Cron,
     Page::Profiles,
     Page::Plugins,
     Page::Sessions,
@@ -53,10 +49,6 @@ pub enum Page {
     Logs,
     /// A profile's `config.yaml`: the whole text, and a form for the settings changed most.
     Config,
-    /// The agent's messaging platforms: enabled, credentials, connected; pairing requests.
-    Channels,
-    /// The agent's scheduled jobs: pause, resume, run now.
-    Cron,
     /// Profiles: create, delete, SOUL.md, model, `.env`.
     Profiles,
     /// Memory providers: dependencies and activation.
@@ -76,8 +68,6 @@ impl Page {
             Page::Overview => "./",
             Page::Logs => "logs",
             Page::Config => "config",
-            Page::Channels => "channels",
-            Page::Cron => "cron",
             Page::Profiles => "profiles",
             Page::Plugins => "plugins",
             Page::Sessions => "sessions",
@@ -92,8 +82,6 @@ impl Page {
             Page::Overview => "Overview",
             Page::Logs => "Logs",
             Page::Config => "Config",
-            Page::Channels => "Channels",
-            Page::Cron => "Cron",
             Page::Profiles => "Profiles",
             Page::Plugins => "Plugins",
             Page::Sessions => "Sessions",
@@ -108,8 +96,6 @@ impl Page {
             Page::Overview => "overview.js",
             Page::Logs => "logs.js",
             Page::Config => "config.js",
-            Page::Channels => "channels.js",
-            Page::Cron => "cron.js",
             Page::Profiles => "profiles.js",
             Page::Plugins => "plugins.js",
             Page::Sessions => "sessions.js",
@@ -125,8 +111,6 @@ pub fn routes() -> Router<App> {
         .merge(overview::routes())
         .merge(logs::routes())
         .merge(config::routes())
-        .merge(channels::routes())
-        .merge(cron::routes())
         .merge(profiles::routes())
         .merge(plugins::routes())
         .merge(sessions::routes())
@@ -142,8 +126,6 @@ pub fn api_paths() -> Map<String, Value> {
         overview::api_paths(),
         logs::api_paths(),
         config::api_paths(),
-        channels::api_paths(),
-        cron::api_paths(),
         profiles::api_paths(),
         plugins::api_paths(),
         sessions::api_paths(),

@@ -5,12 +5,8 @@
 //! * `backups` — The Backups API over real HTTP: create, list, download, upload, plan, restore
 //! * `backups_ui` — The Backups page in headless Chromium: create → list → plan → restore, and a
 //!   schema refusal restored only when forced
-//! * `channels` — The Channels API (the agent's messaging platforms and pairing) over real HTTP
-//! * `channels_ui` — The Channels page in headless Chromium
 //! * `config_page` — The Config API (`config.yaml` text and form) over real HTTP
 //! * `config_ui` — The Config page in headless Chromium
-//! * `cron` — The Cron API (the agent's scheduled jobs) over real HTTP
-//! * `cron_ui` — The Cron page in headless Chromium
 //! * `diagnostics` — The Diagnostics API over real HTTP
 //! * `health` — `/api/health` and `/api/status`'s component rollup, as the original's since 0.20
 //! * `http` — The dashboard over real HTTP on loopback
@@ -37,13 +33,9 @@
 
 mod backups;
 mod backups_ui;
-mod channels;
-mod channels_ui;
 mod common;
 mod config_page;
 mod config_ui;
-mod cron;
-mod cron_ui;
 mod diagnostics;
 mod health;
 mod http;
