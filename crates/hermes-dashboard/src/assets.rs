@@ -12,6 +12,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ),
     ("logs.js", JS_TYPE, include_str!("../assets/logs.js")),
     ("config.js", JS_TYPE, include_str!("../assets/config.js")),
+    ("cron.js", JS_TYPE, include_str!("../assets/cron.js")),
     (
         "profiles.js",
         JS_TYPE,

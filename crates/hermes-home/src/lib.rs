@@ -12,6 +12,8 @@
 //! * [`auth`] — `auth.json` (never lost on a permission error, corrupt copies kept);
 //! * [`api_server`] — where a profile's API server listens and how long it drains;
 //! * [`gateway_state`] — `gateway_state.json` (its one writer: field-merging, effective state);
+//! * [`cron_jobs`] — the agent's scheduled jobs (`cron/jobs.json`) and its ticker's files
+//!   (the reading side);
 //! * [`drains`] — `gateway_drains.json` (what stopping gateways let finish, and cut);
 //! * [`gateway_lock`] — who holds a profile's `gateway.lock` (the reading side);
 //! * [`lifecycle_ledger`] — `state/gateway.lifecycle.json` (how the last gateway life ended);
@@ -34,6 +36,7 @@ pub mod atomic;
 pub mod auth;
 pub mod config;
 pub mod config_file;
+pub mod cron_jobs;
 mod damage;
 pub mod disk;
 pub mod dotenv;

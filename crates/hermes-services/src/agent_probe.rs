@@ -215,6 +215,34 @@ pub fn run_agent_python(
     }
 }
 
+/// Who a script about the files in `dir` runs as: `None` (this process's own user) unless
+/// this process is root and `dir` belongs to another user, then that user (from
+/// `/etc/passwd`, or by number when it has no entry). A root dashboard or CLI thus never
+/// leaves the agent's files owned by root, which the agent's gateway, running as the service
+/// user, could then no longer write.
+pub fn owner_identity(dir: &Path) -> Option<Identity> {
+    use std::os::unix::fs::MetadataExt;
+    if !nix::unistd::geteuid().is_root() {
+        return None;
+    }
+    let meta = std::fs::metadata(dir).ok()?;
+    if meta.uid() == 0 {
+        return None;
+    }
+    let files = hermes_privilege::SystemFiles::system();
+    match Identity::lookup_uid(&files, meta.uid()) {
+        Ok(Some(identity)) => Some(identity),
+        _ => Some(Identity {
+            name: meta.uid().to_string(),
+            uid: meta.uid(),
+            gid: meta.gid(),
+            groups: vec![meta.gid()],
+            home: dir.to_path_buf(),
+            shell: "/bin/sh".into(),
+        }),
+    }
+}
+
 /// Reads a pipe to its end on a thread, keeping at most its last 1 MiB (an answer is one short
 /// line, printed last): a child that writes more never blocks on a full pipe, and never grows
 /// this process's memory.
@@ -313,6 +341,27 @@ mod tests {
             probe(&missing, None),
             Err(ProbeError::Spawn { .. })
         ));
+    }
+
+    /// As root, a script about another user's files runs as that user (by number when the
+    /// account files do not know it); about root's own files, or when not root, as itself.
+    #[test]
+    fn scripts_about_another_users_files_run_as_that_user() {
+        if hermes_test_support::skip_unless_root("switching to the files' owner needs root") {
+            return;
+        }
+        use std::os::unix::fs::chown;
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(owner_identity(dir.path()), None, "root's own directory");
+        // Ids no account file holds (the host's users never matter).
+        chown(dir.path(), Some(3_900_000_001), Some(3_900_000_002)).unwrap();
+        let id = owner_identity(dir.path()).unwrap();
+        assert_eq!(
+            (id.uid, id.gid, id.groups.clone()),
+            (3_900_000_001, 3_900_000_002, vec![3_900_000_002])
+        );
+        assert_eq!(id.name, "3900000001");
+        assert_eq!(owner_identity(&dir.path().join("missing")), None);
     }
 
     /// The real agents answer for themselves — 0.19.0 from PyPI (schema 33) and the 0.20.1

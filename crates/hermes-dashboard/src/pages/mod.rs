@@ -20,6 +20,7 @@ use crate::server::{App, problem};
 
 pub mod backups;
 pub mod config;
+pub mod cron;
 pub mod diagnostics;
 pub mod logs;
 pub mod original_api;
@@ -29,13 +30,14 @@ pub mod profiles;
 pub mod sessions;
 
 /// The pages in navigation order.
-pub const ALL: [Page; 8] = [
+pub const ALL: [Page; 9] = [
     Page::Overview,
     Page::Logs,
     Page::Config,
     Page::Profiles,
     Page::Plugins,
     Page::Sessions,
+    Page::Cron,
     Page::Backups,
     Page::Diagnostics,
 ];
@@ -55,6 +57,8 @@ pub enum Page {
     Plugins,
     /// Conversations of a profile (read-only).
     Sessions,
+    /// The agent's scheduled jobs of a profile: pause, resume, run now.
+    Cron,
     /// Archives of the volume: create, download, upload, restore.
     Backups,
     /// `dump` and `doctor`.
@@ -71,6 +75,7 @@ impl Page {
             Page::Profiles => "profiles",
             Page::Plugins => "plugins",
             Page::Sessions => "sessions",
+            Page::Cron => "cron",
             Page::Backups => "backups",
             Page::Diagnostics => "diagnostics",
         }
@@ -85,6 +90,7 @@ impl Page {
             Page::Profiles => "Profiles",
             Page::Plugins => "Plugins",
             Page::Sessions => "Sessions",
+            Page::Cron => "Cron",
             Page::Backups => "Backups",
             Page::Diagnostics => "Diagnostics",
         }
@@ -99,6 +105,7 @@ impl Page {
             Page::Profiles => "profiles.js",
             Page::Plugins => "plugins.js",
             Page::Sessions => "sessions.js",
+            Page::Cron => "cron.js",
             Page::Backups => "backups.js",
             Page::Diagnostics => "diagnostics.js",
         }
@@ -114,6 +121,7 @@ pub fn routes() -> Router<App> {
         .merge(profiles::routes())
         .merge(plugins::routes())
         .merge(sessions::routes())
+        .merge(cron::routes())
         .merge(backups::routes())
         .merge(diagnostics::routes())
         .merge(original_api::routes())
@@ -129,6 +137,7 @@ pub fn api_paths() -> Map<String, Value> {
         profiles::api_paths(),
         plugins::api_paths(),
         sessions::api_paths(),
+        cron::api_paths(),
         backups::api_paths(),
         diagnostics::api_paths(),
         original_api::api_paths(),

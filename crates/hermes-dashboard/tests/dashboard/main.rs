@@ -7,6 +7,8 @@
 //!   schema refusal restored only when forced
 //! * `config_page` — The Config API (`config.yaml` text and form) over real HTTP
 //! * `config_ui` — The Config page in headless Chromium
+//! * `cron` — The Cron API over real HTTP, changes made by the real agents
+//! * `cron_ui` — The Cron page in headless Chromium
 //! * `diagnostics` — The Diagnostics API over real HTTP
 //! * `health` — `/api/health` and `/api/status`'s component rollup, as the original's since 0.20
 //! * `http` — The dashboard over real HTTP on loopback
@@ -36,6 +38,8 @@ mod backups_ui;
 mod common;
 mod config_page;
 mod config_ui;
+mod cron;
+mod cron_ui;
 mod diagnostics;
 mod health;
 mod http;

@@ -1,0 +1,126 @@
+//! Pause, resume and trigger, made by the installed agent's own cron code (module doc of
+//! [`super`]): one interpreter start per action, as the profile directory's owner, with
+//! `HERMES_HOME` at the profile so the agent's `cron.jobs` works on that profile's store.
+
+use axum::http::StatusCode;
+use hermes_home::Home;
+use hermes_services::agent_probe::{self, ProbeError};
+
+use crate::pages::{Step, refuse};
+use crate::server::App;
+
+/// Why the buttons are off without an agent, and what to do.
+pub const NO_AGENT_HINT: &str = "changing a job takes the agent's own cron code: run the full image, or set HERMES_AGENT_CLI to the agent's `hermes`";
+
+/// The longest job reference accepted (the agent's ids are 12 hex digits; names are short).
+const MAX_REFERENCE: usize = 256;
+
+/// The agent's change, by name: the job's id and the verb come in the environment, never in
+/// the script's text. Prints whether the job was found, or the agent's refusal (its
+/// `resume_job` refuses a one-shot whose time has passed).
+const SCRIPT: &str = r#"
+import json, os
+from cron import jobs as cron_jobs
+change = {
+    "pause": cron_jobs.pause_job,
+    "resume": cron_jobs.resume_job,
+    "trigger": cron_jobs.trigger_job,
+}[os.environ["HERMES_CRON_ACTION"]]
+try:
+    answer = {"found": change(os.environ["HERMES_CRON_JOB"]) is not None}
+except ValueError as e:
+    answer = {"refused": str(e)}
+print("HERMES_ANSWER " + json.dumps(answer), flush=True)
+"#;
+
+/// An action of the API's path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    /// `enabled: false, state: paused, paused_at: now`.
+    Pause,
+    /// `enabled: true, state: scheduled`, the next run computed from now.
+    Resume,
+    /// Due now: the scheduler runs it at its next tick.
+    Trigger,
+}
+
+impl Verb {
+    /// `pause`, `resume` or `trigger` (anything else is a 404: no such endpoint).
+    pub fn parse(text: &str) -> Step<Verb> {
+        match text {
+            "pause" => Ok(Verb::Pause),
+            "resume" => Ok(Verb::Resume),
+            "trigger" => Ok(Verb::Trigger),
+            other => Err(refuse(
+                StatusCode::NOT_FOUND,
+                &format!("no cron action `{other}`"),
+                Some("the actions are pause, resume and trigger".into()),
+            )),
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Verb::Pause => "pause",
+            Verb::Resume => "resume",
+            Verb::Trigger => "trigger",
+        }
+    }
+}
+
+/// A job reference from a URL: text of a sane length without control characters.
+pub fn check_reference(reference: &str) -> Step<()> {
+    if reference.trim().is_empty()
+        || reference.len() > MAX_REFERENCE
+        || reference.chars().any(char::is_control)
+    {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            "invalid job id",
+            Some("use the `id` the job list gives".into()),
+        ));
+    }
+    Ok(())
+}
+
+/// Has the agent make `verb` on the job `id` of `home`'s profile.
+pub fn run(app: &App, home: &Home, verb: Verb, id: &str) -> Step<()> {
+    let Some(agent) = hermes_services::agent::locate(&*app.vars) else {
+        return Err(refuse(
+            StatusCode::CONFLICT,
+            "no agent is installed in this container",
+            Some(NO_AGENT_HINT.into()),
+        ));
+    };
+    let dir = home.dir().to_string_lossy().into_owned();
+    let identity = agent_probe::owner_identity(home.dir());
+    let answer = agent_probe::run_agent_python(
+        &agent,
+        SCRIPT,
+        &[
+            ("HERMES_HOME", dir.as_str()),
+            ("HERMES_CRON_ACTION", verb.as_str()),
+            ("HERMES_CRON_JOB", id),
+        ],
+        Some(home.dir()),
+        identity.as_ref(),
+    )
+    .map_err(|e: ProbeError| {
+        refuse(
+            StatusCode::BAD_GATEWAY,
+            &format!("the agent could not {} the job: {e}", verb.as_str()),
+            Some("`hermes doctor` checks the agent's install".into()),
+        )
+    })?;
+    if let Some(reason) = answer.get("refused").and_then(|r| r.as_str()) {
+        return Err(refuse(
+            StatusCode::CONFLICT,
+            &format!("the agent refused: {reason}"),
+            Some("a one-shot job whose time has passed cannot run again: create a new one".into()),
+        ));
+    }
+    if answer.get("found").and_then(|f| f.as_bool()) != Some(true) {
+        return Err(refuse(StatusCode::NOT_FOUND, "Job not found", None));
+    }
+    Ok(())
+}
