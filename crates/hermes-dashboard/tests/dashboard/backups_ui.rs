@@ -19,24 +19,12 @@ use std::time::Duration;
 
 use hermes_test_support::browser::Browser;
 
+use crate::common::page_text as text;
+use crate::common::page_visible as visible;
 use crate::common::{self, TOKEN};
 
 /// How long a page may take to show what the test waits for.
 const WAIT: Duration = Duration::from_secs(20);
-
-/// The text of `css` in the page, or "" (read in one script: rows are re-rendered).
-fn text(browser: &Browser, css: &str) -> String {
-    let script =
-        format!("var e = document.querySelector(\"{css}\"); return e ? e.textContent : '';");
-    browser.execute(&script).as_str().unwrap_or("").to_string()
-}
-
-fn visible(browser: &Browser, css: &str) -> bool {
-    let script = format!(
-        "var e = document.querySelector(\"{css}\"); return !!e && !e.hidden && e.offsetParent !== null;"
-    );
-    browser.execute(&script).as_bool().unwrap_or(false)
-}
 
 #[test]
 fn create_then_plan_then_restore_in_the_browser() {

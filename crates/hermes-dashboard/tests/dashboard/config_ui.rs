@@ -19,26 +19,14 @@ use std::time::Duration;
 
 use hermes_test_support::browser::Browser;
 
+use crate::common::page_text as text;
+use crate::common::page_visible as visible;
 use crate::common::{self, TOKEN};
 
 /// How long a page may take to show what the test waits for.
 const WAIT: Duration = Duration::from_secs(20);
 
 const CONFIG: &str = "# Hermes configuration\n_config_version: 33\n\nmodel:\n  default: \"old-model\"   # the model\n  provider: openrouter\n\ngateway:\n  engine: native\n";
-
-/// The text of `css` in the page, or "".
-fn text(browser: &Browser, css: &str) -> String {
-    let script =
-        format!("var e = document.querySelector(\"{css}\"); return e ? e.textContent : '';");
-    browser.execute(&script).as_str().unwrap_or("").to_string()
-}
-
-fn visible(browser: &Browser, css: &str) -> bool {
-    let script = format!(
-        "var e = document.querySelector(\"{css}\"); return !!e && !e.hidden && e.offsetParent !== null;"
-    );
-    browser.execute(&script).as_bool().unwrap_or(false)
-}
 
 #[test]
 fn edit_a_setting_then_the_text_in_the_browser() {

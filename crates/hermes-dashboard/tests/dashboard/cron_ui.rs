@@ -19,16 +19,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use hermes_test_support::browser::Browser;
 use serde_json::json;
 
+use crate::common::page_text as text;
 use crate::common::{self, TOKEN, TOKEN_ENV};
 
 /// How long a page may take to show what the test waits for.
 const WAIT: Duration = Duration::from_secs(30);
-
-fn text(browser: &Browser, css: &str) -> String {
-    let script =
-        format!("var e = document.querySelector(\"{css}\"); return e ? e.textContent : '';");
-    browser.execute(&script).as_str().unwrap_or("").to_string()
-}
 
 fn disabled(browser: &Browser, css: &str) -> bool {
     let script = format!("var e = document.querySelector(\"{css}\"); return !!e && e.disabled;");

@@ -27,6 +27,7 @@ use hermes_supervisor::{
 use hermes_test_support::browser::Browser;
 use hermes_test_support::poll;
 
+use crate::common::page_text as text;
 use crate::common::{self, TOKEN, TOKEN_ENV, local, request};
 use crate::metrics::{FakeSupervisor, METRICS_TOKEN, parse, resources, row, value};
 
@@ -35,13 +36,6 @@ const WAIT: Duration = Duration::from_secs(30);
 
 /// The budget of the first screen: the Overview's HTML and every asset it loads.
 const FIRST_SCREEN_BUDGET: usize = 20_000;
-
-/// The text of `css` in the page, or "" (read in one script: rows are re-rendered).
-fn text(browser: &Browser, css: &str) -> String {
-    let script =
-        format!("var e = document.querySelector(\"{css}\"); return e ? e.textContent : '';");
-    browser.execute(&script).as_str().unwrap_or("").to_string()
-}
 
 #[test]
 fn the_overview_shows_memory_a_sparkline_and_the_volume() {

@@ -270,3 +270,19 @@ pub fn session_ids(list: &serde_json::Value) -> Vec<String> {
         .map(|s| s["id"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// The text of `css` in the browser's page, or "" (read in one script: rows are re-rendered
+/// between two WebDriver calls).
+pub fn page_text(browser: &hermes_test_support::browser::Browser, css: &str) -> String {
+    let script =
+        format!("var e = document.querySelector(\"{css}\"); return e ? e.textContent : '';");
+    browser.execute(&script).as_str().unwrap_or("").to_string()
+}
+
+/// Whether `css` is in the browser's page and shown.
+pub fn page_visible(browser: &hermes_test_support::browser::Browser, css: &str) -> bool {
+    let script = format!(
+        "var e = document.querySelector(\"{css}\"); return !!e && !e.hidden && e.offsetParent !== null;"
+    );
+    browser.execute(&script).as_bool().unwrap_or(false)
+}
