@@ -25,12 +25,19 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
+use crate::no_follow;
+
 /// The directory of a profile's jobs, beside its `config.yaml`.
 pub const DIR: &str = "cron";
 /// The jobs file's name in [`DIR`].
 pub const JOBS_FILE: &str = "jobs.json";
 /// How long a run's output excerpt may be (the agent's own excerpts stop at 2000 characters).
 pub const EXCERPT_CHARS: usize = 2000;
+/// The largest `jobs.json` read (the agent's are kilobytes; a bigger one is refused, never
+/// read into memory).
+pub const MAX_JOBS_BYTES: u64 = 16 << 20;
+/// The largest ticker file read (an epoch and one error line).
+const MAX_TICKER_BYTES: u64 = 64 << 10;
 
 /// The jobs file of the profile whose directory is `profile_dir`.
 pub fn jobs_path(profile_dir: &Path) -> PathBuf {
@@ -75,7 +82,7 @@ impl JobsFileError {
     pub fn hint(&self) -> String {
         match self {
             JobsFileError::Io { .. } => {
-                "check the file's owner and mode: it belongs to the service user".to_string()
+                "it must be a regular file (never a symlink) of at most 16 MiB that the service user can read: check its owner and mode".to_string()
             }
             JobsFileError::Json { .. } | JobsFileError::Shape { .. } => {
                 "the agent's scheduler cannot read it either: restore it from a backup, or fix it by hand and keep a copy".to_string()
@@ -91,7 +98,8 @@ impl JobsFileError {
 /// [`JobsFileError`] when the file cannot be read or is not the agent's format.
 pub fn read(profile_dir: &Path) -> Result<Vec<Map<String, Value>>, JobsFileError> {
     let path = jobs_path(profile_dir);
-    let bytes = match fs::read(&path) {
+    // No planted link followed (the dashboard may run as root on the service user's files).
+    let bytes = match no_follow::read(profile_dir, &[DIR, JOBS_FILE], MAX_JOBS_BYTES) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(source) => return Err(JobsFileError::Io { path, source }),
@@ -270,23 +278,24 @@ pub struct Ticker {
 /// Reads the ticker's files of the profile whose directory is `profile_dir`; unreadable or
 /// malformed files read as unknown (the agent's own `hermes cron status` does the same).
 pub fn ticker(profile_dir: &Path) -> Ticker {
-    let dir = profile_dir.join(DIR);
+    let file = |name: &str| {
+        let bytes = no_follow::read(profile_dir, &[DIR, name], MAX_TICKER_BYTES).ok()?;
+        String::from_utf8(bytes).ok()
+    };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
     let age = |name: &str| {
-        let text = fs::read_to_string(dir.join(name)).ok()?;
+        let text = file(name)?;
         let at: f64 = text.trim().parse().ok()?;
         at.is_finite().then(|| (now - at).max(0.0))
     };
-    let last_error = fs::read_to_string(dir.join("ticker_last_error"))
-        .ok()
-        .and_then(|text| {
-            let message = text.lines().skip(1).collect::<Vec<_>>().join("\n");
-            let message = message.trim();
-            (!message.is_empty()).then(|| message.to_string())
-        });
+    let last_error = file("ticker_last_error").and_then(|text| {
+        let message = text.lines().skip(1).collect::<Vec<_>>().join("\n");
+        let message = message.trim();
+        (!message.is_empty()).then(|| message.to_string())
+    });
     Ticker {
         heartbeat_age_s: age("ticker_heartbeat"),
         success_age_s: age("ticker_last_success"),
@@ -305,10 +314,14 @@ pub fn last_output(profile_dir: &Path, job_id: &str) -> Option<(String, String)>
     if !safe {
         return None;
     }
-    let dir = profile_dir.join(DIR).join("output").join(job_id);
-    // The job's directory itself must not be a planted symlink out of the volume.
-    if fs::symlink_metadata(&dir).ok()?.file_type().is_symlink() {
-        return None;
+    // The names are listed only where no component is a link; the file is then read with no
+    // link followed on the way (a race that swaps one in reads nothing).
+    let mut dir = profile_dir.to_path_buf();
+    for part in [DIR, "output", job_id] {
+        dir.push(part);
+        if !fs::symlink_metadata(&dir).ok()?.is_dir() {
+            return None;
+        }
     }
     let newest = fs::read_dir(&dir)
         .ok()?
@@ -317,7 +330,9 @@ pub fn last_output(profile_dir: &Path, job_id: &str) -> Option<(String, String)>
         .filter_map(|e| e.file_name().into_string().ok())
         .filter(|name| name.ends_with(".md"))
         .max()?;
-    let bytes = fs::read(dir.join(&newest)).ok()?;
+    // Four bytes per character at most: enough for the excerpt, whatever the file's size.
+    let most = (EXCERPT_CHARS * 4) as u64;
+    let bytes = no_follow::read_start(profile_dir, &[DIR, "output", job_id, &newest], most).ok()?;
     let text: String = String::from_utf8_lossy(&bytes)
         .trim()
         .chars()
@@ -434,6 +449,53 @@ mod tests {
         assert_eq!(find(dir.path(), "a2").unwrap().unwrap()["name"], "b");
         assert_eq!(find(dir.path(), "b").unwrap().unwrap()["id"], "a2");
         assert!(find(dir.path(), "zz").unwrap().is_none());
+    }
+
+    #[test]
+    fn a_planted_link_is_not_followed() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let secret = tempfile::tempdir().unwrap();
+        fs::write(
+            secret.path().join("jobs.json"),
+            br#"{"jobs": [{"id": "secret"}]}"#,
+        )
+        .unwrap();
+        fs::write(
+            secret.path().join("ticker_last_error"),
+            "0\nroot's secret line\n",
+        )
+        .unwrap();
+        fs::create_dir(dir.path().join(DIR)).unwrap();
+        symlink(secret.path().join("jobs.json"), jobs_path(dir.path())).unwrap();
+        symlink(
+            secret.path().join("ticker_last_error"),
+            dir.path().join(DIR).join("ticker_last_error"),
+        )
+        .unwrap();
+        let e = read(dir.path()).unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+        assert_eq!(ticker(dir.path()).last_error, None);
+        // The whole directory a link: nothing read either.
+        let other = tempfile::tempdir().unwrap();
+        symlink(secret.path(), other.path().join(DIR)).unwrap();
+        assert!(read(other.path()).is_err());
+        // An output directory that is a link.
+        fs::create_dir_all(secret.path().join("j1")).unwrap();
+        fs::write(secret.path().join("j1/a.md"), "secret").unwrap();
+        symlink(secret.path(), dir.path().join(DIR).join("output")).unwrap();
+        assert_eq!(last_output(dir.path(), "j1"), None);
+    }
+
+    #[test]
+    fn a_huge_output_is_read_only_as_far_as_the_excerpt() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("cron/output/j1");
+        fs::create_dir_all(&out).unwrap();
+        fs::write(out.join("a.md"), "é".repeat(1 << 20)).unwrap();
+        let (_, excerpt) = last_output(dir.path(), "j1").unwrap();
+        assert_eq!(excerpt.chars().count(), EXCERPT_CHARS);
+        assert!(excerpt.chars().all(|c| c == 'é'));
     }
 
     #[test]

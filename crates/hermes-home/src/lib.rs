@@ -20,6 +20,7 @@
 //! * [`volume`] — what on the data volume belongs to the service user (ownership repair);
 //! * [`schema`] — the config schema version (`_config_version`) each profile was written with;
 //! * [`seeds`] — the files a new profile starts with;
+//! * [`no_follow`] — reading a file below a directory without following a planted symlink;
 //! * [`random`] — random tokens (keys, session tokens, ids) from the kernel's generator;
 //! * [`atomic`] — the temp-file + fsync + rename writer every module uses;
 //! * [`owner`] — that write keeping the file's owner when root writes (`config.yaml`, `.env`);
@@ -49,6 +50,7 @@ pub mod lifecycle_ledger;
 pub mod lock;
 pub mod multiplex;
 pub mod names;
+pub mod no_follow;
 pub mod owner;
 pub mod profile;
 pub mod providers;

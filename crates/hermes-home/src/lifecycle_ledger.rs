@@ -16,13 +16,10 @@
 //! file), never blocks on a FIFO, and reads at most [`MAX_BYTES`]. Writing is best effort for
 //! the caller — a ledger failure must never change a gateway's life — but is reported.
 
-use std::fs::{self, File};
-use std::io::{self, Read};
-use std::os::fd::AsFd;
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::{OFlag, openat};
-use nix::sys::stat::Mode;
 use serde_json::{Map, Value};
 
 use crate::Error;
@@ -90,46 +87,13 @@ pub fn prior_exit(profile_dir: &Path) -> PriorExit {
 
 /// The ledger as a JSON object, or `None` when it cannot be read safely (see [`prior_exit`]).
 fn read_record(profile_dir: &Path) -> Option<Map<String, Value>> {
-    let bytes = read_no_follow(profile_dir).ok()?;
+    // Component by component, no link followed, a FIFO never waited on, at most MAX_BYTES.
+    let bytes = crate::no_follow::read(profile_dir, &[DIR_NAME, FILE_NAME], MAX_BYTES).ok()?;
     let text = std::str::from_utf8(&bytes).ok()?;
     match serde_json::from_str(text.trim_start_matches('\u{feff}')) {
         Ok(Value::Object(record)) => Some(record),
         _ => None,
     }
-}
-
-/// `state/gateway.lifecycle.json` under `profile_dir`, opened component by component with
-/// `O_NOFOLLOW` (a planted `state -> /root` or file symlink reads nothing), at most
-/// [`MAX_BYTES`].
-fn read_no_follow(profile_dir: &Path) -> io::Result<Vec<u8>> {
-    let no_follow = OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-    let dir = File::open(profile_dir)?;
-    let state = openat(
-        dir.as_fd(),
-        DIR_NAME,
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | no_follow,
-        Mode::empty(),
-    )?;
-    // O_NONBLOCK: a FIFO planted in place of the file must not hang the boot.
-    let file = File::from(openat(
-        state.as_fd(),
-        FILE_NAME,
-        OFlag::O_RDONLY | OFlag::O_NONBLOCK | no_follow,
-        Mode::empty(),
-    )?);
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::other("not a regular file"));
-    }
-    if meta.len() > MAX_BYTES {
-        return Err(io::Error::other("too large"));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(io::Error::other("too large"));
-    }
-    Ok(bytes)
 }
 
 /// Claims the ledger for the gateway process `pid` that starts serving now (the original's
@@ -258,7 +222,11 @@ mod tests {
 
         let fifo = tmp.path().join("c");
         fs::create_dir_all(fifo.join(DIR_NAME)).unwrap();
-        nix::unistd::mkfifo(&path(&fifo), Mode::from_bits_truncate(0o600)).unwrap();
+        nix::unistd::mkfifo(
+            &path(&fifo),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
         assert_eq!(prior_exit(&fifo), PriorExit::Unknown, "fifo");
 
         let huge = tmp.path().join("d");

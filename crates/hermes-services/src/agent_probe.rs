@@ -215,9 +215,9 @@ pub fn run_agent_python(
     }
 }
 
-/// Who a script about the files in `dir` runs as: `None` (this process's own user) unless
-/// this process is root and `dir` belongs to another user, then that user (from
-/// `/etc/passwd`, or by number when it has no entry). A root dashboard or CLI thus never
+/// Who a script about the files at `dir` runs as: `None` (this process's own user) unless
+/// this process is root and `dir` (itself, a symlink not followed) belongs to another user,
+/// then that user (from `/etc/passwd`, or by number when it has no entry). A root dashboard or CLI thus never
 /// leaves the agent's files owned by root, which the agent's gateway, running as the service
 /// user, could then no longer write.
 pub fn owner_identity(dir: &Path) -> Option<Identity> {
@@ -225,7 +225,7 @@ pub fn owner_identity(dir: &Path) -> Option<Identity> {
     if !nix::unistd::geteuid().is_root() {
         return None;
     }
-    let meta = std::fs::metadata(dir).ok()?;
+    let meta = std::fs::symlink_metadata(dir).ok()?;
     if meta.uid() == 0 {
         return None;
     }

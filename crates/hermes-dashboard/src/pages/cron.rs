@@ -91,13 +91,7 @@ fn file_problem(e: &JobsFileError) -> Box<Response> {
 /// Every profile's home, default first (the list's `?profile=all`, and the search for a job's
 /// profile when an action names none).
 fn all_homes(app: &App) -> Vec<Home> {
-    let mut names: Vec<String> = hermes_home::profile::list(&app.root)
-        .map(|list| list.iter().map(|p| p.profile.name().to_string()).collect())
-        .unwrap_or_default();
-    if names.is_empty() {
-        names.push("default".into());
-    }
-    names
+    sessions::profile_names(&app.root)
         .iter()
         .filter_map(|n| Home::select(app.root.clone(), Some(n)).ok())
         .collect()

@@ -71,13 +71,7 @@ pub(crate) fn profile_options(root: &std::path::Path) -> String {
     let active = Home::select(root.to_path_buf(), None)
         .map(|h| h.profile().name().to_string())
         .unwrap_or_else(|_| "default".into());
-    let mut names: Vec<String> = hermes_home::profile::list(root)
-        .map(|list| list.iter().map(|p| p.profile.name().to_string()).collect())
-        .unwrap_or_default();
-    if !names.iter().any(|n| n == "default") {
-        names.insert(0, "default".into());
-    }
-    names
+    profile_names(root)
         .iter()
         .map(|n| {
             let selected = if *n == active { " selected" } else { "" };
@@ -87,6 +81,18 @@ pub(crate) fn profile_options(root: &std::path::Path) -> String {
             )
         })
         .collect()
+}
+
+/// Every profile's name, `default` first even before its directory has a profile's files (a
+/// volume's listing cannot fail a page: an unreadable one is just `default`).
+pub(crate) fn profile_names(root: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = hermes_home::profile::list(root)
+        .map(|list| list.iter().map(|p| p.profile.name().to_string()).collect())
+        .unwrap_or_default();
+    if !names.iter().any(|n| n == "default") {
+        names.insert(0, "default".into());
+    }
+    names
 }
 
 /// Query parameters; all optional strings, checked by hand so that a bad value is a 400

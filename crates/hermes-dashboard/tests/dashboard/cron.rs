@@ -149,6 +149,23 @@ fn bad_input_is_refused_and_a_broken_file_says_where() {
         detail.contains("jobs.json") && detail.contains("line 3"),
         "{got}"
     );
+    // A planted link in place of jobs.json is not followed: refused with why, nothing shown.
+    let secret = tempfile::tempdir().unwrap();
+    fs::write(
+        secret.path().join("jobs.json"),
+        r#"{"jobs": [{"id": "secret-job"}]}"#,
+    )
+    .unwrap();
+    fs::create_dir_all(d.root().join("profiles/linked/cron")).unwrap();
+    fs::write(d.root().join("profiles/linked/SOUL.md"), "linked\n").unwrap();
+    std::os::unix::fs::symlink(
+        secret.path().join("jobs.json"),
+        d.root().join("profiles/linked/cron/jobs.json"),
+    )
+    .unwrap();
+    let got = common::get_json(&d, "/api/cron/jobs?profile=linked", 500);
+    assert!(got["detail"].as_str().unwrap().contains("symlink"), "{got}");
+    assert!(!got.to_string().contains("secret-job"), "{got}");
     // `all` leaves the broken profile out, as the original does.
     assert_eq!(
         ids(&common::get_json(&d, "/api/cron/jobs?profile=all", 200)).len(),
