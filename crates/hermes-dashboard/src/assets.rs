@@ -12,6 +12,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ),
     ("logs.js", JS_TYPE, include_str!("../assets/logs.js")),
     ("config.js", JS_TYPE, include_str!("../assets/config.js")),
+    (
+        "channels.js",
+        JS_TYPE,
+        include_str!("../assets/channels.js"),
+    ),
     ("cron.js", JS_TYPE, include_str!("../assets/cron.js")),
     (
         "profiles.js",

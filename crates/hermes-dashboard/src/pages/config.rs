@@ -6,7 +6,7 @@
 
 mod check;
 mod raw;
-mod restart;
+pub(crate) mod restart;
 mod settings;
 
 use axum::body::Bytes;

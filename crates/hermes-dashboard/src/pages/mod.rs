@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::server::{App, problem};
 
 pub mod backups;
+pub mod channels;
 pub mod config;
 pub mod cron;
 pub mod diagnostics;
@@ -30,10 +31,11 @@ pub mod profiles;
 pub mod sessions;
 
 /// The pages in navigation order.
-pub const ALL: [Page; 9] = [
+pub const ALL: [Page; 10] = [
     Page::Overview,
     Page::Logs,
     Page::Config,
+    Page::Channels,
     Page::Profiles,
     Page::Plugins,
     Page::Sessions,
@@ -51,6 +53,8 @@ pub enum Page {
     Logs,
     /// A profile's `config.yaml`: the whole text, and a form for the settings changed most.
     Config,
+    /// The agent's messaging platforms of a profile: credentials, enabled, state.
+    Channels,
     /// Profiles: create, delete, SOUL.md, model, `.env`.
     Profiles,
     /// Memory providers: dependencies and activation.
@@ -72,6 +76,7 @@ impl Page {
             Page::Overview => "./",
             Page::Logs => "logs",
             Page::Config => "config",
+            Page::Channels => "channels",
             Page::Profiles => "profiles",
             Page::Plugins => "plugins",
             Page::Sessions => "sessions",
@@ -87,6 +92,7 @@ impl Page {
             Page::Overview => "Overview",
             Page::Logs => "Logs",
             Page::Config => "Config",
+            Page::Channels => "Channels",
             Page::Profiles => "Profiles",
             Page::Plugins => "Plugins",
             Page::Sessions => "Sessions",
@@ -102,6 +108,7 @@ impl Page {
             Page::Overview => "overview.js",
             Page::Logs => "logs.js",
             Page::Config => "config.js",
+            Page::Channels => "channels.js",
             Page::Profiles => "profiles.js",
             Page::Plugins => "plugins.js",
             Page::Sessions => "sessions.js",
@@ -118,6 +125,7 @@ pub fn routes() -> Router<App> {
         .merge(overview::routes())
         .merge(logs::routes())
         .merge(config::routes())
+        .merge(channels::routes())
         .merge(profiles::routes())
         .merge(plugins::routes())
         .merge(sessions::routes())
@@ -134,6 +142,7 @@ pub fn api_paths() -> Map<String, Value> {
         overview::api_paths(),
         logs::api_paths(),
         config::api_paths(),
+        channels::api_paths(),
         profiles::api_paths(),
         plugins::api_paths(),
         sessions::api_paths(),

@@ -5,6 +5,7 @@
 //! * `backups` — The Backups API over real HTTP: create, list, download, upload, plan, restore
 //! * `backups_ui` — The Backups page in headless Chromium: create → list → plan → restore, and a
 //!   schema refusal restored only when forced
+//! * `channels` — The Channels API over real HTTP, with the real agents' catalogues
 //! * `config_page` — The Config API (`config.yaml` text and form) over real HTTP
 //! * `config_ui` — The Config page in headless Chromium
 //! * `cron` — The Cron API over real HTTP, changes made by the real agents
@@ -35,6 +36,7 @@
 
 mod backups;
 mod backups_ui;
+mod channels;
 mod common;
 mod config_page;
 mod config_ui;

@@ -27,6 +27,12 @@ const PORT_BINDING: [(&str, &str, u64); 3] = [
     ("msgraph_webhook", "port", 8646),
 ];
 
+/// Whether platform `id` binds a listener port of its own (one a multiplexed gateway's
+/// secondary profile must not enable).
+pub fn binds_a_port(id: &str) -> bool {
+    PORT_BINDING.iter().any(|(name, _, _)| *name == id)
+}
+
 /// Platform states in which the adapter serves no port (the original's
 /// `_PLATFORM_DEAD_STATES`).
 const DEAD_STATES: [&str; 3] = ["fatal", "disconnected", "stopped"];

@@ -1,0 +1,318 @@
+//! The Channels API over real HTTP, with the real agents' catalogues (hermes-agent 0.19.0 from
+//! PyPI and the 0.20.1 fixture, opt-in with `HERMES_TEST_PYPI=1`, always in CI): each platform
+//! listed with its state and never a credential's value, a platform's variables set and
+//! cleared in `.env` and the platform enabled in `config.yaml` (every other byte of both kept,
+//! the agent's own loader reading the result), foreign keys, multi-line values and port-binding
+//! platforms on a multiplexed secondary profile refused with nothing written.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::common::{self, Answer, Dashboard, TOKEN_ENV, local, token_header};
+
+const CONFIG: &str = "# my settings\nmodel: gpt-4o  # the one we pay for\nplatforms:\n  email:\n    enabled: false\n    # poll slowly\n    extra: {poll_interval: 300}\n";
+const DOTENV: &str = "# keys\nOPENAI_API_KEY=sk-keep-me\n";
+const SECRET: &str = "hunter2-app-password";
+
+fn home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path();
+    fs::write(root.join("config.yaml"), CONFIG).unwrap();
+    fs::write(root.join(".env"), DOTENV).unwrap();
+    fs::create_dir_all(root.join("profiles/work")).unwrap();
+    fs::write(root.join("profiles/work/config.yaml"), "model: small\n").unwrap();
+    fs::write(root.join("profiles/work/SOUL.md"), "work\n").unwrap();
+    // What a running agent gateway records of its platforms.
+    fs::write(
+        root.join("gateway_state.json"),
+        json!({ "gateway_state": "running", "pid": 1, "platforms": {
+            "email": { "state": "fatal", "error_code": "auth", "error_message": "IMAP login refused", "updated_at": "2026-12-03T09:00:00Z" },
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    home
+}
+
+fn put(d: &Dashboard, path: &str, body: &Value) -> Answer {
+    common::send(
+        d,
+        "PUT",
+        path,
+        &local(d),
+        &[token_header()],
+        &body.to_string(),
+    )
+}
+
+fn platform<'a>(list: &'a Value, id: &str) -> &'a Value {
+    list["platforms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == id)
+        .unwrap_or_else(|| panic!("{id} not listed: {list}"))
+}
+
+fn agent_python(agent: &hermes_test_support::OriginalAgent, dir: &Path, code: &str) -> String {
+    let out = std::process::Command::new(&agent.python)
+        .args(["-c", code])
+        .env("HERMES_HOME", dir)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn without_an_agent_the_page_says_why_and_nothing_is_written() {
+    let mut env = TOKEN_ENV.to_vec();
+    env.push(("HERMES_AGENT_CLI", ""));
+    let d = common::start_in(home(), "127.0.0.1", &env);
+    let got = common::get(&d, "/api/messaging/platforms");
+    assert_eq!(got.status, 409, "{}", got.body);
+    assert!(
+        got.json()["hint"]
+            .as_str()
+            .unwrap()
+            .contains("HERMES_AGENT_CLI"),
+        "{}",
+        got.body
+    );
+    let got = put(
+        &d,
+        "/api/messaging/platforms/email",
+        &json!({ "enabled": true }),
+    );
+    assert_eq!(got.status, 409, "{}", got.body);
+    let got = common::send(
+        &d,
+        "PUT",
+        "/api/messaging/platforms/email",
+        &local(&d),
+        &[],
+        "{}",
+    );
+    assert_eq!(got.status, 401, "not signed in: {}", got.body);
+    assert_eq!(
+        fs::read_to_string(d.root().join("config.yaml")).unwrap(),
+        CONFIG
+    );
+    assert_eq!(fs::read_to_string(d.root().join(".env")).unwrap(), DOTENV);
+    let page = common::get(&d, "/channels");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("assets/channels.js"), "{}", page.body);
+}
+
+/// The whole round with one agent: list, set, enable, the agent reading it, refusals, clear.
+fn the_agent_platforms_are_set_up(agent: &hermes_test_support::OriginalAgent) {
+    let home = home();
+    let root = home.path().to_path_buf();
+    let mut env = TOKEN_ENV.to_vec();
+    let cli = agent.hermes.to_str().unwrap().to_string();
+    env.push(("HERMES_AGENT_CLI", &cli));
+    let d = common::start_in(home, "127.0.0.1", &env);
+
+    let list = common::get_json(&d, "/api/messaging/platforms", 200);
+    assert_eq!(list["profile"], "default");
+    assert!(
+        list["env_path"].as_str().unwrap().ends_with(".env"),
+        "{list}"
+    );
+    let email = platform(&list, "email");
+    assert_eq!(email["enabled"], false);
+    assert_eq!(email["state"], "disabled");
+    assert_eq!(email["configured"], false);
+    let address = email["env_vars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["key"] == "EMAIL_ADDRESS")
+        .unwrap();
+    assert_eq!(address["required"], true);
+    assert_eq!(address["is_set"], false);
+    assert!(platform(&list, "webhook")["env_vars"].is_array());
+
+    let creds = json!({
+        "EMAIL_ADDRESS": "bot@example.org", "EMAIL_PASSWORD": SECRET,
+        "EMAIL_IMAP_HOST": "imap.example.org", "EMAIL_SMTP_HOST": "smtp.example.org",
+    });
+    let got = put(
+        &d,
+        "/api/messaging/platforms/email",
+        &json!({ "env": creds, "enabled": true }),
+    );
+    assert_eq!(got.status, 200, "{}", got.body);
+    assert_eq!(got.json()["ok"], true);
+    assert_eq!(got.json()["restart"]["needed"], true);
+    assert_eq!(got.json()["restart"]["service"], "gateway-default");
+    let dotenv = fs::read_to_string(root.join(".env")).unwrap();
+    assert!(dotenv.starts_with(DOTENV), "the other lines kept: {dotenv}");
+    assert!(dotenv.contains(SECRET), "{dotenv}");
+    let config = fs::read_to_string(root.join("config.yaml")).unwrap();
+    assert_eq!(
+        config,
+        CONFIG.replace("enabled: false", "enabled: true"),
+        "one byte range changed"
+    );
+    // The agent's own loader reads what was written.
+    let read = agent_python(
+        agent,
+        &root,
+        "from hermes_cli.config import load_config, load_env; c = load_config(); e = load_env(); print(c['platforms']['email']['enabled'], e.get('EMAIL_ADDRESS'))",
+    );
+    assert_eq!(
+        read.lines().last().unwrap(),
+        "True bot@example.org",
+        "{read}"
+    );
+
+    let list = common::get(&d, "/api/messaging/platforms");
+    assert!(
+        !list.body.contains(SECRET),
+        "a value is never shown: {}",
+        list.body
+    );
+    let email = platform(&list.json(), "email").clone();
+    assert_eq!(email["enabled"], true);
+    assert_eq!(email["configured"], true);
+    assert_eq!(
+        email["gateway_running"], true,
+        "the profile's record says running"
+    );
+    assert_eq!(email["state"], "fatal", "the gateway's own word");
+    assert_eq!(email["error_message"], "IMAP login refused");
+
+    // Refused, nothing written: another platform's key, a second line, an unknown platform,
+    // a value that is not text, a body that is not the shape.
+    let before = (
+        fs::read(root.join(".env")).unwrap(),
+        fs::read(root.join("config.yaml")).unwrap(),
+    );
+    for (path, body, status) in [
+        (
+            "/api/messaging/platforms/email",
+            json!({ "env": { "OPENAI_API_KEY": "sk-stolen" } }),
+            400,
+        ),
+        (
+            "/api/messaging/platforms/email",
+            json!({ "clear_env": ["OPENAI_API_KEY"] }),
+            400,
+        ),
+        (
+            "/api/messaging/platforms/email",
+            json!({ "env": { "EMAIL_ADDRESS": "a@b\nOPENAI_API_KEY=x" } }),
+            400,
+        ),
+        (
+            "/api/messaging/platforms/carrier-pigeon",
+            json!({ "enabled": true }),
+            404,
+        ),
+        (
+            "/api/messaging/platforms/email",
+            json!({ "env": { "EMAIL_ADDRESS": 7 } }),
+            422,
+        ),
+        (
+            "/api/messaging/platforms/email",
+            json!({ "enable": true }),
+            422,
+        ),
+        (
+            "/api/messaging/platforms/email?profile=nobody",
+            json!({ "enabled": true }),
+            404,
+        ),
+    ] {
+        let got = put(&d, path, &body);
+        assert_eq!(got.status, status, "{path} {body}: {}", got.body);
+        assert!(got.json()["detail"].is_string(), "{}", got.body);
+    }
+    assert_eq!(
+        (
+            fs::read(root.join(".env")).unwrap(),
+            fs::read(root.join("config.yaml")).unwrap()
+        ),
+        before
+    );
+
+    // Multiplexing on: a port-binding platform cannot be enabled on a secondary profile.
+    fs::write(
+        root.join("config.yaml"),
+        format!(
+            "{}gateway:\n  multiplex_profiles: true\n",
+            CONFIG.replace("enabled: false", "enabled: true")
+        ),
+    )
+    .unwrap();
+    let work_config = root.join("profiles/work/config.yaml");
+    let got = put(
+        &d,
+        "/api/messaging/platforms/webhook?profile=work",
+        &json!({ "enabled": true }),
+    );
+    assert_eq!(got.status, 409, "{}", got.body);
+    assert!(
+        got.json()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("multiplex_profiles"),
+        "{}",
+        got.body
+    );
+    assert_eq!(fs::read_to_string(&work_config).unwrap(), "model: small\n");
+    // Disabling stays allowed there, and the restart is the shared gateway's.
+    let got = put(
+        &d,
+        "/api/messaging/platforms/webhook?profile=work",
+        &json!({ "enabled": false }),
+    );
+    assert_eq!(got.status, 200, "{}", got.body);
+    assert_eq!(got.json()["restart"]["service"], "gateway-default");
+
+    // Clearing a required variable: configured no longer.
+    let got = put(
+        &d,
+        "/api/messaging/platforms/email",
+        &json!({ "clear_env": ["EMAIL_PASSWORD"] }),
+    );
+    assert_eq!(got.status, 200, "{}", got.body);
+    let dotenv = fs::read_to_string(root.join(".env")).unwrap();
+    assert!(
+        !dotenv.contains(SECRET) && dotenv.contains("EMAIL_ADDRESS=bot@example.org"),
+        "{dotenv}"
+    );
+    let list = common::get_json(&d, "/api/messaging/platforms", 200);
+    assert_eq!(platform(&list, "email")["state"], "not_configured");
+}
+
+#[test]
+fn the_agent_0_19_platforms_are_listed_and_set_up() {
+    let Some(agent) = hermes_test_support::original_agent() else {
+        return;
+    };
+    the_agent_platforms_are_set_up(&agent);
+}
+
+#[test]
+fn the_agent_0_20_platforms_are_listed_and_set_up() {
+    let Some(agent) = hermes_test_support::fixture_agent() else {
+        return;
+    };
+    the_agent_platforms_are_set_up(&agent);
+}
