@@ -203,13 +203,18 @@ struct Update {
     profile: Option<String>,
 }
 
-/// The `(key, trimmed value)` pairs to set and the keys to clear, each checked against the
-/// platform's own variables; values must be one-line text. Empty values are skipped, as in the
-/// original (an empty field keeps what is set).
-fn checked_changes(
-    platform: &Platform,
-    update: &Update,
-) -> Step<(Vec<(String, String)>, Vec<String>)> {
+/// A write's changes to `.env`, checked.
+struct EnvChanges {
+    /// `(key, trimmed value)` to set.
+    sets: Vec<(String, String)>,
+    /// Keys to remove.
+    clears: Vec<String>,
+}
+
+/// The variables to set and to clear, each checked against the platform's own variables;
+/// values must be one-line text. Empty values are skipped, as in the original (an empty field
+/// keeps what is set).
+fn checked_changes(platform: &Platform, update: &Update) -> Step<EnvChanges> {
     let foreign = |key: &str| {
         refuse(
             StatusCode::BAD_REQUEST,
@@ -255,7 +260,10 @@ fn checked_changes(
             return Err(foreign(key));
         }
     }
-    Ok((sets, update.clear_env.clone()))
+    Ok(EnvChanges {
+        sets,
+        clears: update.clear_env.clone(),
+    })
 }
 
 /// The refusal of enabling port-binding platform `id` on `home`'s profile while the default
@@ -297,7 +305,7 @@ async fn update(
                 Some("GET /api/messaging/platforms lists the agent's platforms".into()),
             ));
         };
-        let (sets, clears) = checked_changes(platform, &request)?;
+        let EnvChanges { sets, clears } = checked_changes(platform, &request)?;
         if request.enabled == Some(true)
             && let Some(conflict) = multiplex_conflict(&app, &home, &platform.id)
         {
