@@ -58,6 +58,7 @@
       if (v.description) label.appendChild(el("div", { class: "muted" }, v.description));
       box.appendChild(label);
     });
+    byId("edit").scrollIntoView();
   }
 
   byId("edit-cancel").addEventListener("click", function () { byId("edit").hidden = true; editing = null; });

@@ -64,11 +64,11 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
 <form id="pick" class="toolbar"><label>Profile <select id="profile" name="profile">{options}</select></label> <span id="env-path" class="muted"></span></form>
 <p id="summary" class="muted">Asking the agent which platforms it supports…</p>
 <section id="restart" class="notice" hidden><span id="restart-note"></span> <button type="button" id="restart-button">Restart</button></section>
-<table id="platforms"><thead><tr><th>Platform</th><th>Enabled</th><th>Credentials</th><th>State</th><th>Last error</th><th></th></tr></thead><tbody></tbody></table>
 <section id="edit" hidden><h3 id="edit-name"></h3><p id="edit-description" class="muted"></p>
 <form id="edit-form"><label class="check"><input type="checkbox" id="edit-enabled"> Enabled</label><div id="edit-vars"></div>
 <p class="muted">A field left empty keeps what is set; values are written to the profile's <code>.env</code> and never shown.</p>
-<button type="submit">Save</button> <button type="button" id="edit-cancel">Close</button></form></section>"#
+<button type="submit">Save</button> <button type="button" id="edit-cancel">Close</button></form></section>
+<table id="platforms"><thead><tr><th>Platform</th><th>Enabled</th><th>Credentials</th><th>State</th><th>Last error</th><th></th></tr></thead><tbody></tbody></table>"#
     );
     shell(Page::Channels, &base.0, app.token(), &main)
 }

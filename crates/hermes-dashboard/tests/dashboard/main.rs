@@ -6,6 +6,7 @@
 //! * `backups_ui` — The Backups page in headless Chromium: create → list → plan → restore, and a
 //!   schema refusal restored only when forced
 //! * `channels` — The Channels API over real HTTP, with the real agents' catalogues
+//! * `channels_ui` — The Channels page in headless Chromium, with the real agent's catalogue
 //! * `config_page` — The Config API (`config.yaml` text and form) over real HTTP
 //! * `config_ui` — The Config page in headless Chromium
 //! * `cron` — The Cron API over real HTTP, changes made by the real agents
@@ -37,6 +38,7 @@
 mod backups;
 mod backups_ui;
 mod channels;
+mod channels_ui;
 mod common;
 mod config_page;
 mod config_ui;

@@ -1,0 +1,127 @@
+//! The Channels page in headless Chromium with the real agent's catalogue (hermes-agent 0.19.0
+//! from PyPI, opt-in with `HERMES_TEST_PYPI=1`, always in CI): each platform with enabled,
+//! credentials and the gateway's word; Email set up in the form (credentials typed, enabled),
+//! saved to `.env` and `config.yaml`, the row then showing the gateway's state and the restart
+//! that applies it offered.
+//!
+//! Screenshots: with `HERMES_DASHBOARD_SCREENSHOTS=<dir>`, `dashboard-channels.png` is saved
+//! there (`HERMES_DASHBOARD_SCREENSHOTS=$PWD/docs/images cargo test -p hermes-dashboard --test
+//! dashboard channels_ui`).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code, helpers included: a failed unwrap is a failed test"
+)]
+
+use std::fs;
+use std::time::Duration;
+
+use hermes_test_support::browser::Browser;
+use serde_json::json;
+
+use crate::common::page_text as text;
+use crate::common::{self, TOKEN, TOKEN_ENV};
+
+/// How long a page may take to show what the test waits for (the first list asks the agent).
+const WAIT: Duration = Duration::from_secs(60);
+
+#[test]
+fn email_is_set_up_from_the_page() {
+    let Some(agent) = hermes_test_support::original_agent() else {
+        return;
+    };
+    let Some(browser) = Browser::start_or_skip() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().to_path_buf();
+    fs::write(
+        root.join("config.yaml"),
+        "model: gpt-4o\nplatforms:\n  telegram:\n    enabled: true\n",
+    )
+    .unwrap();
+    fs::write(
+        root.join(".env"),
+        "TELEGRAM_BOT_TOKEN=123456789:abcdefghijklmnopqrstuvwxyz0123456\n",
+    )
+    .unwrap();
+    fs::write(
+        root.join("gateway_state.json"),
+        json!({ "gateway_state": "running", "platforms": {
+            "telegram": { "state": "connected", "updated_at": "2026-12-03T09:00:00Z" },
+            "email": { "state": "fatal", "error_message": "IMAP login refused" },
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let mut env = TOKEN_ENV.to_vec();
+    let cli = agent.hermes.to_str().unwrap().to_string();
+    env.push(("HERMES_AGENT_CLI", &cli));
+    let d = common::start_in(home, "127.0.0.1", &env);
+    let base = format!("http://127.0.0.1:{}", d.addr.port());
+    browser.goto(&format!("{base}/?token={TOKEN}"));
+    browser.wait_for("nav a[aria-current=page]", WAIT);
+    browser.goto(&format!("{base}/channels"));
+    let telegram = "#platforms tr[data-id=telegram]";
+    let email = "#platforms tr[data-id=email]";
+    browser.wait_for(telegram, WAIT);
+    assert_eq!(text(&browser, "nav a[aria-current=page]"), "Channels");
+    assert_eq!(text(&browser, &format!("{telegram} td.state")), "connected");
+    assert_eq!(
+        text(&browser, &format!("{telegram} td.credentials")),
+        "present"
+    );
+    assert_eq!(text(&browser, &format!("{email} td.state")), "disabled");
+    assert!(
+        text(&browser, "#summary").contains("1 enabled"),
+        "{}",
+        text(&browser, "#summary")
+    );
+    assert!(
+        !text(&browser, "main").contains("abcdefghijklmnopqrstuvwxyz"),
+        "no value shown"
+    );
+
+    browser
+        .find(&format!("{email} button[data-action=edit]"))
+        .click();
+    browser.wait_for("#edit:not([hidden]) input[name=EMAIL_ADDRESS]", WAIT);
+    for (key, value) in [
+        ("EMAIL_ADDRESS", "bot@example.org"),
+        ("EMAIL_PASSWORD", "app-password-1"),
+        ("EMAIL_IMAP_HOST", "imap.example.org"),
+        ("EMAIL_SMTP_HOST", "smtp.example.org"),
+    ] {
+        browser
+            .find(&format!("#edit-vars input[name={key}]"))
+            .send_keys(value);
+    }
+    browser.find("#edit-enabled").click();
+    browser.find("#edit-form button[type=submit]").click();
+    browser.wait_for(&format!("{email}[data-state=fatal]"), WAIT);
+    assert_eq!(
+        text(&browser, &format!("{email} td.credentials")),
+        "present"
+    );
+    assert_eq!(
+        text(&browser, &format!("{email} td.error")),
+        "IMAP login refused"
+    );
+    browser.wait_for("#restart:not([hidden])", WAIT);
+    assert!(
+        text(&browser, "#restart-note").contains("gateway-default"),
+        "{}",
+        text(&browser, "#restart-note")
+    );
+    assert_eq!(text(&browser, "#banner"), "", "no error shown");
+    let dotenv = fs::read_to_string(root.join(".env")).unwrap();
+    assert!(dotenv.contains("EMAIL_PASSWORD=app-password-1"), "{dotenv}");
+    assert!(dotenv.starts_with("TELEGRAM_BOT_TOKEN="), "{dotenv}");
+    let config = fs::read_to_string(root.join("config.yaml")).unwrap();
+    assert!(config.contains("  email:\n    enabled: true"), "{config}");
+    browser.execute("window.scrollTo(0, 0); return true;");
+    if let Some(dir) = std::env::var_os("HERMES_DASHBOARD_SCREENSHOTS") {
+        browser.screenshot(&std::path::Path::new(&dir).join("dashboard-channels.png"));
+    }
+}
