@@ -13,6 +13,7 @@
 //! through the byte-keeping editor, as every other page writes them.
 
 mod catalog;
+mod pairing;
 mod state;
 
 use axum::body::Bytes;
@@ -52,6 +53,7 @@ pub fn routes() -> Router<App> {
         .route("/channels", get(page))
         .route("/api/messaging/platforms", get(list))
         .route("/api/messaging/platforms/{id}", axum::routing::put(update))
+        .merge(pairing::routes())
 }
 
 async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Response {
@@ -364,7 +366,7 @@ pub fn api_paths() -> Value {
     put["403"] = json!({ "description": "Missing or wrong X-Hermes-Session-Token" });
     put["409"] = json!({ "description": "Enabling a port-binding platform on a named profile while the default profile's gateway multiplexes, no agent installed, or config.yaml not editable: {detail, hint}; nothing written" });
     put["422"] = json!({ "description": "The body is not {env: {KEY: string}, clear_env: [KEY], enabled: bool, profile}" });
-    json!({
+    let mut paths = json!({
         "/api/messaging/platforms": {
             "get": {
                 "summary": "The original's Channels list: each platform the installed agent supports, with enabled, configured, gateway_running, state (disabled | not_configured | pending_restart | startup_failed | gateway_stopped | the gateway's word), error_code, error_message, updated_at and env_vars [{key, required, is_set, prompt, …}] — never a value",
@@ -382,5 +384,9 @@ pub fn api_paths() -> Value {
                 "responses": put,
             },
         },
-    })
+    });
+    if let (Some(all), Value::Object(more)) = (paths.as_object_mut(), pairing::api_paths()) {
+        all.extend(more);
+    }
+    paths
 }

@@ -158,6 +158,17 @@ pub fn api_paths() -> Map<String, Value> {
     paths
 }
 
+/// One agent change at a time, whoever asks (a cron job's pause, a pairing approval): a burst
+/// of clicks or requests starts one interpreter after another (each about 50 MB), never one per
+/// request side by side, and two changes never race for the agent's locks. Held while the
+/// agent runs.
+pub fn agent_turn() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// `page` inside the common frame: `base` is the prefix the browser sees (`""` at the root,
 /// `/hermes` under a proxy's sub-path), `token` is for the scripts' POSTs (the page is only
 /// served to an authenticated request), `main` is the page's own HTML (already escaped).

@@ -316,3 +316,145 @@ fn the_agent_0_20_platforms_are_listed_and_set_up() {
     };
     the_agent_platforms_are_set_up(&agent);
 }
+
+fn post(d: &Dashboard, path: &str, body: &Value) -> Answer {
+    common::send(
+        d,
+        "POST",
+        path,
+        &local(d),
+        &[token_header()],
+        &body.to_string(),
+    )
+}
+
+/// A code the agent's own store issues, as its gateway issues one to a user who messages the bot.
+fn issue_code(agent: &hermes_test_support::OriginalAgent, dir: &Path, user: &str) -> String {
+    let out = agent_python(
+        agent,
+        dir,
+        &format!(
+            "from gateway.pairing import PairingStore; print(PairingStore().generate_code('telegram', '{user}', 'user {user}'))"
+        ),
+    );
+    out.lines().last().unwrap().to_string()
+}
+
+/// Pairing with one agent: a pending request listed (no code shown), approved by its code and
+/// (0.20) by its request id, revoked, cleared; bad input refused; the agent's store reads it.
+fn the_agent_pairs_users(agent: &hermes_test_support::OriginalAgent) {
+    let home = home();
+    let root = home.path().to_path_buf();
+    let mut env = TOKEN_ENV.to_vec();
+    let cli = agent.hermes.to_str().unwrap().to_string();
+    env.push(("HERMES_AGENT_CLI", &cli));
+    let d = common::start_in(home, "127.0.0.1", &env);
+
+    let code = issue_code(agent, &root, "1001");
+    let list = common::get(&d, "/api/pairing");
+    assert_eq!(list.status, 200, "{}", list.body);
+    assert!(
+        !list.body.contains(&code),
+        "the code is never shown: {}",
+        list.body
+    );
+    let pending = list.json()["pending"].as_array().unwrap().clone();
+    assert_eq!(pending.len(), 1, "{}", list.body);
+    assert_eq!(pending[0]["platform"], "telegram");
+    assert_eq!(pending[0]["user_id"], "1001");
+
+    // A wrong code, a hostile platform name, nothing at all: refused.
+    let got = post(
+        &d,
+        "/api/pairing/approve",
+        &json!({ "platform": "telegram", "code": "ZZZZZZZZ" }),
+    );
+    assert_eq!(got.status, 404, "{}", got.body);
+    for body in [
+        json!({ "platform": "../../etc", "code": code }),
+        json!({ "platform": "telegram" }),
+        json!({ "platform": "telegram", "code": "a\nb" }),
+    ] {
+        let got = post(&d, "/api/pairing/approve", &body);
+        assert_eq!(got.status, 400, "{body}: {}", got.body);
+    }
+    let got = common::send(&d, "POST", "/api/pairing/approve", &local(&d), &[], "{}");
+    assert_eq!(got.status, 401, "{}", got.body);
+
+    let got = post(
+        &d,
+        "/api/pairing/approve",
+        &json!({ "platform": "telegram", "code": code.to_lowercase() }),
+    );
+    assert_eq!(got.status, 200, "{}", got.body);
+    assert_eq!(got.json()["user"]["user_id"], "1001");
+    let approved = agent_python(
+        agent,
+        &root,
+        "from gateway.pairing import PairingStore; print(PairingStore().is_approved('telegram', '1001'))",
+    );
+    assert_eq!(
+        approved.lines().last().unwrap(),
+        "True",
+        "the agent's store has it"
+    );
+    let list = common::get_json(&d, "/api/pairing", 200);
+    assert!(list["pending"].as_array().unwrap().is_empty(), "{list}");
+    assert_eq!(list["approved"][0]["user_id"], "1001", "{list}");
+
+    if list["by_request_id"] == true {
+        issue_code(agent, &root, "1002");
+        let list = common::get_json(&d, "/api/pairing", 200);
+        let id = list["pending"][0]["request_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let got = post(
+            &d,
+            "/api/pairing/approve",
+            &json!({ "platform": "telegram", "request_id": id }),
+        );
+        assert_eq!(got.status, 200, "{}", got.body);
+        assert_eq!(got.json()["user"]["user_id"], "1002");
+    }
+
+    let got = post(
+        &d,
+        "/api/pairing/revoke",
+        &json!({ "platform": "telegram", "user_id": "1001" }),
+    );
+    assert_eq!(got.status, 200, "{}", got.body);
+    let got = post(
+        &d,
+        "/api/pairing/revoke",
+        &json!({ "platform": "telegram", "user_id": "1001" }),
+    );
+    assert_eq!(got.status, 404, "{}", got.body);
+
+    issue_code(agent, &root, "1003");
+    let got = post(&d, "/api/pairing/clear-pending", &json!({}));
+    assert_eq!(got.status, 200, "{}", got.body);
+    assert_eq!(got.json()["cleared"], 1);
+    assert!(
+        common::get_json(&d, "/api/pairing", 200)["pending"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_agent_0_19_pairs_users() {
+    let Some(agent) = hermes_test_support::original_agent() else {
+        return;
+    };
+    the_agent_pairs_users(&agent);
+}
+
+#[test]
+fn the_agent_0_20_pairs_users() {
+    let Some(agent) = hermes_test_support::fixture_agent() else {
+        return;
+    };
+    the_agent_pairs_users(&agent);
+}

@@ -12,11 +12,6 @@ use crate::server::App;
 /// Why the buttons are off without an agent, and what to do.
 pub const NO_AGENT_HINT: &str = "changing a job takes the agent's own cron code: run the full image, or set HERMES_AGENT_CLI to the agent's `hermes`";
 
-/// One agent change at a time, whoever asks: a burst of clicks or requests starts one
-/// interpreter after another (each about 50 MB), never one per request side by side, and two
-/// changes never race for the agent's lock.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// The longest job reference accepted (the agent's ids are 12 hex digits; names are short).
 const MAX_REFERENCE: usize = 256;
 
@@ -97,9 +92,7 @@ pub fn run(app: &App, home: &Home, verb: Verb, id: &str) -> Step<()> {
             Some(NO_AGENT_HINT.into()),
         ));
     };
-    let _turn = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _turn = crate::pages::agent_turn();
     let dir = home.dir().to_string_lossy().into_owned();
     // As the first owner that is not root of the file the agent rewrites, its directory or the
     // profile's: a root dashboard never has the agent act as root where the service user can
