@@ -103,8 +103,61 @@
     }).catch(function (err) { clear(rows); byId("summary").textContent = ""; Hermes.problem(err); });
   }
 
-  profile.addEventListener("change", function () { byId("edit").hidden = true; load(); });
+  // Pairing: the agent's own store reads and changes it (src/pages/channels/pairing.rs).
+  function user(entry) { return entry.user_name ? entry.user_name + " (" + entry.user_id + ")" : entry.user_id; }
+  function pairingCall(path, body) {
+    return Hermes.api("POST", "api/pairing/" + path + q(), body).then(function () {
+      Hermes.problem(null);
+      return loadPairing().then(function () { return true; });
+    }, function (err) { Hermes.problem(err); return false; });
+  }
+  function loadPairing() {
+    return Hermes.api("GET", "api/pairing" + q()).then(function (r) {
+      var pending = document.querySelector("#pending tbody"), approved = document.querySelector("#approved tbody");
+      clear(pending); clear(approved);
+      r.pending.forEach(function (p) {
+        var tr = el("tr", { "data-user": p.user_id });
+        tr.appendChild(el("td", {}, p.platform));
+        tr.appendChild(el("td", {}, user(p)));
+        tr.appendChild(el("td", {}, p.age_minutes + " min ago"));
+        var cell = el("td");
+        if (p.request_id) {
+          var b = el("button", { type: "button", "data-action": "approve" }, "Approve");
+          b.addEventListener("click", function () { pairingCall("approve", { platform: p.platform, request_id: p.request_id }); });
+          cell.appendChild(b);
+        } else {
+          cell.appendChild(el("span", { class: "muted" }, "approve with the code the user got"));
+        }
+        tr.appendChild(cell);
+        pending.appendChild(tr);
+      });
+      r.approved.forEach(function (a) {
+        var tr = el("tr", { "data-user": a.user_id });
+        tr.appendChild(el("td", {}, a.platform));
+        tr.appendChild(el("td", {}, user(a)));
+        tr.appendChild(el("td", {}, a.approved_at ? new Date(a.approved_at * 1000).toLocaleString() : "—"));
+        var b = el("button", { type: "button", "data-action": "revoke" }, "Revoke");
+        b.addEventListener("click", function () { pairingCall("revoke", { platform: a.platform, user_id: a.user_id }); });
+        var cell = el("td"); cell.appendChild(b); tr.appendChild(cell);
+        approved.appendChild(tr);
+      });
+      byId("pending").hidden = !r.pending.length;
+      byId("approved").hidden = !r.approved.length;
+      byId("pairing-summary").textContent = r.pending.length + " waiting for approval, " + r.approved.length + " approved." +
+        (r.by_request_id ? "" : " This agent approves by the code the user got from the bot.");
+    }, function () { byId("pairing-summary").textContent = ""; });
+  }
+  byId("approve-code").addEventListener("submit", function (e) {
+    e.preventDefault();
+    pairingCall("approve", { platform: byId("code-platform").value, code: byId("code-value").value }).then(function (done) {
+      if (done) byId("code-value").value = "";
+    });
+  });
+  byId("clear-pending").addEventListener("click", function () { pairingCall("clear-pending", {}); });
+
+  profile.addEventListener("change", function () { byId("edit").hidden = true; load(); loadPairing(); });
   load();
+  loadPairing();
   // The gateway's word on each platform changes while the page is open: asked again every 30 s.
-  setInterval(function () { if (!editing) load(); }, 30000);
+  setInterval(function () { if (!editing) { load(); loadPairing(); } }, 30000);
 })();

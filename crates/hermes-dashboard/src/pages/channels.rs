@@ -70,6 +70,11 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
 <form id="edit-form"><label class="check"><input type="checkbox" id="edit-enabled"> Enabled</label><div id="edit-vars"></div>
 <p class="muted">A field left empty keeps what is set; values are written to the profile's <code>.env</code> and never shown.</p>
 <button type="submit">Save</button> <button type="button" id="edit-cancel">Close</button></form></section>
+<section id="pairing"><h3>Pairing</h3><p id="pairing-summary" class="muted"></p>
+<table id="pending" hidden><thead><tr><th>Platform</th><th>Waiting user</th><th>Asked</th><th></th></tr></thead><tbody></tbody></table>
+<form id="approve-code" class="toolbar"><label>Platform <input id="code-platform" name="platform" placeholder="telegram" size="12"></label> <label>Code <input id="code-value" name="code" autocomplete="off" size="10"></label> <button type="submit">Approve code</button> <button type="button" id="clear-pending">Clear pending</button></form>
+<table id="approved" hidden><thead><tr><th>Platform</th><th>Approved user</th><th>Since</th><th></th></tr></thead><tbody></tbody></table></section>
+<h3>Platforms</h3>
 <table id="platforms"><thead><tr><th>Platform</th><th>Enabled</th><th>Credentials</th><th>State</th><th>Last error</th><th></th></tr></thead><tbody></tbody></table>"#
     );
     shell(Page::Channels, &base.0, app.token(), &main)

@@ -125,3 +125,106 @@ fn email_is_set_up_from_the_page() {
         browser.screenshot(&std::path::Path::new(&dir).join("dashboard-channels.png"));
     }
 }
+
+/// A code the agent's own store issues for `user` on Telegram.
+fn issue_code(
+    agent: &hermes_test_support::OriginalAgent,
+    dir: &std::path::Path,
+    user: &str,
+) -> String {
+    let out = std::process::Command::new(&agent.python)
+        .args([
+            "-c",
+            &format!("from gateway.pairing import PairingStore; print(PairingStore().generate_code('telegram', '{user}', 'Ada'))"),
+        ])
+        .env("HERMES_HOME", dir)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .to_string()
+}
+
+/// A waiting user approved from the page — by the code the user relays (0.19), or by the
+/// request's own Approve button (0.20) — then revoked.
+fn a_user_is_approved_and_revoked(agent: &hermes_test_support::OriginalAgent, by_button: bool) {
+    let Some(browser) = Browser::start_or_skip() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().to_path_buf();
+    let code = issue_code(agent, &root, "2001");
+    let mut env = TOKEN_ENV.to_vec();
+    let cli = agent.hermes.to_str().unwrap().to_string();
+    env.push(("HERMES_AGENT_CLI", &cli));
+    let d = common::start_in(home, "127.0.0.1", &env);
+    let base = format!("http://127.0.0.1:{}", d.addr.port());
+    browser.goto(&format!("{base}/?token={TOKEN}"));
+    browser.wait_for("nav a[aria-current=page]", WAIT);
+    browser.goto(&format!("{base}/channels"));
+    let waiting = "#pending tr[data-user='2001']";
+    browser.wait_for(waiting, WAIT);
+    assert!(
+        text(&browser, waiting).contains("Ada (2001)"),
+        "{}",
+        text(&browser, waiting)
+    );
+    assert!(
+        !text(&browser, "main").contains(&code),
+        "the code is never shown"
+    );
+    if by_button {
+        browser
+            .find(&format!("{waiting} button[data-action=approve]"))
+            .click();
+    } else {
+        browser.find("#code-platform").send_keys("telegram");
+        browser.find("#code-value").send_keys(&code);
+        browser.find("#approve-code button[type=submit]").click();
+    }
+    let approved = "#approved tr[data-user='2001']";
+    browser.wait_for(approved, WAIT);
+    assert!(
+        text(&browser, "#pairing-summary").starts_with("0 waiting"),
+        "{}",
+        text(&browser, "#pairing-summary")
+    );
+    assert_eq!(text(&browser, "#banner"), "", "no error shown");
+    if !by_button && let Some(dir) = std::env::var_os("HERMES_DASHBOARD_SCREENSHOTS") {
+        browser.screenshot(&std::path::Path::new(&dir).join("dashboard-channels-pairing.png"));
+    }
+    browser
+        .find(&format!("{approved} button[data-action=revoke]"))
+        .click();
+    browser.wait_for("#approved[hidden]", WAIT);
+    assert!(
+        text(&browser, "#pairing-summary").contains("0 approved"),
+        "{}",
+        text(&browser, "#pairing-summary")
+    );
+}
+
+#[test]
+fn a_user_is_approved_by_code_with_the_agent_0_19() {
+    let Some(agent) = hermes_test_support::original_agent() else {
+        return;
+    };
+    a_user_is_approved_and_revoked(&agent, false);
+}
+
+#[test]
+fn a_user_is_approved_by_request_with_the_agent_0_20() {
+    let Some(agent) = hermes_test_support::fixture_agent() else {
+        return;
+    };
+    a_user_is_approved_and_revoked(&agent, true);
+}
