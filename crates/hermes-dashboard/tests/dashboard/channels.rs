@@ -458,3 +458,134 @@ fn the_agent_0_20_pairs_users() {
     };
     the_agent_pairs_users(&agent);
 }
+
+/// The original's own checks of its profile-scoped Channels endpoints
+/// (`tests/hermes_cli/test_web_server_messaging_profiles.py` of 0.20.1), ported: a named
+/// profile reads and writes only its own files, reports its gateway's failed start, refuses
+/// every port-binding platform while multiplexing and may still disable one.
+#[test]
+fn the_originals_profile_scoped_channel_checks_hold() {
+    let Some(agent) = hermes_test_support::original_agent() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().to_path_buf();
+    fs::write(root.join(".env"), "TELEGRAM_BOT_TOKEN=root-token\n").unwrap();
+    fs::write(root.join("config.yaml"), "model: big\n").unwrap();
+    let worker = root.join("profiles/worker_alpha");
+    fs::create_dir_all(&worker).unwrap();
+    fs::write(worker.join("SOUL.md"), "w\n").unwrap();
+    let mut env = TOKEN_ENV.to_vec();
+    let cli = agent.hermes.to_str().unwrap().to_string();
+    env.push(("HERMES_AGENT_CLI", &cli));
+    let d = common::start_in(home, "127.0.0.1", &env);
+    let scoped = "/api/messaging/platforms?profile=worker_alpha";
+
+    // The root's credentials are not the profile's.
+    let list = common::get_json(&d, scoped, 200);
+    let telegram = platform(&list, "telegram");
+    assert_eq!(telegram["configured"], false);
+    let token = telegram["env_vars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["key"] == "TELEGRAM_BOT_TOKEN")
+        .unwrap();
+    assert_eq!(token["is_set"], false);
+    assert_eq!(
+        common::get(&d, "/api/messaging/platforms?profile=ghost").status,
+        404
+    );
+
+    // Its path, its start command, its gateway's failed start.
+    fs::write(worker.join(".env"), "TELEGRAM_BOT_TOKEN=worker-token\n").unwrap();
+    fs::write(
+        worker.join("config.yaml"),
+        "platforms:\n  telegram:\n    enabled: true\n",
+    )
+    .unwrap();
+    fs::write(
+        worker.join("gateway_state.json"),
+        json!({ "gateway_state": "startup_failed", "exit_reason": "all configured messaging platforms failed to connect", "platforms": {} }).to_string(),
+    )
+    .unwrap();
+    let list = common::get_json(&d, scoped, 200);
+    assert_eq!(list["env_path"], worker.join(".env").to_str().unwrap());
+    assert_eq!(
+        list["gateway_start_command"],
+        "hermes -p worker_alpha gateway start"
+    );
+    let telegram = platform(&list, "telegram");
+    assert_eq!(telegram["state"], "startup_failed");
+    assert_eq!(telegram["error_code"], "startup_failed");
+    assert_eq!(
+        telegram["error_message"],
+        "all configured messaging platforms failed to connect"
+    );
+
+    // A scoped write lands in the profile's files only.
+    let got = put(
+        &d,
+        "/api/messaging/platforms/telegram?profile=worker_alpha",
+        &json!({ "env": { "TELEGRAM_BOT_TOKEN": "123456789:worker" }, "enabled": true }),
+    );
+    assert_eq!(got.status, 200, "{}", got.body);
+    assert!(
+        fs::read_to_string(worker.join(".env"))
+            .unwrap()
+            .contains("TELEGRAM_BOT_TOKEN=123456789:worker")
+    );
+    assert_eq!(
+        fs::read_to_string(root.join(".env")).unwrap(),
+        "TELEGRAM_BOT_TOKEN=root-token\n"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("config.yaml")).unwrap(),
+        "model: big\n"
+    );
+
+    // Multiplexing on: every port-binding platform refused on the secondary, with the reason.
+    fs::write(
+        root.join("config.yaml"),
+        "model: big\ngateway:\n  multiplex_profiles: true\n",
+    )
+    .unwrap();
+    fs::write(
+        worker.join("config.yaml"),
+        "platforms:\n  api_server:\n    enabled: true\n",
+    )
+    .unwrap();
+    for id in ["api_server", "webhook", "msgraph_webhook"] {
+        let got = put(
+            &d,
+            &format!("/api/messaging/platforms/{id}?profile=worker_alpha"),
+            &json!({ "enabled": true }),
+        );
+        assert_eq!(got.status, 409, "{id}: {}", got.body);
+        assert!(
+            got.json()["detail"]
+                .as_str()
+                .unwrap()
+                .contains("default profile"),
+            "{}",
+            got.body
+        );
+    }
+    // The default profile may enable one, and the secondary may disable its invalid one.
+    let got = put(
+        &d,
+        "/api/messaging/platforms/webhook",
+        &json!({ "enabled": true }),
+    );
+    assert_eq!(got.status, 200, "{}", got.body);
+    let got = put(
+        &d,
+        "/api/messaging/platforms/api_server?profile=worker_alpha",
+        &json!({ "enabled": false }),
+    );
+    assert_eq!(got.status, 200, "{}", got.body);
+    assert_eq!(
+        fs::read_to_string(worker.join("config.yaml")).unwrap(),
+        "platforms:\n  api_server:\n    enabled: false\n"
+    );
+}
