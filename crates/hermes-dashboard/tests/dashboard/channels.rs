@@ -441,6 +441,47 @@ fn the_agent_pairs_users(agent: &hermes_test_support::OriginalAgent) {
             .unwrap()
             .is_empty()
     );
+
+    // Each profile has its own store (the original's test_pairing_is_isolated_per_profile):
+    // an approval on `work` lands where `hermes -p work pairing` and its gateway read, never in
+    // the default profile's.
+    let work = root.join("profiles/work");
+    fs::write(work.join("SOUL.md"), "w\n").unwrap();
+    issue_code(agent, &root, "global-1");
+    let work_code = issue_code(agent, &work, "work-1");
+    let listed = common::get_json(&d, "/api/pairing?profile=work", 200);
+    let users: Vec<&str> = listed["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["user_id"].as_str())
+        .collect();
+    assert_eq!(users, ["work-1"], "{listed}");
+    let got = post(
+        &d,
+        "/api/pairing/approve",
+        &json!({ "platform": "telegram", "code": work_code, "profile": "work" }),
+    );
+    assert_eq!(got.status, 200, "{}", got.body);
+    let approved_in = |dir: &Path| {
+        agent_python(agent, dir, "from gateway.pairing import PairingStore; print(PairingStore().is_approved('telegram', 'work-1'))")
+            .lines()
+            .last()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(approved_in(&work), "True");
+    assert_eq!(approved_in(&root), "False");
+    let global = common::get_json(&d, "/api/pairing", 200);
+    assert!(
+        global["pending"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["user_id"] == "global-1"),
+        "{global}"
+    );
+    assert_eq!(common::get(&d, "/api/pairing?profile=ghost").status, 404);
 }
 
 #[test]
