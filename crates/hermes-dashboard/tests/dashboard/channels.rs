@@ -16,7 +16,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{self, Answer, Dashboard, TOKEN_ENV, local, token_header};
+use crate::common::{self, Answer, Dashboard, TOKEN_ENV, agent_python, local, token_header};
 
 const CONFIG: &str = "# my settings\nmodel: gpt-4o  # the one we pay for\nplatforms:\n  email:\n    enabled: false\n    # poll slowly\n    extra: {poll_interval: 300}\n";
 const DOTENV: &str = "# keys\nOPENAI_API_KEY=sk-keep-me\n";
@@ -60,21 +60,6 @@ fn platform<'a>(list: &'a Value, id: &str) -> &'a Value {
         .iter()
         .find(|p| p["id"] == id)
         .unwrap_or_else(|| panic!("{id} not listed: {list}"))
-}
-
-fn agent_python(agent: &hermes_test_support::OriginalAgent, dir: &Path, code: &str) -> String {
-    let out = std::process::Command::new(&agent.python)
-        .args(["-c", code])
-        .env("HERMES_HOME", dir)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 #[test]

@@ -132,26 +132,11 @@ fn issue_code(
     dir: &std::path::Path,
     user: &str,
 ) -> String {
-    let out = std::process::Command::new(&agent.python)
-        .args([
-            "-c",
-            &format!("from gateway.pairing import PairingStore; print(PairingStore().generate_code('telegram', '{user}', 'Ada'))"),
-        ])
-        .env("HERMES_HOME", dir)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let code = format!(
+        "from gateway.pairing import PairingStore; print(PairingStore().generate_code('telegram', '{user}', 'Ada'))"
     );
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .lines()
-        .last()
-        .unwrap()
-        .to_string()
+    let out = common::agent_python(agent, dir, &code);
+    out.lines().last().unwrap().to_string()
 }
 
 /// A waiting user approved from the page — by the code the user relays (0.19), or by the

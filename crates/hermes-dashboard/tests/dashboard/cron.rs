@@ -17,7 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::common::{self, Answer, Dashboard, TOKEN_ENV, local, token_header};
+use crate::common::{self, Answer, Dashboard, TOKEN_ENV, agent_python, local, token_header};
 
 /// A job record with the fields the agent's `create_job` writes.
 fn record(id: &str, name: Option<&str>, enabled: bool, state: &str) -> Value {
@@ -254,22 +254,6 @@ fn the_status_says_whether_the_scheduler_ticks() {
         summary.ends_with("PermissionError: [Errno 13] jobs.json"),
         "{s}"
     );
-}
-
-/// Runs `code` with the agent's interpreter on the profile at `dir` and returns what it printed.
-fn agent_python(agent: &hermes_test_support::OriginalAgent, dir: &Path, code: &str) -> String {
-    let out = std::process::Command::new(&agent.python)
-        .args(["-c", code])
-        .env("HERMES_HOME", dir)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// A job made by the agent itself, then paused, resumed and triggered through the API; the

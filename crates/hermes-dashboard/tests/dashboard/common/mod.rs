@@ -286,3 +286,20 @@ pub fn page_visible(browser: &hermes_test_support::browser::Browser, css: &str) 
     );
     browser.execute(&script).as_bool().unwrap_or(false)
 }
+
+/// Runs `code` with the agent's interpreter on the profile at `dir` (`HERMES_HOME`) and returns
+/// what it printed; a failure fails the test with the agent's stderr.
+pub fn agent_python(agent: &hermes_test_support::OriginalAgent, dir: &Path, code: &str) -> String {
+    let out = std::process::Command::new(&agent.python)
+        .args(["-c", code])
+        .env("HERMES_HOME", dir)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
