@@ -41,9 +41,6 @@ use crate::server::{App, Base, blocking};
 
 pub use catalog::Platform;
 
-/// Why the page is empty without an agent, and what to do.
-const NO_AGENT_HINT: &str = "the platforms are the agent's: run the full image, or set HERMES_AGENT_CLI to the agent's `hermes`";
-
 /// The longest value a platform variable may take (tokens are far shorter).
 const MAX_VALUE: usize = 4096;
 
@@ -82,13 +79,7 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
 
 /// The catalogue, or the refusal a request gets without one.
 fn platforms(app: &App) -> Step<Vec<Platform>> {
-    let Some(agent) = hermes_services::agent::locate(&*app.vars) else {
-        return Err(refuse(
-            StatusCode::CONFLICT,
-            "no agent is installed in this container",
-            Some(NO_AGENT_HINT.into()),
-        ));
-    };
+    let agent = crate::pages::installed_agent(app, "listing the messaging platforms")?;
     catalog::platforms(&agent).map_err(|e| {
         refuse(
             StatusCode::BAD_GATEWAY,
@@ -185,7 +176,7 @@ async fn list(
         let profile = home.profile().name();
         Ok(Json(json!({
             "env_path": home.env_path(),
-            "gateway_start_command": format!("hermes -p {profile} gateway start"),
+            "gateway_start_command": start_command(profile),
             "profile": profile,
             "engine": hermes_services::agent::engine_label(home.dir(), &*app.vars),
             "gateway_service": restart::gateway_service(&home, &*app.vars),
@@ -194,6 +185,15 @@ async fn list(
         .into_response())
     })
     .await
+}
+
+/// The original's `hermes [-p NAME] gateway start` for `profile` (no `-p` for the default).
+fn start_command(profile: &str) -> String {
+    if profile == hermes_home::DEFAULT_PROFILE {
+        "hermes gateway start".into()
+    } else {
+        format!("hermes -p {profile} gateway start")
+    }
 }
 
 /// The body of a write (the original's `MessagingPlatformUpdate`).

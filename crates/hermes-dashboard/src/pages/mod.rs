@@ -158,6 +158,20 @@ pub fn api_paths() -> Map<String, Value> {
     paths
 }
 
+/// The installed agent, or the `409` a request that needs it gets without one: `what` says
+/// whose the feature is ("changing a job", "pairing"), the hint how to get an agent.
+pub fn installed_agent(app: &App, what: &str) -> Step<hermes_services::agent::Agent> {
+    hermes_services::agent::locate(&*app.vars).ok_or_else(|| {
+        refuse(
+            StatusCode::CONFLICT,
+            "no agent is installed in this container",
+            Some(format!(
+                "{what} is the agent's own code: run the full image, or set HERMES_AGENT_CLI to the agent's `hermes`"
+            )),
+        )
+    })
+}
+
 /// One agent change at a time, whoever asks (a cron job's pause, a pairing approval): a burst
 /// of clicks or requests starts one interpreter after another (each about 50 MB), never one per
 /// request side by side, and two changes never race for the agent's locks. Held while the

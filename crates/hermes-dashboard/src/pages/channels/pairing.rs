@@ -101,13 +101,7 @@ fn target(raw: Option<&str>, what: &str) -> Step<String> {
 /// Runs the agent's store for `home` with `env` (module doc): its answer, a `409` without an
 /// agent, a `502` when it does not answer.
 fn store(app: &App, home: &Home, env: &[(&str, &str)]) -> Step<Value> {
-    let Some(agent) = hermes_services::agent::locate(&*app.vars) else {
-        return Err(refuse(
-            StatusCode::CONFLICT,
-            "no agent is installed in this container",
-            Some("pairing is the agent's: run the full image, or set HERMES_AGENT_CLI to the agent's `hermes`".into()),
-        ));
-    };
+    let agent = crate::pages::installed_agent(app, "pairing")?;
     let _turn = crate::pages::agent_turn();
     let dir = home.dir().to_string_lossy().into_owned();
     let mut all = vec![("HERMES_HOME", dir.as_str())];

@@ -85,13 +85,7 @@ pub fn check_reference(reference: &str) -> Step<()> {
 
 /// Has the agent make `verb` on the job `id` of `home`'s profile.
 pub fn run(app: &App, home: &Home, verb: Verb, id: &str) -> Step<()> {
-    let Some(agent) = hermes_services::agent::locate(&*app.vars) else {
-        return Err(refuse(
-            StatusCode::CONFLICT,
-            "no agent is installed in this container",
-            Some(NO_AGENT_HINT.into()),
-        ));
-    };
+    let agent = crate::pages::installed_agent(app, "changing a job")?;
     let _turn = crate::pages::agent_turn();
     let dir = home.dir().to_string_lossy().into_owned();
     // As the first owner that is not root of the file the agent rewrites, its directory or the
