@@ -33,6 +33,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
+source scripts/lib/apt.sh
 
 # Scenario name -> the code change it waits for. Remove an entry once that change has landed.
 declare -A PENDING_CODE=(
@@ -79,9 +80,7 @@ command -v curl >/dev/null || need+=(curl)
 docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null || need+=(docker-compose)
 if ((${#need[@]})); then
     log "installing ${need[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq || echo "docker-test: warning: apt-get update reported errors; trying the install anyway" >&2
-    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    apt_install --no-install-recommends "${need[@]}" >/dev/null || die "could not install ${need[*]}"
 fi
 
 # One run at a time: a second run would share the first one's dockerd, and stop it at its end.

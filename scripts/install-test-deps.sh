@@ -2,6 +2,7 @@
 # Installs what the test suite needs on a fresh Debian machine (run as root; CI does).
 # Idempotent: installed packages are skipped.
 set -euo pipefail
+source "$(dirname "$0")/lib/apt.sh"
 
 need=()
 command -v python3 >/dev/null || need+=(python3)
@@ -16,9 +17,8 @@ command -v chromium >/dev/null || need+=(chromium)
 command -v chromedriver >/dev/null || need+=(chromium-driver)
 command -v pgrep >/dev/null || need+=(procps) # the browser tests look for orphans with it
 if ((${#need[@]})); then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq "${need[@]}"
+    echo "install-test-deps: installing ${need[*]}"
+    apt_install "${need[@]}"
 fi
 
 # uv: the installer tests exercise both uv and pip (they skip the uv half when it is absent).
