@@ -2,11 +2,13 @@
 
 use std::path::PathBuf;
 
+use hermes_errors::text::printable;
+
 /// Everything that can go wrong making, checking or restoring a backup.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A file or directory could not be read, written or renamed.
-    #[error("could not {action} `{}`", path.display())]
+    #[error("could not {action} `{}`", printable(&path.display().to_string()))]
     Io {
         /// What was being done (`read`, `write`, `rename`, ...).
         action: &'static str,
@@ -63,7 +65,7 @@ pub enum Error {
     },
 
     /// `verify` found problems (listed in the message).
-    #[error("`{}` failed verification: {}", path.display(), problems.join("; "))]
+    #[error("`{}` failed verification: {}", path.display(), printable(&problems.join("; ")))]
     Verification {
         /// The archive.
         path: PathBuf,
@@ -72,12 +74,31 @@ pub enum Error {
     },
 
     /// A restore would write through a symlink, over a directory, or outside the volume.
-    #[error("cannot restore `{rel}`: {why}")]
+    #[error("cannot restore `{}`: {}", printable(rel), printable(why))]
     UnsafeTarget {
         /// The archive path.
         rel: String,
         /// What is in the way.
         why: String,
+    },
+
+    /// The files a restore would write do not fit on the volume with room to spare.
+    #[error(
+        "restoring needs {} on the volume `{}`, which has {} free (with {} left for the gateways)",
+        hermes_errors::bytes::human(*needed),
+        root.display(),
+        hermes_errors::bytes::human(*available),
+        hermes_errors::bytes::human(*reserve)
+    )]
+    NoSpace {
+        /// The volume's root.
+        root: PathBuf,
+        /// What the staged files take.
+        needed: u64,
+        /// What the volume has free.
+        available: u64,
+        /// What a restore leaves free.
+        reserve: u64,
     },
 
     /// The archive holds nothing of the profiles asked for.
@@ -225,6 +246,10 @@ impl Error {
             Error::UnsafeTarget { .. } => Some(
                 "move the link or directory out of the way on the volume, then restore again".into(),
             ),
+            Error::NoSpace { .. } => Some(
+                "free space on the volume, or restore fewer profiles with `--profile`; nothing was changed"
+                    .into(),
+            ),
             Error::NothingToRestore { .. } => Some(
                 "run `hermes backup verify FILE` to list what the archive holds, and name profiles it has with `--profile`"
                     .into(),
@@ -294,6 +319,12 @@ hermes_errors::every_variant!(Error {
     Error::UnsafeTarget { .. } => Error::UnsafeTarget {
         rel: "profiles/work/config.yaml".into(),
         why: "`/opt/data/profiles/work` is a symlink".into(),
+    },
+    Error::NoSpace { .. } => Error::NoSpace {
+        root: "/opt/data".into(),
+        needed: 734_003_200,
+        available: 524_288_000,
+        reserve: 67_108_864,
     },
     Error::NothingToRestore { .. } => Error::NothingToRestore {
         what: "profile `work`".into(),

@@ -221,7 +221,20 @@ fn stage_and_swap(plan: &Plan, staging: &Staging) -> Result<(), Error> {
         .iter()
         .filter(|p| p.change != Change::Unchanged)
         .collect();
-    // 1. Extract (a full disk fails here, before the volume is touched).
+    // 1. Extract (a full disk fails here, before the volume is touched; a volume that would be
+    //    left with less than the reserve is refused before anything is written).
+    let needed: u64 = changing.iter().map(|p| p.file.size).sum();
+    let available = hermes_home::disk::usage(root)
+        .map_err(|e| Error::io("inspect", root, e))?
+        .available_bytes;
+    if needed.saturating_add(verify::SCRATCH_RESERVE) > available {
+        return Err(Error::NoSpace {
+            root: root.clone(),
+            needed,
+            available,
+            reserve: verify::SCRATCH_RESERVE,
+        });
+    }
     let file =
         File::open(&plan.archive.path).map_err(|e| Error::io("read", &plan.archive.path, e))?;
     let mut zip = zip::ZipArchive::new(file).map_err(|source| Error::Zip {
@@ -335,6 +348,8 @@ fn extract(
         .map_err(|e| Error::io("write", to, e))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
+    // No further than the size verified: an entry that grew since is refused by its hash.
+    let mut entry = entry.take(file.size.saturating_add(1));
     loop {
         let n = match entry.read(&mut buf) {
             Ok(0) => break,

@@ -4,12 +4,28 @@
 //! manifest's, every database extracted to a scratch file and run through `PRAGMA
 //! integrity_check`, and the manifest's list compared with the archive's. An archive without a
 //! manifest (the original's) gets every check but the manifest's.
+//!
+//! An archive is untrusted input (an upload to the dashboard, a file someone handed over), so
+//! what reading it may cost is bounded: an entry is read no further than the size its header
+//! declares, an entry that claims more than [`MAX_RATIO`] times its compressed size is refused
+//! unread, and a database is copied for its check only when it fits in the scratch file system's
+//! free space with [`SCRATCH_RESERVE`] to spare. Copies go to a private directory made for this
+//! verification (mode 0700), removed on every way out, SQLite's side files with it.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+
+/// The most an entry may declare per byte it takes in the archive: deflate itself cannot
+/// compress better than about 1032:1, so more is a lie or another method's bomb.
+pub const MAX_RATIO: u64 = 1024;
+/// Entries declaring less than this are not judged by their ratio (a small file of one repeated
+/// byte compresses that well honestly, and costs nothing to read).
+const RATIO_FROM: u64 = 1 << 20;
+/// What a database's scratch copy leaves free on its file system, for everyone else.
+pub const SCRATCH_RESERVE: u64 = 64 << 20;
 
 use crate::Error;
 use crate::create::SQLITE_MAGIC;
@@ -92,7 +108,11 @@ pub fn verify(
         path: path.to_path_buf(),
         source,
     })?;
-    let scratch_dir = scratch_dir_for(path);
+    let scratch = tempfile::Builder::new()
+        .prefix(".hermes-verify-")
+        .tempdir_in(scratch_dir_for(path))
+        .or_else(|_| tempfile::Builder::new().prefix(".hermes-verify-").tempdir())
+        .map_err(|e| Error::io("create a scratch directory beside", path, e))?;
     let mut found = Verified {
         path: path.to_path_buf(),
         manifest: None,
@@ -142,7 +162,16 @@ pub fn verify(
             continue;
         }
         let mode = entry.unix_mode();
-        match read_entry(&mut entry, &scratch_dir) {
+        let declared = entry.size();
+        let compressed = entry.compressed_size();
+        if declared >= RATIO_FROM && declared / compressed.max(1) > MAX_RATIO {
+            found.problems.push(format!(
+                "{rel}: declares {declared} bytes in {compressed} compressed, more than \
+                 {MAX_RATIO}:1; not read"
+            ));
+            continue;
+        }
+        match read_entry(&mut entry, declared, scratch.path()) {
             Ok((size, sha256, database, integrity)) => {
                 if let Some(problem) = integrity {
                     found.problems.push(format!("{rel}: {problem}"));
@@ -235,12 +264,16 @@ fn compare(manifest: &Manifest, files: &[ArchiveFile], problems: &mut Vec<String
     }
 }
 
-/// Reads one entry to its end: size, SHA-256, whether it is a database and, for one, what
-/// `integrity_check` says when it is not `ok`.
+/// Reads one entry to its end, no further than the `declared` size: size, SHA-256, whether it
+/// is a database and, for one, what `integrity_check` says when it is not `ok` (or why it
+/// could not be checked). The copy checked is made in `scratch_dir` and removed here.
 fn read_entry(
     entry: &mut impl Read,
+    declared: u64,
     scratch_dir: &Path,
 ) -> io::Result<(u64, String, bool, Option<String>)> {
+    let mut entry = entry.take(declared.saturating_add(1));
+    let mut unchecked: Option<String> = None;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
     let mut size = 0u64;
@@ -259,17 +292,33 @@ fn read_entry(
             let take = (16 - head.len()).min(chunk.len());
             head.extend_from_slice(&chunk[..take]);
             if head.len() == 16 && head == SQLITE_MAGIC {
-                let mut file = tempfile::Builder::new()
-                    .prefix(".hermes-verify-")
-                    .tempfile_in(scratch_dir)?;
-                file.write_all(&head)?;
-                file.write_all(&chunk[take..])?;
-                copy = Some(file);
+                let free = hermes_home::disk::usage(scratch_dir)?.available_bytes;
+                if declared.saturating_add(SCRATCH_RESERVE) > free {
+                    unchecked = Some(format!(
+                        "not checked: a copy of its {} would leave less than {} free in `{}`",
+                        hermes_errors::bytes::human(declared),
+                        hermes_errors::bytes::human(SCRATCH_RESERVE),
+                        scratch_dir.parent().unwrap_or(scratch_dir).display()
+                    ));
+                } else {
+                    let mut file = tempfile::Builder::new()
+                        .prefix("db-")
+                        .tempfile_in(scratch_dir)?;
+                    file.write_all(&head)?;
+                    file.write_all(&chunk[take..])?;
+                    copy = Some(file);
+                }
             }
         } else if let Some(file) = &mut copy {
             file.write_all(chunk)?;
         }
         size += n as u64;
+    }
+    if size > declared {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("it holds more than the {declared} bytes its header declares"),
+        ));
     }
     let integrity = match &mut copy {
         Some(file) => {
@@ -282,7 +331,7 @@ fn read_entry(
             }
             verdict
         }
-        None => None,
+        None => unchecked,
     };
     Ok((
         size,

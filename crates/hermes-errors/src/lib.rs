@@ -24,7 +24,8 @@
 //! * [`switch`] — which words turn a switch on (`1`, `true`, `yes`, `on`);
 //! * [`bytes`] — sizes: `1GiB` read, `1.3 GiB` shown;
 //! * [`exit`] — the exit codes a supervisor reads: 75 "restart me", 78 "bad configuration";
-//! * [`suggest`] — "did you mean …?": the known words close to a mistyped one.
+//! * [`suggest`] — "did you mean …?": the known words close to a mistyped one;
+//! * [`text`] — names from outside (archives, volumes, peers) made safe to print on a terminal.
 #![deny(missing_docs)]
 
 use std::error::Error;
@@ -33,6 +34,7 @@ pub mod bytes;
 pub mod exit;
 pub mod suggest;
 pub mod switch;
+pub mod text;
 
 /// The `Caused by:` lines of `error`: the text of each source, outermost first.
 ///

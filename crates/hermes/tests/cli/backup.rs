@@ -708,3 +708,137 @@ fn a_backups_directory_planted_as_a_link_is_refused_and_nothing_is_written_throu
     );
     assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
 }
+
+/// Writes a zip at `path` holding `entries` (name, bytes), deflated.
+fn zip_of(path: &Path, entries: &[(&str, &[u8])]) {
+    let mut out = zip::ZipWriter::new(fs::File::create(path).unwrap());
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .large_file(true);
+    for (name, bytes) in entries {
+        out.start_file(*name, options).unwrap();
+        out.write_all(bytes).unwrap();
+    }
+    out.finish().unwrap();
+}
+
+/// The names in `dir` that a verification's scratch would leave.
+fn scratch_left(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".hermes-verify-"))
+        .collect()
+}
+
+#[test]
+fn verify_refuses_an_entry_that_claims_more_than_deflate_can_compress() {
+    let t = TestContext::new();
+    let bomb = t.dir.path().join("bomb.zip");
+    let zeros = vec![0u8; 64 << 20];
+    zip_of(&bomb, &[("SOUL.md", b"# soul\n"), ("notes.md", &zeros)]);
+    let ratio = (64u64 << 20) / fs::metadata(&bomb).unwrap().len();
+    assert!(ratio > 1000, "the test's archive is a bomb: {ratio}:1");
+
+    let out = t.run(&["backup", "verify", bomb.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("notes.md: declares 67108864 bytes in")
+            && text.contains("more than 1024:1; not read"),
+        "{text}"
+    );
+    assert!(scratch_left(t.dir.path()).is_empty(), "no scratch left");
+}
+
+#[test]
+fn verify_copies_no_database_that_would_fill_the_disk_and_leaves_no_scratch() {
+    if hermes_test_support::skip_unless_root("mounting a small tmpfs for the archive needs root") {
+        return;
+    }
+    let t = TestContext::new();
+    let disk = SmallDisk::mount(&t.dir.path().join("disk"), "16m");
+    // 24 MB that starts as a database and compresses about 60:1: more than the whole disk.
+    let mut db = Vec::with_capacity(24 << 20);
+    db.extend_from_slice(b"SQLite format 3\0");
+    let mut x: u32 = 1;
+    while db.len() < 24 << 20 {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        db.extend_from_slice(&x.to_le_bytes());
+        db.extend_from_slice(&[0u8; 252]);
+    }
+    let archive = disk.path().join("big.zip");
+    zip_of(&archive, &[("SOUL.md", b"# soul\n"), ("state.db", &db)]);
+    drop(db);
+    let free = hermes_test_support::disk::available_bytes(disk.path());
+
+    let out = t.run(&["backup", "verify", archive.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("state.db: not checked: a copy of its") && text.contains("free in"),
+        "{text}"
+    );
+    let after = hermes_test_support::disk::available_bytes(disk.path());
+    assert!(
+        free.abs_diff(after) < 256 * 1024,
+        "the disk is as free as before: {free} then {after}"
+    );
+    assert!(scratch_left(disk.path()).is_empty(), "no scratch left");
+    drop(disk);
+}
+
+#[test]
+fn names_builds_and_dates_from_an_archive_are_printed_escaped() {
+    let t = TestContext::new();
+    let root = volume(&t);
+    let archive = t.dir.path().join("a.zip");
+    t.ok(&["backup", "create", "-o", archive.to_str().unwrap()]);
+
+    // A manifest whose build and date hide the line they are on, and names that would rewrite
+    // the plan's lines: an archive that verifies (its manifest lists what it holds) except for
+    // the two planted names.
+    let hostile = t.dir.path().join("hostile.zip");
+    rewrite(&archive, &hostile, &|name, bytes| {
+        if name == "backups/hermes-backup-manifest.json" {
+            let text = String::from_utf8(bytes).unwrap();
+            let mut manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+            manifest["build"] = "hermes 9\u{1b}[2K\rhermes 1.0 (trusted)".into();
+            manifest["created"] = "2026-01-01\u{1b}]0;x\u{7}".into();
+            return Some((name.to_owned(), serde_json::to_vec(&manifest).unwrap()));
+        }
+        Some((name.to_owned(), bytes))
+    });
+    let out = t.run(&["backup", "verify", hostile.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", render(&out));
+    assert!(
+        text.contains(
+            "made by hermes 9\\x1b[2K\\rhermes 1.0 (trusted) at 2026-01-01\\x1b]0;x\\x07"
+        ),
+        "{text}"
+    );
+
+    // Names: an archive of the original's kind (no manifest) with an escape sequence and a
+    // line break in two names; the plan shows them escaped, on one line each.
+    let names = t.dir.path().join("names.zip");
+    rewrite(&archive, &names, &|name, bytes| match name {
+        "backups/hermes-backup-manifest.json" => None,
+        "SOUL.md" => Some(("memories/x\u{1b}[1A\u{1b}[2K.md".into(), bytes)),
+        "skills/web/SKILL.md" => Some(("notes\n  replaced      1  .env".into(), bytes)),
+        _ => Some((name.to_owned(), bytes)),
+    });
+    let out = t.run(&["backup", "restore", names.to_str().unwrap(), "--dry-run"]);
+    assert!(out.status.success(), "{}", render(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains('\u{1b}'), "no escape byte printed: {text:?}");
+    assert!(text.contains("memories/x\\x1b[1A\\x1b[2K.md"), "{text}");
+    assert!(text.contains("notes\\n  replaced      1  .env"), "{text}");
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("  replaced      1  .env")),
+        "no fake line: {text}"
+    );
+    assert!(root.join("SOUL.md").exists(), "a dry run changes nothing");
+}

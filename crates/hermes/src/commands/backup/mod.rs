@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use hermes_backup::restore::{Change, Interrupted, Plan};
 use hermes_backup::{Scope, Summary};
+use hermes_errors::text::printable;
 use hermes_home::{Home, ProfileRef};
 use serde_json::json;
 
@@ -251,7 +252,7 @@ fn summary_json(summary: &Summary) -> serde_json::Value {
 fn verify(file: &Path, json: bool) -> CommandResult {
     let mut progress = ProgressLine::new("verify");
     let verified = hermes_backup::verify::verify(file, &mut |done, total, rel| {
-        progress.show(|| format!("{done}/{total} entries ({rel})"));
+        progress.show(|| format!("{done}/{total} entries ({})", printable(rel)));
     })?;
     progress.done();
     let databases = verified.files.iter().filter(|f| f.database).count();
@@ -268,7 +269,7 @@ fn verify(file: &Path, json: bool) -> CommandResult {
         let mut text = String::new();
         text.push_str(&made_by(&verified));
         for problem in &verified.problems {
-            text.push_str(&format!("  problem: {problem}\n"));
+            text.push_str(&format!("  problem: {}\n", printable(problem)));
         }
         if verified.problems.is_empty() {
             text.push_str(&format!(
@@ -298,23 +299,25 @@ fn verify(file: &Path, json: bool) -> CommandResult {
     }
 }
 
-/// `Archive `x.zip`: made by … at … (agent …)` or the original's.
+/// `Archive `x.zip`: made by … at … (agent …)` or the original's. The manifest's words are
+/// the archive's, not ours: shown escaped.
 fn made_by(verified: &hermes_backup::verify::Verified) -> String {
+    let path = verified.path.display().to_string();
     match &verified.manifest {
         Some(m) => format!(
             "Archive `{}`: made by {} at {}{}, {}\n",
-            verified.path.display(),
-            m.build,
-            m.created,
+            printable(&path),
+            printable(&m.build),
+            printable(&m.created),
             m.agent_version
                 .as_ref()
-                .map(|v| format!(" (hermes-agent {v})"))
+                .map(|v| format!(" (hermes-agent {})", printable(v)))
                 .unwrap_or_default(),
-            m.scope
+            printable(&m.scope)
         ),
         None => format!(
             "Archive `{}`: no manifest (made by the original's `hermes backup`)\n",
-            verified.path.display()
+            printable(&path)
         ),
     }
 }
@@ -331,7 +334,7 @@ fn restore(
 ) -> CommandResult {
     let mut progress = ProgressLine::new("verify");
     let plan = hermes_backup::restore::plan(root, file, scope, &mut |done, total, rel| {
-        progress.show(|| format!("{done}/{total} entries ({rel})"));
+        progress.show(|| format!("{done}/{total} entries ({})", printable(rel)));
     })?;
     progress.done();
     let refusal = hermes_backup::supervised::schema_refusal(&plan, &Context::var);
@@ -419,21 +422,33 @@ fn confirm() -> Result<(), Failure> {
 const LISTED: usize = 8;
 
 fn render_plan(plan: &Plan, refusal: Option<&hermes_backup::Error>) -> String {
+    let names = |change| -> Vec<String> {
+        names(plan, change)
+            .iter()
+            .map(|rel| printable(rel).into_owned())
+            .collect()
+    };
     let mut text = made_by(&plan.archive);
     text.push_str(&format!(
         "Restoring into `{}` would change:\n",
         plan.root.display()
     ));
     let rows = [
-        ("added", names(plan, Change::Added)),
-        ("replaced", names(plan, Change::Replaced)),
-        ("unchanged", names(plan, Change::Unchanged)),
-        ("kept", plan.kept.clone()),
+        ("added", names(Change::Added)),
+        ("replaced", names(Change::Replaced)),
+        ("unchanged", names(Change::Unchanged)),
+        (
+            "kept",
+            plan.kept
+                .iter()
+                .map(|rel| printable(rel).into_owned())
+                .collect(),
+        ),
         (
             "skipped",
             plan.skipped
                 .iter()
-                .map(|(rel, why)| format!("{rel} ({why})"))
+                .map(|(rel, why)| format!("{} ({why})", printable(rel)))
                 .collect(),
         ),
     ];
