@@ -116,6 +116,7 @@ pub fn plan(
     progress: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<Plan, Error> {
     let verified = verify::verify(archive, progress)?.ok()?;
+    let _on_volume = crate::create::as_owner_of(root)?;
     let skipped_rels: BTreeSet<&str> = verified.skipped.iter().map(|(r, _)| r.as_str()).collect();
     let mut files = Vec::new();
     for file in &verified.files {
@@ -190,6 +191,7 @@ struct JournalFile {
 /// failed (the journal then stays for [`recover`]).
 pub fn apply(plan: &Plan) -> Result<Applied, Error> {
     let root = &plan.root;
+    let _on_volume = crate::create::as_owner_of(root)?;
     let _lock = VolumeLock::acquire(root)?;
     recover_locked(root)?;
     let staging = Staging::create(root)?;
@@ -368,9 +370,16 @@ fn extract(
         });
     }
     out.sync_all().map_err(|e| Error::io("write", to, e))?;
-    fs::set_permissions(to, std::os::unix::fs::PermissionsExt::from_mode(mode))
+    // Through the descriptor, never the path: the staging directory is on the volume.
+    out.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))
         .map_err(|e| Error::io("set the mode of", to, e))?;
-    give_to(to, owner)
+    if let Some((uid, gid)) = owner
+        && nix::unistd::geteuid().is_root()
+    {
+        std::os::unix::fs::fchown(&out, Some(uid), Some(gid))
+            .map_err(|e| Error::io("chown", to, e))?;
+    }
+    Ok(())
 }
 
 /// The mode of a file the volume does not have yet (module doc).
@@ -585,6 +594,7 @@ pub struct Recovered {
 /// # Errors
 /// [`Error::Rollback`] when a staging directory cannot be rolled back.
 pub fn recover(root: &Path) -> Result<Vec<Recovered>, Error> {
+    let _on_volume = crate::create::as_owner_of(root)?;
     match VolumeLock::acquire(root) {
         Ok(_lock) => recover_locked(root),
         Err(Error::Busy { .. }) => Ok(Vec::new()),

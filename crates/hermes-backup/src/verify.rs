@@ -108,9 +108,12 @@ pub fn verify(
         path: path.to_path_buf(),
         source,
     })?;
+    // Everything after the archive is open happens as the owner of the scratch directory.
+    let scratch_dir = scratch_dir_for(path);
+    let _as_owner = crate::create::as_owner_of(&scratch_dir)?;
     let scratch = tempfile::Builder::new()
         .prefix(".hermes-verify-")
-        .tempdir_in(scratch_dir_for(path))
+        .tempdir_in(&scratch_dir)
         .or_else(|_| tempfile::Builder::new().prefix(".hermes-verify-").tempdir())
         .map_err(|e| Error::io("create a scratch directory beside", path, e))?;
     let mut found = Verified {

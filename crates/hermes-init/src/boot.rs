@@ -30,8 +30,8 @@ use hermes_privilege::{
     init_user_guard, remap, repair_ownership,
 };
 
-use crate::creds::AsUser;
 use crate::{Error, Settings};
+use hermes_privilege::AsUser;
 
 /// Directories seeded under `HERMES_HOME` besides the profile skeleton.
 pub const EXTRA_DIRS: &[&str] = &[

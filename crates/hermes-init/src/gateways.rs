@@ -27,8 +27,8 @@ use hermes_supervisor::{Desired, Hooks, ServiceSpec};
 
 use crate::Settings;
 use crate::boot::{Booted, InitLog, say};
-use crate::creds::AsUser;
 use crate::route::first_word;
+use hermes_privilege::AsUser;
 
 /// Rotation threshold of `container-boot.log`.
 pub const BOOT_LOG_ROTATE: u64 = 256 * 1024;

@@ -16,7 +16,7 @@
 //! * [`run`](mod@run) — the whole life of PID 1 ([`run()`]);
 //! * [`pages`] — giving back the pages only the boot used;
 //! * [`shim`] — the root-exec shim ([`root_exec_shim`]);
-//! * [`creds`] — acting as the service user without giving up root ([`creds::AsUser`]).
+//! * acting as the service user without giving up root is `hermes_privilege::AsUser`.
 //!
 //! What a gateway service is, reconciling profiles into services, where the supervisor
 //! listens and recording an operator's `desired_state` belong to `hermes-services`, shared
@@ -28,7 +28,6 @@
 #![deny(missing_docs)]
 
 pub mod boot;
-pub mod creds;
 mod error;
 pub mod gateways;
 pub mod migrate;

@@ -25,7 +25,7 @@ use hermes_services::upgrade::{self, Backup, SKIP_MIGRATION_VAR};
 
 use crate::Settings;
 use crate::boot::{Booted, say};
-use crate::creds::AsUser;
+use hermes_privilege::AsUser;
 
 /// What the stage found and did.
 #[derive(Debug, Default)]

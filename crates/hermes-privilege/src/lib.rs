@@ -10,6 +10,8 @@
 //!   child before `exec` ([`DropPlan`], [`configure_command`]).
 //! * [`remap`](mod@remap): `HERMES_UID`/`HERMES_GID` (or `PUID`/`PGID`) rewrite the service user's
 //!   entries atomically ([`IdRequest`], [`remap()`]).
+//! * [`as_user`]: acting as another user for a while without giving up root ([`AsUser`]): the
+//!   boot's writes on the volume, and root's backups and restores.
 //! * [`caps`]: which capabilities this process has ([`Capabilities`]).
 //! * [`devices`]: gids of a mounted Docker socket and `/dev/dri` nodes to add to a drop
 //!   ([`device_gids`]).
@@ -26,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod account;
+pub mod as_user;
 pub mod caps;
 pub mod devices;
 pub mod drop;
@@ -37,6 +40,7 @@ pub mod safe_fs;
 pub mod shim;
 
 pub use account::{Identity, SystemFiles, group_gid};
+pub use as_user::AsUser;
 pub use caps::Capabilities;
 pub use devices::{
     DOCKER_SOCKETS, DRI_DIR, default_device_paths, device_gids, record_device_groups,

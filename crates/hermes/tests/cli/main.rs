@@ -11,6 +11,7 @@
 //! * `backup` — `hermes backup`: archives, verify, restores killed at every step, full disks
 //! * `backup_interop` — backups both ways between ours and hermes-agent 0.19.0 / the 0.20.1 fixture
 //! * `backup_load` — backups taken while 20 writers are busy verify and restore whole
+//! * `backup_root` — root's backups on the service user's volume, raced and planted by that user
 //! * `auth` — `auth list` and `dump` on stored credentials (masked keys)
 //! * `backup_schedule` — the `backup` service of scheduled snapshots under `hermes up`
 //! * `formats`  — malformed and hostile files: config.yaml, auth.json, gateway_state.json
@@ -41,6 +42,7 @@ mod auth;
 mod backup;
 mod backup_interop;
 mod backup_load;
+mod backup_root;
 mod backup_schedule;
 mod binary;
 mod config_cmd;

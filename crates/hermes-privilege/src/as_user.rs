@@ -1,21 +1,32 @@
-//! Acting as the service user for a while without giving up root: [`AsUser`].
+//! Acting as another user for a while without giving up root: [`AsUser`].
 //!
-//! Boot stage 5 (skeleton and seeds), stale-stamp removal, gateway reconciliation and the
-//! `desired_state` hook write files on the data volume. Written by PID 1 as root they would
-//! be root-owned (a root-owned 0600 `auth.json` locks the gateway out of its own
-//! credentials), and as root they would follow an operator's symlink anywhere. So these
-//! writes run with the *effective* ids of the service user: the kernel checks permissions
-//! and assigns ownership exactly as for that user. The *saved* uid stays 0, so PID 1 gets
-//! root back when the scope ends.
+//! The one rule for root on a tree another user can write (docs/security.md, "Root on the
+//! service user's volume"): what root does there, it does either through descriptors that
+//! follow no link ([`crate::SafeDir`]) or with that user's ids, so the kernel refuses whatever
+//! the user could not do itself. This is the second way.
 //!
-//! Only sound in a single-threaded process (credentials are per thread on Linux; glibc
-//! broadcasts them, but PID 1 never has other threads anyway).
+//! * PID 1's boot stage 5 (skeleton and seeds), stale-stamp removal, gateway reconciliation and
+//!   the `desired_state` hook write files on the data volume as the service user
+//!   ([`AsUser::enter`]): written by root they would be root-owned (a root-owned 0600
+//!   `auth.json` locks the gateway out of its own credentials), and would follow an operator's
+//!   symlink anywhere.
+//! * `hermes backup create|verify|restore|recover` run by root act on the volume (and in an
+//!   archive's directory) as the owner of that directory ([`AsUser::owner_of`]): a staging
+//!   directory swapped, a directory flipped to a symlink or a journal planted by that user can
+//!   then only lead root where the user could go anyway.
+//!
+//! The *effective* ids (uid, gid, groups) are switched; the *saved* uid stays 0, so root comes
+//! back when the scope ends. Credentials are per thread in the kernel and glibc broadcasts them
+//! to every thread, so this is only for processes where root is single-threaded at that point
+//! (PID 1, the CLI); a multi-threaded process running as root must not use it.
 
-use hermes_privilege::Identity;
+use std::path::Path;
+
+use crate::Identity;
 use nix::unistd::{Gid, Uid, getgroups, setegid, seteuid, setgroups};
 
-/// While alive, the process acts with the service user's effective uid, gid and groups.
-/// Dropping it restores root. Inactive (a no-op) when not root or when there is no identity.
+/// While alive, the process acts with another user's effective uid, gid and groups.
+/// Dropping it restores root. Inactive (a no-op) when not root or when there is no one to act as.
 #[derive(Debug)]
 pub struct AsUser {
     restore: Option<Vec<Gid>>,
@@ -27,19 +38,49 @@ impl AsUser {
     /// # Errors
     /// The errno of the step that failed; the credentials are restored before returning.
     pub fn enter(identity: Option<&Identity>) -> nix::Result<AsUser> {
-        let Some(id) = identity.filter(|_| Uid::effective().is_root()) else {
+        match identity {
+            Some(id) => Self::enter_ids(id.uid, id.gid, &id.groups),
+            None => Ok(AsUser { restore: None }),
+        }
+    }
+
+    /// Switches the effective ids to those of the owner of `path` (its uid, its gid as the only
+    /// group) when running as root and `path` belongs to another user; otherwise a no-op. For
+    /// `path` itself root's choice (`HERMES_HOME`, the directory of an archive it named) is
+    /// trusted: the owner is read following links, and whatever is below is then reached as
+    /// that owner.
+    ///
+    /// # Errors
+    /// `stat` failing, or the errno of the switch (the credentials restored before returning).
+    pub fn owner_of(path: &Path) -> nix::Result<AsUser> {
+        if !Uid::effective().is_root() {
             return Ok(AsUser { restore: None });
-        };
+        }
+        let st = nix::sys::stat::stat(path)?;
+        if st.st_uid == 0 {
+            return Ok(AsUser { restore: None });
+        }
+        Self::enter_ids(st.st_uid, st.st_gid, &[st.st_gid])
+    }
+
+    /// Switches the effective ids to `uid`, `gid` and `groups` when running as root.
+    ///
+    /// # Errors
+    /// The errno of the step that failed; the credentials are restored before returning.
+    pub fn enter_ids(uid: u32, gid: u32, groups: &[u32]) -> nix::Result<AsUser> {
+        if !Uid::effective().is_root() {
+            return Ok(AsUser { restore: None });
+        }
         let saved = getgroups()?;
         // Built first so that an early `?` below drops it, which restores root.
         let scope = AsUser {
             restore: Some(saved),
         };
-        let groups: Vec<Gid> = id.groups.iter().map(|&g| Gid::from_raw(g)).collect();
+        let groups: Vec<Gid> = groups.iter().map(|&g| Gid::from_raw(g)).collect();
         // Order matters: groups and gid can only be changed while the euid is still 0.
         setgroups(&groups)?;
-        setegid(Gid::from_raw(id.gid))?;
-        seteuid(Uid::from_raw(id.uid))?;
+        setegid(Gid::from_raw(gid))?;
+        seteuid(Uid::from_raw(uid))?;
         Ok(scope)
     }
 
