@@ -266,7 +266,7 @@ impl Profiles {
         let dir = home.dir().to_path_buf();
         let source = match &self.source {
             Some(default) => default.for_profile(home),
-            None => SettingsSource::from_process(home),
+            None => SettingsSource::from_process(home.clone()).for_profile(home),
         };
         let (fingerprint, loaded) = source.read();
         let state = match loaded {

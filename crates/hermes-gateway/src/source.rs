@@ -102,6 +102,10 @@ pub fn read_profile(
     })
 }
 
+/// Variables of the process environment a profile served beside the default one never takes:
+/// only its own `.env` can give them.
+pub const NOT_BORROWED: [&str; 1] = [hermes_home::seeds::API_SERVER_KEY];
+
 /// Where a profile's settings are read from, so they can be read again.
 #[derive(Debug, Clone)]
 pub struct SettingsSource {
@@ -126,12 +130,18 @@ impl SettingsSource {
 
     /// The source of another profile served by the same process: its own home, the same
     /// process environment, except the variables the supervisor sets to name the profile
-    /// (`HERMES_PROFILE`, `HERMES_PROFILE_HOME`), which name that profile instead.
+    /// (`HERMES_PROFILE`, `HERMES_PROFILE_HOME`), which name that profile instead, and
+    /// [`NOT_BORROWED`]: the environment's key is the default profile's, and a named profile
+    /// opened by it would be opened by every client of the default one.
     pub(crate) fn for_profile(&self, home: Home) -> SettingsSource {
         let mut process_env: Vec<(String, String)> = self
             .process_env
             .iter()
-            .filter(|(k, _)| k != "HERMES_PROFILE" && k != "HERMES_PROFILE_HOME")
+            .filter(|(k, _)| {
+                k != "HERMES_PROFILE"
+                    && k != "HERMES_PROFILE_HOME"
+                    && !NOT_BORROWED.contains(&k.as_str())
+            })
             .cloned()
             .collect();
         process_env.push(("HERMES_PROFILE".into(), home.profile().name().to_owned()));

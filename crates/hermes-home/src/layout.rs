@@ -285,7 +285,8 @@ pub struct SkeletonReport {
     pub seeded: Vec<PathBuf>,
 }
 
-/// Creates the skeleton of a profile home in `dir` and seeds `.env` (0600), `config.yaml` and
+/// Creates the skeleton of a profile home in `dir` and seeds `.env` (0600, with a new
+/// `API_SERVER_KEY`; for the root, none when the environment gives one), `config.yaml` and
 /// `SOUL.md` when they are absent. Existing files are never touched. For the root, pass
 /// `is_root = true` to also create `profiles/`.
 pub fn ensure_skeleton(dir: &Path, is_root: bool) -> Result<SkeletonReport, Error> {
@@ -296,10 +297,11 @@ pub fn ensure_skeleton(dir: &Path, is_root: bool) -> Result<SkeletonReport, Erro
         fs::create_dir_all(&path).map_err(|e| Error::io("create directory", &path, e))?;
     }
     let mut report = SkeletonReport::default();
-    // The process environment is what this home's gateways will be given, so a key there is
-    // the operator's (see `seeds::new_env_file`).
+    // The process environment is what the root profile's gateway will be given, so a key there
+    // is the operator's for it (see `seeds::new_env_file`). A named profile always gets a key of
+    // its own: the environment's is the default profile's, and one key must not open both.
     let key_in_environment =
-        seeds::is_key_set(std::env::var(seeds::API_SERVER_KEY).ok().as_deref());
+        is_root && seeds::is_key_set(std::env::var(seeds::API_SERVER_KEY).ok().as_deref());
     let env = seeds::new_env_file(key_in_environment);
     let files: [(&str, &str, u32); 3] = [
         (".env", &env, 0o600),

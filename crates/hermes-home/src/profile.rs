@@ -120,6 +120,16 @@ fn build_profile(
         }
     }
     ensure_skeleton(staging, false)?;
+    if source.is_some() {
+        // A clone's copied key is its source's: clients of one would open the other. It gets
+        // a key of its own (a new profile has one from its seeded `.env`).
+        let env = staging.join(".env");
+        let key = crate::random::random_hex(32)
+            .map_err(|e| Error::io("read", Path::new("/dev/urandom"), e))?;
+        crate::dotenv::DotEnv::edit(&env, |dotenv| {
+            dotenv.set(crate::seeds::API_SERVER_KEY, &key)
+        })?;
+    }
     if let Some(description) = &options.description {
         let description = description.replace(['\r', '\n'], " ");
         let doc = yaml_serde::to_string(&yaml_serde::Mapping::from_iter([(
@@ -543,9 +553,17 @@ mod tests {
             description: Some("Work bot".into()),
         };
         let created = create(root, &name("work"), &opts).unwrap();
+        let env = fs::read_to_string(created.join(".env")).unwrap();
+        let (copied, own_key) = env.split_once('\n').unwrap();
         assert_eq!(
-            fs::read_to_string(created.join(".env")).unwrap(),
-            "OPENAI_API_KEY=sk-1\n"
+            copied, "OPENAI_API_KEY=sk-1",
+            "the source's secrets are copied"
+        );
+        let own_key = own_key.trim_end().strip_prefix("API_SERVER_KEY=").unwrap();
+        assert_eq!(
+            own_key.len(),
+            64,
+            "and the clone has a client key of its own"
         );
         assert_eq!(
             fs::metadata(created.join(".env"))

@@ -314,7 +314,8 @@ pub enum ProfileCommand {
     Create {
         /// Name: lowercase letters, digits, `_` and `-`, up to 64 characters.
         name: String,
-        /// Copy config.yaml, .env, SOUL.md, skills and memories from this profile.
+        /// Copy config.yaml, .env, SOUL.md, skills and memories from this profile (the copy
+        /// gets an API_SERVER_KEY of its own).
         #[arg(long, value_name = "PROFILE")]
         clone_from: Option<String>,
         /// A one-line description shown by `hermes profile list`.

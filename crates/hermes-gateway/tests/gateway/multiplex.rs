@@ -426,3 +426,38 @@ async fn without_the_switch_the_gateway_serves_its_profile_alone() {
     );
     gw.stop(ShutdownRequest::Stop).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_key_in_the_environment_opens_the_default_profile_only() {
+    // The container's environment gives `API_SERVER_KEY` (docs/docker.md): the default profile,
+    // whose `.env` has no key, uses it; a named profile without a key of its own must not.
+    const ENV_KEY: &str = "key-from-the-environment-0123";
+    let upstream = Upstream::start().await;
+    let root = volume(&upstream);
+    write_profile(root.path(), &upstream, None, PROFILES[0].model, "soul");
+    let nokey = root.path().join("profiles/nokey");
+    fs::create_dir_all(&nokey).unwrap();
+    write_profile(&nokey, &upstream, None, "model-nokey", "soul");
+    let home = Home::select(root.path().to_path_buf(), None).unwrap();
+    let env = vec![("API_SERVER_KEY".to_owned(), ENV_KEY.to_owned())];
+    let mut profile = SettingsSource::new(home, env).read().1.unwrap();
+    profile.settings.multiplex = true;
+    let gw = start(profile).await;
+
+    assert_eq!(get(&gw, "/v1/models", Some(ENV_KEY)).await.0, 200);
+    let (_, wrong) = get(&gw, "/v1/models", Some("not-a-key-of-anyone-123")).await;
+    assert_eq!(
+        get(&gw, "/p/nokey/v1/models", Some(ENV_KEY)).await,
+        (401, wrong),
+        "the environment's key does not open a named profile"
+    );
+    assert_eq!(chat(&gw, "/p/nokey", ENV_KEY, "s", "x").await, 401);
+    // A named profile with its own key is opened by it, as before.
+    assert_eq!(
+        get(&gw, "/p/alpha/v1/models", Some(PROFILES[1].key))
+            .await
+            .0,
+        200
+    );
+    gw.stop(ShutdownRequest::Stop).await.unwrap();
+}

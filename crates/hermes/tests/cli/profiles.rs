@@ -109,10 +109,10 @@ fn clone_copies_config_env_soul_skills_and_memories() {
         fs::read_to_string(dir.join("config.yaml")).unwrap(),
         "model:\n  default: m1\n"
     );
-    assert_eq!(
-        fs::read_to_string(dir.join(".env")).unwrap(),
-        "OPENAI_API_KEY=sk-x\n"
-    );
+    // The source's secrets, and a client key of the clone's own.
+    let env = fs::read_to_string(dir.join(".env")).unwrap();
+    assert!(env.starts_with("OPENAI_API_KEY=sk-x\n"), "{env}");
+    assert_eq!(key_in(&dir).map(|k| k.len()), Some(64), "{env}");
     assert_eq!(
         fs::metadata(dir.join(".env")).unwrap().permissions().mode() & 0o777,
         0o600
@@ -264,4 +264,49 @@ fn gateway_state_that_is_not_utf8_lists_as_unknown() {
     let listed: serde_json::Value =
         serde_json::from_str(&t.ok(&["profile", "list", "--json"])).unwrap();
     assert_eq!(listed[1]["gateway"], "unknown", "{listed}");
+}
+
+/// The `API_SERVER_KEY` a profile's `.env` sets.
+fn key_in(dir: &std::path::Path) -> Option<String> {
+    fs::read_to_string(dir.join(".env"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("API_SERVER_KEY="))
+        .map(str::to_owned)
+}
+
+#[test]
+fn every_new_or_cloned_profile_gets_a_key_of_its_own() {
+    // The environment's key (a compose file's `environment:`) is the default profile's: the
+    // root keeps using it, a named profile never does, and a clone does not share its source's.
+    const ENV_KEY: &str = "key-from-the-environment-0123";
+    let t = TestContext::new();
+    let run = |args: &[&str]| {
+        let out = t.cmd(args).env("API_SERVER_KEY", ENV_KEY).output().unwrap();
+        assert!(out.status.success(), "{}", crate::util::render(&out));
+    };
+    run(&["profile", "create", "work", "--no-alias"]);
+    let root = t.root();
+    assert_eq!(
+        key_in(&root),
+        None,
+        "the root profile uses the environment's key"
+    );
+    let work = key_in(&root.join("profiles/work")).expect("work has a key");
+    assert_eq!(work.len(), 64, "{work}");
+    assert_ne!(work, ENV_KEY);
+
+    run(&[
+        "profile",
+        "create",
+        "copy",
+        "--clone-from",
+        "work",
+        "--no-alias",
+    ]);
+    let copy = key_in(&root.join("profiles/copy")).expect("the clone has a key");
+    assert_eq!(copy.len(), 64, "{copy}");
+    assert_ne!(copy, work, "a clone's key is its own");
+    let env = fs::read_to_string(root.join("profiles/copy/.env")).unwrap();
+    assert_eq!(env.matches("API_SERVER_KEY=").count(), 1, "{env}");
 }
