@@ -4,10 +4,11 @@
 //! Who needs the key, and why:
 //! * `/ready` — never: Docker and Kubernetes probes cannot easily send one. It says only
 //!   whether the gateway can serve chats, and a reason code.
-//! * `/metrics` — never: Prometheus scrapers are usually set up without credentials (as
-//!   LiteLLM's and TensorZero's `/metrics` are). It holds counts, durations, status codes,
-//!   error kinds, the version and the profile's name: no secret, no message content, no
-//!   session id, no model or address.
+//! * `/metrics` — never at the listener: Prometheus scrapers are usually set up without
+//!   credentials (as LiteLLM's and TensorZero's `/metrics` are). It holds counts, durations,
+//!   status codes, error kinds, the version and the profile's name: no secret, no message
+//!   content, no session id, no model or address. A multiplexed profile's `/p/<name>/metrics`
+//!   needs that profile's key: who the volume's other profiles are is not for everyone.
 //! * `/health/detailed` — the client key when one is set (like `/v1/*`, and like the original's
 //!   `/health/detailed` since 0.20): it shows configuration (model, provider address, why an
 //!   edit was refused). Its `readiness` is the original's document (`crate::readiness`).

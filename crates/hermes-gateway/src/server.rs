@@ -162,20 +162,26 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// One profile's routes, with auth on `/v1/*` and `/health/detailed` (not on `/health`,
-/// `/ready`, `/metrics`: see `probes` for why), every request observed by the access log.
-/// When multiplexing, `/p/...` paths that reach them name no profile served: 404.
+/// `/ready`, the listener's `/metrics`: see `probes` for why; a multiplexed profile's
+/// `/p/<name>/metrics` needs its key, so its name and activity are told only to its clients),
+/// every request observed by the access log. When multiplexing, `/p/...` paths that reach them
+/// name no profile served: 404.
 pub(crate) fn profile_routes(state: AppState) -> Router {
-    let keyed = Router::new()
+    let mut keyed = Router::new()
         .route("/v1/models", get(models))
         .route("/v1/capabilities", get(capabilities))
         .route("/v1/chat/completions", post(chat_completions))
-        .route("/health/detailed", get(crate::probes::health_detailed))
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_key));
-    let routes = Router::new()
+        .route("/health/detailed", get(crate::probes::health_detailed));
+    let mut routes = Router::new()
         .route("/health", get(health))
-        .route("/ready", get(crate::probes::ready))
-        .route("/metrics", get(crate::probes::metrics))
-        .merge(keyed);
+        .route("/ready", get(crate::probes::ready));
+    if state.is_mounted() {
+        keyed = keyed.route("/metrics", get(crate::probes::metrics));
+    } else {
+        routes = routes.route("/metrics", get(crate::probes::metrics));
+    }
+    let keyed = keyed.route_layer(middleware::from_fn_with_state(state.clone(), require_key));
+    let routes = routes.merge(keyed);
     let routes = if state.inner.directory.is_some() {
         // `{*rest}` needs at least one character: `/p/` itself is a route of its own.
         routes
@@ -250,6 +256,26 @@ fn keys_match(given: &str, expected: &str) -> bool {
     std::hint::black_box(diff) == 0
 }
 
+/// The key of `Authorization: Bearer <key>`, if the request sends one.
+fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+}
+
+/// Whether the request presents `expected` (false when there is no key to present).
+fn presents_key(expected: Option<&str>, headers: &axum::http::HeaderMap) -> bool {
+    match (bearer(headers), expected) {
+        (Some(given), Some(expected)) => keys_match(given, expected),
+        _ => false,
+    }
+}
+
 async fn require_key(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let snapshot = state.inner.live.current();
     // The handler uses the snapshot the key was checked against (one look at the files per
@@ -259,16 +285,7 @@ async fn require_key(State(state): State<AppState>, mut req: Request, next: Next
     if expected.is_none() && !state.is_mounted() {
         return next.run(req).await;
     }
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(str::trim);
-    match given {
+    match bearer(req.headers()) {
         None => ApiError::new(
             StatusCode::UNAUTHORIZED,
             "authentication_error",
@@ -277,9 +294,7 @@ async fn require_key(State(state): State<AppState>, mut req: Request, next: Next
         )
         .into_response(),
         // A mounted profile without a key of its own matches no key (fail closed).
-        Some(key) if expected.is_some_and(|expected| keys_match(key, expected)) => {
-            next.run(req).await
-        }
+        Some(_) if presents_key(expected, req.headers()) => next.run(req).await,
         Some(_) => ApiError::new(
             StatusCode::UNAUTHORIZED,
             "authentication_error",
@@ -290,12 +305,18 @@ async fn require_key(State(state): State<AppState>, mut req: Request, next: Next
     }
 }
 
-async fn health(State(state): State<AppState>) -> Response {
+async fn health(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
     let snapshot = state.inner.live.current();
-    // The mode and who is served: this profile alone, or every profile of the volume.
+    // The mode and who is served: this profile alone, or every profile of the volume. The
+    // names of the others are the listener's to tell, to a client holding its key: `/health`
+    // needs no key, and must not enumerate the volume's profiles.
     let (mode, profiles) = match &state.inner.directory {
-        Some(directory) => ("multiplex", directory.served()),
-        None => ("single", vec![state.inner.profile.clone()]),
+        Some(directory) => {
+            let listener_client =
+                !state.is_mounted() && presents_key(snapshot.api_key.as_deref(), &headers);
+            ("multiplex", listener_client.then(|| directory.served()))
+        }
+        None => ("single", Some(vec![state.inner.profile.clone()])),
     };
     let mut body = json!({
         "status": "ok",
@@ -303,8 +324,10 @@ async fn health(State(state): State<AppState>) -> Response {
         "version": env!("CARGO_PKG_VERSION"),
         "model_configured": snapshot.provider.is_some(),
         "mode": mode,
-        "profiles": profiles,
     });
+    if let Some(profiles) = profiles {
+        body["profiles"] = json!(profiles);
+    }
     if let Some(error) = state.inner.live.config_error() {
         body["config_error"] = Value::String(error);
     }

@@ -186,9 +186,43 @@ async fn each_profile_is_served_with_its_own_key_model_soul_and_sessions() {
     assert_eq!(status, 200);
     assert_eq!(health["profile"], "default");
     assert_eq!(health["mode"], "multiplex");
-    assert_eq!(health["profiles"], json!(["default", "alpha", "beta"]));
+    assert_eq!(
+        health.get("profiles"),
+        None,
+        "no key, no profile names: {health}"
+    );
     assert_eq!(health["status"], "ok", "the existing fields stay: {health}");
     assert_eq!(health["model_configured"], true);
+    let (_, health) = get(&gw, "/health", Some(PROFILES[1].key)).await;
+    assert_eq!(
+        health.get("profiles"),
+        None,
+        "another profile's key: {health}"
+    );
+    let (_, health) = get(&gw, "/health", Some(PROFILES[0].key)).await;
+    assert_eq!(health["profiles"], json!(["default", "alpha", "beta"]));
+    let (_, health) = get(&gw, "/p/alpha/health", Some(PROFILES[1].key)).await;
+    assert_eq!(
+        health.get("profiles"),
+        None,
+        "a named profile lists none: {health}"
+    );
+
+    // Metrics: the listener's stay open to scrapers; a named profile's need its key.
+    assert_eq!(raw_get(&gw, "/metrics").await.0, 200);
+    assert_eq!(raw_get(&gw, "/p/alpha/metrics").await.0, 401);
+    assert_eq!(
+        get(&gw, "/p/alpha/metrics", Some(PROFILES[0].key)).await.0,
+        401
+    );
+    let resp = client()
+        .get(gw.url("/p/alpha/metrics"))
+        .bearer_auth(PROFILES[1].key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert!(resp.text().await.unwrap().contains("alpha"));
 
     let (_, wrong) = get(&gw, "/p/alpha/v1/models", Some("not-a-key-of-anyone-123")).await;
     assert_eq!(wrong["error"]["code"], "invalid_api_key", "{wrong}");
@@ -334,7 +368,7 @@ async fn a_profile_created_while_running_is_served_and_a_deleted_one_is_not() {
         last_upstream(&upstream),
         ("model-gamma".into(), "soul of gamma".into())
     );
-    let (_, health) = get(&gw, "/health", None).await;
+    let (_, health) = get(&gw, "/health", Some(PROFILES[0].key)).await;
     assert_eq!(
         health["profiles"],
         json!(["default", "alpha", "beta", "gamma"])
@@ -345,7 +379,8 @@ async fn a_profile_created_while_running_is_served_and_a_deleted_one_is_not() {
     assert_eq!(status, 404, "{body}");
     assert_eq!(body["error"]["code"], "profile_not_found");
     eventually("gamma to leave /health", async || {
-        get(&gw, "/health", None).await.1["profiles"] == json!(["default", "alpha", "beta"])
+        get(&gw, "/health", Some(PROFILES[0].key)).await.1["profiles"]
+            == json!(["default", "alpha", "beta"])
     })
     .await;
     gw.stop(ShutdownRequest::Stop).await.unwrap();
