@@ -41,7 +41,11 @@ const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-
 /// Settings plus the failed-login counters, shared by every request.
 pub struct Guard {
     settings: Settings,
+    /// Wrong sign-ins to the UI and API (passwords, session tokens).
     failures: FailedLogins,
+    /// Wrong metrics tokens: counted apart, so a misconfigured scraper at an address (or
+    /// someone guessing the token) never locks that address out of the UI, nor the reverse.
+    metrics_failures: FailedLogins,
     /// `Authorization` values that passed a (slow) password hash check.
     accepted: Mutex<Vec<String>>,
 }
@@ -52,6 +56,7 @@ impl Guard {
         Arc::new(Guard {
             settings,
             failures: FailedLogins::default(),
+            metrics_failures: FailedLogins::default(),
             accepted: Mutex::new(Vec::new()),
         })
     }
@@ -228,7 +233,7 @@ async fn check(guard: &Arc<Guard>, request: Request, next: Next) -> Response {
 /// Whether this request may scrape `/metrics` (its answer when not): 404 when no metrics
 /// credentials are configured (closed: nothing says the endpoint exists); with a bearer token,
 /// the metrics token, compared in constant time (a wrong one is a failed login, limited as
-/// the others); without one, a connection from an allowlisted address whose Host the
+/// the others are but counted apart from them); without one, a connection from an allowlisted address whose Host the
 /// dashboard answers to. A right token passes whatever the Host: DNS rebinding lets a page
 /// send requests, not know the token, and a scraper names the pod by its address. Session
 /// credentials never open `/metrics`, and the metrics token opens nothing else.
@@ -256,7 +261,7 @@ fn metrics_access(guard: &Guard, request: &Request) -> Result<(), Box<Response>>
     // login: the allowlist alone decides.
     match bearer.filter(|_| access.token.is_some()) {
         Some(presented) => {
-            if guard.throttled(ip) {
+            if guard.metrics_failures.throttled(ip, Instant::now()) {
                 return Err(Box::new(detail(
                     StatusCode::TOO_MANY_REQUESTS,
                     "Too many failed logins; try again later",
@@ -269,7 +274,7 @@ fn metrics_access(guard: &Guard, request: &Request) -> Result<(), Box<Response>>
             {
                 return Ok(());
             }
-            guard.record_failure(ip);
+            guard.metrics_failures.record(ip, Instant::now());
             refused()
         }
         None if access.allows(peer) && guard.host_allowed(request.headers()) => Ok(()),
