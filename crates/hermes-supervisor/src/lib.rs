@@ -7,6 +7,7 @@
 //! * [`supervisor`] — the one event loop that executes it ([`Supervisor::run`]), and beside it
 //!   spawning services, capturing their output and the control server.
 //! * [`groups`] — process groups of services, and left-overs of a killed supervisor.
+//! * [`tree`] — a service's whole process tree: what left its group (`setsid`) is still its.
 //! * [`logs`] — line capture, timestamps, rotation.
 //! * [`mirror`] — service output on the supervisor's stdout, never blocking the loop.
 //! * [`protocol`] / [`client`] — the control socket and its blocking client.
@@ -32,6 +33,7 @@ pub mod protocol;
 pub mod spec;
 pub mod status;
 pub mod supervisor;
+pub mod tree;
 pub mod usage;
 
 pub use client::Client;

@@ -432,6 +432,13 @@ impl Supervisor {
                 self.read_pipe(i, out);
             }
             for ev in events {
+                // Before the machine sees the exit (and perhaps starts the service again): what
+                // the process left outside its group goes with it.
+                if let Event::Exited { pid, .. } = ev
+                    && let Some(service) = self.machine.owner_of(pid).map(str::to_owned)
+                {
+                    self.stop_escaped(&service, pid, out);
+                }
                 let acts = self.machine.handle(ev, now);
                 self.execute(acts, hooks, out, &mut outcome);
             }

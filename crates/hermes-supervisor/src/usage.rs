@@ -28,8 +28,12 @@ pub struct Usage {
 /// One process's line of `/proc/<pid>/stat`, the fields we read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcStat {
+    /// Its parent.
+    pub ppid: i32,
     /// Its process group.
     pub pgrp: i32,
+    /// When it started, clock ticks after boot: with the pid, it names one process.
+    pub start: u64,
     /// Resident pages.
     pub rss_pages: u64,
     /// `utime + stime + cutime + cstime`, ticks.
@@ -48,7 +52,9 @@ pub fn parse_stat(line: &str) -> Option<ProcStat> {
     // cutime and cstime are signed in the kernel's format; negative never happens in practice.
     let signed = |n: usize| field(n)?.parse::<i64>().ok().map(|v| v.max(0) as u64);
     Some(ProcStat {
+        ppid: field(4)?.parse().ok()?,
         pgrp: field(5)?.parse().ok()?,
+        start: number(22)?,
         rss_pages: signed(24)?,
         cpu_ticks: number(14)? + number(15)? + signed(16)? + signed(17)?,
     })
@@ -57,10 +63,28 @@ pub fn parse_stat(line: &str) -> Option<ProcStat> {
 /// Every process group's usage, from one pass over `proc` (`/proc`). Processes that vanish
 /// during the pass, or whose line does not parse, are skipped.
 pub fn by_group(proc: &Path) -> HashMap<i32, Usage> {
-    let page = page_size();
     let mut groups: HashMap<i32, Usage> = HashMap::new();
+    for stat in table(proc).values() {
+        groups.entry(stat.pgrp).or_default().add(stat);
+    }
+    groups
+}
+
+impl Usage {
+    /// Counts one more process.
+    pub fn add(&mut self, stat: &ProcStat) {
+        self.rss_bytes += stat.rss_pages * page_size();
+        self.cpu_ticks += stat.cpu_ticks;
+        self.processes += 1;
+    }
+}
+
+/// Every process, by pid, from one pass over `proc` (`/proc`). Processes that vanish during
+/// the pass, or whose line does not parse, are left out.
+pub fn table(proc: &Path) -> HashMap<i32, ProcStat> {
+    let mut table = HashMap::new();
     let Ok(entries) = std::fs::read_dir(proc) else {
-        return groups;
+        return table;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
@@ -73,14 +97,11 @@ pub fn by_group(proc: &Path) -> HashMap<i32, Usage> {
         let Ok(line) = std::fs::read_to_string(proc.join(pid).join("stat")) else {
             continue; // exited since the listing
         };
-        if let Some(stat) = parse_stat(&line) {
-            let usage = groups.entry(stat.pgrp).or_default();
-            usage.rss_bytes += stat.rss_pages * page;
-            usage.cpu_ticks += stat.cpu_ticks;
-            usage.processes += 1;
+        if let (Some(stat), Ok(pid)) = (parse_stat(&line), pid.parse::<i32>()) {
+            table.insert(pid, stat);
         }
     }
-    groups
+    table
 }
 
 /// The clock ticks `/proc` counts CPU time in, per second (`sysconf(_SC_CLK_TCK)`, 100 on
@@ -110,7 +131,7 @@ mod tests {
         let line = "4242 (we (ird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 \
                     30 12 5 3 20 0 1 0 100 10485760 2560 18446744073709551615 1 1 0 0 0 0 0";
         let stat = parse_stat(line).unwrap();
-        assert_eq!(stat.pgrp, 4242);
+        assert_eq!((stat.ppid, stat.pgrp, stat.start), (1, 4242, 100));
         assert_eq!(stat.rss_pages, 2560);
         assert_eq!(stat.cpu_ticks, 30 + 12 + 5 + 3);
         assert_eq!(parse_stat("4242 (short) S 1"), None);

@@ -31,6 +31,10 @@ pub(super) enum CgroupState {
     Ready(Cgroups),
 }
 
+/// How many passes over `/proc` [`Supervisor::stop_escaped`] makes at most, while what it
+/// kills keeps forking.
+const ESCAPED_PASSES: usize = 20;
+
 /// Services whose current process runs in its own cgroup: the OOM kills counted there when it
 /// was spawned.
 pub(super) type InCgroup = HashMap<String, u64>;
@@ -119,7 +123,8 @@ impl Supervisor {
                     .map(|l| l.bytes),
             })
             .collect();
-        self.sampler.sample(&watched, now)
+        let leaders = self.machine.live_pids().into_iter().collect();
+        self.sampler.sample(&watched, &leaders, now)
     }
 
     /// A service's memory limit and who enforces it now.
@@ -131,6 +136,38 @@ impl Supervisor {
             Enforcement::Sampling
         };
         Some(MemoryLimit { bytes, enforced_by })
+    }
+
+    /// Kills what the tree of `service`, whose main process `pgid` just exited, has outside its
+    /// group (the group itself is the machine's to kill), chasing what they fork meanwhile for
+    /// a bounded number of passes; says how many there were.
+    pub(super) fn stop_escaped(&mut self, service: &str, pgid: i32, out: &mut MirrorOut<'_>) {
+        let mut killed: std::collections::HashSet<i32> = std::collections::HashSet::new();
+        for _ in 0..ESCAPED_PASSES {
+            let leaders = self.machine.live_pids().into_iter().collect();
+            let pids = self.sampler.escaped_now(service, pgid, &leaders);
+            for &pid in &pids {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            let before = killed.len();
+            killed.extend(pids);
+            if killed.len() == before {
+                break;
+            }
+        }
+        if !killed.is_empty() {
+            let spec = self.machine.spec(service).cloned();
+            let dir = spec.as_ref().and_then(|s| self.log_dir_for(s));
+            let msg = format!(
+                "[hermes] killed {} process(es) it had left outside its process group (setsid or \
+                 a double fork), with its main process",
+                killed.len()
+            );
+            self.emit(service, dir.as_deref(), msg.as_bytes(), out);
+        }
     }
 
     /// A forgotten service's records and cgroup go.

@@ -1,20 +1,22 @@
 //! Sampling what each service uses, every [`Options::sample_interval`](super::Options): one
-//! pass over `/proc` ([`crate::usage::by_group`]) gives every service's process group, which
-//! becomes its [`Resources`] in status (memory, CPU seconds and percent, a short history), and
-//! — for a service whose memory limit is not its cgroup's — the [`Event::OverMemory`] that
-//! kills it when its group is over `memory_max`.
+//! pass over `/proc` ([`crate::usage::table`]) gives every service's whole process tree (its
+//! group and what left the group: [`crate::tree`]), which becomes its [`Resources`] in status
+//! (memory, CPU seconds and percent, a short history), and — for a service whose memory limit
+//! is not its cgroup's — the [`Event::OverMemory`] that kills it when its tree is over
+//! `memory_max`.
 //!
 //! The history keeps one point per [`HISTORY_STEP_SECS`] per service, [`HISTORY_LEN`] of them,
 //! across restarts (the point of a leak is the saw-tooth); it is dropped when the service is
 //! forgotten.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::machine::Event;
 use crate::status::{HISTORY_LEN, HISTORY_STEP_SECS, ResourceSample, Resources, over_limit_reason};
-use crate::usage::{self, Usage};
+use crate::tree::{self, Root, Trees};
+use crate::usage::{self, ProcStat, Usage};
 
 /// A service the sampler looks at this turn.
 pub(super) struct Watched<'a> {
@@ -33,6 +35,7 @@ pub(super) struct Sampler {
     next_at: Instant,
     ticks_per_second: f64,
     records: HashMap<String, Record>,
+    trees: Trees,
 }
 
 #[derive(Default)]
@@ -61,6 +64,7 @@ impl Sampler {
             next_at: now,
             ticks_per_second: usage::ticks_per_second() as f64,
             records: HashMap::new(),
+            trees: Trees::default(),
         }
     }
 
@@ -70,12 +74,30 @@ impl Sampler {
     }
 
     /// Samples `services` if due; returns the over-limit events.
-    pub(super) fn sample(&mut self, services: &[Watched<'_>], now: Instant) -> Vec<Event> {
+    pub(super) fn sample(
+        &mut self,
+        services: &[Watched<'_>],
+        leaders: &HashSet<i32>,
+        now: Instant,
+    ) -> Vec<Event> {
         if now < self.next_at {
             return Vec::new();
         }
         self.next_at = now + self.interval;
-        let groups = usage::by_group(&self.proc);
+        let table = usage::table(&self.proc);
+        let roots: Vec<Root<'_>> = services
+            .iter()
+            .filter(|w| w.pid.is_some())
+            .map(|w| Root {
+                name: w.name,
+                pgid: w.pid,
+            })
+            .collect();
+        self.follow(&table, &roots, leaders);
+        let mut groups: HashMap<i32, Usage> = HashMap::new();
+        for stat in table.values() {
+            groups.entry(stat.pgrp).or_default().add(stat);
+        }
         let wall = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
@@ -83,11 +105,14 @@ impl Sampler {
         let mut events = Vec::new();
         for w in services {
             let record = self.records.entry(w.name.to_string()).or_default();
-            let Some((pid, usage)) = w.pid.and_then(|p| groups.get(&p).map(|u| (p, *u))) else {
+            let Some((pid, mut usage)) = w.pid.and_then(|p| groups.get(&p).map(|u| (p, *u))) else {
                 record.now = None;
                 record.last = None;
                 continue;
             };
+            for escaped in self.trees.escaped(w.name, &table) {
+                usage.add(&table[&escaped]);
+            }
             let rate = |from: Option<(i32, Instant, u64)>| {
                 let (p, at, ticks) = from.filter(|&(p, ..)| p == pid)?;
                 let secs = now.saturating_duration_since(at).as_secs_f64();
@@ -150,6 +175,40 @@ impl Sampler {
     /// Drops a forgotten service's record.
     pub(super) fn forget(&mut self, service: &str) {
         self.records.remove(service);
+        self.trees.forget(service);
+    }
+
+    /// The processes of `service`'s tree outside its group `pgid`, looked for now (a fresh
+    /// pass over `/proc`): what a service whose main process exited leaves behind.
+    pub(super) fn escaped_now(
+        &mut self,
+        service: &str,
+        pgid: i32,
+        leaders: &HashSet<i32>,
+    ) -> Vec<i32> {
+        let table = usage::table(&self.proc);
+        self.follow(
+            &table,
+            &[Root {
+                name: service,
+                pgid: Some(pgid),
+            }],
+            leaders,
+        );
+        self.trees.escaped(service, &table)
+    }
+
+    fn follow(
+        &mut self,
+        table: &HashMap<i32, ProcStat>,
+        roots: &[Root<'_>],
+        leaders: &HashSet<i32>,
+    ) {
+        let proc = self.proc.clone();
+        let me = nix::unistd::getpid().as_raw();
+        self.trees.update(table, roots, leaders, me, &|pid| {
+            tree::service_in_environ(&proc, pid)
+        });
     }
 }
 
@@ -168,18 +227,24 @@ mod tests {
             enforce,
         };
         // This test process's own group holds more than 4 KiB and less than 1 TiB.
-        let over = sampler.sample(&[watched(Some(4096))], t0);
+        let over = sampler.sample(&[watched(Some(4096))], &HashSet::new(), t0);
         assert!(
             matches!(&over[..], [Event::OverMemory { pid, reason }]
                 if *pid == me && reason.starts_with("memory limit: ") && reason.ends_with("> 4 KiB")),
             "{over:?}"
         );
         assert!(
-            sampler.sample(&[watched(Some(1 << 40))], t0).is_empty(),
+            sampler
+                .sample(&[watched(Some(1 << 40))], &HashSet::new(), t0)
+                .is_empty(),
             "not due yet"
         );
         let t1 = t0 + Duration::from_millis(20);
-        assert!(sampler.sample(&[watched(Some(1 << 40))], t1).is_empty());
+        assert!(
+            sampler
+                .sample(&[watched(Some(1 << 40))], &HashSet::new(), t1)
+                .is_empty()
+        );
         let r = sampler.resources("me", Some(me)).unwrap();
         assert!(r.memory_bytes > 0 && r.processes >= 1);
         let newer = sampler.resources("me", Some(me + 1)).unwrap();
@@ -196,7 +261,7 @@ mod tests {
             pid: None,
             enforce: Some(4096),
         };
-        assert!(sampler.sample(&[gone], t2).is_empty());
+        assert!(sampler.sample(&[gone], &HashSet::new(), t2).is_empty());
         let r = sampler.resources("me", None).unwrap();
         assert_eq!((r.memory_bytes, r.processes, r.cpu_percent), (0, 0, None));
         assert_eq!(r.history.len(), 1);

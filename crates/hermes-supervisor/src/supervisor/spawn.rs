@@ -77,6 +77,10 @@ impl Supervisor {
         // The main program (PID 1's CMD) gets the container environment unchanged: it has
         // no readiness protocol to speak, and an extra `NOTIFY_SOCKET` would leak into it.
         let is_main = self.opts.main.as_deref() == Some(name);
+        if !is_main {
+            // What it forks inherits it: an orphan is still known as this service's.
+            cmd.env(crate::tree::SERVICE_VAR, name);
+        }
         let notify = (!is_main).then(|| self.notify_socket(&spec));
         match notify {
             Some(Ok(p)) => {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hermes_supervisor::{Enforcement, StateName};
 
-use crate::common::{Harness, rss_kib};
+use crate::common::{Harness, alive, rss_kib};
 
 /// Allocates (and touches) 8 MiB every 50 ms, forever.
 const LEAK: &str = "import time\nheld = []\nwhile True:\n    held.append(b'x' * (8 << 20))\n    time.sleep(0.05)\n";
@@ -110,4 +110,112 @@ fn resources_in_status_match_proc_within_ten_percent() {
         r.cpu_seconds
     );
     assert!(!r.history.is_empty());
+}
+
+/// The pids a service's runs wrote to `file`, one a line.
+fn pids_in(file: &std::path::Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Forks a child that calls `setsid` (leaving the service's process group), writes its pid to
+/// `$DIR/escaped` and leaks 8 MiB every 50 ms; the service's own process only sleeps.
+const ESCAPE_AND_LEAK: &str = "import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    with open(sys.argv[1], 'a') as f:
+        f.write(f'{os.getpid()}\\n')
+    held = []
+    while True:
+        held.append(b'x' * (8 << 20))
+        time.sleep(0.05)
+time.sleep(600)
+";
+
+#[test]
+fn a_child_that_left_the_group_with_setsid_counts_toward_the_limit_and_dies_with_the_service() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("escape.py"), ESCAPE_AND_LEAK).unwrap();
+    let escaped = dir.path().join("escaped");
+    let h = Harness::start(
+        &format!(
+            "services:
+  detached:
+    command: [python3, {}, {}]
+    memory_max: 64MiB
+",
+            dir.path().join("escape.py").display(),
+            escaped.display()
+        ),
+        &[],
+    );
+    h.wait_for("`detached` restarted at its limit", || {
+        h.status("detached").is_ok_and(|s| s.restarts >= 2)
+    });
+    let status = h.status("detached").unwrap();
+    let failure = status.last_failure.clone().unwrap_or_default();
+    assert!(
+        failure.starts_with("memory limit: ") && failure.ends_with("> 64 MiB"),
+        "the detached child's memory is the service's: {status:?}"
+    );
+    // Every run's detached child but the current one's is gone.
+    let pids = pids_in(&escaped);
+    assert!(pids.len() >= 2, "{pids:?}");
+    let (current, earlier) = pids.split_last().unwrap();
+    for pid in earlier {
+        assert!(!alive(*pid), "the child {pid} of an earlier run is gone");
+    }
+    assert!(
+        h.log("detached")
+            .contains("killed 1 process(es) it had left outside its process group"),
+        "{}",
+        h.log("detached")
+    );
+    let _ = current;
+}
+
+#[test]
+fn a_stop_takes_what_left_the_group_and_a_crash_loop_leaves_no_orphans() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = dir.path().join("daemon");
+    let crashy = dir.path().join("crashy");
+    let h = Harness::start(
+        &format!(
+            "services:
+  daemonizer:
+    command: \"setsid sleep 600 & echo $! >{}; exec sleep 600\"
+  crashy:
+    command: \"setsid sleep 600 & echo $! >>{}; sleep 0.2; exit 1\"
+",
+            daemon.display(),
+            crashy.display()
+        ),
+        &[],
+    );
+    h.wait_state("daemonizer", StateName::Up);
+    h.wait_for("the daemon's pid", || pids_in(&daemon).len() == 1);
+    let sleeper = pids_in(&daemon)[0];
+    assert!(alive(sleeper));
+    h.wait_for("the daemon counted in status", || {
+        h.status("daemonizer")
+            .is_ok_and(|s| s.resources.is_some_and(|r| r.processes == 2))
+    });
+    h.client().stop("daemonizer").unwrap();
+    h.wait_state("daemonizer", StateName::Down);
+    h.wait_for("the detached sleeper killed with the stop", || {
+        !alive(sleeper)
+    });
+
+    h.wait_for("`crashy` crashed three times", || {
+        pids_in(&crashy).len() >= 4
+    });
+    let pids = pids_in(&crashy);
+    let alive_now: Vec<i32> = pids.iter().copied().filter(|&p| alive(p)).collect();
+    assert!(
+        alive_now.len() <= 1,
+        "at most the current run's sleeper lives: {alive_now:?} of {pids:?}"
+    );
 }
