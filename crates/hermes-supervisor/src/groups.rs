@@ -18,8 +18,10 @@
 //!   process started; together with the pid it names one process for the life of the system.
 //! * **left-over group** — a recorded group that still has members when a supervisor starts.
 //!
-//! Limit: a descendant that calls `setsid`/`setpgid` leaves the group and is not found this
-//! way (it is still reaped when it exits, the supervisor being a sub-reaper or PID 1).
+//! A descendant that calls `setsid`/`setpgid` leaves the group: a running supervisor follows
+//! it through the service's tree ([`crate::tree`]); after a killed supervisor, these records
+//! do not find it (it is still reaped when it exits, the supervisor being a sub-reaper or
+//! PID 1).
 
 use std::fs;
 use std::io;

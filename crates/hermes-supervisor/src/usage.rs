@@ -1,9 +1,9 @@
 //! What processes use, read from `/proc`: one pass over `/proc/<pid>/stat` gives every
 //! process's group, resident memory and CPU time, summed per process group ([`by_group`]).
 //!
-//! A service is its process group (every service is spawned as a group leader), so the sum
-//! over the group is what the service uses — its helpers included, a process that left the
-//! group with `setsid` not. Resident memory is `/proc/<pid>/stat`'s `rss` (the same pages as
+//! Every service is spawned as a group leader, so the sum over its group is what the service
+//! uses, its helpers included; what left the group with `setsid` is added by the sampler from
+//! the service's tree ([`crate::tree`]). Resident memory is `/proc/<pid>/stat`'s `rss` (the same pages as
 //! `VmRSS` in `/proc/<pid>/status`); shared pages count in each process that maps them, as
 //! `ps` and `top` count them. CPU time is `utime + stime` of each live member plus `cutime +
 //! cstime` (the children it waited for), so a shell's finished commands still count.
