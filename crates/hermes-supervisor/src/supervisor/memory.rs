@@ -41,13 +41,14 @@ pub(super) type InCgroup = HashMap<String, u64>;
 
 impl Supervisor {
     /// Puts `spec`'s next process in its own cgroup when it has a limit and cgroups can be had:
-    /// the child joins it before `exec`. The returned descriptor must live until the spawn.
+    /// the child joins it before `exec`. The returned [`Joining`] must live until the spawn,
+    /// and be asked after it whether the join failed ([`Supervisor::joined_cgroup`]).
     pub(super) fn join_cgroup(
         &mut self,
         spec: &ServiceSpec,
         cmd: &mut Command,
         out: &mut MirrorOut<'_>,
-    ) -> Option<OwnedFd> {
+    ) -> Option<Joining> {
         self.in_cgroup.remove(&spec.name);
         let limit = spec.memory_max?;
         if matches!(self.cgroups, CgroupState::Unknown) {
@@ -63,18 +64,14 @@ impl Supervisor {
         let CgroupState::Ready(cgroups) = &self.cgroups else {
             return None;
         };
-        match cgroups.prepare(&spec.name, limit) {
-            Ok(prepared) => {
-                let fd = prepared.procs.as_raw_fd();
-                #[allow(unsafe_code)]
-                // SAFETY: runs between fork and exec; write(2) on a descriptor opened before the
-                // fork, with a static buffer, is async-signal-safe.
-                unsafe {
-                    cmd.pre_exec(move || join(fd));
-                }
+        match cgroups
+            .prepare(&spec.name, limit)
+            .and_then(|p| Joining::install(p.procs, cmd))
+        {
+            Ok(joining) => {
                 self.in_cgroup
                     .insert(spec.name.clone(), cgroups.oom_kills(&spec.name));
-                Some(prepared.procs)
+                Some(joining)
             }
             Err(e) => {
                 let dir = self.log_dir_for(spec);
@@ -138,6 +135,27 @@ impl Supervisor {
         Some(MemoryLimit { bytes, enforced_by })
     }
 
+    /// After `service`'s spawn: when its process could not join its cgroup, it runs without one
+    /// (a failed join never stops a start) and its limit is sampled; says so in its own words.
+    pub(super) fn joined_cgroup(
+        &mut self,
+        spec: &ServiceSpec,
+        joining: &Joining,
+        out: &mut MirrorOut<'_>,
+    ) {
+        let Some(errno) = joining.failure() else {
+            return;
+        };
+        self.in_cgroup.remove(&spec.name);
+        let dir = self.log_dir_for(spec);
+        let msg = format!(
+            "[hermes] could not join its cgroup ({}): it runs without one, and its memory limit \
+             is enforced by sampling",
+            errno.desc().to_lowercase()
+        );
+        self.emit(&spec.name, dir.as_deref(), msg.as_bytes(), out);
+    }
+
     /// Kills what the tree of `service`, whose main process `pgid` just exited, has outside its
     /// group (the group itself is the machine's to kill), chasing what they fork meanwhile for
     /// a bounded number of passes; says how many there were.
@@ -180,6 +198,53 @@ impl Supervisor {
     }
 }
 
+/// A spawn joining a cgroup. The child writes `0` to the cgroup's `cgroup.procs` before
+/// `exec`; a failure there is reported on a pipe instead of failing the spawn (the program is
+/// not at fault, and it can run with its limit sampled), and read by the parent once the spawn
+/// returned (std returns only after the child's `exec`, so the report is there by then).
+pub(super) struct Joining {
+    /// `cgroup.procs`, open for writing; must stay open until the spawn.
+    _procs: OwnedFd,
+    /// Readable (non-blocking) in the parent: the errno of a failed join, 4 bytes.
+    report_read: OwnedFd,
+    /// The child's end; close-on-exec.
+    _report_write: OwnedFd,
+}
+
+impl Joining {
+    /// Adds the join to `cmd`'s child (in the order of the `pre_exec` calls).
+    pub(super) fn install(procs: OwnedFd, cmd: &mut Command) -> std::io::Result<Joining> {
+        let (report_read, report_write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)?;
+        let fd = procs.as_raw_fd();
+        let report = report_write.as_raw_fd();
+        #[allow(unsafe_code)]
+        // SAFETY: runs between fork and exec; write(2) on descriptors opened before the fork,
+        // with a stack buffer, is async-signal-safe; nothing is allocated.
+        unsafe {
+            cmd.pre_exec(move || {
+                if let Err(e) = join(fd) {
+                    let code = e.raw_os_error().unwrap_or(libc::EIO).to_ne_bytes();
+                    libc::write(report, code.as_ptr().cast(), code.len());
+                }
+                Ok(())
+            });
+        }
+        Ok(Joining {
+            _procs: procs,
+            report_read,
+            _report_write: report_write,
+        })
+    }
+
+    /// After the spawn: the errno of a join that failed, if it did.
+    pub(super) fn failure(&self) -> Option<nix::errno::Errno> {
+        let mut code = [0u8; 4];
+        matches!(nix::unistd::read(&self.report_read, &mut code), Ok(4))
+            .then(|| nix::errno::Errno::from_raw(i32::from_ne_bytes(code)))
+    }
+}
+
 /// In the child: joins the cgroup whose `cgroup.procs` is `fd` (`0` is the writer itself).
 fn join(fd: std::os::fd::RawFd) -> std::io::Result<()> {
     #[allow(unsafe_code)]
@@ -189,5 +254,30 @@ fn join(fd: std::os::fd::RawFd) -> std::io::Result<()> {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spawns `true` joining through `procs`; what the parent hears of the join.
+    fn spawn_joining(procs: OwnedFd) -> Option<nix::errno::Errno> {
+        let mut cmd = Command::new("true");
+        let joining = Joining::install(procs, &mut cmd).unwrap();
+        let mut child = cmd.spawn().expect("a failed join never fails the spawn");
+        let failure = joining.failure();
+        child.wait().unwrap();
+        failure
+    }
+
+    #[test]
+    fn a_join_that_fails_is_reported_and_the_program_still_runs() {
+        // A descriptor open for reading only: the child's write fails with EBADF.
+        let (read_only, _w) = nix::unistd::pipe().unwrap();
+        assert_eq!(spawn_joining(read_only), Some(nix::errno::Errno::EBADF));
+        // One it can write: no report.
+        let (_r, writable) = nix::unistd::pipe().unwrap();
+        assert_eq!(spawn_joining(writable), None);
     }
 }

@@ -99,7 +99,7 @@ impl Supervisor {
             cmd.pre_exec(reset_signal_mask);
         }
         // Before the privilege drop: only root may move a process into a cgroup.
-        let _cgroup = self.join_cgroup(&spec, &mut cmd, out);
+        let cgroup = self.join_cgroup(&spec, &mut cmd, out);
         let capture = spec.log != LogTarget::Inherit;
         if capture {
             cmd.stdin(Stdio::null())
@@ -172,6 +172,9 @@ impl Supervisor {
                 return failed(error);
             }
         };
+        if let Some(joining) = &cgroup {
+            self.joined_cgroup(&spec, joining, out);
+        }
         let pid = child.id() as i32;
         let log = self.log_dir_for(&spec);
         let streams: [Option<OwnedFd>; 2] = [
