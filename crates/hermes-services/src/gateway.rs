@@ -31,6 +31,11 @@ pub const SUPERVISED_VAR: &str = "HERMES_GATEWAY_SUPERVISED";
 /// Longer than the gateway's own 30 s drain, so a clean stop is never cut short.
 pub const GATEWAY_STOP_GRACE: Duration = Duration::from_secs(35);
 
+/// The most processes a gateway's tree may hold (`pids_max`): far above what the agent runs
+/// (its tools, a browser's processes), low enough that a fork bomb in a tool is stopped
+/// before it takes the container's pids.
+pub const GATEWAY_PIDS_MAX: u64 = 512;
+
 /// The supervisor service name of `profile`'s gateway: `gateway-<profile>`.
 pub fn service_name(profile: &str) -> String {
     format!("{GATEWAY_PREFIX}{profile}")
@@ -73,6 +78,7 @@ pub fn gateway_spec(
     let mut spec = ServiceSpec::new(service_name(profile), argv);
     let default_limit = std::env::var(MEMORY_MAX_VAR).ok();
     spec.memory_max = memory_max(profile, config.as_ref(), default_limit.as_deref(), out);
+    spec.pids_max = Some(GATEWAY_PIDS_MAX);
     spec.restart = RestartPolicy::OnFailure;
     spec.stop_grace = GATEWAY_STOP_GRACE;
     spec.autostart = autostart;

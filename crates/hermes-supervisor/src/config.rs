@@ -15,6 +15,7 @@
 //!                                           # or {name: NAME, address: HOST:PORT}
 //!     handover: false                       # restart: start the new one, then stop the old
 //!     memory_max: 512MiB                    # killed and restarted past it (bytes or 1G, 512M)
+//!     pids_max: 256                         # its whole tree's processes, killed past it
 //! ```
 //!
 //! One bad service never hides the good ones: [`parse_services`] returns the valid specs *and*
@@ -42,6 +43,7 @@ pub const SERVICE_KEYS: &[&str] = &[
     "listen",
     "handover",
     "memory_max",
+    "pids_max",
 ];
 
 /// A problem with one service entry.
@@ -237,10 +239,19 @@ pub fn parse_service(name: &str, entry: &Value) -> Result<ServiceSpec, Vec<Confi
             None => errs.push(bad("memory_max", format!("{v} is not a size"))),
         },
     }
+    match map.get("pids_max") {
+        Some(Value::Null) | None => {}
+        Some(v) => match scalar_string(v).and_then(|s| s.trim().parse::<u64>().ok()) {
+            Some(n) => spec.pids_max = Some(n),
+            None => errs.push(bad("pids_max", format!("{v} is not a number of processes"))),
+        },
+    }
     if errs.is_empty()
         && let Err(problem) = spec.validate()
     {
-        let key = if problem.contains("memory_max") {
+        let key = if problem.contains("pids_max") {
+            "pids_max"
+        } else if problem.contains("memory_max") {
             "memory_max"
         } else {
             "listen"
@@ -425,6 +436,25 @@ services:
         assert_eq!(specs.len(), 2);
         assert_eq!(specs[0].stop_grace, Duration::from_secs(5));
         assert!(!specs[1].enabled);
+    }
+
+    #[test]
+    fn process_limits_parse_and_bad_ones_are_reported() {
+        use serde_json::json;
+        let ok = parse_service("forky", &json!({"command": "x", "pids_max": 64})).unwrap();
+        assert_eq!(ok.pids_max, Some(64));
+        let text = parse_service("forky", &json!({"command": "x", "pids_max": "64"})).unwrap();
+        assert_eq!(text.pids_max, Some(64));
+        for (bad, says) in [
+            (json!("many"), "is not a number of processes"),
+            (json!(-1), "is not a number of processes"),
+            (json!(2), "must be at least 8"),
+        ] {
+            let errs =
+                parse_service("forky", &json!({"command": "x", "pids_max": bad})).unwrap_err();
+            assert_eq!(errs[0].key.as_deref(), Some("pids_max"), "{errs:?}");
+            assert!(errs[0].to_string().contains(says), "{}", errs[0]);
+        }
     }
 
     #[test]

@@ -354,7 +354,7 @@ pub enum Event {
     /// its group over `memory_max`, or its cgroup was OOM-killed): its group is SIGKILLed and
     /// the exit that follows is a failure whose reason is `reason`
     /// ([`crate::status::over_limit_reason`]), restarted through the normal backoff.
-    OverMemory {
+    OverLimit {
         /// The service's current pid.
         pid: i32,
         /// What the state's reason says.
@@ -687,6 +687,7 @@ impl Machine {
             listening: Vec::new(),
             resources: None,
             memory_max: None,
+            pids_max: s.spec.pids_max,
             last_failure: s.last_failure.clone(),
         }
     }
@@ -771,7 +772,7 @@ impl Machine {
                 }
             }
             Event::Control { id, op } => self.control(id, op, now, &mut out),
-            Event::OverMemory { pid, reason } => self.over_memory(pid, reason, &mut out),
+            Event::OverLimit { pid, reason } => self.over_memory(pid, reason, &mut out),
             Event::Terminate => {
                 if self.is_shutting_down() {
                     // Second request: the operator is out of patience.
@@ -1495,7 +1496,7 @@ mod tests {
             );
             let reason = crate::status::over_limit_reason((13 << 30) / 10, 1 << 30);
             let a = m.handle(
-                Event::OverMemory {
+                Event::OverLimit {
                     pid: 10,
                     reason: reason.clone(),
                 },
@@ -1507,7 +1508,7 @@ mod tests {
             }));
             // A second sample before the exit is reaped kills nothing twice.
             let again = m.handle(
-                Event::OverMemory {
+                Event::OverLimit {
                     pid: 10,
                     reason: reason.clone(),
                 },
@@ -1549,7 +1550,7 @@ mod tests {
         boot(&mut m, t0, "leaky", 10);
         let reason = "memory limit: 2 GiB > 1 GiB".to_string();
         assert!(
-            m.handle(Event::OverMemory { pid: 99, reason }, t0)
+            m.handle(Event::OverLimit { pid: 99, reason }, t0)
                 .is_empty()
         );
         assert_eq!(m.status_of("leaky", t0).unwrap().state, StateName::Starting);

@@ -18,6 +18,9 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
+/// The smallest `pids_max` a spec may have.
+pub const MIN_PIDS_MAX: u64 = 8;
+
 /// The smallest `memory_max` a spec may have: below it, a program is killed before it has
 /// started, and a typo (`memory_max: 1` meant as 1 GiB) would look like a crash loop.
 pub const MIN_MEMORY_MAX: u64 = 4 << 20;
@@ -190,6 +193,12 @@ pub struct ServiceSpec {
     /// killed and restarted (with backoff), its reason `memory limit: 1.3 GiB > 1 GiB`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_max: Option<u64>,
+    /// The most processes its tree may hold at once: past it the service is killed and
+    /// restarted (with backoff), its reason `process limit: 310 processes > 256`. Counted over
+    /// the whole tree (`crate::tree`) at each sample, so a fork bomb is stopped at the next one
+    /// and every process it made dies with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids_max: Option<u64>,
 }
 
 fn default_stop_signal() -> Signal {
@@ -221,6 +230,7 @@ impl ServiceSpec {
             listen: Vec::new(),
             handover: false,
             memory_max: None,
+            pids_max: None,
         }
     }
 
@@ -253,6 +263,11 @@ impl ServiceSpec {
                     listen.name
                 ));
             }
+        }
+        if self.pids_max.is_some_and(|p| p < MIN_PIDS_MAX) {
+            return Err(format!(
+                "service `{n}`: `pids_max` must be at least {MIN_PIDS_MAX} (a shell and its command are two)"
+            ));
         }
         if self.memory_max.is_some_and(|m| m < MIN_MEMORY_MAX) {
             return Err(format!(

@@ -123,6 +123,9 @@ pub struct ServiceStatus {
     /// Its memory limit and how it is enforced, if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_max: Option<MemoryLimit>,
+    /// Its process limit, if it has one (enforced by sampling its tree).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids_max: Option<u64>,
     /// Why its latest restart after a failure happened (`memory limit: 1.3 GiB > 1 GiB`,
     /// `exited with code 1`): a service replaced at once is `up` again before anyone reads its
     /// backoff reason, so this keeps it. `None` when it never failed.
@@ -149,6 +152,7 @@ impl ServiceStatus {
             listening: Vec::new(),
             resources: None,
             memory_max: None,
+            pids_max: None,
             last_failure: None,
         }
     }
@@ -218,7 +222,12 @@ impl Enforcement {
     }
 }
 
-/// The reason of a service killed at its memory limit: `memory limit: 1.3 GiB > 1 GiB`.
+/// The reason of a service killed at its process limit: `process limit: 310 processes > 256`.
+pub fn over_pids_reason(processes: u64, limit: u64) -> String {
+    format!("process limit: {processes} processes > {limit}")
+}
+
+/// The reason of a service killed for its memory: `memory limit: 1.3 GiB > 1 GiB`.
 pub fn over_limit_reason(used: u64, limit: u64) -> String {
     format!(
         "memory limit: {} > {}",

@@ -94,7 +94,7 @@ impl Supervisor {
         let spec = self.machine.spec_of_pid(pid)?;
         let before = *self.in_cgroup.get(&spec.name)?;
         let limit = spec.memory_max?;
-        (cgroups.oom_kills(&spec.name) > before).then(|| Event::OverMemory {
+        (cgroups.oom_kills(&spec.name) > before).then(|| Event::OverLimit {
             pid,
             reason: format!(
                 "memory limit: {} reached, out-of-memory killed by the kernel (cgroup memory.max)",
@@ -118,6 +118,7 @@ impl Supervisor {
                     .memory_limit(&r.name)
                     .filter(|l| l.enforced_by == Enforcement::Sampling)
                     .map(|l| l.bytes),
+                pids_max: self.machine.spec(&r.name).and_then(|s| s.pids_max),
             })
             .collect();
         let leaders = self.machine.live_pids().into_iter().collect();

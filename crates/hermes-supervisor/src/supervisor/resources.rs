@@ -2,7 +2,7 @@
 //! pass over `/proc` ([`crate::usage::table`]) gives every service's whole process tree (its
 //! group and what left the group: [`crate::tree`]), which becomes its [`Resources`] in status
 //! (memory, CPU seconds and percent, a short history), and — for a service whose memory limit
-//! is not its cgroup's — the [`Event::OverMemory`] that kills it when its tree is over
+//! is not its cgroup's — the [`Event::OverLimit`] that kills it when its tree is over
 //! `memory_max`.
 //!
 //! The history keeps one point per [`HISTORY_STEP_SECS`] per service, [`HISTORY_LEN`] of them,
@@ -14,7 +14,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::machine::Event;
-use crate::status::{HISTORY_LEN, HISTORY_STEP_SECS, ResourceSample, Resources, over_limit_reason};
+use crate::status::{
+    HISTORY_LEN, HISTORY_STEP_SECS, ResourceSample, Resources, over_limit_reason, over_pids_reason,
+};
 use crate::tree::{self, Root, Trees};
 use crate::usage::{self, ProcStat, Usage};
 
@@ -26,6 +28,8 @@ pub(super) struct Watched<'a> {
     pub(super) pid: Option<i32>,
     /// The limit the sampler enforces (none when its cgroup does).
     pub(super) enforce: Option<u64>,
+    /// Its process limit (always the sampler's).
+    pub(super) pids_max: Option<u64>,
 }
 
 /// The supervisor's record of what services use.
@@ -145,9 +149,16 @@ impl Sampler {
             if let Some(limit) = w.enforce
                 && usage.rss_bytes > limit
             {
-                events.push(Event::OverMemory {
+                events.push(Event::OverLimit {
                     pid,
                     reason: over_limit_reason(usage.rss_bytes, limit),
+                });
+            } else if let Some(limit) = w.pids_max
+                && u64::from(usage.processes) > limit
+            {
+                events.push(Event::OverLimit {
+                    pid,
+                    reason: over_pids_reason(usage.processes.into(), limit),
                 });
             }
         }
@@ -225,11 +236,12 @@ mod tests {
             name: "me",
             pid: Some(me),
             enforce,
+            pids_max: None,
         };
         // This test process's own group holds more than 4 KiB and less than 1 TiB.
         let over = sampler.sample(&[watched(Some(4096))], &HashSet::new(), t0);
         assert!(
-            matches!(&over[..], [Event::OverMemory { pid, reason }]
+            matches!(&over[..], [Event::OverLimit { pid, reason }]
                 if *pid == me && reason.starts_with("memory limit: ") && reason.ends_with("> 4 KiB")),
             "{over:?}"
         );
@@ -260,6 +272,7 @@ mod tests {
             name: "me",
             pid: None,
             enforce: Some(4096),
+            pids_max: None,
         };
         assert!(sampler.sample(&[gone], &HashSet::new(), t2).is_empty());
         let r = sampler.resources("me", None).unwrap();

@@ -219,3 +219,35 @@ fn a_stop_takes_what_left_the_group_and_a_crash_loop_leaves_no_orphans() {
         "at most the current run's sleeper lives: {alive_now:?} of {pids:?}"
     );
 }
+
+#[test]
+fn a_service_over_its_process_limit_is_stopped_with_every_process_it_made() {
+    // Forks detached sleepers (each in a session of its own) until stopped: 40 would be made.
+    let dir = tempfile::tempdir().unwrap();
+    let made = dir.path().join("made");
+    let h = Harness::start(
+        &format!(
+            "services:
+  forky:
+    command: \"for i in $(seq 40); do setsid sleep 600 & echo $! >>{}; sleep 0.05; done; exec sleep 600\"
+    pids_max: 16
+",
+            made.display()
+        ),
+        &[],
+    );
+    h.wait_for("`forky` stopped at its process limit", || {
+        h.status("forky").is_ok_and(|s| {
+            s.last_failure
+                .as_deref()
+                .is_some_and(|f| f.starts_with("process limit: ") && f.ends_with("> 16"))
+        })
+    });
+    assert_eq!(h.status("forky").unwrap().pids_max, Some(16));
+    // What the runs before the current one made is gone.
+    h.client().stop("forky").unwrap();
+    h.wait_state("forky", StateName::Down);
+    let pids = pids_in(&made);
+    assert!(pids.len() > 16, "{pids:?}");
+    h.wait_for("every sleeper gone", || pids.iter().all(|&p| !alive(p)));
+}

@@ -510,6 +510,7 @@ mod tests {
             listening: vec!["127.0.0.1:9574".into()],
             resources: None,
             memory_max: None,
+            pids_max: None,
             last_failure: None,
         };
         let failure = report(
