@@ -239,8 +239,8 @@ pub enum Op {
     Stop(String),
     /// Stop if running, then start.
     Restart(String),
-    /// Add a service at run time.
-    Register(ServiceSpec),
+    /// Add a service at run time (boxed: a spec is much larger than any other request).
+    Register(Box<ServiceSpec>),
     /// Stop, wait for the exit, forget. Idempotent.
     Unregister(String),
     /// Set a service's held sockets, hand-over, stop grace and memory limit (its next start
@@ -1269,7 +1269,7 @@ impl Machine {
             }
             Op::Register(spec) => {
                 if let Some(i) = self.find(&spec.name) {
-                    return if self.services[i].spec == spec {
+                    return if self.services[i].spec == *spec {
                         Ok(true)
                     } else {
                         Err(OpError::AlreadyRegistered(spec.name))
@@ -1279,7 +1279,7 @@ impl Machine {
                     return Err(OpError::ShuttingDown);
                 }
                 let start_now = spec.enabled && spec.autostart;
-                self.services.push(Self::fresh(spec, now));
+                self.services.push(Self::fresh(*spec, now));
                 if start_now {
                     self.spawn(self.services.len() - 1, now, out);
                 }
@@ -2277,7 +2277,7 @@ mod tests {
         let a = m.handle(
             Event::Control {
                 id: 1,
-                op: Op::Register(svc("x", RestartPolicy::Always)),
+                op: Op::Register(Box::new(svc("x", RestartPolicy::Always))),
             },
             t0,
         );
@@ -2287,7 +2287,7 @@ mod tests {
         let a = m.handle(
             Event::Control {
                 id: 2,
-                op: Op::Register(svc("x", RestartPolicy::Always)),
+                op: Op::Register(Box::new(svc("x", RestartPolicy::Always))),
             },
             t0,
         );
@@ -2301,7 +2301,7 @@ mod tests {
         let a = m.handle(
             Event::Control {
                 id: 3,
-                op: Op::Register(svc("x", RestartPolicy::Never)),
+                op: Op::Register(Box::new(svc("x", RestartPolicy::Never))),
             },
             t0,
         );
@@ -2317,7 +2317,7 @@ mod tests {
         m.handle(
             Event::Control {
                 id: 4,
-                op: Op::Register(off),
+                op: Op::Register(Box::new(off)),
             },
             t0,
         );
@@ -2340,7 +2340,7 @@ mod tests {
         let actions = m.handle(
             Event::Control {
                 id: 1,
-                op: Op::Register(later),
+                op: Op::Register(Box::new(later)),
             },
             t0,
         );

@@ -298,7 +298,7 @@ impl Supervisor {
                     }
                     spec.run_as =
                         confine_run_as(spec.run_as.take(), peer, self.opts.default_run_as.as_ref());
-                    Op::Register(*spec)
+                    Op::Register(spec)
                 }
             };
             let id = self.next_id;
