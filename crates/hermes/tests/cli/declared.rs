@@ -64,7 +64,8 @@ fn invalid_services_are_shown_by_status_start_dump_and_doctor() {
         text.contains(&format!(
             "✗ service `typo` in `{config}` is invalid and left out: unknown key `comand`; the \
              command is missing\n      fix: `comand`: did you mean `command`? valid keys are: \
-             command, env, cwd, restart, stop_signal, stop_grace, enabled, listen, handover, memory_max; \
+             command, env, cwd, restart, stop_signal, stop_grace, enabled, listen, handover, memory_max, \
+             pids_max; \
              `command`: \
              give a shell string or a non-empty list of arguments\n"
         )),

@@ -742,6 +742,12 @@ fn the_switch_makes_the_default_gateway_serve_every_profile() {
         let health = http_get(port, "/health").unwrap();
         assert!(health.contains("\"mode\":\"multiplex\""), "{health}");
         assert!(
+            !health.contains("\"profiles\""),
+            "no key, no names: {health}"
+        );
+        // The default profile's key is told who is served.
+        let health = authorized(port, "/health", crate::util::TEST_API_KEY);
+        assert!(
             health.contains("\"profiles\":[\"default\",\"work\"]"),
             "{health}"
         );
