@@ -90,7 +90,7 @@ pub fn create_file(
     progress: &mut dyn FnMut(&Progress<'_>),
 ) -> Result<Summary, Error> {
     // The archive's directory as its owner (root's own directory as root), the volume as its.
-    let _in_output_dir = as_owner_of(parent_of(output))?;
+    let _in_output_dir = crate::as_owner_of(parent_of(output))?;
     if fs::symlink_metadata(output).is_ok() {
         return Err(Error::OutputExists {
             path: output.to_path_buf(),
@@ -99,7 +99,7 @@ pub fn create_file(
     let _lock = VolumeLock::acquire(root)?;
     let partial = PartialFile::create(output)?;
     let mut summary = {
-        let _on_volume = as_owner_of(root)?;
+        let _on_volume = crate::as_owner_of(root)?;
         write_archive(
             root,
             scope,
@@ -125,17 +125,9 @@ pub fn create_to(
     out: impl Write,
     progress: &mut dyn FnMut(&Progress<'_>),
 ) -> Result<Summary, Error> {
-    let _on_volume = as_owner_of(root)?;
+    let _on_volume = crate::as_owner_of(root)?;
     let _lock = VolumeLock::acquire(root)?;
     write_archive(root, scope, identity, out, progress)
-}
-
-/// Root acts in `dir`, a directory another user owns, with that user's ids (the one rule for
-/// root on such a tree: `hermes_privilege::as_user`); anyone else, and root in its own
-/// directories, acts as itself.
-pub(crate) fn as_owner_of(dir: &Path) -> Result<hermes_privilege::AsUser, Error> {
-    hermes_privilege::AsUser::owner_of(dir)
-        .map_err(|e| Error::io("act as the owner of", dir, io::Error::from(e)))
 }
 
 fn write_archive(

@@ -32,3 +32,10 @@ pub mod verify;
 pub use create::{Identity, Progress, Summary, create_file, create_to};
 pub use error::Error;
 pub use select::Scope;
+
+/// Root acts in `dir`, a directory another user owns, with that user's ids (the one rule for
+/// root on such a tree: `hermes_privilege::as_user`); anyone else, and root in its own
+/// directories, acts as itself.
+pub(crate) fn as_owner_of(dir: &std::path::Path) -> Result<hermes_privilege::AsUser, Error> {
+    hermes_privilege::AsUser::owner_of(dir).map_err(|e| Error::io("act as the owner of", dir, e))
+}

@@ -116,7 +116,7 @@ pub fn plan(
     progress: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<Plan, Error> {
     let verified = verify::verify(archive, progress)?.ok()?;
-    let _on_volume = crate::create::as_owner_of(root)?;
+    let _on_volume = crate::as_owner_of(root)?;
     let skipped_rels: BTreeSet<&str> = verified.skipped.iter().map(|(r, _)| r.as_str()).collect();
     let mut files = Vec::new();
     for file in &verified.files {
@@ -191,7 +191,7 @@ struct JournalFile {
 /// failed (the journal then stays for [`recover`]).
 pub fn apply(plan: &Plan) -> Result<Applied, Error> {
     let root = &plan.root;
-    let _on_volume = crate::create::as_owner_of(root)?;
+    let _on_volume = crate::as_owner_of(root)?;
     let _lock = VolumeLock::acquire(root)?;
     recover_locked(root)?;
     let staging = Staging::create(root)?;
@@ -594,7 +594,7 @@ pub struct Recovered {
 /// # Errors
 /// [`Error::Rollback`] when a staging directory cannot be rolled back.
 pub fn recover(root: &Path) -> Result<Vec<Recovered>, Error> {
-    let _on_volume = crate::create::as_owner_of(root)?;
+    let _on_volume = crate::as_owner_of(root)?;
     match VolumeLock::acquire(root) {
         Ok(_lock) => recover_locked(root),
         Err(Error::Busy { .. }) => Ok(Vec::new()),

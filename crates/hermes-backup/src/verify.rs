@@ -110,7 +110,7 @@ pub fn verify(
     })?;
     // Everything after the archive is open happens as the owner of the scratch directory.
     let scratch_dir = scratch_dir_for(path);
-    let _as_owner = crate::create::as_owner_of(&scratch_dir)?;
+    let _as_owner = crate::as_owner_of(&scratch_dir)?;
     let scratch = tempfile::Builder::new()
         .prefix(".hermes-verify-")
         .tempdir_in(&scratch_dir)

@@ -50,9 +50,14 @@ impl AsUser {
     /// trusted: the owner is read following links, and whatever is below is then reached as
     /// that owner.
     ///
+    /// Refused in a process with more than one thread (a dashboard run as root, say): the
+    /// switch is the whole process's, and another thread would act as that user meanwhile, or
+    /// switch root back under this one.
+    ///
     /// # Errors
-    /// `stat` failing, or the errno of the switch (the credentials restored before returning).
-    pub fn owner_of(path: &Path) -> nix::Result<AsUser> {
+    /// `stat` failing, another thread in the process, or the errno of the switch (the
+    /// credentials restored before returning).
+    pub fn owner_of(path: &Path) -> std::io::Result<AsUser> {
         if !Uid::effective().is_root() {
             return Ok(AsUser { restore: None });
         }
@@ -60,7 +65,13 @@ impl AsUser {
         if st.st_uid == 0 {
             return Ok(AsUser { restore: None });
         }
-        Self::enter_ids(st.st_uid, st.st_gid, &[st.st_gid])
+        if threads() != Some(1) {
+            return Err(std::io::Error::other(
+                "root acts on another user's files only from a single-threaded process; run \
+                 it from the command line (`hermes backup ...`), or as that user",
+            ));
+        }
+        Ok(Self::enter_ids(st.st_uid, st.st_gid, &[st.st_gid])?)
     }
 
     /// Switches the effective ids to `uid`, `gid` and `groups` when running as root.
@@ -101,9 +112,36 @@ impl Drop for AsUser {
     }
 }
 
+/// How many threads this process has (`Threads:` of `/proc/self/status`).
+fn threads() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_multi_threaded_root_process_is_refused_the_switch() {
+        if hermes_test_support::skip_unless_root("a directory of another user needs root") {
+            return;
+        }
+        // The test harness runs tests on threads of their own: this process has several.
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::chown(dir.path(), Some(10000), Some(10000)).unwrap();
+        let err = AsUser::owner_of(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("single-threaded"), "{err}");
+        assert!(Uid::effective().is_root(), "nothing was switched");
+        // Its own directory: no switch needed, none refused.
+        let own = tempfile::tempdir().unwrap();
+        assert!(!AsUser::owner_of(own.path()).unwrap().is_active());
+    }
 
     #[test]
     fn without_an_identity_nothing_changes() {
