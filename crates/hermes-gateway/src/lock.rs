@@ -178,11 +178,8 @@ impl GatewayLock {
             path: path.to_path_buf(),
             source,
         };
-        let json = serde_json::to_vec(record).map_err(|e| io_err(std::io::Error::other(e)))?;
-        file.set_len(0).map_err(io_err)?;
-        file.seek(SeekFrom::Start(0)).map_err(io_err)?;
-        file.write_all(&json).map_err(io_err)?;
-        file.sync_all().map_err(io_err)?;
+        // `gateway.pid` first: whoever sees our record in the lock file finds the PID file
+        // naming us too (a successor's lock record must never point at a missing PID file).
         let pid_path = path.with_file_name(PID_FILE);
         if let Err(e) = write_pid_file(&pid_path, record) {
             tracing::warn!(
@@ -191,6 +188,11 @@ impl GatewayLock {
                 "could not write the PID file; the original's tools will read the lock record instead"
             );
         }
+        let json = serde_json::to_vec(record).map_err(|e| io_err(std::io::Error::other(e)))?;
+        file.set_len(0).map_err(io_err)?;
+        file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+        file.write_all(&json).map_err(io_err)?;
+        file.sync_all().map_err(io_err)?;
         Ok(GatewayLock {
             _file: file,
             path: path.to_path_buf(),
