@@ -2,9 +2,10 @@
 # A declared service that allocates without bound, under a container memory limit: it is
 # killed at its own `memory_max` and restarted (the reason in `service status`), while the
 # gateway beside it keeps its process and the container is never OOM-killed as a whole. Run
-# with a private cgroup namespace and with the host's: where the container sees a cgroup v2
-# memory controller it can write, the limit is the service's own cgroup (`enforced_by:
-# cgroup`), elsewhere the supervisor's sampling; the scenario says which it got, and why.
+# with a private cgroup namespace and with the host's: where the container sees a memory
+# controller it can write (cgroup v2's, or v1's hierarchy), the limit is the service's own
+# cgroup (`enforced_by: cgroup`), elsewhere the supervisor's sampling; the scenario says which
+# it got, and why.
 source "$(dirname "$0")/lib.sh"
 
 v=$(mkvolume data)
@@ -18,11 +19,14 @@ services:
     memory_max: 64MiB
 YAML'
 
-# What a container with this cgroup namespace sees: a cgroup v2 memory controller it may write
-# (Docker mounts /sys/fs/cgroup read-only unless the container is privileged).
+# What a container with these options sees: a memory controller (cgroup v2's, or v1's
+# hierarchy) it may create cgroups in (Docker mounts /sys/fs/cgroup read-only unless the
+# container is privileged).
 cgroup_probe() { # docker options...
-    drun "$@" -- sh -c 'grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null || { echo no-v2-memory; exit; }
-        touch /sys/fs/cgroup/.probe 2>/dev/null && echo writable || echo read-only' 2>&1 | tail -n 1
+    drun "$@" -- sh -c 'if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then d=/sys/fs/cgroup
+        elif [ -e /sys/fs/cgroup/memory/cgroup.procs ]; then d=/sys/fs/cgroup/memory
+        else echo no-memory-controller; exit; fi
+        mkdir "$d/probe.$$" 2>/dev/null && rmdir "$d/probe.$$" && echo writable || echo read-only' 2>&1 | tail -n 1
 }
 
 # One container: the leak is restarted at its limit by `want` (cgroup or sampling), the gateway
@@ -43,6 +47,9 @@ leak_is_contained() { # name want docker-options...
     by=$(service_field "$c" leaky memory_max)
     assert_contains "$by" '"bytes": 67108864' "the limit is in status ($name)"
     assert_contains "$by" "\"enforced_by\": \"$want\"" "enforced by $want ($name)"
+    if [[ $probe == read-only ]]; then
+        assert_contains "$(docker logs "$c" 2>&1)" "limits are enforced by sampling" "the fallback says why, once ($name)"
+    fi
     assert_eq "$gateway" "$(service_pid "$c" gateway-default)" "the gateway kept its process ($name)"
     assert_eq "0" "$(service_field "$c" gateway-default restarts)" "the gateway never restarted ($name)"
     assert_eq "running false" "$(docker inspect -f '{{.State.Status}} {{.State.OOMKilled}}' "$c")" "the container was not OOM-killed ($name)"
@@ -51,15 +58,15 @@ leak_is_contained() { # name want docker-options...
 
 for ns in private host; do
     probe=$(cgroup_probe --cgroupns "$ns")
-    # Unprivileged, the mount is read-only (or there is no v2 memory controller): sampled.
+    # Unprivileged, the mount is read-only (or there is no memory controller): sampled.
     ok "cgroupns $ns, unprivileged: the container sees $probe"
     want=sampling
-    [[ $ns == private && $probe == writable ]] && want=cgroup
+    [[ $probe == writable ]] && want=cgroup
     leak_is_contained "mem-$ns" "$want" --cgroupns "$ns"
 done
 
-# Privileged with a private namespace: its own cgroup where the host has cgroup v2's memory
-# controller. Said why not where it cannot be.
+# Privileged with a private namespace: its own cgroup (v2, or v1's memory hierarchy). Said why
+# not where it cannot be.
 if ! why=$(drun --privileged -- true 2>&1); then
     ok "a privileged container cannot start on this machine ($(show "$why" | head -c 200)); the cgroup path is covered by the unit tests only here"
 else
@@ -67,7 +74,7 @@ else
     if [[ $probe == writable ]]; then
         leak_is_contained mem-privileged cgroup --privileged --cgroupns private
     else
-        ok "privileged, private namespace: the container sees $probe (this host runs the memory controller on cgroup v1), so its limit is sampled"
+        ok "privileged, private namespace: the container sees $probe, so its limit is sampled"
         leak_is_contained mem-privileged sampling --privileged --cgroupns private
     fi
 fi

@@ -588,6 +588,19 @@ impl Machine {
             .collect()
     }
 
+    /// Pids of a service's live processes: its current one and the old ones of hand-overs.
+    pub fn pids_of(&self, name: &str) -> Vec<i32> {
+        self.find(name).map_or_else(Vec::new, |i| {
+            let s = &self.services[i];
+            s.state
+                .pid()
+                .into_iter()
+                .chain(s.replacing.iter().map(|r| r.pid))
+                .chain(s.retiring.iter().map(|r| r.pid))
+                .collect()
+        })
+    }
+
     /// The main service's live process group, for signal forwarding.
     pub fn main_pgid(&self) -> Option<i32> {
         let main = self.main.as_deref()?;
@@ -688,6 +701,7 @@ impl Machine {
             resources: None,
             memory_max: None,
             pids_max: s.spec.pids_max,
+            pids_enforced_by: None,
             last_failure: s.last_failure.clone(),
         }
     }

@@ -123,9 +123,13 @@ pub struct ServiceStatus {
     /// Its memory limit and how it is enforced, if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_max: Option<MemoryLimit>,
-    /// Its process limit, if it has one (enforced by sampling its tree).
+    /// Its process limit, if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pids_max: Option<u64>,
+    /// Who enforces its process limit: its cgroup's `pids.max` (a fork past it fails) or
+    /// sampling its tree (the service is killed over it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids_enforced_by: Option<Enforcement>,
     /// Why its latest restart after a failure happened (`memory limit: 1.3 GiB > 1 GiB`,
     /// `exited with code 1`): a service replaced at once is `up` again before anyone reads its
     /// backoff reason, so this keeps it. `None` when it never failed.
@@ -153,6 +157,7 @@ impl ServiceStatus {
             resources: None,
             memory_max: None,
             pids_max: None,
+            pids_enforced_by: None,
             last_failure: None,
         }
     }
@@ -200,15 +205,16 @@ pub struct MemoryLimit {
     pub enforced_by: Enforcement,
 }
 
-/// Who enforces a memory limit.
+/// Who enforces a limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Enforcement {
-    /// The kernel: the service runs in its own cgroup with `memory.max` (an allocation past it
-    /// is refused or the cgroup is OOM-killed, never a neighbour).
+    /// The kernel: the service runs in its own cgroup with the limit (`memory.max` or v1's
+    /// `memory.limit_in_bytes`: past it the cgroup is OOM-killed, never a neighbour;
+    /// `pids.max`: a fork past it fails).
     Cgroup,
-    /// The supervisor: it samples the resident memory of the service's process group and
-    /// kills the group when it is over the limit.
+    /// The supervisor: it samples the service's process tree (resident memory, process count)
+    /// and kills all of it when it is over the limit.
     Sampling,
 }
 

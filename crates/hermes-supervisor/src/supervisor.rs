@@ -201,10 +201,10 @@ pub struct Supervisor {
     notes: Vec<String>,
     /// What services use, sampled.
     sampler: resources::Sampler,
-    /// Whether services with a memory limit get a cgroup of their own.
+    /// Whether services get cgroups of their own.
     cgroups: memory::CgroupState,
     /// The services whose current process runs in its cgroup.
-    in_cgroup: memory::InCgroup,
+    in_cgroup: memory::InCgroups,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -313,7 +313,7 @@ impl Supervisor {
         Ok(Self {
             sampler,
             cgroups: memory::CgroupState::default(),
-            in_cgroup: memory::InCgroup::new(),
+            in_cgroup: memory::InCgroups::new(),
             opts,
             machine,
             _lock: lock,

@@ -250,6 +250,7 @@ impl Supervisor {
                                 row.listening = self.sockets.listening(&row.name);
                                 row.resources = self.sampler.resources(&row.name, row.pid);
                                 row.memory_max = self.memory_limit(&row.name);
+                                row.pids_enforced_by = self.pids_limit(&row.name).map(|(_, by)| by);
                             }
                             Response::services(rows)
                         }

@@ -1,25 +1,25 @@
-//! The loop's side of resources and memory limits: sampling every service each turn it is due
-//! (`resources`), putting a service with a limit into its own cgroup where there are cgroups to
-//! have (`cgroups`), telling an OOM kill in that cgroup from any other `SIGKILL`, and what
-//! status says of both.
+//! The loop's side of resources and limits: sampling every service each turn it is due
+//! (`resources`), putting each service into cgroups of its own where there are cgroups to have
+//! (`cgroups`), telling an OOM kill there from any other `SIGKILL`, killing everything a
+//! service left behind when its main process exits, and what status says of all of it.
 
-use std::collections::HashMap;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::collections::{HashMap, HashSet};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
 use super::Supervisor;
-use super::cgroups::Cgroups;
+use super::cgroups::{Cgroups, Enforced, Limits};
 use super::resources::Watched;
 use crate::machine::Event;
 use crate::mirror::MirrorOut;
 use crate::spec::ServiceSpec;
 use crate::status::{Enforcement, MemoryLimit};
 
-/// Whether the supervisor has looked for cgroups yet (it does when the first service with a
-/// limit starts: set-up moves processes, which nothing else needs).
+/// Whether the supervisor has looked for cgroups yet (it does when the first service starts:
+/// on cgroup v2, set-up moves processes, which a supervisor without services needs not do).
 #[derive(Default)]
 pub(super) enum CgroupState {
     /// Not looked yet.
@@ -27,22 +27,30 @@ pub(super) enum CgroupState {
     Unknown,
     /// None to be had: limits are sampled.
     Absent,
-    /// The delegated subtree.
+    /// The delegated subtrees.
     Ready(Cgroups),
 }
 
-/// How many passes over `/proc` [`Supervisor::stop_escaped`] makes at most, while what it
-/// kills keeps forking.
+/// How many passes [`Supervisor::stop_escaped`] makes at most, while what it kills keeps
+/// forking.
 const ESCAPED_PASSES: usize = 20;
 
-/// Services whose current process runs in its own cgroup: the OOM kills counted there when it
-/// was spawned.
-pub(super) type InCgroup = HashMap<String, u64>;
+/// A service whose current process runs in cgroups of its own.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct InCgroup {
+    /// The OOM kills counted there when the process was spawned.
+    oom_kills: u64,
+    /// Which of its limits the kernel enforces.
+    enforced: Enforced,
+}
+
+/// The services whose current process runs in cgroups of their own.
+pub(super) type InCgroups = HashMap<String, InCgroup>;
 
 impl Supervisor {
-    /// Puts `spec`'s next process in its own cgroup when it has a limit and cgroups can be had:
-    /// the child joins it before `exec`. The returned [`Joining`] must live until the spawn,
-    /// and be asked after it whether the join failed ([`Supervisor::joined_cgroup`]).
+    /// Puts `spec`'s next process in cgroups of its own, with its limits, where cgroups can be
+    /// had: the child joins them before `exec`. The returned [`Joining`] must live until the
+    /// spawn, and be asked after it whether the join failed ([`Supervisor::joined_cgroup`]).
     pub(super) fn join_cgroup(
         &mut self,
         spec: &ServiceSpec,
@@ -50,7 +58,6 @@ impl Supervisor {
         out: &mut MirrorOut<'_>,
     ) -> Option<Joining> {
         self.in_cgroup.remove(&spec.name);
-        let limit = spec.memory_max?;
         if matches!(self.cgroups, CgroupState::Unknown) {
             self.cgroups = match Cgroups::detect(Path::new("/proc"), &|k| std::env::var(k).ok()) {
                 Ok(Some(c)) => CgroupState::Ready(c),
@@ -64,20 +71,30 @@ impl Supervisor {
         let CgroupState::Ready(cgroups) = &self.cgroups else {
             return None;
         };
-        match cgroups
-            .prepare(&spec.name, limit)
-            .and_then(|p| Joining::install(p.procs, cmd))
-        {
-            Ok(joining) => {
-                self.in_cgroup
-                    .insert(spec.name.clone(), cgroups.oom_kills(&spec.name));
+        let limits = Limits {
+            memory_max: spec.memory_max,
+            pids_max: spec.pids_max,
+        };
+        let prepared = cgroups.prepare(&spec.name, limits).and_then(|p| {
+            let enforced = p.enforced;
+            Joining::install(p.procs, cmd).map(|j| (j, enforced))
+        });
+        match prepared {
+            Ok((joining, enforced)) => {
+                let oom_kills = cgroups.oom_kills(&spec.name);
+                self.in_cgroup.insert(
+                    spec.name.clone(),
+                    InCgroup {
+                        oom_kills,
+                        enforced,
+                    },
+                );
                 Some(joining)
             }
             Err(e) => {
                 let dir = self.log_dir_for(spec);
                 let msg = format!(
-                    "[hermes] cannot set up its cgroup ({}); its memory limit is enforced by \
-                     sampling",
+                    "[hermes] cannot set up its cgroup ({}); its limits are enforced by sampling",
                     hermes_errors::describe_io(&e)
                 );
                 self.emit(&spec.name, dir.as_deref(), msg.as_bytes(), out);
@@ -86,29 +103,36 @@ impl Supervisor {
         }
     }
 
-    /// The event saying an exit was the kernel's OOM kill in the service's cgroup, if it was.
+    /// The event saying the kernel OOM-killed in the cgroup of the service whose process
+    /// `pid` is, since that process started — if it did.
     pub(super) fn oom_killed(&self, pid: i32) -> Option<Event> {
         let CgroupState::Ready(cgroups) = &self.cgroups else {
             return None;
         };
         let spec = self.machine.spec_of_pid(pid)?;
-        let before = *self.in_cgroup.get(&spec.name)?;
-        let limit = spec.memory_max?;
-        (cgroups.oom_kills(&spec.name) > before).then(|| Event::OverLimit {
+        let joined = self.in_cgroup.get(&spec.name)?;
+        let limit = spec.memory_max.filter(|_| joined.enforced.memory)?;
+        (cgroups.oom_kills(&spec.name) > joined.oom_kills).then(|| Event::OverLimit {
             pid,
             reason: format!(
-                "memory limit: {} reached, out-of-memory killed by the kernel (cgroup memory.max)",
+                "memory limit: {} reached, out-of-memory killed by the kernel (cgroup)",
                 hermes_errors::bytes::human(limit)
             ),
         })
     }
 
-    /// Samples every service when due; the events of those over a limit the sampler enforces.
+    /// Samples every service when due; the events of those over a limit the sampler enforces,
+    /// and of those the kernel OOM-killed in part (cgroup v1 kills one process, not the group:
+    /// the rest goes too).
     pub(super) fn sample_resources(&mut self, now: Instant) -> Vec<Event> {
         if now < self.sampler.due() {
             return Vec::new();
         }
         let rows = self.machine.status(now);
+        let mut events: Vec<Event> = rows
+            .iter()
+            .filter_map(|r| self.oom_killed(r.pid?))
+            .collect();
         let watched: Vec<Watched<'_>> = rows
             .iter()
             .map(|r| Watched {
@@ -118,26 +142,48 @@ impl Supervisor {
                     .memory_limit(&r.name)
                     .filter(|l| l.enforced_by == Enforcement::Sampling)
                     .map(|l| l.bytes),
-                pids_max: self.machine.spec(&r.name).and_then(|s| s.pids_max),
+                pids_max: self
+                    .pids_limit(&r.name)
+                    .filter(|&(_, by)| by == Enforcement::Sampling)
+                    .map(|(n, _)| n),
+                members: self.cgroup_members(&r.name),
             })
             .collect();
         let leaders = self.machine.live_pids().into_iter().collect();
-        self.sampler.sample(&watched, &leaders, now)
+        events.extend(self.sampler.sample(&watched, &leaders, now));
+        events
     }
 
     /// A service's memory limit and who enforces it now.
     pub(super) fn memory_limit(&self, service: &str) -> Option<MemoryLimit> {
         let bytes = self.machine.spec(service)?.memory_max?;
-        let enforced_by = if self.in_cgroup.contains_key(service) {
-            Enforcement::Cgroup
-        } else {
-            Enforcement::Sampling
-        };
+        let enforced_by = self.enforcement(service, |e| e.memory);
         Some(MemoryLimit { bytes, enforced_by })
     }
 
+    /// A service's process limit and who enforces it now.
+    pub(super) fn pids_limit(&self, service: &str) -> Option<(u64, Enforcement)> {
+        let count = self.machine.spec(service)?.pids_max?;
+        Some((count, self.enforcement(service, |e| e.pids)))
+    }
+
+    fn enforcement(&self, service: &str, by_kernel: fn(&Enforced) -> bool) -> Enforcement {
+        match self.in_cgroup.get(service) {
+            Some(joined) if by_kernel(&joined.enforced) => Enforcement::Cgroup,
+            _ => Enforcement::Sampling,
+        }
+    }
+
+    /// The processes in the service's cgroups now (none when it has none).
+    fn cgroup_members(&self, service: &str) -> Vec<i32> {
+        match &self.cgroups {
+            CgroupState::Ready(c) if self.in_cgroup.contains_key(service) => c.members(service),
+            _ => Vec::new(),
+        }
+    }
+
     /// After `service`'s spawn: when its process could not join its cgroup, it runs without one
-    /// (a failed join never stops a start) and its limit is sampled; says so in its own words.
+    /// (a failed join never stops a start) and its limits are sampled; says so in its own words.
     pub(super) fn joined_cgroup(
         &mut self,
         spec: &ServiceSpec,
@@ -150,21 +196,29 @@ impl Supervisor {
         self.in_cgroup.remove(&spec.name);
         let dir = self.log_dir_for(spec);
         let msg = format!(
-            "[hermes] could not join its cgroup ({}): it runs without one, and its memory limit \
-             is enforced by sampling",
+            "[hermes] could not join its cgroup ({}): it runs without one, and its limits are \
+             enforced by sampling",
             errno.desc().to_lowercase()
         );
         self.emit(&spec.name, dir.as_deref(), msg.as_bytes(), out);
     }
 
-    /// Kills what the tree of `service`, whose main process `pgid` just exited, has outside its
-    /// group (the group itself is the machine's to kill), chasing what they fork meanwhile for
-    /// a bounded number of passes; says how many there were.
+    /// Kills what `service`, whose main process `pgid` just exited, has outside that group
+    /// (the group itself is the machine's to kill): its tracked tree's processes, and — when
+    /// no other process of it lives (a hand-over's successor shares its cgroup) — every other
+    /// process in its cgroups. Chases what they fork meanwhile for a bounded number of passes;
+    /// says how many there were.
     pub(super) fn stop_escaped(&mut self, service: &str, pgid: i32, out: &mut MirrorOut<'_>) {
-        let mut killed: std::collections::HashSet<i32> = std::collections::HashSet::new();
+        let alone = self.machine.pids_of(service).iter().all(|&pid| pid == pgid);
+        let mut killed: HashSet<i32> = HashSet::new();
         for _ in 0..ESCAPED_PASSES {
+            let members = if alone {
+                self.cgroup_members(service)
+            } else {
+                Vec::new()
+            };
             let leaders = self.machine.live_pids().into_iter().collect();
-            let pids = self.sampler.escaped_now(service, pgid, &leaders);
+            let pids = self.sampler.escaped_now(service, pgid, &leaders, &members);
             for &pid in &pids {
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(pid),
@@ -189,7 +243,7 @@ impl Supervisor {
         }
     }
 
-    /// A forgotten service's records and cgroup go.
+    /// A forgotten service's records and cgroups go.
     pub(super) fn forget_resources(&mut self, service: &str) {
         self.sampler.forget(service);
         self.in_cgroup.remove(service);
@@ -199,13 +253,13 @@ impl Supervisor {
     }
 }
 
-/// A spawn joining a cgroup. The child writes `0` to the cgroup's `cgroup.procs` before
+/// A spawn joining its cgroups. The child writes `0` to each cgroup's `cgroup.procs` before
 /// `exec`; a failure there is reported on a pipe instead of failing the spawn (the program is
 /// not at fault, and it can run with its limit sampled), and read by the parent once the spawn
 /// returned (std returns only after the child's `exec`, so the report is there by then).
 pub(super) struct Joining {
-    /// `cgroup.procs`, open for writing; must stay open until the spawn.
-    _procs: OwnedFd,
+    /// Each `cgroup.procs`, open for writing; must stay open until the spawn.
+    _procs: Vec<OwnedFd>,
     /// Readable (non-blocking) in the parent: the errno of a failed join, 4 bytes.
     report_read: OwnedFd,
     /// The child's end; close-on-exec.
@@ -214,17 +268,17 @@ pub(super) struct Joining {
 
 impl Joining {
     /// Adds the join to `cmd`'s child (in the order of the `pre_exec` calls).
-    pub(super) fn install(procs: OwnedFd, cmd: &mut Command) -> std::io::Result<Joining> {
+    pub(super) fn install(procs: Vec<OwnedFd>, cmd: &mut Command) -> std::io::Result<Joining> {
         let (report_read, report_write) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)?;
-        let fd = procs.as_raw_fd();
+        let fds: Vec<RawFd> = procs.iter().map(AsRawFd::as_raw_fd).collect();
         let report = report_write.as_raw_fd();
         #[allow(unsafe_code)]
         // SAFETY: runs between fork and exec; write(2) on descriptors opened before the fork,
         // with a stack buffer, is async-signal-safe; nothing is allocated.
         unsafe {
             cmd.pre_exec(move || {
-                if let Err(e) = join(fd) {
+                if let Some(e) = fds.iter().find_map(|&fd| join(fd).err()) {
                     let code = e.raw_os_error().unwrap_or(libc::EIO).to_ne_bytes();
                     libc::write(report, code.as_ptr().cast(), code.len());
                 }
@@ -265,7 +319,7 @@ mod tests {
     /// Spawns `true` joining through `procs`; what the parent hears of the join.
     fn spawn_joining(procs: OwnedFd) -> Option<nix::errno::Errno> {
         let mut cmd = Command::new("true");
-        let joining = Joining::install(procs, &mut cmd).unwrap();
+        let joining = Joining::install(vec![procs], &mut cmd).unwrap();
         let mut child = cmd.spawn().expect("a failed join never fails the spawn");
         let failure = joining.failure();
         child.wait().unwrap();

@@ -28,8 +28,10 @@ pub(super) struct Watched<'a> {
     pub(super) pid: Option<i32>,
     /// The limit the sampler enforces (none when its cgroup does).
     pub(super) enforce: Option<u64>,
-    /// Its process limit (always the sampler's).
+    /// The process limit the sampler enforces (none when its cgroup does).
     pub(super) pids_max: Option<u64>,
+    /// The processes in its cgroups (none without): its tree, whatever else they did.
+    pub(super) members: Vec<i32>,
 }
 
 /// The supervisor's record of what services use.
@@ -114,8 +116,9 @@ impl Sampler {
                 record.last = None;
                 continue;
             };
-            for escaped in self.trees.escaped(w.name, &table) {
-                usage.add(&table[&escaped]);
+            for other in outside_group(self.trees.escaped(w.name, &table), &w.members, pid, &table)
+            {
+                usage.add(&table[&other]);
             }
             let rate = |from: Option<(i32, Instant, u64)>| {
                 let (p, at, ticks) = from.filter(|&(p, ..)| p == pid)?;
@@ -189,13 +192,15 @@ impl Sampler {
         self.trees.forget(service);
     }
 
-    /// The processes of `service`'s tree outside its group `pgid`, looked for now (a fresh
-    /// pass over `/proc`): what a service whose main process exited leaves behind.
+    /// The processes of `service`'s tree outside its group `pgid` — those it tracked and
+    /// those of `members` (its cgroups') — looked for now (a fresh pass over `/proc`): what a
+    /// service whose main process exited leaves behind.
     pub(super) fn escaped_now(
         &mut self,
         service: &str,
         pgid: i32,
         leaders: &HashSet<i32>,
+        members: &[i32],
     ) -> Vec<i32> {
         let table = usage::table(&self.proc);
         self.follow(
@@ -206,7 +211,7 @@ impl Sampler {
             }],
             leaders,
         );
-        self.trees.escaped(service, &table)
+        outside_group(self.trees.escaped(service, &table), members, pgid, &table)
     }
 
     fn follow(
@@ -223,6 +228,24 @@ impl Sampler {
     }
 }
 
+/// `escaped` and those of `members` alive and outside the group `pgid`, each once.
+fn outside_group(
+    escaped: Vec<i32>,
+    members: &[i32],
+    pgid: i32,
+    table: &HashMap<i32, ProcStat>,
+) -> Vec<i32> {
+    let mut all = escaped;
+    all.extend(
+        members
+            .iter()
+            .filter(|p| table.get(p).is_some_and(|st| st.pgrp != pgid)),
+    );
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,6 +260,7 @@ mod tests {
             pid: Some(me),
             enforce,
             pids_max: None,
+            members: Vec::new(),
         };
         // This test process's own group holds more than 4 KiB and less than 1 TiB.
         let over = sampler.sample(&[watched(Some(4096))], &HashSet::new(), t0);
@@ -273,6 +297,7 @@ mod tests {
             pid: None,
             enforce: Some(4096),
             pids_max: None,
+            members: Vec::new(),
         };
         assert!(sampler.sample(&[gone], &HashSet::new(), t2).is_empty());
         let r = sampler.resources("me", None).unwrap();

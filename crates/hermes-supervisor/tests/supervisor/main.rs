@@ -2,6 +2,7 @@
 //! own, and each of those relinked the crate's whole stack.
 //!
 //! Modules:
+//! * `cgroups` — Limits the kernel enforces, in cgroups delegated to the supervisor
 //! * `clients` — Control clients that misbehave on the reply side
 //! * `groups` — What a service leaves behind
 //! * `loops` — Loops that must not run hot
@@ -18,6 +19,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+mod cgroups;
 mod clients;
 mod common;
 mod groups;

@@ -113,7 +113,7 @@ fn resources_in_status_match_proc_within_ten_percent() {
 }
 
 /// The pids a service's runs wrote to `file`, one a line.
-fn pids_in(file: &std::path::Path) -> Vec<i32> {
+pub(crate) fn pids_in(file: &std::path::Path) -> Vec<i32> {
     std::fs::read_to_string(file)
         .unwrap_or_default()
         .lines()
@@ -123,7 +123,7 @@ fn pids_in(file: &std::path::Path) -> Vec<i32> {
 
 /// Forks a child that calls `setsid` (leaving the service's process group), writes its pid to
 /// `$DIR/escaped` and leaks 8 MiB every 50 ms; the service's own process only sleeps.
-const ESCAPE_AND_LEAK: &str = "import os, sys, time
+pub(crate) const ESCAPE_AND_LEAK: &str = "import os, sys, time
 if os.fork() == 0:
     os.setsid()
     with open(sys.argv[1], 'a') as f:

@@ -511,6 +511,7 @@ mod tests {
             resources: None,
             memory_max: None,
             pids_max: None,
+            pids_enforced_by: None,
             last_failure: None,
         };
         let failure = report(

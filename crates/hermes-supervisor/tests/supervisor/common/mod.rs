@@ -36,22 +36,31 @@ pub struct Harness {
     pub stdout_pipe: Option<fs::File>,
     config: PathBuf,
     flags: Vec<String>,
+    /// `cgroup.procs` files the supervisor joins before `exec`, with `HERMES_CGROUPS=on`
+    /// ([`Harness::start_in_cgroups`]).
+    cgroups: Vec<PathBuf>,
 }
 
 impl Harness {
     /// Starts a supervisor on `config` (YAML) with extra flags; waits for its socket. Its
     /// stdout goes to the file `stdout` in the test directory.
     pub fn start(config: &str, flags: &[&str]) -> Harness {
-        Self::start_with(config, flags, false)
+        Self::start_with(config, flags, false, Vec::new())
+    }
+
+    /// Like [`Harness::start`], with the supervisor in the cgroups whose `cgroup.procs` are
+    /// given (joined before `exec`) and told they are delegated to it (`HERMES_CGROUPS=on`).
+    pub fn start_in_cgroups(config: &str, procs: Vec<PathBuf>) -> Harness {
+        Self::start_with(config, &[], false, procs)
     }
 
     /// Like [`Harness::start`], but the supervisor's stdout is a pipe nobody reads (a paused
     /// `hermes up | less`, a stalled log driver): [`Harness::stdout_pipe`] holds its read end.
     pub fn start_unread(config: &str, flags: &[&str]) -> Harness {
-        Self::start_with(config, flags, true)
+        Self::start_with(config, flags, true, Vec::new())
     }
 
-    fn start_with(config: &str, flags: &[&str], unread: bool) -> Harness {
+    fn start_with(config: &str, flags: &[&str], unread: bool, cgroups: Vec<PathBuf>) -> Harness {
         let dir = tempfile::tempdir().expect("tempdir");
         let runtime = dir.path().join("run");
         let logs = dir.path().join("logs");
@@ -71,6 +80,7 @@ impl Harness {
             stdout_pipe: None,
             config: cfg,
             flags: flags.iter().map(|f| f.to_string()).collect(),
+            cgroups,
         };
         h.spawn_supervisor(unread);
         h
@@ -99,16 +109,42 @@ impl Harness {
         } else {
             Stdio::from(append("stdout"))
         };
-        let child = Command::new(supervise_bin())
-            .arg("run")
+        let mut cmd = Command::new(supervise_bin());
+        cmd.arg("run")
             .arg(&self.runtime)
             .arg(&self.logs)
             .arg(&self.config)
             .args(&self.flags)
             .stdout(stdout)
-            .stderr(Stdio::from(append("stderr")))
-            .spawn()
-            .expect("spawn supervise");
+            .stderr(Stdio::from(append("stderr")));
+        let joins: Vec<fs::File> = self
+            .cgroups
+            .iter()
+            .map(|p| {
+                fs::OpenOptions::new()
+                    .write(true)
+                    .open(p)
+                    .expect("cgroup.procs")
+            })
+            .collect();
+        if !joins.is_empty() {
+            cmd.env("HERMES_CGROUPS", "on");
+            let fds: Vec<i32> = joins.iter().map(std::os::fd::AsRawFd::as_raw_fd).collect();
+            #[allow(unsafe_code)]
+            // SAFETY: between fork and exec: write(2) on descriptors opened before the fork.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                    for &fd in &fds {
+                        if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let child = cmd.spawn().expect("spawn supervise");
+        drop(joins);
         self.child = Some(child);
         self.wait_for("control socket", || {
             Client::connect(&self.runtime, Duration::from_secs(2)).is_ok()
