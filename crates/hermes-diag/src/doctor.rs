@@ -15,6 +15,7 @@
 //! they decode and parse, with the same rules the readers use (`AuthStore::parse`,
 //! `DotEnv::load`, `Config::load`). Doctor only reads: it never makes a corrupt copy.
 
+use hermes_settings::{ProfileFiles, Scope};
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -56,7 +57,7 @@ pub fn home_checks(
     if env_ok {
         checks.push(check_private_mode(&home.env_path(), "secrets"));
         checks.push(check_env_parses(&home.env_path()));
-        checks.extend(check_key_not_shadowed(&home.env_path(), var));
+        checks.extend(check_key_not_shadowed(home, var));
     }
     let config = check_readable(&home.config_path(), service_uid, Missing::Warn);
     let config_ok = config.status == Status::Ok;
@@ -301,12 +302,13 @@ fn check_gateway_settings(
     dotenv: &DotEnv,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Check {
-    let process = std::env::vars_os().filter_map(|(name, _)| {
-        let name = name.into_string().ok()?;
-        let value = var(&name)?;
-        Some((name, value))
-    });
-    let env = dotenv.overlay(process);
+    let files = ProfileFiles::from_parts(
+        dotenv.clone(),
+        config.clone(),
+        Scope::Default,
+        process_through(var),
+    );
+    let env = files.environment();
     // `parse`, not the gateway's `load_auth`: that one copies a damaged file aside, and
     // doctor only looks (a damaged `auth.json` has its own row).
     let auth = fs::read(home.auth_path())
@@ -336,23 +338,38 @@ fn check_gateway_settings(
     }
 }
 
-/// ⚠ when the environment sets `API_SERVER_KEY` and `.env` another one: `.env` wins, so
-/// clients given the environment's key (a Kubernetes Secret, a compose file) get 401.
-fn check_key_not_shadowed(env_path: &Path, var: &dyn Fn(&str) -> Option<String>) -> Option<Check> {
-    use hermes_home::seeds::{API_SERVER_KEY as KEY, key_shadowed};
-    let dotenv = DotEnv::load(env_path).ok()?;
-    key_shadowed(&dotenv, var(KEY).as_deref()).then(|| {
-        Check::warn(
-            format!(
-                "the environment's `{KEY}` is not used: `{}` sets another one, which wins",
-                env_path.display()
-            ),
-            format!(
-                "delete the `{KEY}=` line of `{}` to use the environment's, or set the same key in both",
-                env_path.display()
-            ),
-        )
-    })
+/// ⚠ when the API server's key is set in more than one place with different values (the
+/// environment, `.env`, the top level of `config.yaml`, its nested key): one wins, and clients
+/// given another (a Kubernetes Secret, a compose file, the original's `config set`) get 401.
+fn check_key_not_shadowed(home: &Home, var: &dyn Fn(&str) -> Option<String>) -> Option<Check> {
+    let dotenv = DotEnv::load(&home.env_path()).ok()?;
+    // A `config.yaml` that does not parse has its own ✗; the other places are still compared.
+    let config =
+        Config::load(&home.config_path()).unwrap_or_else(|_| Config::empty(&home.config_path()));
+    let scope = if home.profile().name() == hermes_home::DEFAULT_PROFILE {
+        Scope::Default
+    } else {
+        Scope::Named
+    };
+    let files = ProfileFiles::from_parts(dotenv, config, scope, process_through(var));
+    files
+        .shadowed_api_key()
+        .map(|shadowed| Check::warn(shadowed.to_string(), shadowed.fix()))
+}
+
+/// This process's variables and `API_SERVER_KEY`, by name, with the values `var` gives them
+/// (so a caller that controls `var` controls what is seen).
+fn process_through(var: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+    let names = std::env::vars_os()
+        .filter_map(|(name, _)| name.into_string().ok())
+        .chain([hermes_home::seeds::API_SERVER_KEY.to_string()]);
+    let mut seen = std::collections::BTreeMap::new();
+    for name in names {
+        if let Some(value) = var(&name) {
+            seen.insert(name, value);
+        }
+    }
+    seen.into_iter().collect()
 }
 
 /// `auth.json` decodes and has the store's shape; `None` when there is no file.
@@ -485,7 +502,12 @@ mod tests {
 
     fn fresh_home() -> (tempfile::TempDir, Home) {
         let dir = tempfile::tempdir().unwrap();
-        hermes_home::layout::ensure_skeleton(dir.path(), true).unwrap();
+        hermes_home::layout::ensure_skeleton(
+            dir.path(),
+            true,
+            &hermes_home::seeds::KeySeed::Generate,
+        )
+        .unwrap();
         let home = Home::select(dir.path().to_path_buf(), None).unwrap();
         (dir, home)
     }
@@ -670,7 +692,10 @@ mod tests {
         let env =
             |key: &str| (key == "API_SERVER_KEY").then(|| "secret-key-0123456789ab".to_string());
         let checks = home_checks(&home, &BuildIdentity::resolve("", None), &env);
-        let shadowed = find(&checks, "environment's `API_SERVER_KEY` is not used");
+        let shadowed = find(
+            &checks,
+            "key in `.env` is in force; the different one in the container's environment is not used",
+        );
         assert_eq!(shadowed.status, Status::Warn, "{shadowed:?}");
         assert!(
             shadowed

@@ -402,7 +402,12 @@ mod tests {
     #[test]
     fn keys_are_reported_by_name_never_by_value() {
         let dir = tempfile::tempdir().unwrap();
-        hermes_home::layout::ensure_skeleton(dir.path(), true).unwrap();
+        hermes_home::layout::ensure_skeleton(
+            dir.path(),
+            true,
+            &hermes_home::seeds::KeySeed::Generate,
+        )
+        .unwrap();
         std::fs::write(dir.path().join(".env"), "OPENAI_API_KEY=sk-secret-value\n").unwrap();
         let home = Home::select(dir.path().to_path_buf(), None).unwrap();
         let identity = BuildIdentity::resolve("", None);
@@ -429,7 +434,12 @@ mod tests {
     #[test]
     fn stored_credentials_are_listed_masked_and_count_as_set() {
         let dir = tempfile::tempdir().unwrap();
-        hermes_home::layout::ensure_skeleton(dir.path(), true).unwrap();
+        hermes_home::layout::ensure_skeleton(
+            dir.path(),
+            true,
+            &hermes_home::seeds::KeySeed::Generate,
+        )
+        .unwrap();
         std::fs::write(
             dir.path().join("auth.json"),
             r#"{"active_provider": "openrouter", "credential_pool": {"openrouter": [

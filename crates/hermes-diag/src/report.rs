@@ -157,7 +157,12 @@ mod tests {
     #[test]
     fn doctor_puts_the_services_and_the_plugins_rows_after_the_homes() {
         let dir = tempfile::tempdir().unwrap();
-        hermes_home::layout::ensure_skeleton(dir.path(), true).unwrap();
+        hermes_home::layout::ensure_skeleton(
+            dir.path(),
+            true,
+            &hermes_home::seeds::KeySeed::Generate,
+        )
+        .unwrap();
         std::fs::write(
             dir.path().join("config.yaml"),
             "memory:\n  provider: mem0\nservices:\n  typo:\n    comand: y\n",

@@ -24,6 +24,7 @@ use hermes_home::Home;
 use hermes_home::auth::AuthStore;
 use hermes_home::config::Config;
 use hermes_home::dotenv::DotEnv;
+use hermes_settings::{ProfileFiles, Scope};
 
 use crate::error::Error;
 use crate::prompt::{self, PromptSource};
@@ -56,8 +57,9 @@ impl From<GatewaySettings> for Profile {
     }
 }
 
-/// Reads the profile `home` with `process_env` (the process environment): its `.env` (merged
-/// over `process_env` by [`DotEnv::overlay`]), `config.yaml`, `SOUL.md` and `auth.json`, then
+/// Reads the profile `home` with `process_env` (the process environment): its `.env` and
+/// `config.yaml` (the environment they give: [`ProfileFiles::environment`]), `SOUL.md` and
+/// `auth.json`, then
 /// [`GatewaySettings::resolve_with_auth`]s, and builds the prompt source from the same reads.
 /// The one entry that reads the profile's files, so reading them again picks up every edit.
 /// The profile is not [`Profile::reload`]able ([`SettingsSource::read`] makes it so).
@@ -73,8 +75,16 @@ pub fn read_profile(
     home: &Home,
     process_env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Profile, Error> {
-    let env = DotEnv::load(&home.env_path())?.overlay(process_env);
-    let config = Config::load(&home.config_path())?;
+    // The profile's environment as the original builds it: `.env` over the process
+    // environment, then the top-level scalars of `config.yaml` (`hermes_settings`).
+    let files = ProfileFiles::from_parts(
+        DotEnv::load(&home.env_path())?,
+        Config::load(&home.config_path())?,
+        Scope::Default,
+        process_env,
+    );
+    let env = files.environment();
+    let config = files.config().clone();
     let soul = std::fs::read_to_string(home.soul_path()).ok();
     let auth = load_auth(&home.auth_path());
     let settings = GatewaySettings::resolve_with_auth(
@@ -103,8 +113,8 @@ pub fn read_profile(
 }
 
 /// Variables of the process environment a profile served beside the default one never takes:
-/// only its own `.env` can give them.
-pub const NOT_BORROWED: [&str; 1] = [hermes_home::seeds::API_SERVER_KEY];
+/// only its own files can give them.
+pub use hermes_settings::NOT_BORROWED;
 
 /// Where a profile's settings are read from, so they can be read again.
 #[derive(Debug, Clone)]

@@ -286,10 +286,14 @@ pub struct SkeletonReport {
 }
 
 /// Creates the skeleton of a profile home in `dir` and seeds `.env` (0600, with a new
-/// `API_SERVER_KEY`; for the root, none when the environment gives one), `config.yaml` and
-/// `SOUL.md` when they are absent. Existing files are never touched. For the root, pass
-/// `is_root = true` to also create `profiles/`.
-pub fn ensure_skeleton(dir: &Path, is_root: bool) -> Result<SkeletonReport, Error> {
+/// `API_SERVER_KEY` or none, as `key` says: the caller knows whether the profile already has
+/// one, `hermes_settings` decides), `config.yaml` and `SOUL.md` when they are absent. Existing
+/// files are never touched. For the root, pass `is_root = true` to also create `profiles/`.
+pub fn ensure_skeleton(
+    dir: &Path,
+    is_root: bool,
+    key: &seeds::KeySeed,
+) -> Result<SkeletonReport, Error> {
     fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
     let extra: &[&str] = if is_root { &["profiles"] } else { &[] };
     for sub in SKELETON_DIRS.iter().chain(extra) {
@@ -297,12 +301,7 @@ pub fn ensure_skeleton(dir: &Path, is_root: bool) -> Result<SkeletonReport, Erro
         fs::create_dir_all(&path).map_err(|e| Error::io("create directory", &path, e))?;
     }
     let mut report = SkeletonReport::default();
-    // The process environment is what the root profile's gateway will be given, so a key there
-    // is the operator's for it (see `seeds::new_env_file`). A named profile always gets a key of
-    // its own: the environment's is the default profile's, and one key must not open both.
-    let key_in_environment =
-        is_root && seeds::is_key_set(std::env::var(seeds::API_SERVER_KEY).ok().as_deref());
-    let env = seeds::new_env_file(key_in_environment);
+    let env = seeds::new_env_file(key);
     let files: [(&str, &str, u32); 3] = [
         (".env", &env, 0o600),
         ("config.yaml", seeds::DEFAULT_CONFIG_YAML, 0o640),
@@ -401,10 +400,10 @@ mod tests {
     #[test]
     fn skeleton_seeds_once_and_keeps_existing_files() {
         let dir = tempfile::tempdir().unwrap();
-        let first = ensure_skeleton(dir.path(), true).unwrap();
+        let first = ensure_skeleton(dir.path(), true, &seeds::KeySeed::Generate).unwrap();
         assert_eq!(first.seeded.len(), 3);
         fs::write(dir.path().join("config.yaml"), "model: mine\n").unwrap();
-        let second = ensure_skeleton(dir.path(), true).unwrap();
+        let second = ensure_skeleton(dir.path(), true, &seeds::KeySeed::Generate).unwrap();
         assert!(second.seeded.is_empty());
         assert_eq!(
             fs::read_to_string(dir.path().join("config.yaml")).unwrap(),

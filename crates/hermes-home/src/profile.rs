@@ -119,7 +119,8 @@ fn build_profile(
             }
         }
     }
-    ensure_skeleton(staging, false)?;
+    // A new profile gets a key of its own; a clone too (below), whatever it copied.
+    ensure_skeleton(staging, false, &crate::seeds::KeySeed::Generate)?;
     if source.is_some() {
         // A clone's copied key is its source's: clients of one would open the other. It gets
         // a key of its own (a new profile has one from its seeded `.env`).
@@ -545,7 +546,7 @@ mod tests {
     fn create_clone_list_delete_roundtrip() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        ensure_skeleton(root, true).unwrap();
+        ensure_skeleton(root, true, &crate::seeds::KeySeed::Generate).unwrap();
         fs::write(root.join(".env"), "OPENAI_API_KEY=sk-1\n").unwrap();
         fs::write(root.join("skills/note.md"), "skill").unwrap();
         let opts = CreateOptions {
@@ -708,7 +709,7 @@ mod tests {
     fn set_active_waits_for_the_active_profile_lock() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        ensure_skeleton(root, true).unwrap();
+        ensure_skeleton(root, true, &crate::seeds::KeySeed::Generate).unwrap();
         create(root, &name("work"), &CreateOptions::default()).unwrap();
         let held = lock::hold(&root.join("active_profile.lock"));
         lock::test_timeout::set(std::time::Duration::from_millis(100));

@@ -19,30 +19,36 @@ pub const ENV_HEADER: &str = "\
 # Behavioral settings belong in config.yaml, not here.
 ";
 
-/// The `.env` of a new home or profile: [`ENV_HEADER`] and a random `API_SERVER_KEY` (64 hex
-/// characters), so its API server is on and protected from the start (the original's rules
-/// switch the API server on by the key and refuse it without a strong one). Without a
-/// random source, the header only: the API server then stays off rather than weak.
-///
-/// When the environment already gives a key (`key_in_environment`: a compose file's
-/// `environment:`, a Kubernetes Secret through `envFrom`), no key is generated: `.env` wins over
-/// the environment, so a generated one would silently replace the operator's choice.
-pub fn new_env_file(key_in_environment: bool) -> String {
-    if key_in_environment {
-        return format!("{ENV_HEADER}{ENV_KEY_FROM_ENVIRONMENT}");
-    }
-    match random_hex(32) {
-        Ok(key) => format!("{ENV_HEADER}{API_SERVER_KEY}={key}\n"),
-        Err(_) => ENV_HEADER.to_string(),
+/// What a new `.env` does about `API_SERVER_KEY`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySeed {
+    /// Carry a random key of its own.
+    Generate,
+    /// Carry none: the profile already has one, set where this says (`the container's
+    /// environment`, `the top level of `config.yaml``). `.env` wins over every other place,
+    /// so a generated key would silently replace the operator's.
+    SetIn(String),
+}
+
+/// The `.env` of a new home or profile: [`ENV_HEADER`] and, for [`KeySeed::Generate`], a
+/// random `API_SERVER_KEY` (64 hex characters), so its API server is on and protected from the
+/// start (the original's rules switch the API server on by the key and refuse it without a
+/// strong one). Without a random source, the header only: the API server then stays off
+/// rather than weak. For [`KeySeed::SetIn`], a comment saying where the key comes from.
+pub fn new_env_file(key: &KeySeed) -> String {
+    match key {
+        KeySeed::SetIn(place) => format!(
+            "{ENV_HEADER}# {API_SERVER_KEY} comes from {place}; a value set here would override it.\n"
+        ),
+        KeySeed::Generate => match random_hex(32) {
+            Ok(key) => format!("{ENV_HEADER}{API_SERVER_KEY}={key}\n"),
+            Err(_) => ENV_HEADER.to_string(),
+        },
     }
 }
 
 /// The gateway's client key: the variable first boot and new profiles seed in `.env`.
 pub const API_SERVER_KEY: &str = "API_SERVER_KEY";
-
-/// The line a new `.env` carries instead of a key when the environment sets `API_SERVER_KEY`.
-const ENV_KEY_FROM_ENVIRONMENT: &str =
-    "# API_SERVER_KEY comes from the environment; a value set here would override it.\n";
 
 /// Whether `value` (an `API_SERVER_KEY`) is a key at all: set and not blank.
 pub fn is_key_set(value: Option<&str>) -> bool {
@@ -120,7 +126,10 @@ mod tests {
 
     #[test]
     fn a_new_env_file_carries_its_own_strong_key() {
-        let (a, b) = (new_env_file(false), new_env_file(false));
+        let (a, b) = (
+            new_env_file(&KeySeed::Generate),
+            new_env_file(&KeySeed::Generate),
+        );
         assert!(a.starts_with(ENV_HEADER), "{a}");
         let key = |t: &str| {
             t.lines()
@@ -134,14 +143,17 @@ mod tests {
     }
 
     #[test]
-    fn a_key_in_the_environment_is_not_replaced_by_a_generated_one() {
-        let text = new_env_file(true);
+    fn a_key_set_elsewhere_is_not_replaced_by_a_generated_one() {
+        let text = new_env_file(&KeySeed::SetIn("the container's environment".into()));
         assert!(text.starts_with(ENV_HEADER), "{text}");
         assert!(
             !text.lines().any(|l| l.starts_with("API_SERVER_KEY=")),
             "no key line (it would override the environment's): {text}"
         );
-        assert!(text.contains("comes from the environment"), "{text}");
+        assert!(
+            text.contains("comes from the container's environment"),
+            "{text}"
+        );
         assert!(is_key_set(Some(" k ")));
         assert!(!is_key_set(Some("  ")));
         assert!(!is_key_set(None));

@@ -22,13 +22,15 @@ use std::path::Path;
 
 use hermes_home::dotenv::DotEnv;
 use hermes_home::random::random_hex;
-use hermes_home::seeds::{Seeded, seed_file};
+use hermes_home::seeds::{KeySeed, Seeded, seed_file};
 use hermes_home::volume;
 use hermes_home::{gateway_state, layout};
 use hermes_privilege::{
     FileRule, IdRequest, Identity, InitMode, RemapReport, RepairPlan, SERVICE_USER, device_gids,
     init_user_guard, remap, repair_ownership,
 };
+
+use hermes_settings::{ProfileFiles, Scope};
 
 use crate::{Error, Settings};
 use hermes_privilege::AsUser;
@@ -406,9 +408,13 @@ fn stage_seed(settings: &Settings, out: &mut dyn Write) {
     // Before the skeleton, which would seed the built-in files in their place.
     if let Some(dir) = settings.env.get(SEED_DIR_VAR).filter(|v| !v.is_empty()) {
         seed_from_dir(Path::new(dir), home, out);
-        seed_profiles_from_dir(Path::new(dir), home, out);
+        seed_profiles_from_dir(Path::new(dir), home, &settings.env, out);
     }
-    match hermes_home::layout::ensure_skeleton(home, true) {
+    // Read before the skeleton seeds `.env`: a key the operator set anywhere the original
+    // reads one (the environment, `.env`, the top level of `config.yaml`, the nested key) is
+    // never shadowed by a generated one.
+    let key_seed = ProfileFiles::key_seed_for(home, Scope::Default, settings.env.vars());
+    match hermes_home::layout::ensure_skeleton(home, true, &key_seed) {
         Ok(report) => {
             for p in report.seeded {
                 say(out, format!("seeded `{}`", p.display()));
@@ -425,11 +431,12 @@ fn stage_seed(settings: &Settings, out: &mut dyn Write) {
             );
         }
     }
-    // A key the environment gives is the operator's: a generated one in `.env` would win over it.
+    // A key the operator set is theirs: a generated one in `.env` would win over it. One in
+    // the environment that `.env` shadows is said.
     let env_key = settings.env.get(API_SERVER_KEY);
     if hermes_home::seeds::is_key_set(env_key) {
         warn_if_key_shadowed(&layout::env_path(home), env_key, out);
-    } else {
+    } else if key_seed == KeySeed::Generate {
         seed_api_key(&layout::env_path(home), out);
     }
     if settings.env.get(GATEWAY_BOOTSTRAP_VAR) == Some("running") {
@@ -480,7 +487,12 @@ fn seed_from_dir(dir: &Path, home: &Path, out: &mut dyn Write) {
 /// `config.yaml` and `SOUL.md` where it has none, then its skeleton (a `.env` with its own
 /// key, unless the environment gives one). A profile already on the volume keeps its files;
 /// a directory whose name is not a valid profile name is a warning and is skipped.
-fn seed_profiles_from_dir(dir: &Path, home: &Path, out: &mut dyn Write) {
+fn seed_profiles_from_dir(
+    dir: &Path,
+    home: &Path,
+    settings_env: &hermes_privilege::Env,
+    out: &mut dyn Write,
+) {
     let Ok(entries) = fs::read_dir(layout::profiles_dir(dir)) else {
         return;
     };
@@ -502,7 +514,8 @@ fn seed_profiles_from_dir(dir: &Path, home: &Path, out: &mut dyn Write) {
         };
         let target = hermes_home::profile::profile_dir(home, &name);
         seed_from_dir(&entry.path(), &target, out);
-        match hermes_home::layout::ensure_skeleton(&target, false) {
+        let key_seed = ProfileFiles::key_seed_for(&target, Scope::Named, settings_env.vars());
+        match hermes_home::layout::ensure_skeleton(&target, false, &key_seed) {
             Ok(report) => {
                 for p in report.seeded {
                     say(out, format!("seeded `{}`", p.display()));
@@ -746,6 +759,62 @@ mod tests {
             .get(API_SERVER_KEY)
             .map(str::len);
         assert_eq!(key, Some(64));
+    }
+
+    /// A volume of the original whose key its `hermes config set API_SERVER_KEY` wrote at the
+    /// top of `config.yaml` (or one under `platforms.api_server.extra.key`): the first boot on
+    /// it generates no key, with `.env` there or not, for the root and a seeded profile alike.
+    #[test]
+    fn a_key_in_config_yaml_is_not_shadowed_by_a_generated_one() {
+        let operator = "operator-chosen-key-0123456789";
+        let configs = [
+            format!("model: gpt-4o\nAPI_SERVER_KEY: {operator}\n"),
+            format!("platforms:\n  api_server:\n    extra:\n      key: {operator}\n"),
+        ];
+        for config in &configs {
+            for env_text in [None, Some("# mine\nOTHER=1\n")] {
+                let dir = tempfile::tempdir().unwrap();
+                let home = dir.path().join("data");
+                fs::create_dir_all(&home).unwrap();
+                fs::write(home.join("config.yaml"), config).unwrap();
+                if let Some(text) = env_text {
+                    fs::write(home.join(".env"), text).unwrap();
+                }
+                let mut out = Vec::new();
+                stage_seed(&settings(&home), &mut out);
+                let log = String::from_utf8(out).unwrap();
+                let dotenv = DotEnv::load(&home.join(".env")).unwrap();
+                assert_eq!(
+                    dotenv.get(API_SERVER_KEY),
+                    None,
+                    "no key to shadow the operator's ({config:?}, {env_text:?}): {log}"
+                );
+                assert!(!log.contains("generated API_SERVER_KEY"), "{log}");
+                if env_text.is_none() {
+                    let text = fs::read_to_string(home.join(".env")).unwrap();
+                    assert!(text.contains("API_SERVER_KEY comes from"), "{text}");
+                }
+            }
+        }
+        // A profile seeded from `HERMES_SEED_DIR` with its key in its `config.yaml`.
+        let dir = tempfile::tempdir().unwrap();
+        let (home, seeds) = (dir.path().join("data"), dir.path().join("seeds"));
+        fs::create_dir_all(seeds.join("profiles/work")).unwrap();
+        fs::write(
+            seeds.join("profiles/work/config.yaml"),
+            format!("API_SERVER_KEY: {operator}\n"),
+        )
+        .unwrap();
+        let mut s = settings(&home);
+        s.env = [(SEED_DIR_VAR, seeds.to_str().unwrap())]
+            .into_iter()
+            .collect();
+        stage_seed(&s, &mut Vec::new());
+        let work = DotEnv::load(&home.join("profiles/work/.env")).unwrap();
+        assert_eq!(work.get(API_SERVER_KEY), None);
+        // The root, with no key anywhere, gets one.
+        let root = DotEnv::load(&home.join(".env")).unwrap();
+        assert_eq!(root.get(API_SERVER_KEY).map(str::len), Some(64));
     }
 
     #[test]

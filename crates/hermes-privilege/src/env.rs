@@ -26,6 +26,11 @@ impl Env {
     pub fn get(&self, key: &str) -> Option<&str> {
         self.vars.get(key).map(String::as_str)
     }
+
+    /// Every variable, by name.
+    pub fn vars(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.vars.iter().map(|(k, v)| (k.clone(), v.clone()))
+    }
 }
 
 impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Env {

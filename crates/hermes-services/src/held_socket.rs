@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use hermes_home::api_server;
 use hermes_home::config::Config;
-use hermes_home::dotenv::DotEnv;
+use hermes_settings::{ProfileFiles, Scope};
 use hermes_supervisor::{Listen, ServiceSpec};
 
 use crate::agent::{self, Engine};
@@ -73,14 +73,12 @@ pub(crate) fn apply(spec: &mut ServiceSpec, profile: &str, dir: &Path, custom_co
     spec.listen = vec![Listen::new(hermes_listen::API_SOCKET_NAME, address)];
 }
 
-/// The profile's env map (`.env` over this process's environment) and `config.yaml`; `None`
-/// when either cannot be read (the gateway then says what is wrong itself).
+/// The profile's environment (as the gateway will see it: `hermes_settings`) and
+/// `config.yaml`; `None` when either cannot be read (the gateway then says what is wrong
+/// itself).
 fn settings(dir: &Path) -> Option<(std::collections::BTreeMap<String, String>, Config)> {
-    let config = Config::load(&hermes_home::layout::config_path(dir)).ok()?;
-    let env = DotEnv::load(&hermes_home::layout::env_path(dir))
-        .ok()?
-        .overlay(std::env::vars());
-    Some((env, config))
+    let files = ProfileFiles::read(dir, Scope::Default, hermes_settings::process_env()).ok()?;
+    Some((files.environment(), files.config().clone()))
 }
 
 /// The address the native gateway of `profile` (in `dir`) listens on, for a systemd socket

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use hermes_home::Home;
-use hermes_home::layout::{ensure_skeleton, resolve_root};
+use hermes_home::layout::resolve_root;
 
 use crate::failure::Failure;
 
@@ -23,7 +23,7 @@ impl Context {
     /// The root (`HERMES_HOME`), created with its skeleton and seeds on first use.
     pub fn root(&self) -> Result<PathBuf, Failure> {
         let root = resolve_root(Self::var)?;
-        ensure_skeleton(&root, true)?;
+        hermes_settings::ensure_root_skeleton(&root, hermes_settings::process_env())?;
         Ok(root)
     }
 

@@ -24,7 +24,8 @@ use serde_json::{Value, json};
 /// A dashboard for a fresh home with a second profile, `worker_beta`, no supervisor.
 fn start() -> Dashboard {
     let home = tempfile::tempdir().unwrap();
-    hermes_home::layout::ensure_skeleton(home.path(), true).unwrap();
+    hermes_home::layout::ensure_skeleton(home.path(), true, &hermes_home::seeds::KeySeed::Generate)
+        .unwrap();
     let name = ProfileName::parse("worker_beta").unwrap();
     profile::create(home.path(), &name, &CreateOptions::default()).unwrap();
     common::start_in(home, "127.0.0.1", &TOKEN_ENV)

@@ -22,7 +22,8 @@ use serde_json::{Value, json};
 /// A dashboard for a fresh home (the default profile's files seeded), no supervisor.
 fn start() -> Dashboard {
     let home = tempfile::tempdir().unwrap();
-    hermes_home::layout::ensure_skeleton(home.path(), true).unwrap();
+    hermes_home::layout::ensure_skeleton(home.path(), true, &hermes_home::seeds::KeySeed::Generate)
+        .unwrap();
     common::start_in(home, "127.0.0.1", &TOKEN_ENV)
 }
 

@@ -1,5 +1,6 @@
 //! One profile of the volume: what it holds and how each part carries over.
 
+use hermes_settings::{ProfileFiles, Scope};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -614,20 +615,21 @@ fn api_part(
     multiplexed: bool,
     findings: &mut Vec<Finding>,
 ) -> ApiServerFacts {
-    // `.env`, else a top-level key of `config.yaml` of the same name: the original bridges
-    // those into the environment (its `hermes config set API_SERVER_KEY ...` writes there).
-    let env = |k: &str| {
-        dotenv
-            .get(k)
-            .and_then(dotenv::nonblank)
-            .map(str::to_string)
-            .or_else(|| {
-                config
-                    .raw(k)
-                    .and_then(scalar_text)
-                    .filter(|v| dotenv::nonblank(v).is_some())
-            })
+    // The profile's variables as its gateway will see them (`hermes_settings`: `.env`, the
+    // container's environment, the top level of `config.yaml`), each with where it is set.
+    let scope = if profile == hermes_home::DEFAULT_PROFILE {
+        Scope::Default
+    } else {
+        Scope::Named
     };
+    let files = ProfileFiles::from_parts(
+        dotenv.clone(),
+        config.clone(),
+        scope,
+        hermes_settings::process_env(),
+    );
+    let env = |k: &str| files.var(k).map(|s| s.value);
+    shadowed_key(&files, findings);
     let cfg = |k: &str| config.string(k, &|name: &str| env(name));
     let key = env("API_SERVER_KEY").or_else(|| cfg("platforms.api_server.extra.key"));
     let (enabled, mut error) =
@@ -685,13 +687,15 @@ fn api_part(
     facts
 }
 
-/// A YAML scalar as text (`8650` and `"8650"` alike).
-fn scalar_text(value: &yaml_serde::Value) -> Option<String> {
-    match value {
-        yaml_serde::Value::String(s) => Some(s.clone()),
-        yaml_serde::Value::Number(n) => Some(n.to_string()),
-        yaml_serde::Value::Bool(b) => Some(b.to_string()),
-        _ => None,
+/// Says so when the API server's key is set in more than one place with different values
+/// (where each is, never a value).
+fn shadowed_key(files: &ProfileFiles, findings: &mut Vec<Finding>) {
+    if let Some(shadowed) = files.shadowed_api_key() {
+        findings.push(Finding::attention(
+            "api_server",
+            shadowed.to_string(),
+            shadowed.fix(),
+        ));
     }
 }
 

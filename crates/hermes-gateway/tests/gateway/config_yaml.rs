@@ -15,7 +15,8 @@ use hermes_gateway::source::read_profile;
 use hermes_home::Home;
 
 fn home(dir: &Path, config: &str) -> Home {
-    hermes_home::layout::ensure_skeleton(dir, true).unwrap();
+    hermes_home::layout::ensure_skeleton(dir, true, &hermes_home::seeds::KeySeed::Generate)
+        .unwrap();
     fs::write(dir.join("config.yaml"), config).unwrap();
     Home::select(dir.to_path_buf(), None).unwrap()
 }

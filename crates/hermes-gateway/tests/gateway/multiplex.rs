@@ -64,7 +64,8 @@ fn config(upstream: &Upstream, model: &str) -> String {
 /// Writes a profile's files in `dir` (the default profile's also carry the port).
 fn write_profile(dir: &Path, upstream: &Upstream, key: Option<&str>, model: &str, soul: &str) {
     let is_root = !dir.parent().is_some_and(|p| p.ends_with("profiles"));
-    hermes_home::layout::ensure_skeleton(dir, is_root).unwrap();
+    hermes_home::layout::ensure_skeleton(dir, is_root, &hermes_home::seeds::KeySeed::Generate)
+        .unwrap();
     let mut env = String::new();
     if is_root {
         env.push_str("API_SERVER_PORT=0\n");

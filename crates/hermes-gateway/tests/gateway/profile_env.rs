@@ -21,7 +21,8 @@ use hermes_home::Home;
 
 /// A default-profile home holding this `.env` and `config.yaml`.
 fn home(dir: &Path, env: &str, config: &str) -> Home {
-    hermes_home::layout::ensure_skeleton(dir, true).unwrap();
+    hermes_home::layout::ensure_skeleton(dir, true, &hermes_home::seeds::KeySeed::Generate)
+        .unwrap();
     fs::write(dir.join(".env"), env).unwrap();
     fs::write(dir.join("config.yaml"), config).unwrap();
     Home::select(dir.to_path_buf(), None).unwrap()
@@ -136,4 +137,53 @@ fn a_damaged_env_is_a_configuration_error() {
     assert!(err.is_config(), "{err}");
     assert_eq!(err.exit_code(), 78);
     assert!(err.hint().unwrap().contains("line 1"), "{:?}", err.hint());
+}
+
+/// The original's `hermes config set API_SERVER_KEY …` writes the key at the top level of
+/// `config.yaml`, and its gateway bridges top-level scalars into the environment where nothing
+/// sets them: the native gateway takes the same key, below `.env` and the environment, and
+/// `doctor` names a key that another place shadows (never its value).
+#[test]
+fn a_key_at_the_top_of_config_yaml_is_the_gateways_below_env_and_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = "API_SERVER_KEY: operator-key-0123456789abcdef\n";
+    let key = |env: &str, process: &[(&str, &str)]| {
+        let home = home(dir.path(), env, top);
+        read_profile(&home, shell(process))
+            .unwrap()
+            .settings
+            .api_key
+    };
+    assert_eq!(
+        key("", &[]).as_deref(),
+        Some("operator-key-0123456789abcdef")
+    );
+    assert_eq!(
+        key("", &[("API_SERVER_KEY", "from-the-environment-0123")]).as_deref(),
+        Some("from-the-environment-0123")
+    );
+    assert_eq!(
+        key("API_SERVER_KEY=generated-0123456789abcdef\n", &[]).as_deref(),
+        Some("generated-0123456789abcdef")
+    );
+    // Set blank in `.env`: hidden, as the original hides it, and no key at all.
+    assert_eq!(key("API_SERVER_KEY=\n", &[]), None);
+
+    let home = home(
+        dir.path(),
+        "API_SERVER_KEY=generated-0123456789abcdef\n",
+        top,
+    );
+    let checks = doctor::home_checks(&home, &BuildIdentity::resolve("", None), &|_| None);
+    let row = checks
+        .iter()
+        .find(|c| c.message.contains("is not used"))
+        .expect("doctor names the shadowed key");
+    assert_eq!(row.status, Status::Warn);
+    assert!(
+        row.message.contains("the top level of `config.yaml`")
+            && !row.message.contains("operator-key")
+            && !row.message.contains("generated-"),
+        "{row:?}"
+    );
 }

@@ -193,7 +193,8 @@ async fn chats_in_flight_are_the_active_api_runs() {
 async fn a_refused_edit_and_a_store_removed_under_the_gateway_are_degraded() {
     let up = Upstream::start().await;
     let dir = tempfile::tempdir().unwrap();
-    hermes_home::layout::ensure_skeleton(dir.path(), true).unwrap();
+    hermes_home::layout::ensure_skeleton(dir.path(), true, &hermes_home::seeds::KeySeed::Generate)
+        .unwrap();
     fs::write(
         dir.path().join(".env"),
         format!("API_SERVER_PORT=0\nAPI_SERVER_KEY={FILE_KEY}\n"),

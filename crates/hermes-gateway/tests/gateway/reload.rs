@@ -23,7 +23,8 @@ const KEY: &str = "reload-test-key-0123456789";
 
 /// A default-profile home with this `.env`, `config.yaml` and `SOUL.md`.
 fn home(dir: &Path, env: &str, config: &str, soul: &str) -> Home {
-    hermes_home::layout::ensure_skeleton(dir, true).unwrap();
+    hermes_home::layout::ensure_skeleton(dir, true, &hermes_home::seeds::KeySeed::Generate)
+        .unwrap();
     fs::write(dir.join(".env"), env).unwrap();
     fs::write(dir.join("config.yaml"), config).unwrap();
     fs::write(dir.join("SOUL.md"), soul).unwrap();

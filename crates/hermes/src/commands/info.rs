@@ -65,7 +65,7 @@ pub fn run_doctor(ctx: &Context, json_output: bool) -> CommandResult {
     // Doctor must report a broken home, not stop at it: seeding is attempted (first use
     // creates the home) but its failure is left for the checks to describe.
     let root = hermes_home::layout::resolve_root(Context::var)?;
-    let _ = hermes_home::layout::ensure_skeleton(&root, true);
+    let _ = hermes_settings::ensure_root_skeleton(&root, hermes_settings::process_env());
     let home = match hermes_home::Home::select(root.clone(), ctx.profile_flag.as_deref()) {
         Ok(home) => home,
         Err(e) => return Err(Failure::from(e)),

@@ -21,7 +21,8 @@ fn create_with_clone_edit_soul_and_delete_with_confirmation() {
     let t = TestContext::new();
     let root = t.root();
     fs::create_dir_all(&root).unwrap();
-    hermes_home::layout::ensure_skeleton(&root, true).unwrap();
+    hermes_home::layout::ensure_skeleton(&root, true, &hermes_home::seeds::KeySeed::Generate)
+        .unwrap();
     fs::write(root.join("SOUL.md"), "You are the default persona.").unwrap();
     t.free_ports(&[]);
     let env = fs::read_to_string(root.join(".env")).unwrap();

@@ -1,0 +1,47 @@
+//! A profile's settings: its files read once ([`ProfileFiles`]), and each setting resolved
+//! here, in the original's precedence, with where its value came from ([`Setting`],
+//! [`Source`]). The gateway, boot, diagnostics and the CLI ask this crate instead of reading
+//! `config.yaml` and `.env` for themselves, so they cannot disagree.
+//!
+//! The original's environment (`gateway/run.py` at start-up, 0.19.0 and 0.20.1 alike):
+//!
+//! 1. the profile's `.env`, loaded with `override=True` — it wins over the process environment;
+//! 2. the process environment (a compose file's `environment:`, a Kubernetes Secret);
+//! 3. every top-level scalar of `config.yaml` (string, number, boolean) whose name is not set
+//!    by then, `${VAR}` expanded — its `hermes config set API_SERVER_KEY …` writes there.
+//!
+//! Nested keys (`platforms.api_server.extra.key`) come after all three. A blank value
+//! (`API_SERVER_KEY=` in `.env`) is set — it hides the layers below, as in the original — and
+//! reads as unset ([`ProfileFiles::var`]).
+//!
+//! Words:
+//! * **scope** — whether the profile is the default one or a named one ([`Scope`]): a named
+//!   profile never takes [`NOT_BORROWED`] variables from the process environment, which are
+//!   the default profile's.
+
+mod files;
+
+pub use files::{NOT_BORROWED, ProfileFiles, Scope, Setting, Shadowed, Source};
+
+use std::path::Path;
+
+/// [`hermes_home::layout::ensure_skeleton`] for the root profile, whose seeded `.env` carries a
+/// generated key only when the profile has none anywhere ([`ProfileFiles::key_seed_for`]).
+///
+/// # Errors
+/// As `ensure_skeleton`.
+pub fn ensure_root_skeleton(
+    root: &Path,
+    process_env: impl IntoIterator<Item = (String, String)>,
+) -> Result<hermes_home::layout::SkeletonReport, hermes_home::Error> {
+    let key = ProfileFiles::key_seed_for(root, Scope::Default, process_env);
+    hermes_home::layout::ensure_skeleton(root, true, &key)
+}
+
+/// This process's environment; variables whose name or value is not UTF-8 cannot be settings
+/// and are left out (never a panic, as `std::env::vars` would).
+pub fn process_env() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
