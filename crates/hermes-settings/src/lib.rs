@@ -45,3 +45,27 @@ pub fn process_env() -> Vec<(String, String)> {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect()
 }
+
+/// The variables a gateway reads from its profile's environment that operators set by name
+/// (`hermes config get|set`): read and written where the gateway reads them.
+pub const GATEWAY_VARIABLES: [&str; 6] = [
+    hermes_home::seeds::API_SERVER_KEY,
+    "API_SERVER_PORT",
+    "API_SERVER_HOST",
+    "API_SERVER_ENABLED",
+    "API_SERVER_CORS_ORIGINS",
+    "API_SERVER_MODEL_NAME",
+];
+
+/// The [`GATEWAY_VARIABLES`] entry `key` names (any case), if it names one.
+pub fn gateway_variable(key: &str) -> Option<&'static str> {
+    GATEWAY_VARIABLES
+        .into_iter()
+        .find(|v| v.eq_ignore_ascii_case(key))
+}
+
+/// Whether the variable `name` holds a secret (shown masked).
+pub fn is_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.ends_with("_KEY") || upper.ends_with("_TOKEN") || upper.contains("SECRET")
+}

@@ -6,7 +6,10 @@
 //!   original's schema and defaults and are handed over to it (`commands::handoff`).
 //! * Keys are dotted paths (`model.default`); a key without a dot that names a secret
 //!   (`OPENROUTER_API_KEY`, `*_API_KEY`, `*_TOKEN`, `TERMINAL_SSH*`) lives in `.env`, as in the
-//!   original.
+//!   original. A variable the gateway reads (`API_SERVER_KEY`, `API_SERVER_PORT`, …:
+//!   `hermes_settings::GATEWAY_VARIABLES`) is read where the gateway reads it — `.env`, the
+//!   environment, the top level of `config.yaml` — and shown with where it came from (a
+//!   secret masked); `set` writes it where the value in force is, else to `.env`.
 //! * `set` reads VALUE as the original does: `true|yes|on` and `false|no|off` are booleans,
 //!   digits an integer, digits with one dot a float, anything else a string — except where the
 //!   file already holds a string there, which stays a string (`approvals.mode off`).
@@ -23,6 +26,7 @@ use hermes_home::config::Config;
 use hermes_home::config_file::{self, Replaced};
 use hermes_home::dotenv::DotEnv;
 use hermes_home::yaml_edit;
+use hermes_settings::{ProfileFiles, Scope, Source};
 use yaml_serde::Value;
 
 use crate::cli::ConfigCommand;
@@ -98,6 +102,9 @@ fn is_env_key(key: &str) -> bool {
 }
 
 fn get(home: &Home, key: &str, json: bool) -> CommandResult {
+    if let Some(name) = hermes_settings::gateway_variable(key) {
+        return get_variable(home, name, json);
+    }
     let dotenv = DotEnv::load(&home.env_path())?;
     let var = dotenv.over(&Context::var);
     let value = if is_env_key(key) {
@@ -119,6 +126,80 @@ fn get(home: &Home, key: &str, json: bool) -> CommandResult {
         output::json(&value)?;
     } else {
         output::stdout(&format!("{}\n", display_get(&value)))?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// The profile's files, as its gateway reads them with this process's environment.
+fn profile_files(home: &Home) -> Result<ProfileFiles, Failure> {
+    let scope = if home.profile().name() == hermes_home::DEFAULT_PROFILE {
+        Scope::Default
+    } else {
+        Scope::Named
+    };
+    Ok(ProfileFiles::read(
+        home.dir(),
+        scope,
+        hermes_settings::process_env(),
+    )?)
+}
+
+/// `config get` of a variable the gateway reads ([`hermes_settings::GATEWAY_VARIABLES`]): the
+/// value in force, wherever it is set, with where (a secret masked).
+fn get_variable(home: &Home, name: &str, json: bool) -> CommandResult {
+    let Some(setting) = profile_files(home)?.var(name) else {
+        return Err(Failure::new(
+            format!("`{name}` is not set for this profile"),
+            Some(format!(
+                "set it with `hermes config set {name} VALUE` (written to `{}`, which the gateway reads first)",
+                home.env_path().display()
+            )),
+        ));
+    };
+    let shown = if hermes_settings::is_secret(name) {
+        hermes_home::auth::mask_secret(&setting.value)
+    } else {
+        setting.value
+    };
+    if json {
+        output::json(&serde_json::json!({"value": shown, "source": setting.source.to_string()}))?;
+    } else {
+        output::stdout(&format!("{shown}   (from {})\n", setting.source))?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// `config set` of a variable the gateway reads: written where the value in force is (`.env`,
+/// or the top level of `config.yaml` where the original's `config set` put it), else to
+/// `.env`; says so when another place still wins.
+fn set_variable(home: &Home, name: &str, raw: &str) -> CommandResult {
+    let in_config = profile_files(home)?
+        .var(name)
+        .is_some_and(|s| s.source == Source::ConfigTopLevel);
+    let path = if in_config {
+        let path = home.config_path();
+        Config::edit(&path, |config| {
+            config.set(name, Value::from(raw));
+            Ok(())
+        })?;
+        path
+    } else {
+        hermes_home::dotenv::set_var(&home.env_path(), name, raw)?
+    };
+    let shown = if hermes_settings::is_secret(name) {
+        hermes_home::auth::mask_secret(raw)
+    } else {
+        raw.to_string()
+    };
+    output::stdout(&format!("✓ Set {name} = {shown} in {}\n", path.display()))?;
+    if let Some(winner) = profile_files(home)?
+        .var(name)
+        .filter(|s| s.value != raw.trim())
+    {
+        output::stderr(&format!(
+            "warning: {name} from {} is still the one in force\n",
+            winner.source
+        ));
     }
     Ok(ExitStatus::Success)
 }
@@ -293,6 +374,9 @@ fn check_key(key: &str) -> Result<(), Failure> {
 
 fn set(home: &Home, key: &str, raw: &str) -> CommandResult {
     check_key(key)?;
+    if let Some(name) = hermes_settings::gateway_variable(key) {
+        return set_variable(home, name, raw);
+    }
     if is_env_key(key) {
         let env = home.env_path();
         let path = hermes_home::dotenv::set_var(&env, &key.to_ascii_uppercase(), raw)?;

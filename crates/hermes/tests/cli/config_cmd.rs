@@ -568,3 +568,62 @@ fn env_values_we_write_read_back_unchanged_in_the_original() {
         assert_eq!(ours.get("OPENAI_API_KEY"), Some(value), "ours on {env:?}");
     }
 }
+
+/// A volume of the original whose `config set API_SERVER_KEY` wrote the key at the top level
+/// of `config.yaml`: our first command seeds no key that would shadow it, and `config get|set`
+/// of the gateway's variables read and write where the gateway reads them, masked.
+#[test]
+fn the_api_server_key_is_read_and_written_where_the_gateway_reads_it() {
+    let t = TestContext::new();
+    let root = t.root();
+    fs::create_dir_all(&root).unwrap();
+    let key = "operator-key-0123456789abcdef";
+    fs::write(root.join("config.yaml"), format!("API_SERVER_KEY: {key}\n")).unwrap();
+    let out = t.ok(&["config", "get", "API_SERVER_KEY"]);
+    assert_eq!(out, "oper...cdef   (from the top level of `config.yaml`)\n");
+    let env = fs::read_to_string(root.join(".env")).unwrap();
+    assert!(
+        !env.lines().any(|l| l.starts_with("API_SERVER_KEY=")),
+        "the seeded `.env` shadows nothing: {env}"
+    );
+    // `set` keeps it where it is in force.
+    let new_key = "rotated-key-0123456789abcdef";
+    let out = t.ok(&["config", "set", "API_SERVER_KEY", new_key]);
+    assert!(
+        out.contains("rota...cdef") && !out.contains(new_key),
+        "{out}"
+    );
+    assert!(
+        fs::read_to_string(root.join("config.yaml"))
+            .unwrap()
+            .contains(new_key)
+    );
+    // A port set in `.env` is read from there, and a port written when none is set goes there.
+    let out = t.run(&["config", "get", "API_SERVER_PORT"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("`API_SERVER_PORT` is not set"),
+        "{}",
+        render(&out)
+    );
+    t.ok(&["config", "set", "API_SERVER_PORT", "9001"]);
+    assert!(
+        fs::read_to_string(root.join(".env"))
+            .unwrap()
+            .contains("API_SERVER_PORT=9001")
+    );
+    assert_eq!(
+        t.ok(&["config", "get", "api_server_port"]),
+        "9001   (from `.env`)\n"
+    );
+    // `.env` over the top level: a key written there wins, and `get` says so.
+    fs::write(
+        root.join(".env"),
+        "API_SERVER_KEY=generated-0123456789abcdef\n",
+    )
+    .unwrap();
+    assert_eq!(
+        t.ok(&["config", "get", "API_SERVER_KEY"]),
+        "gene...cdef   (from `.env`)\n"
+    );
+}
