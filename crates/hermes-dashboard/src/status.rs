@@ -178,10 +178,17 @@ fn row(root: &Path, status: &ServiceStatus, gateway: Option<&GatewayEngine>) -> 
     }
     if let (Some(gateway), Some(map)) = (gateway, value.as_object_mut()) {
         map.insert("engine".into(), json!(gateway.engine));
-        map.insert("port".into(), json!(gateway_port(&gateway.home)));
+        let port = bound_port(status).or_else(|| gateway_port(&gateway.home));
+        map.insert("port".into(), json!(port));
         map.insert("served_by".into(), json!(gateway.served_by));
     }
     value
+}
+
+/// The port of the API socket the supervisor holds for the service (what it bound), if any.
+fn bound_port(status: &ServiceStatus) -> Option<u16> {
+    let address = status.listening.first()?;
+    address.rsplit_once(':')?.1.parse().ok()
 }
 
 /// The port the profile's API server listens on, resolved as the gateway resolves it
@@ -195,6 +202,16 @@ fn gateway_port(home: &Home) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_port_is_the_one_the_supervisor_bound() {
+        let mut status = ServiceStatus::new("gateway-default", hermes_supervisor::StateName::Up);
+        assert_eq!(bound_port(&status), None);
+        status.listening = vec!["127.0.0.1:9574".into()];
+        assert_eq!(bound_port(&status), Some(9574));
+        status.listening = vec!["[::1]:8650".into()];
+        assert_eq!(bound_port(&status), Some(8650));
+    }
 
     #[test]
     fn no_supervisor_is_said_not_guessed() {

@@ -346,11 +346,7 @@ fn check_key_not_shadowed(home: &Home, var: &dyn Fn(&str) -> Option<String>) -> 
     // A `config.yaml` that does not parse has its own ✗; the other places are still compared.
     let config =
         Config::load(&home.config_path()).unwrap_or_else(|_| Config::empty(&home.config_path()));
-    let scope = if home.profile().name() == hermes_home::DEFAULT_PROFILE {
-        Scope::Default
-    } else {
-        Scope::Named
-    };
+    let scope = Scope::of(home.profile().name());
     let files = ProfileFiles::from_parts(dotenv, config, scope, process_through(var));
     files
         .shadowed_api_key()

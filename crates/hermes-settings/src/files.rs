@@ -26,6 +26,17 @@ pub enum Scope {
     Named,
 }
 
+impl Scope {
+    /// The scope of the profile named `profile`.
+    pub fn of(profile: &str) -> Scope {
+        if profile == hermes_home::DEFAULT_PROFILE {
+            Scope::Default
+        } else {
+            Scope::Named
+        }
+    }
+}
+
 /// Where a setting's value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {

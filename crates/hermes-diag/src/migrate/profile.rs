@@ -617,11 +617,7 @@ fn api_part(
 ) -> ApiServerFacts {
     // The profile's variables as its gateway will see them (`hermes_settings`: `.env`, the
     // container's environment, the top level of `config.yaml`), each with where it is set.
-    let scope = if profile == hermes_home::DEFAULT_PROFILE {
-        Scope::Default
-    } else {
-        Scope::Named
-    };
+    let scope = Scope::of(profile);
     let files = ProfileFiles::from_parts(
         dotenv.clone(),
         config.clone(),

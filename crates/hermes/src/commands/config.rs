@@ -132,11 +132,7 @@ fn get(home: &Home, key: &str, json: bool) -> CommandResult {
 
 /// The profile's files, as its gateway reads them with this process's environment.
 fn profile_files(home: &Home) -> Result<ProfileFiles, Failure> {
-    let scope = if home.profile().name() == hermes_home::DEFAULT_PROFILE {
-        Scope::Default
-    } else {
-        Scope::Named
-    };
+    let scope = Scope::of(home.profile().name());
     Ok(ProfileFiles::read(
         home.dir(),
         scope,

@@ -781,3 +781,37 @@ fn the_switch_makes_the_default_gateway_serve_every_profile() {
         assert_eq!(gateway.stop(), Some(0));
     }
 }
+
+/// `gateway status` run from a shell whose environment differs from the supervisor's (a
+/// `docker exec`, an operator's terminal) shows the address the gateway was given and bound,
+/// from the supervisor's record, and where its key comes from (never the key).
+#[test]
+fn gateway_status_shows_the_bound_address_not_the_callers() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let port = free_port();
+    let child = t
+        .cmd(&["up"])
+        .env("API_SERVER_PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _up = Running(child);
+    poll::until_true("the gateway's socket held", Duration::from_secs(30), || {
+        t.service("gateway-default")["listening"]
+            .as_array()
+            .is_some_and(|l| !l.is_empty())
+    });
+    let rows: serde_json::Value =
+        serde_json::from_str(&t.ok(&["gateway", "status", "--json"])).unwrap();
+    let row = &rows[0];
+    assert_eq!(
+        row["address"],
+        format!("http://127.0.0.1:{port}"),
+        "{row:#}"
+    );
+    assert_eq!(row["key_source"], "`.env`", "{row:#}");
+    let text = t.ok(&["gateway", "status"]);
+    assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
+}

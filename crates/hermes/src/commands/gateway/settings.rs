@@ -33,6 +33,16 @@ pub(super) fn address(home: &Home) -> String {
     )
 }
 
+/// Where the API server's key of `home` is set (`` `.env` ``, `the top level of
+/// `config.yaml``, …), never its value; `None` without a key (or when the files cannot be read).
+pub(super) fn key_source(home: &Home) -> Option<String> {
+    let scope = hermes_settings::Scope::of(home.profile().name());
+    hermes_settings::ProfileFiles::read(home.dir(), scope, hermes_settings::process_env())
+        .ok()?
+        .api_server_key()
+        .map(|key| key.source.to_string())
+}
+
 /// Where a gateway with these settings serves: `http://ADDR`, `(API server off)`, or
 /// `(invalid: why)`.
 pub(super) fn address_of(settings: Result<&GatewaySettings, &str>) -> String {

@@ -66,7 +66,15 @@ pub(super) fn status(ctx: &Context, json_output: bool, detailed: bool) -> Comman
             "memory_max": service.and_then(|s| s.memory_max),
             "reason": service.map(|s| s.reason.clone()),
             "recorded": recorded,
-            "address": settings::address_of(resolved.as_ref().map_err(|e| e.message.as_str())),
+            // The address the supervisor holds for it, when it runs one: what it bound, not
+            // what this process's environment would make it.
+            "address": service
+                .and_then(|s| s.listening.first())
+                .map(|addr| format!("http://{addr}"))
+                .unwrap_or_else(|| {
+                    settings::address_of(resolved.as_ref().map_err(|e| e.message.as_str()))
+                }),
+            "key_source": settings::key_source(&home),
             "api_server": api_server,
             "last_error": last_error.as_ref().map(|e| e.message.clone()),
             "served_by": view.served_by,
