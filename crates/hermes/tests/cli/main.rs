@@ -25,6 +25,7 @@
 //! * `input_checks` — empty chat messages, mistyped `--session`, `-p` naming no profile
 //! * `gateway_clients` — the `openai` SDK and `hermes-agent-api-client` against `gateway run`
 //! * `migrate` — `migrate check` on volumes written by hermes-agent 0.19.0 and the 0.20.1 fixture
+//! * `original_keys` — the API server's key and port the originals' `config set` wrote, under our gateway
 //! * `json_errors` — `--json` failures as one JSON object on stdout; `gateway list` vs `status`
 //! * `plugins` — deps, plugins and memory setup refusals
 //! * `services` — `hermes up` and `hermes service` with real processes
@@ -65,6 +66,7 @@ mod load;
 mod memory_limits;
 mod migrate;
 mod multiplex;
+mod original_keys;
 mod plugins;
 mod profiles;
 mod restarts;

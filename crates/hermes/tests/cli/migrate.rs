@@ -15,7 +15,7 @@ const KEY: &str = "k3y-for-the-api-server-0123456789";
 const TOKEN: &str = "123456:telegram-secret-token";
 
 /// Runs the original's CLI on the test's volume, as an operator would.
-fn original(t: &TestContext, agent: &OriginalAgent, args: &[&str]) {
+pub(crate) fn original(t: &TestContext, agent: &OriginalAgent, args: &[&str]) {
     let out = Command::new(&agent.hermes)
         .args(args)
         .env_clear()
