@@ -17,6 +17,7 @@
 //! `hermes_gateway_metrics_up` says 0), never the scrape. Who may scrape is the guard's
 //! business (`crate::guard`: its own token or an address allowlist, 404 when neither is set).
 
+use hermes_http::prometheus::{escape_label, header};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -417,18 +418,6 @@ fn with_profile(line: &str, profile: &str) -> String {
         Some(labels) => format!("{name}{{{label},{labels}"),
         None => format!("{name}{{{label}}}{rest}"),
     }
-}
-
-fn header(out: &mut String, name: &str, help: &str, kind: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-/// A label value as the text format requires: backslash, double quote and newline escaped.
-fn escape_label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 #[cfg(test)]

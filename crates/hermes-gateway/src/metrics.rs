@@ -19,6 +19,7 @@
 //! `.await`. Nothing recorded here is a secret or message content: counts, durations, status
 //! codes, error kinds and the version.
 
+use hermes_http::prometheus::{escape_label, gauge, header};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, Weak};
@@ -713,23 +714,6 @@ fn render_drains(out: &mut String, drains: &hermes_home::drains::Drains) {
         "hermes_gateway_cut_requests_total {}",
         drains.cut_total
     );
-}
-
-fn header(out: &mut String, name: &str, help: &str, kind: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-fn gauge(out: &mut String, name: &str, help: &str, value: f64) {
-    header(out, name, help, "gauge");
-    let _ = writeln!(out, "{name} {value}");
-}
-
-/// A label value as the text format requires: backslash, double quote and newline escaped.
-fn escape_label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 /// The accept loop's connection counts (`hermes_http`).

@@ -34,9 +34,13 @@
 //! drain did is returned as a [`DrainReport`]: the requests in flight (streams included), how
 //! many finished, how many were cut, how long it took.
 //!
+//! [`prometheus`]: the text exposition format both `/metrics` endpoints write.
+//!
 //! Counts: every admitted connection counts as open until its task ends (an evicted one
 //! until it is actually closed), and every connection over the cap counts as rejected, both
 //! told to a [`ConnectionObserver`] (the gateway's `/metrics`).
+
+pub mod prometheus;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
