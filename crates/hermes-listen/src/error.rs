@@ -60,6 +60,12 @@ pub enum Error {
 }
 
 impl Error {
+    /// How a process that cannot start for it exits: 78 (configuration), whatever the
+    /// variant — the environment it was started with is wrong, and a restart would not help.
+    pub fn exit_code(&self) -> u8 {
+        hermes_errors::exit::CONFIG
+    }
+
     /// What the operator can do about it.
     pub fn hint(&self) -> Option<String> {
         Some(match self {

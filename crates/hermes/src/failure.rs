@@ -156,23 +156,33 @@ from_hinted_error!(
     hermes_deps::Error,
     hermes_plugins::Error,
     hermes_supervisor::Error,
-    hermes_gateway::Error,
     hermes_sessions::Error,
     hermes_services::Error,
     hermes_backup::Error,
     hermes_backup::schedule::Error,
+);
+
+/// Errors that also carry the exit code of a process that fails with them (`exit_code()`: 78
+/// for configuration): the failure takes it, so no command patches codes after the fact.
+macro_rules! from_coded_error {
+    ($($error:ty),* $(,)?) => {$(
+        impl From<$error> for Failure {
+            fn from(error: $error) -> Self {
+                let hint = error.hint();
+                let mut failure = Failure::from_error(&error, hint);
+                failure.code = error.exit_code();
+                failure
+            }
+        }
+    )*};
+}
+
+from_coded_error!(
+    hermes_init::Error,
+    hermes_gateway::Error,
     hermes_dashboard::Error,
     hermes_gateway::listen::Error,
 );
-
-impl From<hermes_init::Error> for Failure {
-    fn from(error: hermes_init::Error) -> Self {
-        let hint = error.hint();
-        let mut failure = Failure::from_error(&error, hint);
-        failure.code = error.exit_code();
-        failure
-    }
-}
 
 impl From<std::io::Error> for Failure {
     fn from(error: std::io::Error) -> Self {
@@ -319,8 +329,8 @@ mod tests {
             .collect()
     }
 
-    /// As [`failures`], each with the exit code its command gives it (`exit_code`: 78 for a
-    /// configuration error).
+    /// As [`failures`], each with the exit code its command gives it where the code depends on
+    /// the command, not the error (`exit_code`).
     fn failures_exiting<E>(
         all: Vec<(&'static str, E)>,
         exit_code: impl Fn(&E) -> u8,
@@ -473,18 +483,15 @@ mod tests {
                 e => vec![(pattern, e)],
             })
             .collect();
-        // With the exit code `hermes gateway run` gives each (78: configuration).
-        let all = failures_exiting(all, hermes_gateway::Error::exit_code);
+        // With the exit code each carries (78: configuration).
+        let all = failures(all);
         insta::assert_snapshot!(render_all("hermes_gateway", all));
     }
 
     #[test]
     fn every_dashboard_error() {
-        // With the exit code `hermes dashboard` gives each (78: configuration).
-        let all = failures_exiting(
-            hermes_dashboard::Error::every_variant(),
-            hermes_dashboard::Error::exit_code,
-        );
+        // With the exit code each carries (78: configuration).
+        let all = failures(hermes_dashboard::Error::every_variant());
         insta::assert_snapshot!(render_all("hermes_dashboard", all));
     }
 

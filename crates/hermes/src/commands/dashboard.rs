@@ -41,7 +41,7 @@ pub fn run(ctx: &Context, args: DashboardArgs) -> CommandResult {
         hermes_dashboard::Place::Machine
     };
     let settings = Settings::resolve_at(place, args.host, args.port, dotenv.over(&process))
-        .map_err(failure)?;
+        .map_err(Failure::from)?;
     // One thread serves the pages and the event streams (they only wait); status, actions
     // and files block on the blocking pool, capped so that 32 clients asking at once queue
     // for a few threads instead of each getting one (and its stack) for good.
@@ -50,7 +50,9 @@ pub fn run(ctx: &Context, args: DashboardArgs) -> CommandResult {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let listener = hermes_dashboard::bind(&settings).await.map_err(failure)?;
+        let listener = hermes_dashboard::bind(&settings)
+            .await
+            .map_err(Failure::from)?;
         let port = listener
             .local_addr()
             .map(|a| a.port())
@@ -64,7 +66,7 @@ pub fn run(ctx: &Context, args: DashboardArgs) -> CommandResult {
         let router = hermes_dashboard::router(root, settings, vars);
         hermes_dashboard::serve(listener, router)
             .await
-            .map_err(failure)
+            .map_err(Failure::from)
     })?;
     Ok(ExitStatus::Success)
 }
@@ -143,12 +145,4 @@ fn read_secret_line(stdin: &std::io::Stdin, terminal: bool) -> Result<String, Fa
     }
     read?;
     Ok(line)
-}
-
-/// The dashboard's error with its hint and its exit code (78 for configuration).
-fn failure(error: hermes_dashboard::Error) -> Failure {
-    let code = error.exit_code();
-    let mut failure = Failure::from(error);
-    failure.code = code;
-    failure
 }

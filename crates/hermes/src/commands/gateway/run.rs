@@ -58,7 +58,7 @@ pub(super) fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> C
     if !multiplex.runs_own_gateway(home.profile().name()) {
         // However it was started (a supervisor asked by the dashboard, a sticky profile, a
         // terminal), a named gateway never runs beside the multiplexing one.
-        let mut failure = Failure::new(
+        let failure = Failure::new(
             hermes_services::multiplex::served_by_default_line(home.profile().name(), &multiplex),
             Some(format!(
                 "use the default profile's gateway (`/p/{}/v1/...`), or switch multiplexing off \
@@ -68,8 +68,7 @@ pub(super) fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> C
                 hermes_home::multiplex::MULTIPLEX_KEY
             )),
         );
-        failure.code = hermes_errors::exit::CONFIG;
-        return Err(failure);
+        return Err(configuration(failure, None));
     }
     if !foreground_only(no_supervise, Context::var)
         && let Ok(mut client) = service::connect(home.root())
@@ -96,12 +95,8 @@ pub(super) fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> C
                     // A volume newer than the agent is left exactly as it is: not even the
                     // gateway's state record is written (the log line says why).
                     let downgrade = matches!(problem, UpgradeProblem::Downgrade { .. });
-                    let mut failure = Failure::from(hermes_services::Error::from(problem));
-                    if !downgrade {
-                        recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
-                    }
-                    failure.code = hermes_errors::exit::CONFIG;
-                    return Err(failure);
+                    let failure = Failure::from(hermes_services::Error::from(problem));
+                    return Err(configuration(failure, (!downgrade).then_some(&recorder)));
                 }
             }
             return Err(agent::exec_agent(&home, &agent));
@@ -110,41 +105,27 @@ pub(super) fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> C
         Ok(_) | Err(EngineProblem::Unreadable { .. }) => {}
         Err(problem) => {
             // Asked for an engine that cannot run here: a configuration error, parked (78).
-            let mut failure = Failure::from(hermes_services::Error::from(problem));
-            recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
-            failure.code = hermes_errors::exit::CONFIG;
-            return Err(failure);
+            let failure = Failure::from(hermes_services::Error::from(problem));
+            return Err(configuration(failure, Some(&recorder)));
         }
     }
     let mut profile = match settings::resolve(&home) {
         Ok(profile) => profile,
-        Err(mut failure) => {
-            // A profile whose settings cannot be resolved is a configuration error: exit 78 so
-            // a supervisor parks it instead of restarting it in a loop.
-            recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
-            failure.code = hermes_errors::exit::CONFIG;
-            return Err(failure);
-        }
+        // A profile whose settings cannot be resolved is a configuration error: exit 78 so a
+        // supervisor parks it instead of restarting it in a loop.
+        Err(failure) => return Err(configuration(failure, Some(&recorder))),
     };
     profile.settings.replace = replace;
     // A supervisor's hand-over and the sockets it passes (`LISTEN_FDS`): read once, before
     // anything could start a process that inherits them.
-    let listen_failure = |e: hermes_gateway::listen::Error| {
-        let mut failure = Failure::from(e);
-        recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
-        failure.code = hermes_errors::exit::CONFIG;
-        failure
-    };
+    let listen_failure =
+        |e: hermes_gateway::listen::Error| configuration(Failure::from(e), Some(&recorder));
     profile.settings.handover_from =
         hermes_gateway::listen::handover_from_env().map_err(listen_failure)?;
     let sockets = hermes_gateway::Inherited::from_env().map_err(listen_failure)?;
     profile.settings.multiplex = match multiplexing(&home) {
         Ok(on) => on,
-        Err(mut failure) => {
-            recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
-            failure.code = hermes_errors::exit::CONFIG;
-            return Err(failure);
-        }
+        Err(failure) => return Err(configuration(failure, Some(&recorder))),
     };
     log_to_stderr();
     // One thread serves a profile's traffic: a stream is relayed end to end without handing
@@ -161,21 +142,13 @@ pub(super) fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> C
             shutdown_signal(),
             sockets,
         ))
-        .map_err(|error| {
-            // 78 for configuration, 1 for the rest (lock held, port in use, unusable state.db).
-            let code = error.exit_code();
-            let mut failure = Failure::from(error);
-            failure.code = code;
-            failure
-        })?;
+        // 78 for configuration, 1 for the rest (lock held, port in use, unusable state.db):
+        // the error carries it.
+        .map_err(Failure::from)?;
     match reason {
         ExitReason::Stopped => Ok(ExitStatus::Success),
         ExitReason::RestartRequested => Ok(ExitStatus::External(hermes_errors::exit::TEMPFAIL)),
-        ExitReason::ConfigError(error) => {
-            let mut failure = Failure::from(error);
-            failure.code = hermes_errors::exit::CONFIG;
-            Err(failure)
-        }
+        ExitReason::ConfigError(error) => Err(configuration(Failure::from(error), None)),
         // A way of ending this binary does not know (the enum is non-exhaustive): its exit
         // code, never its debug form.
         other => {
@@ -191,6 +164,17 @@ pub(super) fn run_gateway(ctx: &Context, replace: bool, no_supervise: bool) -> C
             Err(failure)
         }
     }
+}
+
+/// A failure to start for the profile's configuration: exit 78, so a supervisor parks the
+/// gateway instead of restarting it in a loop; recorded in its state file when `recorder` is
+/// given (a volume newer than the agent is left untouched, so that one is not).
+fn configuration(mut failure: Failure, recorder: Option<&CliRecorder>) -> Failure {
+    if let Some(recorder) = recorder {
+        recorder.record(Phase::StartupFailed, Some(&failure.one_line()));
+    }
+    failure.code = hermes_errors::exit::CONFIG;
+    failure
 }
 
 /// The gateway's own messages (a withheld provider key, a refused connection, provider
