@@ -615,24 +615,23 @@ fn api_part(
     multiplexed: bool,
     findings: &mut Vec<Finding>,
 ) -> ApiServerFacts {
-    // The profile's variables as its gateway will see them (`hermes_settings`: `.env`, the
-    // container's environment, the top level of `config.yaml`), each with where it is set.
+    // The profile's variables as its gateway will see them from the volume (`hermes_settings`:
+    // `.env`, then the top level of `config.yaml`), each with where it is set. The report is
+    // on the volume, which goes from one container to another: no process environment.
     let scope = Scope::of(profile);
-    let files = ProfileFiles::from_parts(
-        dotenv.clone(),
-        config.clone(),
-        scope,
-        hermes_settings::process_env(),
-    );
+    let files = ProfileFiles::from_parts(dotenv.clone(), config.clone(), scope, Vec::new());
     let env = |k: &str| files.var(k).map(|s| s.value);
     shadowed_key(&files, findings);
     let cfg = |k: &str| config.string(k, &|name: &str| env(name));
     let key = env("API_SERVER_KEY").or_else(|| cfg("platforms.api_server.extra.key"));
-    let (enabled, mut error) =
-        match ApiServer::decide(&env, cfg("platforms.api_server.enabled"), key.as_deref()) {
-            Ok(decision) => (decision.is_on(), None),
-            Err(e) => (true, Some(e.to_string())),
-        };
+    let (enabled, mut error) = match ApiServer::decide(
+        &env,
+        hermes_home::api_server::config_switch(&files.environment(), config),
+        key.as_deref(),
+    ) {
+        Ok(decision) => (decision.is_on(), None),
+        Err(e) => (true, Some(e.to_string())),
+    };
     let (raw, port_source) = match env("API_SERVER_PORT") {
         Some(v) => (Some(v), "API_SERVER_PORT"),
         None => match cfg("platforms.api_server.extra.port") {

@@ -338,3 +338,47 @@ fn cron_jobs_and_platforms_without_an_agent_need_attention() {
     assert_eq!(attention(f, "plugins").len(), 1, "an unknown provider");
     assert_eq!(report.attention, 3);
 }
+
+/// The API server's switch and key where the original reads them: the switch under `gateway.`
+/// too, the key at the top level of `config.yaml` (its `config set` writes it there); a key
+/// there and a different one in `.env` is named as shadowed, never shown.
+#[test]
+fn the_api_server_is_read_where_the_original_reads_it() {
+    let (_dir, root) = volume();
+    let key = "k".repeat(32);
+    fs::write(
+        root.join("config.yaml"),
+        format!(
+            "gateway:\n  platforms:\n    api_server:\n      enabled: true\n\
+             platforms:\n  api_server:\n    extra:\n      key: {key}\n"
+        ),
+    )
+    .unwrap();
+    let report = run(&root, &agent(33));
+    let default = report
+        .profiles
+        .iter()
+        .find(|p| p.name == "default")
+        .unwrap();
+    assert!(default.api_server.enabled, "{}", render(&report));
+    assert!(attention(findings(&report, "default"), "api_server").is_empty());
+
+    fs::write(root.join("config.yaml"), format!("API_SERVER_KEY: {key}\n")).unwrap();
+
+    fs::write(
+        root.join(".env"),
+        format!("API_SERVER_KEY={}\n", "j".repeat(32)),
+    )
+    .unwrap();
+    let report = run(&root, &agent(33));
+    let shadowed = attention(findings(&report, "default"), "api_server");
+    assert_eq!(shadowed.len(), 1, "{}", render(&report));
+    assert!(
+        shadowed[0].message.contains("`.env` is in force")
+            && shadowed[0]
+                .message
+                .contains("the top level of `config.yaml`")
+            && !shadowed[0].message.contains(&key),
+        "{shadowed:?}"
+    );
+}
