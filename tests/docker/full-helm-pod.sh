@@ -48,7 +48,7 @@ assert_rc 0 "listening sockets" -- docker exec "$c" cat /proc/net/tcp /proc/net/
 assert_match "$OUT" "(00000000|00000000000000000000000000000000):21C2 [0-9A-F:]+ 0A" "the agent listens on all addresses, port 8642"
 assert_rc 0 "the volume's .env" -- cat "$data/.env"
 assert_not_contains "$OUT" "API_SERVER_KEY=" "no key generated into .env (the Secret's key would be shadowed)"
-assert_contains "$OUT" "API_SERVER_KEY comes from the environment" ".env says where the key comes from"
+assert_contains "$OUT" "API_SERVER_KEY comes from the container's environment" ".env says where the key comes from"
 assert_rc 0 "/v1/models without the key" -- docker exec "$c" curl -sS -o /dev/null -w '%{http_code}' -m 5 http://127.0.0.1:8642/v1/models
 assert_eq 401 "$OUT" "the agent's API needs the key"
 key=$secret_key

@@ -205,6 +205,8 @@ pub struct Supervisor {
     cgroups: memory::CgroupState,
     /// The services whose current process runs in its cgroup.
     in_cgroup: memory::InCgroups,
+    /// The services with a limit told why there are no cgroups (once each).
+    told_no_cgroups: std::collections::HashSet<String>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -314,6 +316,7 @@ impl Supervisor {
             sampler,
             cgroups: memory::CgroupState::default(),
             in_cgroup: memory::InCgroups::new(),
+            told_no_cgroups: std::collections::HashSet::new(),
             opts,
             machine,
             _lock: lock,

@@ -334,7 +334,11 @@ fn split_dir<'a>(own: &'a str, mountinfo: &str, controller: &str) -> Option<(&'a
         }
         // The mount shows the hierarchy from `root` down: the path must be inside it.
         let inside = Path::new(path).strip_prefix(m.root).ok()?;
-        Some(Path::new(m.point).join(inside))
+        Some(if inside.as_os_str().is_empty() {
+            PathBuf::from(m.point) // no trailing `/` in what is said of it
+        } else {
+            Path::new(m.point).join(inside)
+        })
     })?;
     Some((path, dir))
 }

@@ -25,8 +25,11 @@ pub(super) enum CgroupState {
     /// Not looked yet.
     #[default]
     Unknown,
-    /// None to be had: limits are sampled.
-    Absent,
+    /// None to be had: limits are sampled. With why, when there were cgroups but they could
+    /// not be used (a read-only mount): said once in the log of each service with a limit,
+    /// never on a service's output otherwise (a `docker run image cmd`'s stdout is the
+    /// command's).
+    Absent(Option<String>),
     /// The delegated subtrees.
     Ready(Cgroups),
 }
@@ -61,19 +64,26 @@ impl Supervisor {
         if matches!(self.cgroups, CgroupState::Unknown) {
             self.cgroups = match Cgroups::detect(Path::new("/proc"), &|k| std::env::var(k).ok()) {
                 Ok(Some(c)) => CgroupState::Ready(c),
-                Ok(None) => CgroupState::Absent,
-                Err(why) => {
-                    out.line("hermes", why.as_bytes(), Instant::now());
-                    CgroupState::Absent
-                }
+                Ok(None) => CgroupState::Absent(None),
+                Err(why) => CgroupState::Absent(Some(why)),
             };
         }
-        let CgroupState::Ready(cgroups) = &self.cgroups else {
-            return None;
-        };
         let limits = Limits {
             memory_max: spec.memory_max,
             pids_max: spec.pids_max,
+        };
+        let cgroups = match &self.cgroups {
+            CgroupState::Ready(cgroups) => cgroups,
+            CgroupState::Absent(Some(why)) => {
+                let limited = limits.memory_max.is_some() || limits.pids_max.is_some();
+                if limited && self.told_no_cgroups.insert(spec.name.clone()) {
+                    let msg = format!("[hermes] {why}");
+                    let dir = self.log_dir_for(spec);
+                    self.emit(&spec.name, dir.as_deref(), msg.as_bytes(), out);
+                }
+                return None;
+            }
+            CgroupState::Absent(None) | CgroupState::Unknown => return None,
         };
         let prepared = cgroups.prepare(&spec.name, limits).and_then(|p| {
             let enforced = p.enforced;
