@@ -132,10 +132,7 @@ impl SettingsSource {
     /// The profile `home` with this process's environment. Variables whose name or value is
     /// not UTF-8 cannot be configuration and are left out (never a panic).
     pub fn from_process(home: Home) -> SettingsSource {
-        let process_env = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect();
-        SettingsSource::new(home, process_env)
+        SettingsSource::new(home, hermes_settings::process_env())
     }
 
     /// The source of another profile served by the same process: its own home, the same

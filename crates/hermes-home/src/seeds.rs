@@ -9,7 +9,6 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::Error;
-use crate::dotenv::DotEnv;
 use crate::random::random_hex;
 
 /// The comment header of a fresh `.env`.
@@ -49,21 +48,6 @@ pub fn new_env_file(key: &KeySeed) -> String {
 
 /// The gateway's client key: the variable first boot and new profiles seed in `.env`.
 pub const API_SERVER_KEY: &str = "API_SERVER_KEY";
-
-/// Whether `value` (an `API_SERVER_KEY`) is a key at all: set and not blank.
-pub fn is_key_set(value: Option<&str>) -> bool {
-    value.is_some_and(|v| !v.trim().is_empty())
-}
-
-/// Whether `dotenv` sets an `API_SERVER_KEY` other than the environment's `from_environment`:
-/// `.env` wins, so the environment's key (a Kubernetes Secret, a compose file) is not used and
-/// clients holding it get 401. False when either has no key.
-pub fn key_shadowed(dotenv: &DotEnv, from_environment: Option<&str>) -> bool {
-    let in_file = dotenv.get(API_SERVER_KEY);
-    is_key_set(in_file)
-        && is_key_set(from_environment)
-        && in_file.map(str::trim) != from_environment.map(str::trim)
-}
 
 /// The default `config.yaml`: every key Hermes reads, with its default. Documented in
 /// `docs/configuration.md`.
@@ -153,28 +137,6 @@ mod tests {
         assert!(
             text.contains("comes from the container's environment"),
             "{text}"
-        );
-        assert!(is_key_set(Some(" k ")));
-        assert!(!is_key_set(Some("  ")));
-        assert!(!is_key_set(None));
-    }
-
-    #[test]
-    fn a_different_key_in_env_shadows_the_environments() {
-        let dotenv = |text: &str| {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join(".env");
-            std::fs::write(&path, text).unwrap();
-            DotEnv::load(&path).unwrap()
-        };
-        let file = dotenv("API_SERVER_KEY=file-key\n");
-        assert!(key_shadowed(&file, Some("secret-key")));
-        assert!(!key_shadowed(&file, Some(" file-key ")), "the same key");
-        assert!(!key_shadowed(&file, Some("  ")), "none in the environment");
-        assert!(!key_shadowed(&file, None));
-        assert!(
-            !key_shadowed(&dotenv("API_SERVER_KEY=\n"), Some("k")),
-            "none in the file"
         );
     }
 

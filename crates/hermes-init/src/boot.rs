@@ -431,14 +431,12 @@ fn stage_seed(settings: &Settings, out: &mut dyn Write) {
             );
         }
     }
-    // A key the operator set is theirs: a generated one in `.env` would win over it. One in
-    // the environment that `.env` shadows is said.
-    let env_key = settings.env.get(API_SERVER_KEY);
-    if hermes_home::seeds::is_key_set(env_key) {
-        warn_if_key_shadowed(&layout::env_path(home), env_key, out);
-    } else if key_seed == KeySeed::Generate {
+    // A key the operator set is theirs: a generated one in `.env` would win over it. A key
+    // that another place shadows (a Secret's, under a `.env` written before it) is said.
+    if key_seed == KeySeed::Generate {
         seed_api_key(&layout::env_path(home), out);
     }
+    warn_if_key_shadowed(home, settings, out);
     if settings.env.get(GATEWAY_BOOTSTRAP_VAR) == Some("running") {
         let path = gateway_state::path(home);
         seed_once(&path, || gateway_state::bootstrap_running(&path), out);
@@ -573,18 +571,12 @@ fn seed_once(
     }
 }
 
-/// Says so when `.env` sets an `API_SERVER_KEY` other than the environment's `env_key`: the
-/// file's wins, so a key added to a Secret or compose file after the first boot is not used.
-fn warn_if_key_shadowed(env_path: &Path, env_key: Option<&str>, out: &mut dyn Write) {
-    if DotEnv::load(env_path).is_ok_and(|dotenv| hermes_home::seeds::key_shadowed(&dotenv, env_key))
-    {
-        say(
-            out,
-            format!(
-                "warning: the environment's {API_SERVER_KEY} is not used: `{}` sets another one, which wins (delete that line to use the environment's)",
-                env_path.display()
-            ),
-        );
+/// Says so when the root profile's API server key is set in several places with different
+/// values (`hermes_settings`: the one in force, where the others are, never a value).
+fn warn_if_key_shadowed(home: &Path, settings: &Settings, out: &mut dyn Write) {
+    let files = ProfileFiles::read(home, Scope::Default, settings.env.vars());
+    if let Some(shadowed) = files.ok().and_then(|f| f.shadowed_api_key()) {
+        say(out, format!("warning: {shadowed}; {}", shadowed.fix()));
     }
 }
 
@@ -747,7 +739,10 @@ mod tests {
         // A different key already in `.env` wins over the environment's: the boot says so.
         let log = boot("API_SERVER_KEY=file-key-0123456789abcdef\n", operator);
         assert!(
-            log.contains("warning: the environment's API_SERVER_KEY is not used"),
+            log.contains(
+                "warning: the API server's key in `.env` is in force; the different one in the \
+                 container's environment is not used"
+            ),
             "{log}"
         );
         let log = boot(&format!("API_SERVER_KEY={operator}\n"), operator);

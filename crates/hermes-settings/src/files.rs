@@ -191,6 +191,19 @@ impl ProfileFiles {
             .collect()
     }
 
+    /// Where a new value of the variable `key` goes so that it is the one in force without
+    /// moving the operator's: the top level of `config.yaml` when the value in force is there
+    /// (the original's `config set` put it there), else `.env` (above every other place).
+    pub fn write_place(&self, key: &str) -> Source {
+        match self.var(key) {
+            Some(Setting {
+                source: Source::ConfigTopLevel,
+                ..
+            }) => Source::ConfigTopLevel,
+            _ => Source::DotEnv,
+        }
+    }
+
     /// The value of the variable `key` the profile's processes see, with its source: the
     /// first layer that sets it; `None` when none does or that one sets it blank.
     pub fn var(&self, key: &str) -> Option<Setting> {
@@ -423,6 +436,32 @@ mod tests {
             &[],
         );
         assert_eq!(same.shadowed_api_key(), None);
+        // `.env` over a Secret's key, added after the first boot: said.
+        let secret = [("API_SERVER_KEY", "secret-key")];
+        let env = files("API_SERVER_KEY=file-key\n", "", Scope::Default, &secret);
+        assert_eq!(
+            env.shadowed_api_key().unwrap().unused,
+            [Source::Environment]
+        );
+        // Nothing to say without a second key, or with a blank one.
+        for process in [" file-key ", "  "] {
+            let env = [("API_SERVER_KEY", process)];
+            let f = files("API_SERVER_KEY=file-key\n", "", Scope::Default, &env);
+            assert_eq!(f.shadowed_api_key(), None, "{process:?}");
+        }
+    }
+
+    #[test]
+    fn a_new_value_goes_where_the_one_in_force_is_else_to_env() {
+        let top = files("", "API_SERVER_PORT: 9001\n", Scope::Default, &[]);
+        assert_eq!(top.write_place("API_SERVER_PORT"), Source::ConfigTopLevel);
+        let env = [("API_SERVER_PORT", "9002")];
+        let shell = files("", "API_SERVER_PORT: 9001\n", Scope::Default, &env);
+        assert_eq!(shell.write_place("API_SERVER_PORT"), Source::DotEnv);
+        assert_eq!(
+            files("", "", Scope::Default, &[]).write_place("X"),
+            Source::DotEnv
+        );
     }
 
     #[test]

@@ -257,6 +257,7 @@ impl Supervisor {
     pub(super) fn forget_resources(&mut self, service: &str) {
         self.sampler.forget(service);
         self.in_cgroup.remove(service);
+        self.told_no_cgroups.remove(service);
         if let CgroupState::Ready(cgroups) = &self.cgroups {
             cgroups.remove(service);
         }

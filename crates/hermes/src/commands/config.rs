@@ -169,10 +169,7 @@ fn get_variable(home: &Home, name: &str, json: bool) -> CommandResult {
 /// or the top level of `config.yaml` where the original's `config set` put it), else to
 /// `.env`; says so when another place still wins.
 fn set_variable(home: &Home, name: &str, raw: &str) -> CommandResult {
-    let in_config = profile_files(home)?
-        .var(name)
-        .is_some_and(|s| s.source == Source::ConfigTopLevel);
-    let path = if in_config {
+    let path = if profile_files(home)?.write_place(name) == Source::ConfigTopLevel {
         let path = home.config_path();
         Config::edit(&path, |config| {
             config.set(name, Value::from(raw));
