@@ -516,7 +516,7 @@ impl BackupSettings {
     /// `config.yaml` that cannot be read, and every invalid setting (each names where it came
     /// from).
     pub fn load(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Result<Self, Error> {
-        let config = Config::load(&hermes_home::layout::config_path(root))?;
+        let config = hermes_settings::config_of(root)?;
         Self::from_config(root, &config, var)
     }
 

@@ -226,7 +226,7 @@ fn config_version(zip: &mut zip::ZipArchive<File>, f: &ArchiveFile) -> Option<u6
         .take(16 << 20)
         .read_to_string(&mut text)
         .ok()?;
-    let config = hermes_home::config::Config::parse(Path::new(&f.rel), &text).ok()?;
+    let config = hermes_settings::parse_config(Path::new(&f.rel), &text).ok()?;
     Some(hermes_home::schema::stamp_in(&config).unwrap_or(0))
 }
 

@@ -77,7 +77,7 @@ impl Password {
     /// for a plain one). Slow for a hash, by design: call it off the async workers.
     pub fn matches(&self, presented: &str) -> bool {
         match self {
-            Password::Plain(p) => crate::guard::same(presented, p),
+            Password::Plain(p) => crate::secret::same(presented, p),
             Password::Bcrypt(hash) => bcrypt::verify(presented, hash).unwrap_or(false),
         }
     }

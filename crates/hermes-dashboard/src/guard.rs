@@ -22,6 +22,7 @@ use serde_json::json;
 use crate::config::{Auth, Settings, is_loopback};
 use crate::limiter::FailedLogins;
 pub use crate::limiter::{LOGIN_ATTEMPTS, LOGIN_WINDOW};
+use crate::secret::same;
 use crate::server::Base;
 
 /// The session cookie set by the token link.
@@ -510,16 +511,6 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Compares secrets in time that depends on their lengths only, not on where they differ.
-pub fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let mut diff = u8::from(a.len() != b.len());
-    for i in 0..a.len().max(b.len()) {
-        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0xff);
-    }
-    diff == 0
-}
-
 /// The host name of a Host header value: `example.com:80` → `example.com`, `[::1]:9119` → `::1`.
 fn host_name(value: &str) -> &str {
     if let Some(rest) = value.strip_prefix('[') {
@@ -551,14 +542,6 @@ mod tests {
         assert_eq!(base64_decode("YWRtaW46cHc=").unwrap(), b"admin:pw");
         assert_eq!(base64_decode("YWRtaW46cHd4").unwrap(), b"admin:pwx");
         assert!(base64_decode("!!").is_none());
-    }
-
-    #[test]
-    fn same_compares_whole_values() {
-        assert!(same("abc", "abc"));
-        assert!(!same("abc", "abd"));
-        assert!(!same("abc", "abcd"));
-        assert!(!same("", "a"));
     }
 
     #[test]

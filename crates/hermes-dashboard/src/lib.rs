@@ -20,16 +20,20 @@
 #![deny(missing_docs)]
 
 mod assets;
+mod backup_store;
 pub mod config;
 mod error;
 pub mod guard;
 mod health;
 mod limiter;
 pub mod metrics;
+mod model_settings;
 pub mod openapi;
 pub mod pages;
 mod rollup;
+mod secret;
 pub mod server;
+mod service_control;
 pub mod status;
 
 pub use config::{Auth, Place, Settings};

@@ -1,6 +1,6 @@
 //! `/api/status`'s component rollup, the original's since 0.20 (#68662): `components`
 //! `{gateway, dashboard, storage, platforms}`, each with a `status` of `ok` or `degraded`, and
-//! `overall` — `ok` when every component is (`hermes_gateway::readiness::rollup`, the rule of
+//! `overall` — `ok` when every component is (`hermes_home::readiness::rollup`, the rule of
 //! the gateway's readiness document too). Status words and counts only, as the original's:
 //! no message, path or error text.
 //!
@@ -22,8 +22,8 @@
 
 use std::path::Path;
 
-use hermes_gateway::readiness::{self, Status, check, platform_connected};
 use hermes_home::gateway_state::{self, GatewayState};
+use hermes_home::readiness::{self, Status, check, platform_connected};
 use hermes_supervisor::{ServiceStatus, StateName};
 use serde_json::{Map, Value, json};
 
@@ -46,7 +46,8 @@ pub fn components<E>(root: &Path, rows: &Result<Vec<ServiceStatus>, E>) -> (Valu
         .and_then(|r| r.fields().get("platforms"))
         .and_then(Value::as_object)
         .filter(|_| running);
-    let storage = readiness::probe_state_db(&hermes_home::layout::state_db_path(root)).check(true);
+    let storage =
+        hermes_sessions::probe::probe(&hermes_home::layout::state_db_path(root)).check(true);
     let mut all = Map::new();
     all.insert("gateway".into(), gateway);
     all.insert("dashboard".into(), crate::health::snapshot());

@@ -194,8 +194,7 @@ fn bound_port(status: &ServiceStatus) -> Option<u16> {
 /// The port the profile's API server listens on, resolved as the gateway resolves it
 /// (`None` when the API server is off or the settings are invalid).
 fn gateway_port(home: &Home) -> Option<u16> {
-    let (_, settings) = hermes_gateway::source::SettingsSource::from_process(home.clone()).load();
-    let settings = settings.ok()?;
+    let settings = hermes_gateway_settings::read_from_process(home).ok()?;
     settings.api_addr().map(|_| settings.port)
 }
 

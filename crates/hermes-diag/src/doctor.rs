@@ -21,7 +21,7 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use hermes_gateway::GatewaySettings;
+use hermes_gateway_settings::GatewaySettings;
 use hermes_home::Home;
 use hermes_home::auth::{AuthStore, describe_uid};
 use hermes_home::config::Config;
@@ -67,23 +67,29 @@ pub fn home_checks(
         "set `model.default` and `model.base_url` in `config.yaml`",
     );
     if config_ok {
-        match Config::load(&home.config_path()) {
+        match hermes_settings::config_of(home.dir()) {
             Ok(config) => {
                 checks.push(Check::ok("`config.yaml` parses"));
                 checks.extend(config.duplicate_keys().iter().map(duplicate_key_check));
-                let dotenv = DotEnv::load(&home.env_path()).unwrap_or_default();
-                let lookup = dotenv.over(var);
-                let model = config.model(&lookup);
+                // A `.env` that does not parse has its own ✗ above; the model is read without
+                // it, and the gateway's reading of it would only repeat that ✗.
+                let dotenv = DotEnv::load(&home.env_path());
+                let env_parses = dotenv.is_ok();
+                let files = ProfileFiles::from_parts(
+                    dotenv.unwrap_or_default(),
+                    config,
+                    Scope::of(home.profile().name()),
+                    hermes_settings::process_through(var),
+                );
+                let model = files.config().model(&files.lookup_with(var));
                 if let Some(name) = model.default {
                     model_check = Check::ok(format!("model configured: `{name}`"));
                 }
                 if let Some(provider) = model.provider.as_deref() {
                     checks.extend(original_provider_check(provider));
                 }
-                // A `.env` that does not parse has its own ✗ above; the gateway's reading
-                // of it would only repeat that.
-                if let Ok(dotenv) = DotEnv::load(&home.env_path()) {
-                    checks.push(check_gateway_settings(home, &config, &dotenv, var));
+                if env_parses {
+                    checks.push(check_gateway_settings(home, &files));
                 }
             }
             Err(e) => checks.push(Check::fail(
@@ -264,7 +270,7 @@ fn missing_env(home: &Home) -> Check {
     if matches!(home.profile(), hermes_home::ProfileRef::Default) {
         return Check::warn("`.env` is missing", "run any `hermes` command to seed it");
     }
-    let key_var = Config::load(&home.config_path())
+    let key_var = hermes_settings::config_of(home.dir())
         .ok()
         .and_then(|config| config.model(&|_| None).provider)
         .and_then(|name| hermes_home::providers::find(&name))
@@ -296,18 +302,7 @@ fn shell_quote(text: &str) -> String {
 /// The gateway's environment is `.env` over the process environment; the process's is
 /// read through `var` (the names of this process's variables, their values as `var` gives
 /// them), so a caller that controls `var` controls what is seen.
-fn check_gateway_settings(
-    home: &Home,
-    config: &Config,
-    dotenv: &DotEnv,
-    var: &dyn Fn(&str) -> Option<String>,
-) -> Check {
-    let files = ProfileFiles::from_parts(
-        dotenv.clone(),
-        config.clone(),
-        Scope::Default,
-        process_through(var),
-    );
+fn check_gateway_settings(home: &Home, files: &ProfileFiles) -> Check {
     let env = files.environment();
     // `parse`, not the gateway's `load_auth`: that one copies a damaged file aside, and
     // doctor only looks (a damaged `auth.json` has its own row).
@@ -319,7 +314,7 @@ fn check_gateway_settings(
         home.profile().name(),
         home.dir(),
         None,
-        config,
+        files.config(),
         &env,
         &auth,
     );
@@ -344,28 +339,14 @@ fn check_gateway_settings(
 fn check_key_not_shadowed(home: &Home, var: &dyn Fn(&str) -> Option<String>) -> Option<Check> {
     let dotenv = DotEnv::load(&home.env_path()).ok()?;
     // A `config.yaml` that does not parse has its own ✗; the other places are still compared.
-    let config =
-        Config::load(&home.config_path()).unwrap_or_else(|_| Config::empty(&home.config_path()));
+    let config = hermes_settings::config_of(home.dir())
+        .unwrap_or_else(|_| Config::empty(&home.config_path()));
     let scope = Scope::of(home.profile().name());
-    let files = ProfileFiles::from_parts(dotenv, config, scope, process_through(var));
+    let files =
+        ProfileFiles::from_parts(dotenv, config, scope, hermes_settings::process_through(var));
     files
         .shadowed_api_key()
         .map(|shadowed| Check::warn(shadowed.to_string(), shadowed.fix()))
-}
-
-/// This process's variables and `API_SERVER_KEY`, by name, with the values `var` gives them
-/// (so a caller that controls `var` controls what is seen).
-fn process_through(var: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
-    let names = std::env::vars_os()
-        .filter_map(|(name, _)| name.into_string().ok())
-        .chain([hermes_home::seeds::API_SERVER_KEY.to_string()]);
-    let mut seen = std::collections::BTreeMap::new();
-    for name in names {
-        if let Some(value) = var(&name) {
-            seen.insert(name, value);
-        }
-    }
-    seen.into_iter().collect()
 }
 
 /// `auth.json` decodes and has the store's shape; `None` when there is no file.

@@ -14,6 +14,7 @@ use hermes_home::config::Config;
 use hermes_home::dotenv::{self, DotEnv};
 use hermes_home::{Home, profile, providers};
 pub use hermes_report::{AgentView, InvalidService, ServiceLine, SupervisorView};
+use hermes_settings::{ProfileFiles, Scope};
 use serde::Serialize;
 
 use crate::identity::BuildIdentity;
@@ -121,13 +122,20 @@ pub fn collect(
         warnings.push(format!("{e}"));
         DotEnv::default()
     });
-    // The profile's `.env` over the shell by the one rule the gateway uses (an empty
-    // assignment in `.env` wins, and reads as not set).
-    let lookup = dotenv.over(var);
-    let config = Config::load(&home.config_path()).unwrap_or_else(|e| {
+    let config = hermes_settings::config_of(home.dir()).unwrap_or_else(|e| {
         warnings.push(format!("{e}"));
         Config::empty(&home.config_path())
     });
+    // The profile's environment as its gateway sees it (`hermes_settings`: `.env` over the
+    // shell, then the top level of `config.yaml`; a blank value reads as not set).
+    let files = ProfileFiles::from_parts(
+        dotenv,
+        config,
+        Scope::of(home.profile().name()),
+        hermes_settings::process_through(var),
+    );
+    let lookup = files.lookup_with(var);
+    let config = files.config();
     let model = config.model(&lookup);
     let credentials = pools(home, &lookup, &mut warnings);
     let api_keys = api_keys()

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 
 use hermes_home::config::Config;
 use hermes_home::{layout, multiplex};
+use hermes_settings::{ProfileFiles, Scope};
 use serde::Serialize;
 
 pub use profile::{
@@ -268,8 +269,13 @@ fn multiplex_facts(
         .ok()
         .flatten()
         .unwrap_or_default();
-    let lookup = dotenv.over(var);
-    let facts = match multiplex::configured(&config, &lookup) {
+    let files = ProfileFiles::from_parts(
+        dotenv,
+        config,
+        Scope::Default,
+        hermes_settings::process_through(var),
+    );
+    let facts = match multiplex::configured(files.config(), &files.lookup_with(var)) {
         Some((on, source)) => MultiplexFacts {
             on: Some(on),
             source: source.as_str(),

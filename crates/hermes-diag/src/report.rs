@@ -5,7 +5,7 @@
 //! This crate sits above the ones that contribute parts: the supervisor's status, the invalid
 //! entries of `services:` and the original agent come from `hermes_services::diag`, the
 //! installer's and the plugins' rows from `hermes_plugins::doctor`, the gateway's verdict on the
-//! settings from `hermes_gateway` (in [`crate::doctor`]). Those crates produce their parts as
+//! settings from `hermes_gateway_settings` (in [`crate::doctor`]). Those crates produce their parts as
 //! `hermes-report` data and never link this one.
 
 use std::path::PathBuf;

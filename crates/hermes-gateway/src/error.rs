@@ -21,42 +21,9 @@ pub use hermes_errors::exit::CONFIG as EXIT_CONFIG;
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A setting has a value the gateway cannot use.
-    #[error("invalid `{key}` value `{value}`: {reason}")]
-    InvalidSetting {
-        /// The setting's name, as the operator writes it (`API_SERVER_PORT`, `model.timeout`).
-        key: String,
-        /// The value found.
-        value: String,
-        /// Why it is unusable.
-        reason: String,
-    },
-
-    /// A profile file the settings come from (`.env`, `config.yaml`) cannot be read or parsed.
-    #[error("cannot load the profile's settings")]
-    Home {
-        /// What `hermes_home` reported (the file, and the line when it does not parse).
-        #[from]
-        source: hermes_home::Error,
-    },
-
-    /// The bind address is reachable from other machines and no API key is set (fail closed).
-    #[error(
-        "refusing to serve on non-loopback address `{host}` without `API_SERVER_KEY`: anyone who can reach it could use the agent"
-    )]
-    UnauthenticatedPublicBind {
-        /// The configured bind host.
-        host: String,
-    },
-
-    /// The API server is switched on without a key strong enough to protect it.
-    #[error(
-        "the API server needs a strong `API_SERVER_KEY`, also on a loopback address: {problem}"
-    )]
-    WeakApiServerKey {
-        /// What is wrong with the key (not set, a placeholder, too short); never the key.
-        problem: String,
-    },
+    /// The profile's settings cannot be used (a configuration error).
+    #[error(transparent)]
+    Settings(#[from] hermes_gateway_settings::Error),
 
     /// Another gateway holds this profile's lock.
     #[error("a gateway for profile `{profile}` is already running{} (lock `{}`)", pid_suffix(*pid), path.display())]
@@ -142,13 +109,16 @@ fn pid_suffix(pid: Option<i32>) -> String {
     pid.map(|p| format!(" as pid {p}")).unwrap_or_default()
 }
 
+impl From<hermes_home::Error> for Error {
+    /// A profile file that cannot be read or parsed: a settings error.
+    fn from(source: hermes_home::Error) -> Self {
+        Error::Settings(source.into())
+    }
+}
+
 impl From<hermes_home::api_server::InvalidSetting> for Error {
     fn from(e: hermes_home::api_server::InvalidSetting) -> Self {
-        Error::InvalidSetting {
-            key: e.key,
-            value: e.value,
-            reason: e.reason,
-        }
+        Error::Settings(e.into())
     }
 }
 
@@ -156,18 +126,7 @@ impl Error {
     /// The "what to do" line for this error, when there is one.
     pub fn hint(&self) -> Option<String> {
         match self {
-            Error::InvalidSetting { key, .. } => {
-                Some(format!("fix `{key}` in the profile's `.env` or `config.yaml`"))
-            }
-            Error::Home { source } => source.hint(),
-            Error::UnauthenticatedPublicBind { .. } => Some(
-                "set `API_SERVER_KEY` in the profile's `.env` (e.g. `openssl rand -hex 32`), or bind `API_SERVER_HOST=127.0.0.1`"
-                    .into(),
-            ),
-            Error::WeakApiServerKey { .. } => Some(
-                "set `API_SERVER_KEY` in the profile's `.env` to a random secret of at least 16 characters (e.g. `openssl rand -hex 32`), or switch the API server off (unset `API_SERVER_ENABLED` and `API_SERVER_KEY`)"
-                    .into(),
-            ),
+            Error::Settings(e) => e.hint(),
             Error::AlreadyRunning { .. } => Some(
                 "stop the running gateway first, or pass `--replace` to take over from it".into(),
             ),
@@ -197,13 +156,7 @@ impl Error {
 
     /// True when restarting cannot fix this error: the operator must change the configuration.
     pub fn is_config(&self) -> bool {
-        matches!(
-            self,
-            Error::InvalidSetting { .. }
-                | Error::UnauthenticatedPublicBind { .. }
-                | Error::WeakApiServerKey { .. }
-                | Error::Home { .. }
-        )
+        matches!(self, Error::Settings(_))
     }
 
     /// How a gateway process that failed with this error should exit: 78 for configuration
@@ -212,6 +165,23 @@ impl Error {
         if self.is_config() { EXIT_CONFIG } else { 1 }
     }
 }
+
+/// The settings' `n`th example error, as the gateway reports it.
+#[cfg(any(test, feature = "examples"))]
+#[allow(
+    clippy::expect_used,
+    reason = "example values for tests: a missing one is a failed test"
+)]
+fn settings_example(n: usize) -> Error {
+    let (_, e) = Settings::every_variant()
+        .into_iter()
+        .nth(n)
+        .expect("the settings list four examples");
+    Error::Settings(e)
+}
+
+#[cfg(any(test, feature = "examples"))]
+use hermes_gateway_settings::Error as Settings;
 
 /// The session store's `n`th example error, as the gateway reports it.
 #[cfg(any(test, feature = "examples"))]
@@ -244,25 +214,10 @@ fn provider_example() -> Error {
 
 #[cfg(any(test, feature = "examples"))]
 hermes_errors::every_variant!(Error {
-    Error::InvalidSetting { .. } => Error::InvalidSetting {
-        key: "API_SERVER_PORT".into(),
-        value: "80a".into(),
-        reason: "not a port number (1-65535)".into(),
-    },
-    Error::Home { .. } => Error::Home {
-        source: hermes_home::Error::ConfigParse {
-            path: "/opt/data/config.yaml".into(),
-            line: 3,
-            column: 7,
-            message: "mapping values are not allowed in this context".into(),
-        },
-    },
-    Error::UnauthenticatedPublicBind { .. } => Error::UnauthenticatedPublicBind {
-        host: "0.0.0.0".into(),
-    },
-    Error::WeakApiServerKey { .. } => Error::WeakApiServerKey {
-        problem: "`changeme` is a placeholder".into(),
-    },
+    Error::Settings(Settings::InvalidSetting { .. }) => settings_example(0),
+    Error::Settings(Settings::Home { .. }) => settings_example(1),
+    Error::Settings(Settings::UnauthenticatedPublicBind { .. }) => settings_example(2),
+    Error::Settings(Settings::WeakApiServerKey { .. }) => settings_example(3),
     Error::AlreadyRunning { .. } => Error::AlreadyRunning {
         profile: "work".into(),
         pid: Some(4242),
@@ -306,9 +261,9 @@ mod tests {
 
     #[test]
     fn config_errors_exit_78_and_others_exit_1() {
-        let e = Error::UnauthenticatedPublicBind {
+        let e = Error::Settings(Settings::UnauthenticatedPublicBind {
             host: "0.0.0.0".into(),
-        };
+        });
         assert!(e.is_config());
         assert_eq!(e.exit_code(), 78);
         let e = Error::PortInUse {
@@ -322,9 +277,9 @@ mod tests {
     #[test]
     fn messages_are_lowercase_without_trailing_period() {
         let samples = [
-            Error::UnauthenticatedPublicBind {
+            Error::Settings(Settings::UnauthenticatedPublicBind {
                 host: "0.0.0.0".into(),
-            },
+            }),
             Error::AlreadyRunning {
                 profile: "p".into(),
                 pid: Some(7),

@@ -43,19 +43,20 @@
 //! its own state (`multiplex`).
 //!
 //! The public API is what other crates use, and no more: [`run`] and [`chat_once`], the
-//! lifecycle types, [`Error`] and [`ApiError`], and six modules — [`settings`] (resolution,
-//! default ports), [`source`] (reading a profile's files, [`Profile`]), [`api_server`] (is the
-//! API server on, and where), [`prompt`] (system prompts), [`lock`] (single instance,
-//! `--replace`), [`readiness`] (the original's readiness checks, which the dashboard's status
-//! reuses). The rest is the server's own: `server` (routes, auth, errors), `live` (reload
-//! while running), `assemble` (a request's messages with the session history), `notify`
-//! (sd_notify), `lifecycle` (phases, exit reasons), `chat`, `error`. Beside it: `hermes-http`
-//! (accept loop, connection cap, header and idle timeouts), `hermes-sessions` (the store) and
-//! `hermes-provider` (the upstream client, its retries and SSE).
+//! lifecycle types, [`Error`] and [`ApiError`], and three modules of its own — [`source`]
+//! (reading a profile, [`Profile`], reading it again), [`prompt`] (system prompts), [`lock`]
+//! (single instance, `--replace`) — beside three it re-exports: [`settings`] and
+//! [`api_server`] (`hermes_gateway_settings`: what a gateway runs with, which `doctor` and the
+//! dashboard resolve by the same code) and [`readiness`] (`hermes_home`: the original's
+//! readiness checks, which the dashboard's status rolls up). The rest is the server's own:
+//! `server` (routes, auth, errors), `live` (reload while running), `assemble` (a request's
+//! messages with the session history), `notify` (sd_notify), `lifecycle` (phases, exit
+//! reasons), `chat`, `error`. Beside it: `hermes-http` (accept loop, connection cap, header and
+//! idle timeouts), `hermes-sessions` (the store) and `hermes-provider` (the upstream client,
+//! its retries and SSE).
 
 mod access;
 mod api_error;
-pub mod api_server;
 mod assemble;
 mod chat;
 mod completions;
@@ -68,9 +69,7 @@ mod multiplex;
 mod notify;
 mod probes;
 pub mod prompt;
-pub mod readiness;
 mod server;
-pub mod settings;
 pub mod source;
 mod state_file;
 
@@ -83,10 +82,14 @@ pub use chat::{ChatAnswer, chat_once};
 pub use error::Error;
 pub use lifecycle::{ExitReason, NoopRecorder, Phase, ShutdownRequest, StateRecorder};
 pub use server::{AppState, router, serve, serve_with_limits};
-pub use settings::{
-    GatewaySettings, KnownProvider, ProviderKey, choose_provider_key, default_port, known_provider,
-    known_providers,
+// The settings a gateway runs with are resolved by `hermes_gateway_settings` (which `doctor`
+// and the dashboard use without linking the server); the readiness document's checks are
+// hermes-home's (the dashboard rolls them up too).
+pub use hermes_gateway_settings::{
+    GatewaySettings, KnownProvider, ProviderKey, api_server, choose_provider_key, default_port,
+    known_provider, known_providers, resolve as settings,
 };
+pub use hermes_home::readiness;
 pub use source::Profile;
 pub use state_file::StateFileRecorder;
 
@@ -144,7 +147,7 @@ where
 {
     let profile = profile.into();
     let settings = &profile.settings;
-    if let Err(e) = settings.validate() {
+    if let Err(e) = settings.validate().map_err(Error::from) {
         record_unlocked_failure(settings, recorder, &e);
         return Ok(ExitReason::ConfigError(e));
     }

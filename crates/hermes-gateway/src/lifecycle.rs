@@ -135,9 +135,9 @@ mod tests {
     fn exit_codes() {
         assert_eq!(ExitReason::Stopped.exit_code(), 0);
         assert_eq!(ExitReason::RestartRequested.exit_code(), 75);
-        let e = Error::UnauthenticatedPublicBind {
+        let e = Error::Settings(hermes_gateway_settings::Error::UnauthenticatedPublicBind {
             host: "0.0.0.0".into(),
-        };
+        });
         assert_eq!(ExitReason::ConfigError(e).exit_code(), 78);
         assert_eq!(ShutdownRequest::from(()), ShutdownRequest::Stop);
     }

@@ -294,13 +294,15 @@ impl Live {
             self.note_restart_needed(&new, state);
             if let crate::api_server::ApiServer::Off { .. } = new.api_server {
                 // Stopping to serve is a lifecycle change, not a request setting.
-                return Err(Error::InvalidSetting {
-                    key: "API_SERVER_ENABLED".into(),
-                    value: String::new(),
-                    reason:
-                        "the files now switch the API server off: restart the gateway to apply it"
-                            .into(),
-                });
+                return Err(Error::Settings(
+                    hermes_gateway_settings::Error::InvalidSetting {
+                        key: "API_SERVER_ENABLED".into(),
+                        value: String::new(),
+                        reason:
+                            "the files now switch the API server off: restart the gateway to apply it"
+                                .into(),
+                    },
+                ));
             }
             // The running address is what must be protected, whatever the file now says.
             new.host.clone_from(&self.fixed.host);

@@ -167,7 +167,7 @@ async fn look_at_the_volume(
 ) -> (StateDb, std::io::Result<hermes_home::disk::DiskUsage>) {
     tokio::task::spawn_blocking(move || {
         (
-            crate::readiness::probe_state_db(&state_db),
+            hermes_sessions::probe::probe(&state_db),
             hermes_home::disk::usage(&home),
         )
     })

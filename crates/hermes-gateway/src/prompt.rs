@@ -75,6 +75,11 @@ use hermes_home::config::Config;
 use time::Date;
 use yaml_serde::Value;
 
+pub use hermes_gateway_settings::prompt::{
+    CONTEXT_FILE_DYNAMIC_CEILING, CONTEXT_FILE_MAX_CHARS, DEFAULT_CONTEXT_WINDOW,
+    context_file_max_chars,
+};
+use hermes_home::config::py_strip;
 pub use threats::{Scope, prepare, scan};
 
 /// The identity used when `SOUL.md` gives none (the original's `DEFAULT_AGENT_IDENTITY`).
@@ -89,13 +94,6 @@ pub const API_SERVER_HINT: &str = "You're responding through an API server. The 
 /// The platform name whose hint applies (the key under `platform_hints`).
 pub const PLATFORM: &str = "api_server";
 
-/// Smallest context-file limit derived from a context window.
-pub const CONTEXT_FILE_MAX_CHARS: usize = 20_000;
-/// Context window assumed without `model.context_length`: the original's fallback for a model
-/// it has no metadata for (its `DEFAULT_FALLBACK_CONTEXT`), giving a 61 440-character limit.
-pub const DEFAULT_CONTEXT_WINDOW: i64 = 256_000;
-/// Largest context-file limit derived from `model.context_length`.
-pub const CONTEXT_FILE_DYNAMIC_CEILING: usize = 500_000;
 /// Default `memory.memory_char_limit`.
 pub const MEMORY_CHAR_LIMIT: i64 = 2_200;
 /// Default `memory.user_char_limit`.
@@ -271,11 +269,6 @@ fn join_parts(parts: Vec<String>) -> String {
         .join("\n\n")
 }
 
-/// Python's `str.strip()`: its whitespace also counts the separators U+001C–U+001F.
-fn py_strip(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
-}
-
 /// Python's text-mode reading: `\r\n` and a lone `\r` both read as `\n`.
 fn universal_newlines(s: &str) -> String {
     s.replace("\r\n", "\n").replace('\r', "\n")
@@ -308,53 +301,6 @@ fn identity(home: &Path, soul: Option<&str>, config: &Config) -> String {
         context_file_max_chars(config),
         &hermes_home::layout::soul_path(home),
     )
-}
-
-/// The context-file limit (see the module doc).
-pub fn context_file_max_chars(config: &Config) -> usize {
-    let explicit = config
-        .raw("context_file_max_chars")
-        .and_then(number)
-        .filter(|v| *v > 0.0);
-    if let Some(v) = explicit {
-        return v as usize;
-    }
-    let window = config
-        .raw("model")
-        .filter(|m| m.is_mapping())
-        .and_then(|m| m.get("context_length"))
-        .and_then(integer)
-        .filter(|n| *n > 0);
-    match window {
-        Some(tokens) => dynamic_limit(tokens),
-        None => dynamic_limit(DEFAULT_CONTEXT_WINDOW),
-    }
-}
-
-/// 6 % of a window of `tokens` at 4 characters a token, within the floor and the ceiling.
-fn dynamic_limit(tokens: i64) -> usize {
-    // Python: int(tokens * 4 * 0.06), a float product truncated.
-    let budget = ((tokens as f64) * 4.0 * 0.06) as usize;
-    budget.clamp(CONTEXT_FILE_MAX_CHARS, CONTEXT_FILE_DYNAMIC_CEILING)
-}
-
-/// A YAML number (or bool, which Python counts as 0 / 1) as a float.
-fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::Bool(b) => Some(f64::from(u8::from(*b))),
-        _ => None,
-    }
-}
-
-/// Python's `int(value)` for a YAML scalar: numbers truncate, strings must be integers.
-fn integer(v: &Value) -> Option<i64> {
-    match v {
-        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
-        Value::Bool(b) => Some(i64::from(*b)),
-        Value::String(s) => py_strip(s).replace('_', "").parse().ok(),
-        _ => None,
-    }
 }
 
 /// Keeps a text within `max_chars` characters: the first 70 % and the last 20 % of the limit

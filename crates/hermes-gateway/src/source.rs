@@ -17,14 +17,10 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use hermes_home::Home;
-use hermes_home::auth::AuthStore;
-use hermes_home::config::Config;
-use hermes_home::dotenv::DotEnv;
-use hermes_settings::{ProfileFiles, Scope};
 
 use crate::error::Error;
 use crate::prompt::{self, PromptSource};
@@ -57,44 +53,28 @@ impl From<GatewaySettings> for Profile {
     }
 }
 
-/// Reads the profile `home` with `process_env` (the process environment): its `.env` and
-/// `config.yaml` (the environment they give: [`ProfileFiles::environment`]), `SOUL.md` and
-/// `auth.json`, then
-/// [`GatewaySettings::resolve_with_auth`]s, and builds the prompt source from the same reads.
-/// The one entry that reads the profile's files, so reading them again picks up every edit.
-/// The profile is not [`Profile::reload`]able ([`SettingsSource::read`] makes it so).
-///
-/// An `auth.json` that cannot be read or parsed does not stop the gateway: it is logged (a
-/// damaged one is copied aside first, as the CLI does) and read as empty.
+/// Reads the profile `home` with `process_env` (the process environment) through
+/// [`hermes_gateway_settings::read`] (its files, `SOUL.md` and `auth.json`, and the settings
+/// resolved from them), and builds the prompt source from the same read. The one entry that
+/// reads the profile's files, so reading them again picks up every edit. The profile is not
+/// [`Profile::reload`]able ([`SettingsSource::read`] makes it so).
 ///
 /// # Errors
 ///
-/// [`Error::Home`] for a `.env` or `config.yaml` that cannot be read or parsed, and the
-/// errors of [`GatewaySettings::resolve`]. All are configuration errors (exit 78).
+/// [`Error::Settings`]: a file that cannot be read or parsed, or settings the gateway
+/// refuses. All are configuration errors (exit 78).
 pub fn read_profile(
     home: &Home,
     process_env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Profile, Error> {
-    // The profile's environment as the original builds it: `.env` over the process
-    // environment, then the top-level scalars of `config.yaml` (`hermes_settings`).
-    let files = ProfileFiles::from_parts(
-        DotEnv::load(&home.env_path())?,
-        Config::load(&home.config_path())?,
-        Scope::Default,
-        process_env,
-    );
+    let hermes_gateway_settings::Read {
+        files,
+        soul,
+        settings,
+        ..
+    } = hermes_gateway_settings::read(home, process_env)?;
     let env = files.environment();
     let config = files.config().clone();
-    let soul = std::fs::read_to_string(home.soul_path()).ok();
-    let auth = load_auth(&home.auth_path());
-    let settings = GatewaySettings::resolve_with_auth(
-        home.profile().name(),
-        home.dir(),
-        soul.clone(),
-        &config,
-        &env,
-        &auth,
-    )?;
     let lookup = |k: &str| env.get(k).cloned();
     let configured = config.model(&lookup).provider;
     let prompt = PromptSource {
@@ -238,31 +218,4 @@ pub struct Reloadable {
     pub source: SettingsSource,
     /// The files as they were when the settings in use were read.
     pub fingerprint: Fingerprint,
-}
-
-/// Reads `auth.json` for the gateway: a file that cannot be read or parsed is logged and read
-/// as empty (a damaged one was copied aside by [`AuthStore::load`]), so credentials on disk
-/// never stop a gateway that could run on its other keys.
-fn load_auth(path: &Path) -> AuthStore {
-    match AuthStore::load(path) {
-        Ok(loaded) => {
-            if let Some(c) = &loaded.corrupt {
-                tracing::warn!(
-                    path = %c.path.display(),
-                    preserved_at = ?c.preserved_at,
-                    "auth.json could not be parsed ({}); reading it as empty",
-                    c.reason
-                );
-            }
-            loaded.store
-        }
-        Err(e) => {
-            tracing::warn!(
-                path = %path.display(),
-                "auth.json cannot be read; its credentials are not used: {}",
-                hermes_errors::one_line(&e)
-            );
-            AuthStore::default()
-        }
-    }
 }

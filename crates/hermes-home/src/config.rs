@@ -558,6 +558,31 @@ pub fn expand_vars(raw: &str, var: &dyn Fn(&str) -> Option<String>) -> String {
     out
 }
 
+/// Python's `str.strip()`: its whitespace also counts the separators U+001C–U+001F.
+pub fn py_strip(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
+}
+
+/// A YAML number (or bool, which Python counts as 0 / 1) as a float, as the original reads a
+/// number from `config.yaml`.
+pub fn py_float(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        _ => None,
+    }
+}
+
+/// Python's `int(value)` for a YAML scalar: numbers truncate, strings must be integers.
+pub fn py_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+        Value::Bool(b) => Some(i64::from(*b)),
+        Value::String(s) => py_strip(s).replace('_', "").parse().ok(),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,6 +55,7 @@ pub mod owner;
 pub mod profile;
 pub mod providers;
 pub mod random;
+pub mod readiness;
 pub mod schema;
 pub mod seeds;
 pub mod time;

@@ -319,18 +319,6 @@ pub fn list(root: &Path) -> Result<Vec<ProfileEntry>, Error> {
     Ok(out)
 }
 
-/// The model name of the profile in `dir` as its gateway reads it (`model.default`, with
-/// `${VAR}` from the profile's `.env`, then `var`); `None` when none is configured. What
-/// `hermes profile list` and the dashboard's Profiles page show.
-pub fn model_name(
-    dir: &Path,
-    var: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<String>, Error> {
-    let config = crate::config::Config::load(&dir.join("config.yaml"))?;
-    let dotenv = crate::dotenv::DotEnv::load(&dir.join(".env")).unwrap_or_default();
-    Ok(config.model(&dotenv.over(var)).default)
-}
-
 fn read_description(dir: &Path) -> Option<String> {
     let text = fs::read_to_string(dir.join("profile.yaml")).ok()?;
     let value: yaml_serde::Value = yaml_serde::from_str(&text).ok()?;

@@ -19,7 +19,7 @@
 //! silent client holds a descriptor for the header timeout, not the idle one).
 //!
 //! Descriptors: the cap is never more than the process's open-file limit allows
-//! ([`ConnectionLimits::within_descriptor_limit`]: `RLIMIT_NOFILE` less a reserve for the
+//! ([`within_descriptor_limit`]: `RLIMIT_NOFILE` less a reserve for the
 //! listener, logs, databases and the provider's connections), so at the cap the loop evicts an
 //! idle connection to answer a new one instead of failing to accept it. Busy connections have no limit
 //! here (the provider timeouts bound them). At the cap with every connection busy, a new
@@ -83,85 +83,30 @@ pub struct Unobserved;
 
 impl ConnectionObserver for Unobserved {}
 
-/// Limits on the gateway's client connections (`gateway.*` in `config.yaml`).
-///
-/// A connection is *idle* when no request is in flight on it and it has sent nothing since its
-/// last answer (a new connection that has sent nothing is idle too); it is *reading a head*
-/// from the first byte of a request until the request's headers are complete.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConnectionLimits {
-    /// Most client connections served at once (`gateway.max_connections`, default 512). At
-    /// the cap, a new connection takes the place of the longest-idle one (then of the oldest
-    /// one still reading a head); when every connection has a request in flight it is
-    /// answered `503 too_many_connections` and closed.
-    pub max_connections: usize,
-    /// Time from a request's first byte to its last header byte (`gateway.header_timeout`,
-    /// seconds, default 10); slower connections are closed.
-    pub header_timeout: Duration,
-    /// Time an idle connection is kept open (`gateway.idle_timeout`, seconds, default 60).
-    pub idle_timeout: Duration,
-}
+/// Limits on client connections: a setting (`gateway.*` in `config.yaml`), resolved with the
+/// rest of a profile's settings.
+pub use hermes_gateway_settings::ConnectionLimits;
 
-impl Default for ConnectionLimits {
-    fn default() -> Self {
-        ConnectionLimits {
-            max_connections: 512,
-            header_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
-        }
+pub use hermes_gateway_settings::limits::DESCRIPTOR_RESERVE;
+
+/// `limits` [`fitted_to`](ConnectionLimits::fitted_to) this process's `RLIMIT_NOFILE` (its soft
+/// limit); a warning is logged when that lowers the cap.
+pub fn within_descriptor_limit(limits: ConnectionLimits) -> ConnectionLimits {
+    let Some(soft) = soft_descriptor_limit() else {
+        return limits;
+    };
+    let fitted = limits.fitted_to(soft);
+    if fitted.max_connections < limits.max_connections {
+        tracing::warn!(
+            configured = limits.max_connections,
+            max_connections = fitted.max_connections,
+            open_file_limit = soft,
+            "the open-file limit leaves room for {} client connections, not {}: raise it (`ulimit -n`, Docker's --ulimit nofile) to serve more",
+            fitted.max_connections,
+            limits.max_connections
+        );
     }
-}
-
-impl ConnectionLimits {
-    /// Limits with these values (tests use small ones).
-    pub fn new(max_connections: usize, header_timeout: Duration, idle_timeout: Duration) -> Self {
-        ConnectionLimits {
-            max_connections,
-            header_timeout,
-            idle_timeout,
-        }
-    }
-}
-
-/// Descriptors kept for everything but client connections (the listener, logs, state.db, the
-/// provider's connections) when the cap is fitted to `RLIMIT_NOFILE`.
-pub const DESCRIPTOR_RESERVE: u64 = 64;
-/// The cap never goes below this, however low the descriptor limit.
-const MIN_CONNECTIONS: usize = 8;
-
-impl ConnectionLimits {
-    /// These limits with `max_connections` lowered to what an open-file limit of `soft`
-    /// descriptors leaves after [`DESCRIPTOR_RESERVE`] (at least 8); unchanged when it fits.
-    pub fn fitted_to(self, soft: u64) -> Self {
-        let fits = usize::try_from(soft.saturating_sub(DESCRIPTOR_RESERVE))
-            .unwrap_or(usize::MAX)
-            .max(MIN_CONNECTIONS);
-        ConnectionLimits {
-            max_connections: self.max_connections.min(fits),
-            ..self
-        }
-    }
-
-    /// [`fitted_to`](Self::fitted_to) this process's `RLIMIT_NOFILE` (its soft limit); a
-    /// warning is logged when that lowers the cap.
-    pub fn within_descriptor_limit(self) -> Self {
-        let Some(soft) = soft_descriptor_limit() else {
-            return self;
-        };
-        let fitted = self.fitted_to(soft);
-        if fitted.max_connections < self.max_connections {
-            tracing::warn!(
-                configured = self.max_connections,
-                max_connections = fitted.max_connections,
-                open_file_limit = soft,
-                "the open-file limit leaves room for {} client connections, not {}: raise it (`ulimit -n`, Docker's --ulimit nofile) to serve more",
-                fitted.max_connections,
-                self.max_connections
-            );
-        }
-        fitted
-    }
+    fitted
 }
 
 /// The soft `RLIMIT_NOFILE` of this process (`None`: unlimited or unknown).
@@ -784,7 +729,7 @@ pub async fn serve_observed(
     limits: ConnectionLimits,
     metrics: Arc<dyn ConnectionObserver>,
 ) -> std::io::Result<DrainReport> {
-    let limits = limits.within_descriptor_limit();
+    let limits = within_descriptor_limit(limits);
     let registry = Arc::new(Registry::default());
     let (stop_tx, stop_rx) = watch::channel(false);
     let rejecting = Arc::new(AtomicUsize::new(0));
@@ -1144,37 +1089,6 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .contains("at most 7")
-        );
-    }
-}
-
-#[cfg(test)]
-mod descriptor_tests {
-    use super::*;
-
-    #[test]
-    fn the_cap_leaves_a_reserve_of_the_open_file_limit_and_never_rises() {
-        let limits = ConnectionLimits::default();
-        assert_eq!(
-            limits.fitted_to(1024).max_connections,
-            512,
-            "fits: unchanged"
-        );
-        assert_eq!(
-            limits.fitted_to(256).max_connections,
-            256 - DESCRIPTOR_RESERVE as usize
-        );
-        assert_eq!(
-            limits.fitted_to(40).max_connections,
-            MIN_CONNECTIONS,
-            "a floor"
-        );
-        assert_eq!(limits.fitted_to(u64::MAX).max_connections, 512);
-        let small = ConnectionLimits::new(16, Duration::from_secs(1), Duration::from_secs(5));
-        assert_eq!(
-            small.fitted_to(256),
-            small,
-            "a smaller configured cap is kept"
         );
     }
 }

@@ -436,7 +436,6 @@ fn stage_seed(settings: &Settings, out: &mut dyn Write) {
     if key_seed == KeySeed::Generate {
         seed_api_key(&layout::env_path(home), out);
     }
-    warn_if_key_shadowed(home, settings, out);
     if settings.env.get(GATEWAY_BOOTSTRAP_VAR) == Some("running") {
         let path = gateway_state::path(home);
         seed_once(&path, || gateway_state::bootstrap_running(&path), out);
@@ -568,15 +567,6 @@ fn seed_once(
         Ok(Seeded::Created) => say(out, format!("seeded `{}`", path.display())),
         Ok(Seeded::Kept) => {}
         Err(e) => say(out, format!("warning: {}", hermes_errors::one_line(&e))),
-    }
-}
-
-/// Says so when the root profile's API server key is set in several places with different
-/// values (`hermes_settings`: the one in force, where the others are, never a value).
-fn warn_if_key_shadowed(home: &Path, settings: &Settings, out: &mut dyn Write) {
-    let files = ProfileFiles::read(home, Scope::Default, settings.env.vars());
-    if let Some(shadowed) = files.ok().and_then(|f| f.shadowed_api_key()) {
-        say(out, format!("warning: {shadowed}; {}", shadowed.fix()));
     }
 }
 
@@ -726,6 +716,12 @@ mod tests {
             s.env = [(API_SERVER_KEY, key)].into_iter().collect();
             let mut out = Vec::new();
             stage_seed(&s, &mut out);
+            // The warning comes from the one read of the volume that follows.
+            let booted = Booted {
+                mode: hermes_privilege::shim::InitMode::ServiceUser,
+                identity: None,
+            };
+            crate::gateways::stage_read_volume(&s, &booted, &mut out);
             String::from_utf8(out).unwrap()
         };
         let operator = "operator-chosen-key-0123456789";

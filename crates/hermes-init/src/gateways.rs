@@ -29,24 +29,63 @@ use crate::Settings;
 use crate::boot::{Booted, InitLog, say};
 use crate::route::first_word;
 use hermes_privilege::AsUser;
+use hermes_settings::VolumeFiles;
 
 /// Rotation threshold of `container-boot.log`.
 pub const BOOT_LOG_ROTATE: u64 = 256 * 1024;
 
-/// Stage 7: the gateway service of every profile, reconciled as the service user and logged
-/// (`[init] reconcile: …` lines and `container-boot.log`), then the services declared in the
-/// root's `config.yaml`, each run as the service user. A dashboard container runs neither; a
-/// failure to act as the service user is a warning and no services.
+/// Stage 7a: every profile's files (`.env`, `config.yaml`), read once as the service user,
+/// after seeding and migration have written them: every later stage builds its services from
+/// this read. A key shadowed by another in the same profile is said for each profile. `None`
+/// in a dashboard container (it runs no services) or when the service user cannot be acted as
+/// (a warning, and no services).
+pub fn stage_read_volume(
+    settings: &Settings,
+    booted: &Booted,
+    log: &mut dyn Write,
+) -> Option<VolumeFiles> {
+    if first_word(&settings.cmd) == Some("dashboard") {
+        say(log, "dashboard container: skipping gateway reconciliation");
+        return None;
+    }
+    let _scope = match AsUser::enter(booted.identity.as_ref()) {
+        Ok(scope) => scope,
+        Err(e) => {
+            say(
+                log,
+                format!("warning: cannot act as the service user ({e}); no gateways"),
+            );
+            return None;
+        }
+    };
+    let process_env: Vec<(String, String)> = settings.env.vars().collect();
+    let volume = VolumeFiles::read(&settings.home, &process_env);
+    for read in volume.profiles() {
+        if let Some(shadowed) = read.files.as_ref().ok().and_then(|f| f.shadowed_api_key()) {
+            let whose = match read.name.as_str() {
+                hermes_home::DEFAULT_PROFILE => String::new(),
+                name => format!("profile `{name}`: "),
+            };
+            say(
+                log,
+                format!("warning: {whose}{shadowed}; {}", shadowed.fix()),
+            );
+        }
+    }
+    Some(volume)
+}
+
+/// Stage 7b: the gateway service of every profile of `volume`, reconciled as the service user
+/// and logged (`[init] reconcile: …` lines and `container-boot.log`), then the services
+/// declared in the root's `config.yaml`, each run as the service user. A failure to act as the
+/// service user is a warning and no services.
 pub fn stage_gateways(
     settings: &Settings,
     booted: &Booted,
+    volume: &VolumeFiles,
     schema: &crate::migrate::Outcome,
     log: &mut dyn Write,
 ) -> Vec<ServiceSpec> {
-    if first_word(&settings.cmd) == Some("dashboard") {
-        say(log, "dashboard container: skipping gateway reconciliation");
-        return Vec::new();
-    }
     let _scope = match AsUser::enter(booted.identity.as_ref()) {
         Ok(scope) => scope,
         Err(e) => {
@@ -59,7 +98,7 @@ pub fn stage_gateways(
     };
     let var = |k: &str| settings.env.get(k).map(str::to_owned);
     // The agent's own default, from what stage 6b asked it (no second interpreter start).
-    let multiplex = multiplex::resolve(&settings.home, &var, |_| {
+    let multiplex = multiplex::resolve(volume.root(), &var, |_| {
         schema.agent.as_ref().and_then(|(_, f)| f.multiplex_default)
     });
     let (mut gateways, actions) = reconcile(
@@ -68,6 +107,7 @@ pub fn stage_gateways(
         booted.identity.as_ref(),
         false,
         &multiplex,
+        volume,
         &mut InitLog::new(log),
     );
     for a in &actions {
@@ -90,7 +130,7 @@ pub fn stage_gateways(
         &mut InitLog::new(log),
     );
     let mut specs = gateways;
-    specs.extend(declared(settings, booted, log));
+    specs.extend(declared(volume, booted, log));
     specs
 }
 
@@ -119,33 +159,24 @@ pub fn dashboard_service(
 
 /// The `backup` service of scheduled snapshots when a schedule is set (`backup.schedule` in the
 /// root's `config.yaml`, or `HERMES_BACKUP_SCHEDULE`), run as the service user
-/// (`hermes_services::backup_schedule`). None in a dashboard container, which shares the
-/// volume of one that runs it.
+/// (`hermes_services::backup_schedule`). A dashboard container, which shares the volume of one
+/// that runs it, reads no volume and so runs none.
 pub fn backup_service(
     settings: &Settings,
     booted: &Booted,
+    volume: &VolumeFiles,
     log: &mut dyn Write,
 ) -> Option<ServiceSpec> {
-    if first_word(&settings.cmd) == Some("dashboard") {
-        return None;
-    }
-    let path = hermes_home::layout::config_path(&settings.home);
-    let config = match hermes_home::config::Config::load(&path) {
-        Ok(config) => config,
-        Err(e) => {
-            say(
-                log,
-                format!(
-                    "warning: no scheduled backups: {}",
-                    hermes_errors::one_line(&e)
-                ),
-            );
+    let config = match &volume.root().files {
+        Ok(files) => files.config(),
+        Err(why) => {
+            say(log, format!("warning: no scheduled backups: {why}"));
             return None;
         }
     };
     let var = |k: &str| settings.env.get(k).map(str::to_owned);
     hermes_services::backup_schedule::backup_service(
-        &config,
+        config,
         &settings.hermes_exe,
         &var,
         booted.identity.as_ref(),
@@ -154,22 +185,15 @@ pub fn backup_service(
 
 /// The services declared under `services:` in the root's `config.yaml`, each confined to the
 /// service user (`hermes_services::declared`); problems are warnings in the boot log.
-fn declared(settings: &Settings, booted: &Booted, log: &mut dyn Write) -> Vec<ServiceSpec> {
-    let path = hermes_home::layout::config_path(&settings.home);
-    let config = match hermes_home::config::Config::load(&path) {
-        Ok(config) => config,
-        Err(e) => {
-            say(
-                log,
-                format!(
-                    "warning: no declared services: {}",
-                    hermes_errors::one_line(&e)
-                ),
-            );
+fn declared(volume: &VolumeFiles, booted: &Booted, log: &mut dyn Write) -> Vec<ServiceSpec> {
+    let config = match &volume.root().files {
+        Ok(files) => files.config(),
+        Err(why) => {
+            say(log, format!("warning: no declared services: {why}"));
             return Vec::new();
         }
     };
-    let declared = hermes_services::declared::declared_services(&config, booted.identity.as_ref());
+    let declared = hermes_services::declared::declared_services(config, booted.identity.as_ref());
     for problem in &declared.problems {
         say(log, format!("warning: {problem}"));
     }

@@ -30,7 +30,9 @@ use hermes_supervisor::{LogTarget, Options, RestartPolicy, ServiceSpec, Supervis
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction};
 
 use crate::boot::{Booted, run_stages, say};
-use crate::gateways::{InitHooks, backup_service, dashboard_service, stage_gateways};
+use crate::gateways::{
+    InitHooks, backup_service, dashboard_service, stage_gateways, stage_read_volume,
+};
 use crate::route::{program_exists, route};
 use crate::{Error, Settings};
 
@@ -99,13 +101,18 @@ pub fn run<'o>(
     };
     let booted = run_stages(settings, log)?;
     let schema = crate::migrate::stage_agent_schema(settings, &booted, log);
-    let mut specs = stage_gateways(settings, &booted, &schema, log);
+    let volume = stage_read_volume(settings, &booted, log);
+    let mut specs = match &volume {
+        Some(volume) => stage_gateways(settings, &booted, volume, &schema, log),
+        None => Vec::new(),
+    };
     if let Some(dashboard) = dashboard_service(settings, &booted, log)
         && let Some(note) = add_unless_declared(&mut specs, dashboard)
     {
         say(log, note);
     }
-    if let Some(backup) = backup_service(settings, &booted, log)
+    if let Some(volume) = &volume
+        && let Some(backup) = backup_service(settings, &booted, volume, log)
         && let Some(note) =
             hermes_services::backup_schedule::add_unless_declared(&mut specs, backup)
     {

@@ -19,7 +19,7 @@ pub fn install_options(
     home: &Home,
     base: Environment,
 ) -> Result<InstallOptions, hermes_home::Error> {
-    let config = Config::load(&home.config_path())?;
+    let config = hermes_settings::config_of(home.dir())?;
     let dotenv = DotEnv::load(&home.env_path())?;
     let env = dotenv
         .vars()
@@ -39,7 +39,7 @@ pub fn discover_for(home: &Home) -> Discovery {
 /// `memory.provider` as written in the profile's `config.yaml` (not normalised: see
 /// [`crate::active_provider`]).
 pub fn configured_provider(home: &Home) -> Result<Option<String>, hermes_home::Error> {
-    let config = Config::load(&home.config_path())?;
+    let config = hermes_settings::config_of(home.dir())?;
     Ok(config.string("memory.provider", &|_| None))
 }
 

@@ -21,6 +21,8 @@
 
 use std::path::{Path, PathBuf};
 
+use hermes_settings::ProfileRead;
+
 /// Where the `full` image installs the agent's console script.
 pub const DEFAULT_AGENT_CLI: &str = "/opt/hermes-agent/bin/hermes";
 
@@ -262,12 +264,36 @@ pub fn profile_engine(
     dir: &Path,
     var: impl Fn(&str) -> Option<String>,
 ) -> Result<(Engine, Option<Agent>), EngineProblem> {
-    let path = hermes_home::layout::config_path(dir);
-    let config =
-        hermes_home::config::Config::load(&path).map_err(|e| EngineProblem::Unreadable {
-            path: path.clone(),
-            reason: hermes_errors::one_line(&e),
-        })?;
+    let config = hermes_settings::config_of(dir).map_err(|e| EngineProblem::Unreadable {
+        path: hermes_home::layout::config_path(dir),
+        reason: hermes_errors::one_line(&e),
+    })?;
+    engine_in(&config, var)
+}
+
+/// [`profile_engine`] of a profile already read (boot and `hermes up` read every profile once:
+/// [`hermes_settings::VolumeFiles`]).
+///
+/// # Errors
+/// As [`profile_engine`].
+pub fn engine_of(
+    read: &ProfileRead,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<(Engine, Option<Agent>), EngineProblem> {
+    match &read.files {
+        Ok(files) => engine_in(files.config(), var),
+        Err(why) => Err(EngineProblem::Unreadable {
+            path: hermes_home::layout::config_path(&read.dir),
+            reason: why.to_string(),
+        }),
+    }
+}
+
+/// The engine `config` asks for, with `HERMES_GATEWAY_ENGINE` and the agent of `var`.
+fn engine_in(
+    config: &hermes_home::config::Config,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<(Engine, Option<Agent>), EngineProblem> {
     let configured = match config.raw("gateway.engine") {
         None | Some(yaml_serde::Value::Null) => None,
         Some(yaml_serde::Value::String(s)) => Some(s.clone()),

@@ -187,10 +187,7 @@ pub fn declared_services(config: &Config, identity: Option<&Identity>) -> Declar
 /// The services declared in the `config.yaml` of `root` (the home's root): what `service
 /// status`, `dump` and `doctor` show of the entries left out.
 pub fn declared_in(root: &Path) -> Result<Declared, hermes_home::Error> {
-    Ok(declared_services(
-        &Config::load(&hermes_home::layout::config_path(root))?,
-        None,
-    ))
+    Ok(declared_services(&hermes_settings::config_of(root)?, None))
 }
 
 /// One entry as a spec, or everything wrong with it (a reserved name included).

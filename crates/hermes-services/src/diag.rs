@@ -111,7 +111,7 @@ pub fn gateway_limit_checks(
     home: &hermes_home::Home,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<Check> {
-    let config = hermes_home::config::Config::load(&home.config_path()).ok();
+    let config = hermes_settings::config_of(home.dir()).ok();
     let default = var(crate::gateway::MEMORY_MAX_VAR);
     match crate::gateway::resolve_memory_max(config.as_ref(), default.as_deref()) {
         Ok(None) => Vec::new(),

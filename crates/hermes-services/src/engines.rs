@@ -90,7 +90,11 @@ mod tests {
             row("gateway-gone", Some("gone")),
         ];
         let var = |_: &str| None;
-        let multiplex = crate::multiplex::resolve(root.path(), &var, |_| None);
+        let multiplex = crate::multiplex::resolve(
+            &hermes_settings::ProfileRead::read("default", root.path(), Vec::new()),
+            &var,
+            |_| None,
+        );
         let view = of_rows(root.path(), &rows, &multiplex, &var);
         assert_eq!(view.len(), 1);
         assert_eq!(view[0].service, "gateway-work");

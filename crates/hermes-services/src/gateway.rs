@@ -17,6 +17,7 @@ use std::time::Duration;
 use hermes_home::config::Config;
 use hermes_home::{Home, ProfileRef};
 use hermes_privilege::Identity;
+use hermes_settings::ProfileRead;
 use hermes_supervisor::{Client, LogTarget, RestartPolicy, RunAs, ServiceSpec};
 
 use crate::{Error, say};
@@ -63,21 +64,27 @@ pub fn restarted_on_tempfail(var: impl Fn(&str) -> Option<String>) -> bool {
 /// parks it `down`, 78 `failed`, 75 restarts it at once); `autostart` decides whether it starts
 /// when registered; logs in `logs/gateways/<profile>/`. The one place a gateway service is
 /// described: PID 1, `hermes up`, `hermes gateway start` and `hermes profile create` use it.
-/// A broken `gateway.command` is said on `out` and the default command used.
+/// A broken `gateway.command` is said on `out` and the default command used. `read` is the
+/// profile as read ([`hermes_settings::ProfileRead`]): boot and `hermes up` read every profile
+/// once; files that cannot be read are said on `out`, and the gateway then runs with the
+/// defaults (and says what is wrong itself).
 pub fn gateway_spec(
     home: &Path,
-    profile: &str,
-    dir: &Path,
+    read: &ProfileRead,
     hermes_exe: &Path,
     identity: Option<&Identity>,
     autostart: bool,
     out: &mut dyn Write,
 ) -> ServiceSpec {
-    let config = load_config(profile, dir, out);
-    let (argv, custom) = gateway_argv(profile, config.as_ref(), hermes_exe, out);
+    let (profile, dir) = (read.name.as_str(), read.dir.as_path());
+    let config = read.config();
+    if let Err(why) = &read.files {
+        say(out, format!("warning: profile `{profile}`: {why}"));
+    }
+    let (argv, custom) = gateway_argv(profile, config, hermes_exe, out);
     let mut spec = ServiceSpec::new(service_name(profile), argv);
     let default_limit = std::env::var(MEMORY_MAX_VAR).ok();
-    spec.memory_max = memory_max(profile, config.as_ref(), default_limit.as_deref(), out);
+    spec.memory_max = memory_max(profile, config, default_limit.as_deref(), out);
     spec.pids_max = Some(GATEWAY_PIDS_MAX);
     spec.restart = RestartPolicy::OnFailure;
     spec.stop_grace = GATEWAY_STOP_GRACE;
@@ -95,7 +102,7 @@ pub fn gateway_spec(
     if let Some(id) = identity {
         run_as_identity(&mut spec, id);
     }
-    crate::held_socket::apply(&mut spec, profile, dir, custom);
+    crate::held_socket::apply(&mut spec, read, custom);
     spec
 }
 
@@ -134,10 +141,14 @@ pub fn client_gateway_spec(
     )
     .ok()
     .flatten();
-    gateway_spec(
-        home.root(),
+    let read = ProfileRead::read(
         home.profile().name(),
         home.dir(),
+        hermes_settings::process_env(),
+    );
+    gateway_spec(
+        home.root(),
+        &read,
         hermes_exe,
         identity.as_ref(),
         autostart,
@@ -275,24 +286,6 @@ fn default_argv(profile: &str, hermes_exe: &Path) -> Vec<String> {
         "run".into(),
         "--no-supervise".into(),
     ]
-}
-
-/// The profile's `config.yaml`; one that cannot be read is said as a warning, and the gateway
-/// then runs with the defaults.
-fn load_config(profile: &str, dir: &Path, out: &mut dyn Write) -> Option<Config> {
-    match Config::load(&hermes_home::layout::config_path(dir)) {
-        Ok(c) => Some(c),
-        Err(e) => {
-            say(
-                out,
-                format!(
-                    "warning: profile `{profile}`: {}",
-                    hermes_errors::one_line(&e)
-                ),
-            );
-            None
-        }
-    }
 }
 
 /// The environment variable giving every gateway a memory limit its profile does not set.
@@ -486,8 +479,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spec = gateway_spec(
             dir.path(),
-            "default",
-            dir.path(),
+            &ProfileRead::read("default", dir.path(), Vec::new()),
             Path::new("/bin/hermes"),
             Some(&id),
             true,

@@ -17,8 +17,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use hermes_home::api_server;
-use hermes_home::config::Config;
-use hermes_settings::{ProfileFiles, Scope};
+use hermes_settings::{ProfileFiles, ProfileRead, Scope};
 use hermes_supervisor::{Listen, ServiceSpec};
 
 use crate::agent::{self, Engine};
@@ -28,18 +27,18 @@ use crate::agent::{self, Engine};
 /// platforms: seconds).
 const AFTER_DRAIN: Duration = Duration::from_secs(10);
 
-/// Gives `spec` (the gateway of `profile`, whose directory is `dir`) its held socket and
-/// restart mode, as the module doc says. `custom_command` is whether the operator's
-/// `gateway.command` replaces ours.
-pub(crate) fn apply(spec: &mut ServiceSpec, profile: &str, dir: &Path, custom_command: bool) {
+/// Gives `spec` (the gateway of the profile `read`) its held socket and restart mode, as the
+/// module doc says. `custom_command` is whether the operator's `gateway.command` replaces ours.
+pub(crate) fn apply(spec: &mut ServiceSpec, read: &ProfileRead, custom_command: bool) {
     if custom_command {
         return;
     }
-    let Some((env, config)) = settings(dir) else {
+    let Ok(files) = &read.files else {
         return;
     };
+    let (profile, env, config) = (read.name.as_str(), files.environment(), files.config());
     let var = |k: &str| env.get(k).cloned();
-    let Ok((engine, agent)) = agent::profile_engine(dir, var) else {
+    let Ok((engine, agent)) = agent::engine_of(read, var) else {
         return;
     };
     // The agent's API server defaults to 8642 in every profile (the default profile's port):
@@ -48,10 +47,10 @@ pub(crate) fn apply(spec: &mut ServiceSpec, profile: &str, dir: &Path, custom_co
         Engine::Native => profile,
         Engine::Agent => hermes_home::DEFAULT_PROFILE,
     };
-    let Ok(Some(address)) = api_server::listen_address(port_rule, &env, &config) else {
+    let Ok(Some(address)) = api_server::listen_address(port_rule, &env, config) else {
         return;
     };
-    let drain = api_server::drain_timeout(&env, &config).ok();
+    let drain = api_server::drain_timeout(&env, config).ok();
     match engine {
         Engine::Native => spec.handover = true,
         Engine::Agent => {
@@ -73,17 +72,9 @@ pub(crate) fn apply(spec: &mut ServiceSpec, profile: &str, dir: &Path, custom_co
     spec.listen = vec![Listen::new(hermes_listen::API_SOCKET_NAME, address)];
 }
 
-/// The profile's environment (as the gateway will see it: `hermes_settings`) and
-/// `config.yaml`; `None` when either cannot be read (the gateway then says what is wrong
-/// itself).
-fn settings(dir: &Path) -> Option<(std::collections::BTreeMap<String, String>, Config)> {
-    let files = ProfileFiles::read(dir, Scope::Default, hermes_settings::process_env()).ok()?;
-    Some((files.environment(), files.config().clone()))
-}
-
 /// The address the native gateway of `profile` (in `dir`) listens on, for a systemd socket
 /// unit; `None` when its API server is off or its settings cannot be read.
 pub(crate) fn native_address(profile: &str, dir: &Path) -> Option<String> {
-    let (env, config) = settings(dir)?;
-    api_server::listen_address(profile, &env, &config).ok()?
+    let files = ProfileFiles::read(dir, Scope::of(profile), hermes_settings::process_env()).ok()?;
+    api_server::listen_address(profile, &files.environment(), files.config()).ok()?
 }

@@ -12,7 +12,9 @@ use std::path::Path;
 use hermes_home::config::Config;
 use hermes_home::multiplex::{Source, configured};
 
-use crate::agent::{Agent, Engine, profile_engine};
+use hermes_settings::ProfileRead;
+
+use crate::agent::{Agent, Engine, engine_of};
 
 /// The resolved mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,20 +81,20 @@ impl Multiplexing {
     }
 }
 
-/// The mode for the volume at `root` (module doc). `agent_default` asks the installed agent
-/// its default (`agent_probe::probe_cached(..).multiplex_default`); it is called only when
-/// neither the environment nor `config.yaml` decides and the agent serves the default profile.
+/// The mode for the volume whose default profile is `root`, as read (module doc).
+/// `agent_default` asks the installed agent its default
+/// (`agent_probe::probe_cached(..).multiplex_default`); it is called only when neither the
+/// environment nor `config.yaml` decides and the agent serves the default profile.
 pub fn resolve(
-    root: &Path,
+    root: &ProfileRead,
     var: &dyn Fn(&str) -> Option<String>,
     agent_default: impl FnOnce(&Agent) -> Option<bool>,
 ) -> Multiplexing {
     // A default profile whose engine cannot run decides nothing by default; an explicit switch
     // holds all the same (its named profiles must not start while it is broken).
-    let (engine, agent) = profile_engine(root, var).unwrap_or((Engine::Native, None));
-    let config = Config::load(&hermes_home::layout::config_path(root))
-        .unwrap_or_else(|_| Config::empty(&hermes_home::layout::config_path(root)));
-    if let Some((on, source)) = configured(&config, var) {
+    let (engine, agent) = engine_of(root, var).unwrap_or((Engine::Native, None));
+    let unreadable = Config::empty(&hermes_home::layout::config_path(&root.dir));
+    if let Some((on, source)) = configured(root.config().unwrap_or(&unreadable), var) {
         return Multiplexing { on, source, engine };
     }
     let on = match (engine, agent.as_ref()) {
@@ -106,13 +108,31 @@ pub fn resolve(
     }
 }
 
-/// [`resolve`] asking the installed agent (once per process) for its default.
+/// [`resolve`] for the volume at `root`, read now, asking the installed agent for its default
+/// ([`agent_default`]).
 pub fn resolve_asking_agent(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Multiplexing {
-    resolve(root, var, |agent| {
-        crate::agent_probe::probe_cached(agent, None)
-            .ok()
-            .and_then(|f| f.multiplex_default)
-    })
+    let read = ProfileRead::read(
+        hermes_home::DEFAULT_PROFILE,
+        root,
+        hermes_settings::process_env(),
+    );
+    resolve(&read, var, agent_default)
+}
+
+/// The service whose restart applies a change to `home`'s profile: its own gateway, or the
+/// default profile's while that one multiplexes it.
+pub fn serving_service(home: &hermes_home::Home, var: &dyn Fn(&str) -> Option<String>) -> String {
+    let profile = home.profile().name();
+    resolve_asking_agent(home.root(), var)
+        .served_by(profile)
+        .unwrap_or_else(|| crate::gateway::service_name(profile))
+}
+
+/// The installed agent's own default, asked once per process.
+pub fn agent_default(agent: &Agent) -> Option<bool> {
+    crate::agent_probe::probe_cached(agent, None)
+        .ok()
+        .and_then(|f| f.multiplex_default)
 }
 
 /// The line a refused start of a named profile's gateway says.
@@ -131,6 +151,11 @@ mod tests {
     use hermes_home::multiplex::MULTIPLEX_VAR;
     use std::fs;
 
+    /// The default profile at `root`, read now.
+    fn read(root: &Path) -> ProfileRead {
+        ProfileRead::read("default", root, Vec::new())
+    }
+
     #[test]
     fn the_mode_is_the_environment_the_file_then_the_engines_default() {
         let dir = tempfile::tempdir().unwrap();
@@ -138,7 +163,7 @@ mod tests {
         fs::write(root.join("SOUL.md"), "s").unwrap();
         let native = |k: &str| (k == AGENT_CLI_VAR).then(String::new);
         let never = |_: &Agent| -> Option<bool> { panic!("the native engine asks no agent") };
-        let m = resolve(root, &native, never);
+        let m = resolve(&read(root), &native, never);
         assert_eq!(
             (m.on, m.source, m.engine),
             (false, Source::Default, Engine::Native)
@@ -150,7 +175,7 @@ mod tests {
             "gateway:\n  multiplex_profiles: true\n",
         )
         .unwrap();
-        let m = resolve(root, &native, never);
+        let m = resolve(&read(root), &native, never);
         assert_eq!((m.on, m.source), (true, Source::Config));
         assert!(m.runs_own_gateway("default") && !m.runs_own_gateway("work"));
 
@@ -159,7 +184,7 @@ mod tests {
             MULTIPLEX_VAR => Some("false".into()),
             _ => None,
         };
-        let m = resolve(root, &env_off, never);
+        let m = resolve(&read(root), &env_off, never);
         assert_eq!((m.on, m.source), (false, Source::Environment));
         assert!(m.runs_own_gateway("work"));
     }
@@ -174,17 +199,17 @@ mod tests {
         fs::write(venv.join("hermes"), "#!/bin/sh\n").unwrap();
         let cli = venv.join("hermes").to_string_lossy().into_owned();
         let with_agent = |k: &str| (k == AGENT_CLI_VAR).then(|| cli.clone());
-        let m = resolve(root, &with_agent, |_| Some(true));
+        let m = resolve(&read(root), &with_agent, |_| Some(true));
         assert_eq!(
             (m.on, m.source, m.engine),
             (true, Source::Default, Engine::Agent)
         );
-        let m = resolve(root, &with_agent, |_| None);
+        let m = resolve(&read(root), &with_agent, |_| None);
         assert!(!m.on, "an agent without the setting does not multiplex");
         // A broken engine setting: no default applies, an explicit switch still does.
         fs::write(root.join("config.yaml"), "gateway:\n  engine: python\n").unwrap();
         assert_eq!(
-            resolve(root, &with_agent, |_| Some(true)),
+            resolve(&read(root), &with_agent, |_| Some(true)),
             Multiplexing::OFF
         );
         fs::write(
@@ -192,7 +217,7 @@ mod tests {
             "gateway:\n  engine: python\n  multiplex_profiles: on\n",
         )
         .unwrap();
-        assert!(resolve(root, &with_agent, |_| Some(false)).on);
+        assert!(resolve(&read(root), &with_agent, |_| Some(false)).on);
         let line = served_by_default_line(
             "work",
             &Multiplexing {

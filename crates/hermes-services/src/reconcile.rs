@@ -19,12 +19,13 @@
 
 use std::fs;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use hermes_home::ProfileRef;
 use hermes_home::gateway_state::{self, GatewayState, StateRead};
 use hermes_home::lifecycle_ledger::{self, PriorExit};
 use hermes_privilege::Identity;
+use hermes_settings::VolumeFiles;
 use hermes_supervisor::ServiceSpec;
 
 use crate::gateway::gateway_spec;
@@ -61,9 +62,9 @@ impl GatewayAction {
     }
 }
 
-/// Builds the gateway services of every profile under `home` (PID 1's boot and `hermes up`);
-/// warnings (an unreadable profile list or state file, a broken `gateway.command`) go to
-/// `out`. PID 1 runs it with the service user's effective ids, so the files it touches stay
+/// Builds the gateway services of every profile of `volume`, the volume at `home` read once
+/// (PID 1's boot and `hermes up`); warnings (an unreadable profile list, profile or state
+/// file, a broken `gateway.command`) go to `out`. PID 1 runs it with the service user's effective ids, so the files it touches stay
 /// theirs. `fresh_default_runs`: a default profile that never ran a gateway (no state file)
 /// starts it — `hermes up` on a fresh home; a container boot waits for
 /// `HERMES_GATEWAY_BOOTSTRAP_STATE` instead.
@@ -78,6 +79,7 @@ pub fn reconcile(
     identity: Option<&Identity>,
     fresh_default_runs: bool,
     multiplex: &Multiplexing,
+    volume: &VolumeFiles,
     out: &mut dyn Write,
 ) -> (Vec<ServiceSpec>, Vec<GatewayAction>) {
     if multiplex.on {
@@ -90,23 +92,17 @@ pub fn reconcile(
             ),
         );
     }
-    let profiles: Vec<(String, PathBuf)> = match hermes_home::profile::list(home) {
-        Ok(list) => list
-            .into_iter()
-            .map(|e| (e.profile.name().to_owned(), e.dir))
-            .collect(),
-        Err(e) => {
-            say(
-                out,
-                format!("warning: cannot list profiles: {e}; only `default` is reconciled"),
-            );
-            vec![(ProfileRef::Default.name().to_owned(), home.to_path_buf())]
-        }
-    };
+    if let Some(why) = volume.listing_problem() {
+        say(
+            out,
+            format!("warning: cannot list profiles: {why}; only `default` is reconciled"),
+        );
+    }
     let mut specs = Vec::new();
     let mut actions = Vec::new();
-    for (profile, dir) in profiles {
-        let state_file = gateway_state::path(&dir);
+    for read in volume.profiles() {
+        let (profile, dir) = (read.name.clone(), read.dir.as_path());
+        let state_file = gateway_state::path(dir);
         let prior_state = match gateway_state::read(&state_file) {
             Ok(StateRead::Valid(s)) => run_intent(&s).map(str::to_owned),
             Ok(StateRead::Missing) => None,
@@ -144,14 +140,12 @@ pub fn reconcile(
             && fs::symlink_metadata(&state_file).is_err();
         let started = (prior_state.as_deref() == Some("running") || fresh_default)
             && multiplex.runs_own_gateway(&profile);
-        specs.push(gateway_spec(
-            home, &profile, &dir, hermes_exe, identity, started, out,
-        ));
+        specs.push(gateway_spec(home, read, hermes_exe, identity, started, out));
         actions.push(GatewayAction {
             profile,
             prior_state,
             started,
-            prior_exit: lifecycle_ledger::prior_exit(&dir),
+            prior_exit: lifecycle_ledger::prior_exit(dir),
         });
     }
     (specs, actions)
@@ -180,6 +174,7 @@ fn run_intent(state: &GatewayState) -> Option<&str> {
 mod tests {
     use super::*;
     use hermes_supervisor::LogTarget;
+    use std::path::PathBuf;
 
     fn profile(root: &Path, name: &str, state: Option<&str>, config: Option<&str>) -> PathBuf {
         let dir = if name == "default" {
@@ -211,6 +206,7 @@ mod tests {
             None,
             false,
             &Multiplexing::OFF,
+            &VolumeFiles::read(root, &[]),
             &mut out,
         );
         assert!(
@@ -223,6 +219,7 @@ mod tests {
             None,
             true,
             &Multiplexing::OFF,
+            &VolumeFiles::read(root, &[]),
             &mut out,
         );
         assert!(
@@ -249,8 +246,15 @@ mod tests {
             engine: crate::agent::Engine::Agent,
         };
         let mut out = Vec::new();
-        let (specs, actions) =
-            reconcile(root, Path::new("/bin/hermes"), None, false, &on, &mut out);
+        let (specs, actions) = reconcile(
+            root,
+            Path::new("/bin/hermes"),
+            None,
+            false,
+            &on,
+            &VolumeFiles::read(root, &[]),
+            &mut out,
+        );
         let started: Vec<(&str, bool)> = specs
             .iter()
             .map(|s| (s.name.as_str(), s.autostart))
@@ -279,6 +283,7 @@ mod tests {
             None,
             false,
             &Multiplexing::OFF,
+            &VolumeFiles::read(root, &[]),
             &mut Vec::new(),
         );
         assert!(specs.iter().all(|s| s.autostart));
@@ -321,6 +326,7 @@ mod tests {
             None,
             false,
             &Multiplexing::OFF,
+            &VolumeFiles::read(root, &[]),
             &mut out,
         );
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
@@ -404,6 +410,7 @@ mod tests {
             None,
             false,
             &Multiplexing::OFF,
+            &VolumeFiles::read(root, &[]),
             &mut Vec::new(),
         );
         let lines: Vec<String> = actions.iter().map(GatewayAction::describe).collect();
@@ -445,6 +452,7 @@ mod tests {
             None,
             false,
             &Multiplexing::OFF,
+            &VolumeFiles::read(root, &[]),
             &mut Vec::new(),
         );
         let exits: Vec<(&str, PriorExit)> = actions

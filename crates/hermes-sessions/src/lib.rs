@@ -33,6 +33,7 @@
 pub mod browse;
 pub mod error;
 mod migrate;
+pub mod probe;
 mod rows;
 mod schema;
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-use hermes_home::config::{Config, expand_vars};
+use hermes_home::config::{Config, ModelSettings, expand_vars};
 use hermes_home::dotenv::DotEnv;
 use hermes_home::seeds::{API_SERVER_KEY, KeySeed};
 
@@ -115,6 +115,7 @@ impl fmt::Display for Shadowed {
 pub struct ProfileFiles {
     dotenv: DotEnv,
     config: Config,
+    scope: Scope,
     process: BTreeMap<String, String>,
 }
 
@@ -148,6 +149,7 @@ impl ProfileFiles {
         ProfileFiles {
             dotenv,
             config,
+            scope,
             process,
         }
     }
@@ -180,6 +182,50 @@ impl ProfileFiles {
             .collect();
         env.extend(bridged);
         env
+    }
+
+    /// A lookup of the profile's [`environment`](Self::environment) for code that takes one. A
+    /// variable set blank is returned blank, as the original's environment holds it: `${VAR}`
+    /// expands it to nothing, and readers count it unset ([`hermes_home::dotenv::nonblank`]).
+    pub fn lookup(&self) -> impl Fn(&str) -> Option<String> + use<> {
+        let env = self.environment();
+        move |name| env.get(name).cloned()
+    }
+
+    /// [`lookup`](Self::lookup) with the process environment given by `process` instead of
+    /// the one the files were read with: for a caller that controls what the process
+    /// environment is (`doctor`, `dump`, `migrate check`, the dashboard, their tests). The same
+    /// order and the same scope: `.env`, then `process`, then the top level of `config.yaml`
+    /// (`${VAR}` expanded from the two above); a blank value hides the layers below and is
+    /// returned blank.
+    pub fn lookup_with<'a>(
+        &'a self,
+        process: &'a dyn Fn(&str) -> Option<String>,
+    ) -> impl Fn(&str) -> Option<String> + 'a {
+        let process = move |name: &str| {
+            let borrowed = self.scope == Scope::Default || !NOT_BORROWED.contains(&name);
+            borrowed.then(|| process(name)).flatten()
+        };
+        move |name: &str| {
+            let above_bridge = |k: &str| {
+                self.dotenv
+                    .get(k)
+                    .map(str::to_string)
+                    .or_else(|| process(k))
+            };
+            above_bridge(name).or_else(|| {
+                self.top_level_scalars()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, raw)| expand_vars(&raw, &above_bridge))
+            })
+        }
+    }
+
+    /// The `model` section as the gateway reads it: `${VAR}` expanded from the profile's
+    /// [`environment`](Self::environment).
+    pub fn model(&self) -> ModelSettings {
+        let env = self.environment();
+        self.config.model(&|name| env.get(name).cloned())
     }
 
     /// Every source that sets `key` to a non-blank value, in precedence order (the first is
@@ -499,5 +545,47 @@ mod tests {
         );
         std::fs::write(dir.path().join("config.yaml"), "a: [").unwrap();
         assert!(ProfileFiles::read(dir.path(), Scope::Default, Vec::new()).is_err());
+    }
+
+    #[test]
+    fn a_lookup_through_a_given_process_environment_is_the_environment_it_would_give() {
+        let config = "API_SERVER_PORT: 9000\nMODEL: '${NAME}-x'\nHIDDEN: top\n";
+        let dotenv = "NAME=file\nHIDDEN=\nAPI_SERVER_KEY=from-env-file-0123\n";
+        let process = [
+            ("NAME".to_string(), "shell".to_string()),
+            ("API_SERVER_PORT".to_string(), "7000".to_string()),
+            (
+                "API_SERVER_KEY".to_string(),
+                "shell-key-0123456789".to_string(),
+            ),
+            ("ONLY_SHELL".to_string(), "s".to_string()),
+        ];
+        for scope in [Scope::Default, Scope::Named] {
+            let files = ProfileFiles::from_parts(
+                DotEnv::parse(dotenv),
+                Config::parse(Path::new("config.yaml"), config).unwrap(),
+                scope,
+                process.clone(),
+            );
+            let given = |k: &str| process.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+            let (read, through) = (files.lookup(), files.lookup_with(&given));
+            for name in [
+                "NAME",
+                "MODEL",
+                "HIDDEN",
+                "API_SERVER_PORT",
+                "API_SERVER_KEY",
+                "ONLY_SHELL",
+                "NONE",
+            ] {
+                assert_eq!(read(name), through(name), "{name} ({scope:?})");
+            }
+            assert_eq!(through("MODEL").as_deref(), Some("file-x"));
+            assert_eq!(
+                through("HIDDEN").as_deref(),
+                Some(""),
+                "a blank `.env` value hides the top level"
+            );
+        }
     }
 }

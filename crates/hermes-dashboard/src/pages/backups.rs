@@ -28,12 +28,14 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::backup_store;
 use crate::openapi::responses;
-use crate::pages::{self, Page, Step, refuse, shell};
+use crate::pages::request;
+use crate::pages::request::{Step, refuse};
+use crate::pages::{Page, shell};
 use crate::server::{App, Base, blocking, problem};
 
 pub mod restore;
-pub mod store;
 
 /// The environment variable that caps an upload, in MiB (default [`UPLOAD_LIMIT_MB`]).
 pub const UPLOAD_LIMIT_VAR: &str = "HERMES_DASHBOARD_UPLOAD_MAX_MB";
@@ -194,7 +196,7 @@ async fn answer(work: impl FnOnce() -> Step<Value> + Send + 'static) -> Response
 /// The archive name of a path, or a 400 saying why it is none.
 fn name_of(path: Result<Path<String>, PathRejection>) -> Step<String> {
     let Path(name) = path.map_err(|e| refuse(StatusCode::BAD_REQUEST, &e.body_text(), None))?;
-    store::archive_name(&name).map_err(|why| {
+    backup_store::archive_name(&name).map_err(|why| {
         refuse(
             StatusCode::BAD_REQUEST,
             &why,
@@ -214,7 +216,7 @@ fn not_found(name: &str) -> Box<Response> {
 
 /// The archive `name` of the directory, checked to be a regular file (no symlink).
 fn archive_path(dir: &std::path::Path, name: &str) -> Step<(std::fs::File, u64)> {
-    match store::open_archive(dir, name) {
+    match backup_store::open_archive(dir, name) {
         Ok(Some(found)) => Ok(found),
         Ok(None) => Err(not_found(name)),
         Err(why) => Err(refuse(
@@ -228,12 +230,12 @@ fn archive_path(dir: &std::path::Path, name: &str) -> Step<(std::fs::File, u64)>
 async fn list(State(app): State<App>, Extension(lock): Extension<Busy>) -> Response {
     answer(move || {
         let dir = backups_dir(&app)?;
-        let archives = store::list(&dir)
+        let archives = backup_store::list(&dir)
             .map_err(|e| io_problem(&format!("cannot list `{}`", dir.display()), &e))?;
         Ok(json!({
             "dir": dir,
             "archives": archives,
-            "schedule": store::schedule(&dir),
+            "schedule": backup_store::schedule(&dir),
             "creating": lock.progress(),
         }))
     })
@@ -255,9 +257,9 @@ async fn create(State(app): State<App>, Extension(lock): Extension<Busy>) -> Res
     };
     answer(move || {
         let dir = backups_dir(&app)?;
-        store::ensure_dir(&dir)
+        backup_store::ensure_dir(&dir)
             .map_err(|e| io_problem(&format!("cannot create `{}`", dir.display()), &e))?;
-        let name = store::new_name(&dir);
+        let name = backup_store::new_name(&dir);
         let output = dir.join(&name);
         let identity = identity(&app);
         guard
@@ -383,9 +385,9 @@ async fn receive(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Response> {
-    let q = pages::query(query, "name").map_err(|r| *r)?;
+    let q = request::query(query, "name").map_err(|r| *r)?;
     let given = q.name.unwrap_or_else(|| "uploaded.zip".into());
-    let name = store::upload_name(&given).ok_or_else(|| {
+    let name = backup_store::upload_name(&given).ok_or_else(|| {
         *refuse(
             StatusCode::BAD_REQUEST,
             &format!("`{given}` cannot be made an archive name"),
@@ -402,8 +404,8 @@ async fn receive(
     }
     let upload = blocking(move || {
         let dir = backups_dir(&app)?;
-        store::ensure_dir(&dir)
-            .and_then(|()| store::Upload::create(&dir))
+        backup_store::ensure_dir(&dir)
+            .and_then(|()| backup_store::Upload::create(&dir))
             .map_err(|e| io_problem(&format!("cannot write in `{}`", dir.display()), &e))
     })
     .await?
@@ -555,7 +557,7 @@ async fn restore(
         let var = move |k: &str| vars(k);
         let shown = restore::plan(&app.root, &name, &dir.join(&name), &var)
             .map_err(|e| backup_problem(&e, StatusCode::UNPROCESSABLE_ENTITY))?;
-        if !crate::guard::same(&shown.token, &request.token) {
+        if !crate::secret::same(&shown.token, &request.token) {
             return Err(refuse(
                 StatusCode::CONFLICT,
                 "the archive or the volume changed since this plan was shown",

@@ -32,11 +32,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::openapi::{profile_param, responses};
-use crate::pages::config::restart;
 use crate::pages::original_api::topology;
-use crate::pages::original_api::{ProfileQuery, home};
-use crate::pages::profiles::{body, home_problem, run};
-use crate::pages::{Page, Step, refuse, sessions, shell};
+use crate::pages::request::{ProfileQuery, home};
+use crate::pages::request::{Step, refuse};
+use crate::pages::request::{body, edit_problem, run};
+use crate::pages::{self, Page, shell};
 use crate::server::{App, Base, blocking};
 
 pub use catalog::Platform;
@@ -55,7 +55,7 @@ pub fn routes() -> Router<App> {
 
 async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Response {
     let root = app.root.clone();
-    let options = blocking(move || sessions::profile_options(&root))
+    let options = blocking(move || pages::profile_options(&root))
         .await
         .unwrap_or_default();
     let main = format!(
@@ -92,7 +92,7 @@ fn platforms(app: &App) -> Step<Vec<Platform>> {
 /// Whether a gateway process serves `home`'s profile: the supervisor's word when it answers,
 /// else the profile's own record (`gateway_state: running`).
 fn gateway_running(app: &App, home: &Home, record: Option<&Map<String, Value>>) -> bool {
-    let service = restart::gateway_service(home, &*app.vars);
+    let service = hermes_services::multiplex::serving_service(home, &*app.vars);
     match crate::status::supervisor_rows(&app.root, &*app.vars) {
         Ok(rows) => rows.iter().any(|r| r.name == service && r.pid.is_some()),
         Err(_) => record.and_then(|r| r["gateway_state"].as_str()) == Some("running"),
@@ -163,8 +163,8 @@ async fn list(
     run(move || {
         let home = home(&app, query, None)?;
         let catalogue = platforms(&app)?;
-        let config = Config::load(&home.config_path()).map_err(|e| home_problem(&e))?;
-        let env = DotEnv::load(&home.env_path()).map_err(|e| home_problem(&e))?;
+        let config = hermes_settings::config_of(home.dir()).map_err(|e| edit_problem(&e))?;
+        let env = DotEnv::load(&home.env_path()).map_err(|e| edit_problem(&e))?;
         let record = gateway_state::read(&gateway_state::path(home.dir()))
             .ok()
             .and_then(|r| r.state().map(|s| s.fields().clone()));
@@ -179,7 +179,7 @@ async fn list(
             "gateway_start_command": start_command(profile),
             "profile": profile,
             "engine": hermes_services::agent::engine_label(home.dir(), &*app.vars),
-            "gateway_service": restart::gateway_service(&home, &*app.vars),
+            "gateway_service": hermes_services::multiplex::serving_service(&home, &*app.vars),
             "platforms": rows,
         }))
         .into_response())
@@ -330,7 +330,7 @@ async fn update(
                 }
                 Ok(env.render() != before)
             })
-            .map_err(|e| home_problem(&e))?;
+            .map_err(|e| edit_problem(&e))?;
         }
         if let Some(enabled) = request.enabled {
             let change = Change::Set(
@@ -338,9 +338,9 @@ async fn update(
                 yaml_serde::Value::Bool(enabled),
             );
             written |= hermes_home::config_file::apply_in_file(&home.config_path(), &[change])
-                .map_err(|e| home_problem(&e))?;
+                .map_err(|e| edit_problem(&e))?;
         }
-        let service = restart::gateway_service(&home, &*app.vars);
+        let service = hermes_services::multiplex::serving_service(&home, &*app.vars);
         Ok(Json(json!({
             "ok": true,
             "platform": platform.id,

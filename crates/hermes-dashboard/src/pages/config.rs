@@ -6,7 +6,7 @@
 
 mod check;
 mod raw;
-pub(crate) mod restart;
+mod restart;
 mod settings;
 
 use axum::body::Bytes;
@@ -23,9 +23,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::openapi::{profile_param, responses};
-use crate::pages::original_api::{ProfileQuery, home};
-use crate::pages::profiles::{body, home_problem, run};
-use crate::pages::{Page, Step, sessions, shell};
+use crate::pages::request::Step;
+use crate::pages::request::{ProfileQuery, home};
+use crate::pages::request::{body, edit_problem, run};
+use crate::pages::{self, Page, shell};
 use crate::server::{App, Base, blocking};
 
 /// `/config` and its API.
@@ -41,7 +42,7 @@ pub fn routes() -> Router<App> {
 
 async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Response {
     let root = app.root.clone();
-    let options = blocking(move || sessions::profile_options(&root))
+    let options = blocking(move || pages::profile_options(&root))
         .await
         .unwrap_or_default();
     let main = format!(
@@ -65,7 +66,7 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
 
 /// The profile's `config.yaml`, parsed (a file that does not parse is a 409 naming its line).
 fn load(home: &Home) -> Step<Config> {
-    Config::load(&home.config_path()).map_err(|e| home_problem(&e))
+    hermes_settings::config_of(home.dir()).map_err(|e| edit_problem(&e))
 }
 
 /// The form's view, or `null` while the file does not parse (a text save may be what fixes
@@ -156,7 +157,7 @@ async fn save_settings(
                         .into_response(),
                 )
             })?;
-        let written = write(&home, edits).map_err(|e| home_problem(&e))?;
+        let written = write(&home, edits).map_err(|e| edit_problem(&e))?;
         let config = load(&home)?;
         let after = settings::view(&home, &config, &*app.vars);
         let restart = restart::restart_advice(&home, &before, &after, &*app.vars);

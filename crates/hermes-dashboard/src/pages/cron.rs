@@ -28,9 +28,11 @@ use hermes_home::cron_jobs::{self, JobsFileError};
 use serde_json::{Map, Value, json};
 
 use crate::openapi::{profile_param, responses};
-use crate::pages::original_api::{ProfileQuery, home};
-use crate::pages::profiles::run;
-use crate::pages::{self, Page, Step, refuse, sessions, shell};
+use crate::pages::request;
+use crate::pages::request::run;
+use crate::pages::request::{ProfileQuery, home};
+use crate::pages::request::{Step, refuse};
+use crate::pages::{self, Page, shell};
 use crate::server::{App, Base, blocking};
 
 /// Seconds without a ticker heartbeat after which the scheduler counts as stopped: the agent's
@@ -49,7 +51,7 @@ pub fn routes() -> Router<App> {
 
 async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Response {
     let root = app.root.clone();
-    let options = blocking(move || sessions::profile_options(&root))
+    let options = blocking(move || pages::profile_options(&root))
         .await
         .unwrap_or_default();
     let main = format!(
@@ -91,7 +93,7 @@ fn file_problem(e: &JobsFileError) -> Box<Response> {
 /// Every profile's home, default first (the list's `?profile=all`, and the search for a job's
 /// profile when an action names none).
 fn all_homes(app: &App) -> Vec<Home> {
-    sessions::profile_names(&app.root)
+    pages::profile_names(&app.root)
         .iter()
         .filter_map(|n| Home::select(app.root.clone(), Some(n)).ok())
         .collect()
@@ -104,7 +106,7 @@ async fn list(
     query: Result<Query<ProfileQuery>, QueryRejection>,
 ) -> Response {
     run(move || {
-        let q = pages::query(query, "profile")?;
+        let q = request::query(query, "profile")?;
         if q.profile.as_deref().map(str::trim) == Some("all") {
             let jobs: Vec<Value> = all_homes(&app)
                 .iter()
@@ -124,7 +126,7 @@ async fn list(
 fn locate(app: &App, profile: Option<&str>, reference: &str) -> Step<(Home, Map<String, Value>)> {
     action::check_reference(reference)?;
     let homes = match profile.map(str::trim).filter(|p| !p.is_empty()) {
-        Some(name) => vec![pages::select_home(&app.root, Some(name))?],
+        Some(name) => vec![request::select_home(&app.root, Some(name))?],
         None => all_homes(app),
     };
     for home in homes {
@@ -150,7 +152,7 @@ async fn show(
     query: Result<Query<ProfileQuery>, QueryRejection>,
 ) -> Response {
     run(move || {
-        let q = pages::query(query, "profile")?;
+        let q = request::query(query, "profile")?;
         let (home, job) = locate(&app, q.profile.as_deref(), &reference)?;
         let id = job["id"].as_str().unwrap_or_default().to_string();
         let mut shown = annotate(job, &home);
@@ -171,7 +173,7 @@ async fn act(
     query: Result<Query<ProfileQuery>, QueryRejection>,
 ) -> Response {
     run(move || {
-        let q = pages::query(query, "profile")?;
+        let q = request::query(query, "profile")?;
         let verb = action::Verb::parse(&verb)?;
         let (home, job) = locate(&app, q.profile.as_deref(), &reference)?;
         let id = job["id"].as_str().unwrap_or_default().to_string();

@@ -17,7 +17,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::openapi::{profile_param, responses};
-use crate::pages::{self, Page, Step, refuse, select_home, shell};
+use crate::pages::request;
+use crate::pages::request::{Step, refuse, select_home};
+use crate::pages::{Page, shell};
 use crate::server::{App, Base, blocking};
 
 const MAIN: &str = r#"<h2>Diagnostics</h2>
@@ -63,7 +65,7 @@ enum Format {
 
 /// The home and format a request asks for, or the refusal that says what is wrong.
 fn params(app: &App, query: Result<Query<Params>, QueryRejection>) -> Step<(Home, Format)> {
-    let p = pages::query(query, "profile, format")?;
+    let p = request::query(query, "profile, format")?;
     let format = match p.format.as_deref() {
         None | Some("json") => Format::Json,
         Some("text") => Format::Text,

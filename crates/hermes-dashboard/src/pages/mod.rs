@@ -6,17 +6,13 @@
 //! Every page lives at the top level (`/`, `/logs`, …) and links relatively, so the whole
 //! dashboard works unchanged under a sub-path: the `<base href>` carries the prefix.
 
-use std::path::Path;
-
 use axum::Router;
-use axum::extract::Query;
-use axum::extract::rejection::QueryRejection;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use hermes_home::Home;
 use serde_json::{Map, Value};
 
-use crate::server::{App, problem};
+use crate::server::App;
+use request::{Step, refuse};
 
 pub mod backups;
 pub mod channels;
@@ -28,6 +24,7 @@ pub mod original_api;
 pub mod overview;
 pub mod plugins;
 pub mod profiles;
+pub mod request;
 pub mod sessions;
 
 /// The pages in navigation order.
@@ -248,49 +245,34 @@ pub fn login(base: &str, auth: &crate::Auth) -> String {
     )
 }
 
-/// A handler's step: its value, or the answer to give instead (boxed: a `Response` is large).
-pub type Step<T> = Result<T, Box<Response>>;
-
-/// [`problem`] as a step's `Err`.
-pub fn refuse(status: StatusCode, detail: &str, hint: Option<String>) -> Box<Response> {
-    Box::new(problem(status, detail, hint))
+/// `<option>`s for every profile, the active one selected. A home whose profiles cannot be
+/// listed still offers `default`.
+pub fn profile_options(root: &std::path::Path) -> String {
+    let active = hermes_home::Home::select(root.to_path_buf(), None)
+        .map(|h| h.profile().name().to_string())
+        .unwrap_or_else(|_| "default".into());
+    profile_names(root)
+        .iter()
+        .map(|n| {
+            let selected = if *n == active { " selected" } else { "" };
+            format!(
+                "<option value=\"{v}\"{selected}>{v}</option>",
+                v = escape(n)
+            )
+        })
+        .collect()
 }
 
-/// The status of a `hermes-home` error met while selecting a profile: a name outside the
-/// naming rule is the request's fault (400), an unknown profile is a 404, anything else is the
-/// server's (500). Pages with more errors of their own fall back to this.
-pub fn home_status(e: &hermes_home::Error) -> StatusCode {
-    match e {
-        hermes_home::Error::InvalidProfileName { .. }
-        | hermes_home::Error::ReservedProfileName { .. } => StatusCode::BAD_REQUEST,
-        hermes_home::Error::ProfileNotFound { .. } => StatusCode::NOT_FOUND,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
+/// Every profile's name, `default` first even before its directory has a profile's files (a
+/// volume's listing cannot fail a page: an unreadable one is just `default`).
+pub fn profile_names(root: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = hermes_home::profile::list(root)
+        .map(|list| list.iter().map(|p| p.profile.name().to_string()).collect())
+        .unwrap_or_default();
+    if !names.iter().any(|n| n == "default") {
+        names.insert(0, "default".into());
     }
-}
-
-/// A `hermes-home` error as an answer, with [`home_status`].
-pub fn home_problem(e: &hermes_home::Error) -> Box<Response> {
-    refuse(home_status(e), &hermes_errors::one_line(e), e.hint())
-}
-
-/// The home of `profile` as the CLI's `-p` selects it (absent: the active profile), creating
-/// nothing: a name outside the naming rule (a traversal such as `..` included) is a 400
-/// before any file is touched, an unknown profile a 404. Every page that takes a profile
-/// (`?profile=` or a path's name) selects it here.
-pub fn select_home(root: &Path, profile: Option<&str>) -> Step<Home> {
-    Home::select(root.to_path_buf(), profile).map_err(|e| home_problem(&e))
-}
-
-/// The request's query parameters, or a 400 whose hint names the ones the endpoint takes
-/// (`names`, e.g. `"profile, format"`).
-pub fn query<T>(query: Result<Query<T>, QueryRejection>, names: &str) -> Step<T> {
-    query.map(|Query(q)| q).map_err(|e| {
-        refuse(
-            StatusCode::BAD_REQUEST,
-            &e.body_text(),
-            Some(format!("query parameters: {names}")),
-        )
-    })
+    names
 }
 
 /// HTML-escapes `text` for an attribute or element.

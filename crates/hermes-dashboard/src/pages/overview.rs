@@ -19,9 +19,13 @@ use futures_util::Stream;
 use serde_json::{Value, json};
 
 use crate::guard::detail;
-use crate::pages::original_api::{self, ProfileQuery};
-use crate::pages::{self, Page, Step, shell};
+use crate::pages::original_api::{self};
+use crate::pages::request;
+use crate::pages::request::ProfileQuery;
+use crate::pages::request::Step;
+use crate::pages::{self, Page, shell};
 use crate::server::{App, Base, blocking};
+use crate::service_control::control;
 use crate::status;
 
 pub mod system;
@@ -72,7 +76,7 @@ async fn api_status(
     State(app): State<App>,
     query: Result<Query<ProfileQuery>, QueryRejection>,
 ) -> Response {
-    let profile = match pages::query(query, "profile") {
+    let profile = match request::query(query, "profile") {
         Ok(q) => q.profile.filter(|p| !p.trim().is_empty()),
         Err(answer) => return *answer,
     };
@@ -81,7 +85,7 @@ async fn api_status(
     let base = snapshot.clone();
     let original = blocking(move || -> Step<_> {
         let name = profile.as_deref().unwrap_or(hermes_home::DEFAULT_PROFILE);
-        let home = pages::select_home(&root, Some(name))?;
+        let home = request::select_home(&root, Some(name))?;
         let mut fields = original_api::status::fields(&home, &base, auth_required);
         fields.extend(original_api::topology::fields(&root, &base));
         Ok(fields)
@@ -156,60 +160,6 @@ async fn action(State(app): State<App>, Path((name, verb)): Path<(String, String
         Ok(None) => Json(json!({ "ok": true })).into_response(),
         Ok(Some(warning)) => Json(json!({ "ok": true, "warning": warning })).into_response(),
         Err(answer) => *answer,
-    }
-}
-
-/// Runs `verb` (`start`, `stop` or `restart`, already checked) on the service `name` through
-/// the control socket: a warning to say beside the outcome, or the refusal as an answer. The
-/// original's `/api/gateway/{action}` runs its actions here too.
-pub(crate) async fn control(
-    app: &App,
-    name: String,
-    verb: String,
-) -> Result<Option<String>, Box<Response>> {
-    let (root, vars) = (app.root.clone(), app.vars.clone());
-    let done = tokio::task::spawn_blocking(move || {
-        let mut client = hermes_services::connect(&root, &*vars, status::CLIENT_TIMEOUT)?;
-        // Before an operator's stop or restart of a gateway, the planned-stop marker, as the
-        // CLI's `gateway stop|restart` writes it; one that cannot be written costs only the
-        // recorded state (the supervisor records the desired state either way), so it is said
-        // beside the outcome.
-        let warning = match verb.as_str() {
-            "stop" | "restart" => {
-                hermes_services::stop::mark_planned_stop_of(&root, &mut client, &name)
-                    .err()
-                    .map(|e| hermes_errors::one_line(&e))
-            }
-            _ => None,
-        };
-        match verb.as_str() {
-            "start" => client.start(&name),
-            "stop" => client.stop(&name),
-            _ => client.restart(&name),
-        }
-        .map(|()| warning)
-        .map_err(hermes_services::Error::Supervisor)
-    })
-    .await;
-    match done {
-        Ok(Ok(warning)) => Ok(warning),
-        Ok(Err(e)) => {
-            let code = match e {
-                hermes_services::Error::NotRunning { .. } => StatusCode::SERVICE_UNAVAILABLE,
-                _ => StatusCode::CONFLICT,
-            };
-            Err(Box::new(
-                (
-                    code,
-                    Json(json!({ "detail": hermes_errors::one_line(&e), "hint": e.hint() })),
-                )
-                    .into_response(),
-            ))
-        }
-        Err(e) => Err(Box::new(detail(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("action task failed: {e}"),
-        ))),
     }
 }
 

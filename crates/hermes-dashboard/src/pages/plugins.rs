@@ -27,7 +27,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::openapi::{profile_param, responses};
-use crate::pages::{self, Page, Step, home_problem, refuse, select_home, shell};
+use crate::pages::request;
+use crate::pages::request::{Step, home_problem, refuse, select_home};
+use crate::pages::{Page, shell};
 use crate::server::{App, Base, Vars, blocking, problem};
 
 const MAIN: &str = r#"<h2>Plugins</h2>
@@ -87,7 +89,7 @@ struct ProfileQuery {
 }
 
 fn profile_of(query: Result<Query<ProfileQuery>, QueryRejection>) -> Step<Option<String>> {
-    pages::query(query, "profile").map(|q: ProfileQuery| q.profile)
+    request::query(query, "profile").map(|q: ProfileQuery| q.profile)
 }
 
 fn name_of(path: Result<Path<String>, PathRejection>) -> Step<String> {

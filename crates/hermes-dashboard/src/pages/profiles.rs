@@ -6,11 +6,9 @@
 //! `hermes_home::profile`; names through `ProfileName` / `ProfileRef`; `.env` through
 //! `DotEnv::edit` (comments and unknown lines kept); `config.yaml` through
 //! `hermes_home::yaml_edit` (every other byte kept); the gateway's own settings check
-//! (`hermes_gateway::source::SettingsSource`) says what a gateway would make of the result.
+//! (`hermes_gateway_settings::read`) says what a gateway would make of the result.
 //! The supervisor learns about a new profile's gateway, or forgets a deleted one, over the
 //! control socket as the CLI does; without a supervisor that happens at its next start.
-
-pub(crate) mod model;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -30,15 +28,18 @@ use hermes_home::profile::{self, CreateOptions, Disposal};
 use hermes_home::{Home, ProfileName, ProfileRef};
 use hermes_services::profile::GatewayRemoval;
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::pages::{self, Page, Step, original_api, refuse, select_home, shell};
-use crate::server::{App, Base, Vars, blocking};
+use crate::model_settings;
+use crate::pages::original_api::env::unset_env_key;
+use crate::pages::request::{BODY_LIMIT, body, edit_problem, run};
+use crate::pages::request::{Step, refuse, select_home};
+use crate::pages::{Page, original_api, shell};
+use crate::server::{App, Base, Vars};
 use crate::status::{CLIENT_TIMEOUT, reachability, supervisor_rows};
 
 /// The largest `SOUL.md` the page saves. The gateway sends at most its context-file limit
-/// (20 000 to 500 000 characters, see `hermes_gateway::prompt`); a file far beyond the
+/// (20 000 to 500 000 characters, see `hermes_gateway_settings::prompt`); a file far beyond the
 /// largest limit is a mistake, not a persona.
 pub const SOUL_MAX_BYTES: usize = 1 << 20;
 
@@ -52,7 +53,8 @@ const REVEAL_WINDOW: Duration = Duration::from_secs(30);
 static REVEALS: Mutex<BTreeMap<PathBuf, VecDeque<Instant>>> = Mutex::new(BTreeMap::new());
 
 /// The largest request body the page's API reads (a `SOUL.md` escaped as JSON can double).
-const BODY_LIMIT: usize = 3 * SOUL_MAX_BYTES;
+// A `SOUL.md` of the most this page takes fits the body limit of every page, escaped.
+const _: () = assert!(BODY_LIMIT >= 3 * SOUL_MAX_BYTES);
 
 const MAIN: &str = r#"<h2>Profiles</h2>
 <section id="profiles-list">
@@ -121,63 +123,12 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
     shell(Page::Profiles, &base.0, app.token(), MAIN)
 }
 
-/// An error of `hermes-home` as an answer: the status says whose fault it is (beyond
-/// selecting a profile, which [`pages::home_status`] words for every page).
-/// Removes every assignment of `key` (checked first) from `home`'s `.env`; whether there was
-/// one. The Profiles page and the original's `DELETE /api/env` both remove this way.
-pub(crate) fn unset_env_key(home: &hermes_home::Home, key: &str) -> Result<bool, Box<Response>> {
-    dotenv::validate_key(key).map_err(|e| home_problem(&e))?;
-    DotEnv::edit(&home.env_path(), |env| Ok(env.unset(key))).map_err(|e| home_problem(&e))
-}
-
-pub(crate) fn home_problem(e: &hermes_home::Error) -> Box<Response> {
-    use hermes_home::Error as E;
-    let status = match e {
-        E::EnvKeyInvalid { .. } | E::EnvKeyDenied { .. } => StatusCode::BAD_REQUEST,
-        E::ProfileExists { .. }
-        | E::DefaultProfileUndeletable
-        | E::ConfigLayout { .. }
-        | E::ConfigParse { .. }
-        | E::ConfigNotMapping { .. }
-        | E::NotUtf8 { .. } => StatusCode::CONFLICT,
-        E::LockTimeout { .. } => StatusCode::SERVICE_UNAVAILABLE,
-        _ => pages::home_status(e),
-    };
-    refuse(status, &hermes_errors::one_line(e), e.hint())
-}
-
-/// A JSON body of type `T`: a missing, oversized or malformed body is a 4xx `{detail, hint}`.
-pub(crate) fn body<T: DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> Step<T> {
-    let bytes = raw.map_err(|e| {
-        refuse(
-            e.status(),
-            &format!("cannot read the request body: {}", e.body_text()),
-            Some(format!("send a JSON body of at most {} bytes", BODY_LIMIT)),
-        )
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        refuse(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            &format!("the request body is not the expected JSON: {e}"),
-            Some("see /api/openapi.json for this endpoint's body".into()),
-        )
-    })
-}
-
-/// Runs `work` on the blocking pool; its `Err` is already an answer.
-pub(crate) async fn run(work: impl FnOnce() -> Step<Response> + Send + 'static) -> Response {
-    match blocking(work).await {
-        Ok(Ok(answer)) | Err(answer) => answer,
-        Ok(Err(answer)) => *answer,
-    }
-}
-
 /// `GET /api/profiles`: every profile with whether it is active, its gateway's state as
 /// the supervisor says it (when one answers) and its model.
 async fn list(State(app): State<App>) -> Response {
     run(move || {
         let root = app.root.clone();
-        let entries = profile::list(&root).map_err(|e| home_problem(&e))?;
+        let entries = profile::list(&root).map_err(|e| edit_problem(&e))?;
         let active = read_active_profile(&root).unwrap_or(ProfileRef::Default);
         let (states, supervisor) = gateway_states(&root, &app.vars);
         let rows: Vec<Value> = entries
@@ -185,7 +136,7 @@ async fn list(State(app): State<App>) -> Response {
             .map(|entry| {
                 let name = entry.profile.name();
                 let service = hermes_services::gateway::service_name(name);
-                let (model, config_error) = model_name(&entry.dir, &app.vars);
+                let (model, config_error) = model_name(&entry.dir, name);
                 let gateway = states.as_ref().map(|s| {
                     s.iter()
                         .find(|(n, _)| *n == service)
@@ -235,9 +186,9 @@ fn state_word(status: &hermes_supervisor::ServiceStatus) -> String {
     }
 }
 
-/// The profile's model name, or why `config.yaml` cannot be read (as `hermes profile list`).
-fn model_name(dir: &Path, vars: &Vars) -> (Option<String>, Option<String>) {
-    match profile::model_name(dir, &**vars) {
+/// The profile's model name, or why its files cannot be read (as `hermes profile list`).
+fn model_name(dir: &Path, name: &str) -> (Option<String>, Option<String>) {
+    match hermes_settings::model_name(dir, name) {
         Ok(model) => (model, None),
         Err(e) => (None, Some(hermes_errors::one_line(&e))),
     }
@@ -267,7 +218,7 @@ async fn create(State(app): State<App>, raw: Result<Bytes, BytesRejection>) -> R
     };
     run(move || {
         let root = app.root.clone();
-        let name = ProfileName::parse(request.name.trim()).map_err(|e| home_problem(&e))?;
+        let name = ProfileName::parse(request.name.trim()).map_err(|e| edit_problem(&e))?;
         let clone_from = original_api::profiles::clone_source(
             request.clone_from.as_deref(),
             request.clone_from_default,
@@ -276,7 +227,7 @@ async fn create(State(app): State<App>, raw: Result<Bytes, BytesRejection>) -> R
         .as_deref()
         .map(ProfileRef::parse)
         .transpose()
-        .map_err(|e| home_problem(&e))?;
+        .map_err(|e| edit_problem(&e))?;
         let description = request
             .description
             .map(|d| d.trim().to_string())
@@ -289,7 +240,7 @@ async fn create(State(app): State<App>, raw: Result<Bytes, BytesRejection>) -> R
                 description,
             },
         )
-        .map_err(|e| home_problem(&e))?;
+        .map_err(|e| edit_problem(&e))?;
         let supervisor = register_gateway(&root, &name, &app.vars);
         let mut answer = json!({
             "name": name.as_str(),
@@ -353,9 +304,9 @@ async fn remove(
 ) -> Response {
     run(move || {
         let root = app.root.clone();
-        let profile = ProfileRef::parse(&name).map_err(|e| home_problem(&e))?;
+        let profile = ProfileRef::parse(&name).map_err(|e| edit_problem(&e))?;
         if profile == ProfileRef::Default {
-            return Err(home_problem(&hermes_home::Error::DefaultProfileUndeletable));
+            return Err(edit_problem(&hermes_home::Error::DefaultProfileUndeletable));
         }
         let home = select_home(&root, Some(&name))?;
         let request: DeleteBody = body(raw)?;
@@ -410,7 +361,7 @@ async fn remove(
 fn delete_problem(e: &hermes_services::Error) -> Box<Response> {
     use hermes_services::Error as E;
     let status = match e {
-        E::Home(home) => return home_problem(home),
+        E::Home(home) => return edit_problem(home),
         E::GatewayNotRemoved { .. } => StatusCode::CONFLICT,
         E::SupervisorUnanswered { .. } => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
@@ -433,9 +384,9 @@ async fn show(State(app): State<App>, UrlPath(name): UrlPath<String>) -> Respons
             "dir": home.dir(),
             "service": hermes_services::gateway::service_name(home.profile().name()),
             "soul": soul,
-            "model": model::current(&home),
-            "providers": model::provider_names(),
-            "gateway_check": model::gateway_check(&home),
+            "model": model_settings::current(&home),
+            "providers": model_settings::provider_names(),
+            "gateway_check": model_settings::gateway_check(&home),
             "env": env,
         }))
         .into_response())
@@ -473,7 +424,7 @@ fn read_soul(home: &Home) -> Result<String, Unreadable> {
 fn soul_text(home: &Home) -> Value {
     let limits = json!({
         "max_bytes": SOUL_MAX_BYTES,
-        "gateway_chars": model::gateway_soul_limit(home),
+        "gateway_chars": model_settings::gateway_soul_limit(home),
     });
     let mut value = match read_soul(home) {
         Ok(text) => json!({ "chars": text.chars().count(), "text": text }),
@@ -508,7 +459,7 @@ async fn save_soul(
                 ),
                 Some(format!(
                     "shorten it: the gateway sends at most {} characters of it anyway",
-                    model::gateway_soul_limit(&home)
+                    model_settings::gateway_soul_limit(&home)
                 )),
             ));
         }
@@ -517,9 +468,9 @@ async fn save_soul(
         }
         // A new file gets the seed's mode; an existing one keeps its own.
         hermes_home::atomic::write_atomic(&home.soul_path(), request.text.as_bytes(), 0o644)
-            .map_err(|e| home_problem(&e))?;
+            .map_err(|e| edit_problem(&e))?;
         let chars = request.text.chars().count();
-        let limit = model::gateway_soul_limit(&home);
+        let limit = model_settings::gateway_soul_limit(&home);
         Ok(Json(json!({
             "saved": true,
             "bytes": bytes,
@@ -542,8 +493,8 @@ async fn save_model(
 ) -> Response {
     run(move || {
         let home = select_home(&app.root, Some(&name))?;
-        let request: model::ModelBody = body(raw)?;
-        let changes = model::validate(&home, &request).map_err(|errors| {
+        let request: model_settings::ModelBody = body(raw)?;
+        let changes = model_settings::validate(&home, &request).map_err(|errors| {
             Box::new((
                 StatusCode::UNPROCESSABLE_ENTITY,
                 Json(json!({
@@ -554,17 +505,17 @@ async fn save_model(
             )
                 .into_response())
         })?;
-        let changes = model::effective_changes(&home, changes).map_err(|e| home_problem(&e))?;
+        let changes = model_settings::effective_changes(&home, changes).map_err(|e| edit_problem(&e))?;
         let pairs: Vec<(&str, &str)> = changes
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         let written = hermes_home::config_file::set_in_file(&home.config_path(), &pairs)
-            .map_err(|e| home_problem(&e))?;
+            .map_err(|e| edit_problem(&e))?;
         Ok(Json(json!({
             "written": written,
-            "model": model::current(&home),
-            "gateway_check": model::gateway_check(&home),
+            "model": model_settings::current(&home),
+            "gateway_check": model_settings::gateway_check(&home),
         }))
         .into_response())
     })
@@ -574,7 +525,7 @@ async fn save_model(
 /// The `.env` keys in file order (the last assignment of each), values masked as
 /// `hermes auth list` masks keys.
 fn env_rows(home: &Home) -> Step<Value> {
-    let env = DotEnv::load(&home.env_path()).map_err(|e| home_problem(&e))?;
+    let env = DotEnv::load(&home.env_path()).map_err(|e| edit_problem(&e))?;
     let mut keys: Vec<&str> = Vec::new();
     for (key, _) in env.vars() {
         if !keys.contains(&key) {
@@ -612,9 +563,9 @@ async fn set_env(
         let home = select_home(&app.root, Some(&name))?;
         let request: EnvBody = body(raw)?;
         let key = request.key.trim().to_string();
-        dotenv::validate_key(&key).map_err(|e| home_problem(&e))?;
+        dotenv::validate_key(&key).map_err(|e| edit_problem(&e))?;
         DotEnv::edit(&home.env_path(), |env| env.set(&key, &request.value))
-            .map_err(|e| home_problem(&e))?;
+            .map_err(|e| edit_problem(&e))?;
         Ok(Json(json!({ "set": key, "env": env_rows(&home)? })).into_response())
     })
     .await
@@ -658,7 +609,7 @@ async fn reveal_env(
                 Some("wait a moment and reveal again".into()),
             ));
         }
-        let env = DotEnv::load(&home.env_path()).map_err(|e| home_problem(&e))?;
+        let env = DotEnv::load(&home.env_path()).map_err(|e| edit_problem(&e))?;
         match env.get(&key) {
             Some(value) => Ok(Json(json!({ "key": key, "value": value })).into_response()),
             None => Err(refuse(

@@ -16,7 +16,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::openapi::{profile_param, responses};
-use crate::pages::{self, Page, Step, escape, original_api, refuse, select_home, shell};
+use crate::pages::request;
+use crate::pages::request::{Step, refuse, select_home};
+use crate::pages::{Page, original_api, profile_options, shell};
 use crate::server::{App, Base, blocking, problem};
 
 /// The answer of a handler's steps.
@@ -65,36 +67,6 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
     shell(Page::Sessions, &base.0, app.token(), &main)
 }
 
-/// `<option>`s for every profile, the active one selected. A home whose profiles cannot be
-/// listed still offers `default`.
-pub(crate) fn profile_options(root: &std::path::Path) -> String {
-    let active = Home::select(root.to_path_buf(), None)
-        .map(|h| h.profile().name().to_string())
-        .unwrap_or_else(|_| "default".into());
-    profile_names(root)
-        .iter()
-        .map(|n| {
-            let selected = if *n == active { " selected" } else { "" };
-            format!(
-                "<option value=\"{v}\"{selected}>{v}</option>",
-                v = escape(n)
-            )
-        })
-        .collect()
-}
-
-/// Every profile's name, `default` first even before its directory has a profile's files (a
-/// volume's listing cannot fail a page: an unreadable one is just `default`).
-pub(crate) fn profile_names(root: &std::path::Path) -> Vec<String> {
-    let mut names: Vec<String> = hermes_home::profile::list(root)
-        .map(|list| list.iter().map(|p| p.profile.name().to_string()).collect())
-        .unwrap_or_default();
-    if !names.iter().any(|n| n == "default") {
-        names.insert(0, "default".into());
-    }
-    names
-}
-
 /// Query parameters; all optional strings, checked by hand so that a bad value is a 400
 /// `{detail, hint}` like every other refusal.
 #[derive(Debug, Default, Deserialize)]
@@ -108,7 +80,7 @@ struct Params {
 }
 
 fn params(query: Result<Query<Params>, QueryRejection>) -> Step<Params> {
-    pages::query(query, "profile, limit, before, offset, q")
+    request::query(query, "profile, limit, before, offset, q")
 }
 
 fn limit(raw: Option<&str>) -> Step<usize> {

@@ -4,7 +4,7 @@ use hermes_settings::{ProfileFiles, Scope};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use hermes_gateway::api_server::ApiServer;
+use hermes_gateway_settings::api_server::ApiServer;
 use hermes_home::auth::AuthStore;
 use hermes_home::config::Config;
 use hermes_home::dotenv::{self, DotEnv};
@@ -168,7 +168,7 @@ pub(super) fn read_config(volume: &Volume, path: &Path) -> Result<Option<Config>
     };
     let text = std::str::from_utf8(&bytes)
         .map_err(|e| format!("`config.yaml` is not UTF-8 text ({e})"))?;
-    Config::parse(path, text)
+    hermes_settings::parse_config(path, text)
         .map(Some)
         .map_err(|e| e.to_string())
 }
@@ -644,7 +644,7 @@ fn api_part(
     let default_port = if image.agent_installed {
         ORIGINAL_API_PORT
     } else {
-        hermes_gateway::settings::default_port(profile)
+        hermes_gateway_settings::default_port(profile)
     };
     let port = match raw.as_deref().map(|v| v.trim().parse::<u16>()) {
         None => default_port,

@@ -135,7 +135,10 @@ async fn non_loopback_without_key_is_a_config_error() {
     assert_eq!(reason.exit_code(), 78);
     match &reason {
         ExitReason::ConfigError(e) => {
-            assert!(matches!(e, Error::UnauthenticatedPublicBind { .. }));
+            assert!(matches!(
+                e,
+                Error::Settings(hermes_gateway_settings::Error::UnauthenticatedPublicBind { .. })
+            ));
             assert!(e.hint().unwrap().contains("API_SERVER_KEY"));
         }
         other => panic!("unexpected {other:?}"),

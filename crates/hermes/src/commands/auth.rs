@@ -5,7 +5,6 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use hermes_home::auth::{AuthStore, CredentialView};
-use hermes_home::dotenv::DotEnv;
 use serde_json::{Map, Value, json};
 
 use crate::cli::AuthCommand;
@@ -35,11 +34,13 @@ fn list(ctx: &Context, json_output: bool) -> CommandResult {
             corrupt.reason
         ));
     }
-    // `env:` entries hold no key: it is the variable's, read as the gateway reads it (the
-    // profile's `.env` over the environment). A damaged `.env` only hides those keys.
-    let env = DotEnv::load(&home.env_path())
-        .map(|d| d.overlay(std::env::vars()))
-        .unwrap_or_default();
+    // `env:` entries hold no key: it is the variable's, read as the gateway reads it
+    // (`hermes_settings`). Files that cannot be read only hide those keys.
+    let scope = hermes_settings::Scope::of(home.profile().name());
+    let env =
+        hermes_settings::ProfileFiles::read(home.dir(), scope, hermes_settings::process_env())
+            .map(|files| files.environment())
+            .unwrap_or_default();
     let lookup = |k: &str| env.get(k).filter(|v| !v.trim().is_empty()).cloned();
     let store = &loaded.store;
     let now = SystemTime::now()

@@ -105,14 +105,12 @@ fn get(home: &Home, key: &str, json: bool) -> CommandResult {
     if let Some(name) = hermes_settings::gateway_variable(key) {
         return get_variable(home, name, json);
     }
-    let dotenv = DotEnv::load(&home.env_path())?;
-    let var = dotenv.over(&Context::var);
+    let files = profile_files(home)?;
+    let var = files.lookup();
     let value = if is_env_key(key) {
         var(&key.to_ascii_uppercase()).map(Value::from)
     } else {
-        Config::load(&home.config_path())?
-            .raw(key)
-            .map(|value| expanded(value, &var))
+        files.config().raw(key).map(|value| expanded(value, &var))
     };
     // Not in the file, or a section: hermes-agent knows the defaults that apply (its `get`
     // prints a section merged with them).
@@ -511,7 +509,7 @@ fn edit(path: &Path) -> CommandResult {
 /// What is wrong with the edited `text` (for `path`), in words about the edit; `None` when it
 /// reads as a config.
 fn edit_problem(path: &Path, text: &str) -> Option<String> {
-    match Config::parse(path, text) {
+    match hermes_settings::parse_config(path, text) {
         Ok(_) => None,
         Err(hermes_home::Error::ConfigParse {
             line,

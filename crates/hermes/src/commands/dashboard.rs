@@ -8,7 +8,9 @@ use std::io::{BufRead, IsTerminal};
 use std::sync::Arc;
 
 use hermes_dashboard::{Auth, Settings};
+use hermes_home::config::Config;
 use hermes_home::dotenv::DotEnv;
+use hermes_settings::{ProfileFiles, Scope};
 
 use crate::cli::{DashboardArgs, DashboardCommand};
 use crate::context::Context;
@@ -27,10 +29,19 @@ pub fn run(ctx: &Context, args: DashboardArgs) -> CommandResult {
         return hash_password();
     }
     let root = ctx.root()?;
-    // The dashboard's settings follow the one merge rule: the root .env over the process
-    // environment (so a password hash can live in .env beside the other secrets).
+    // The dashboard's settings are read from the default profile's environment, as its
+    // gateway's (`hermes_settings`: `.env` over the process environment, so a password hash
+    // can live in `.env` beside the other secrets). A `config.yaml` that does not parse must
+    // not keep the dashboard that can fix it from starting: it is read as empty here.
     let dotenv = DotEnv::load(&hermes_home::layout::env_path(&root))?;
-    let process = |name: &str| Context::var(name);
+    let config = hermes_settings::config_of(&root)
+        .unwrap_or_else(|_| Config::empty(&hermes_home::layout::config_path(&root)));
+    let files = ProfileFiles::from_parts(
+        dotenv,
+        config,
+        Scope::Default,
+        hermes_settings::process_env(),
+    );
     // In the image, configured credentials make the default host the original image's
     // (all addresses), so a published port reaches the dashboard (`Place::Image`).
     let place = if hermes_privilege::image_marker_present(std::path::Path::new(
@@ -40,8 +51,8 @@ pub fn run(ctx: &Context, args: DashboardArgs) -> CommandResult {
     } else {
         hermes_dashboard::Place::Machine
     };
-    let settings = Settings::resolve_at(place, args.host, args.port, dotenv.over(&process))
-        .map_err(Failure::from)?;
+    let settings =
+        Settings::resolve_at(place, args.host, args.port, files.lookup()).map_err(Failure::from)?;
     // One thread serves the pages and the event streams (they only wait); status, actions
     // and files block on the blocking pool, capped so that 32 clients asking at once queue
     // for a few threads instead of each getting one (and its stack) for good.

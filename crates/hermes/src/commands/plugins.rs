@@ -13,8 +13,6 @@ use std::sync::Arc;
 
 use hermes_deps::{Environment, InstallEvent, InstallOptions};
 use hermes_home::Home;
-use hermes_home::config::Config;
-use hermes_home::dotenv::DotEnv;
 use hermes_plugins::{Discovery, SetupPlan};
 
 use crate::cli::{DepsCommand, MemoryCommand, PluginsCommand};
@@ -177,9 +175,12 @@ fn setup(
     raw_values: &[String],
     non_interactive: bool,
 ) -> CommandResult {
-    // Load both files first: a config we cannot parse must fail before anything is installed.
-    Config::load(&home.config_path())?;
-    DotEnv::load(&home.env_path())?;
+    // Read both files first: a config we cannot parse must fail before anything is installed.
+    hermes_settings::ProfileFiles::read(
+        home.dir(),
+        hermes_settings::Scope::of(home.profile().name()),
+        hermes_settings::process_env(),
+    )?;
     let options = install_options(home)?;
     let disc = discovery(home);
     let interactive = !non_interactive && prompt::interactive();

@@ -228,7 +228,8 @@ struct ProfileInfo {
 
 fn info(root: &std::path::Path, entry: &profile::ProfileEntry, active: &ProfileRef) -> ProfileInfo {
     let home = Home::for_profile(root.to_path_buf(), entry.profile.clone()).ok();
-    let (model, config_error) = match profile::model_name(&entry.dir, &Context::var) {
+    let (model, config_error) = match hermes_settings::model_name(&entry.dir, entry.profile.name())
+    {
         Ok(model) => (model, None),
         Err(e) => (None, Some(hermes_errors::one_line(&e))),
     };

@@ -13,7 +13,7 @@
 //! (`hermes_services::dashboard`). Scheduled backups run as the `backup` service when
 //! `backup.schedule` is set (`hermes_services::backup_schedule`).
 
-use hermes_home::config::Config;
+use hermes_settings::VolumeFiles;
 use hermes_supervisor::{Desired, Hooks, Options, ServiceSpec, Supervisor};
 
 use hermes_services::backup_schedule;
@@ -23,27 +23,39 @@ use hermes_services::dashboard::{
 
 use crate::cli::UpArgs;
 use crate::context::Context;
-use crate::failure::{CommandResult, ExitStatus};
+use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
 
 /// Runs `hermes up`.
 pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     let root = ctx.root()?;
-    let config = Config::load(&hermes_home::layout::config_path(&root))?;
-    let declared = hermes_services::declared::declared_services(&config, None);
+    // Every profile's files, read once: every service below is built from this read.
+    let volume = VolumeFiles::read(&root, &hermes_settings::process_env());
+    let root_files = volume.root().files.as_ref().map_err(|why| {
+        Failure::new(
+            why.to_string(),
+            Some("fix the file, then run `hermes up` again".into()),
+        )
+    })?;
+    let config = root_files.config();
+    let declared = hermes_services::declared::declared_services(config, None);
     let mut specs = declared.specs;
     let exe = std::env::current_exe()?;
     let mut notes = Vec::new();
-    let multiplex = hermes_services::multiplex::resolve_asking_agent(&root, &Context::var);
+    let multiplex = hermes_services::multiplex::resolve(
+        volume.root(),
+        &Context::var,
+        hermes_services::multiplex::agent_default,
+    );
     let (gateways, actions) =
-        hermes_services::reconcile(&root, &exe, None, true, &multiplex, &mut notes);
+        hermes_services::reconcile(&root, &exe, None, true, &multiplex, &volume, &mut notes);
     let mut lines = String::from_utf8_lossy(&notes).into_owned();
     for action in &actions {
         lines.push_str(&format!("hermes up: {}\n", describe(action)));
     }
     specs.extend(gateways);
-    if let Some(notice) = no_model_notice(&root) {
-        lines.push_str(&notice);
+    if root_files.model().default.is_none() {
+        lines.push_str(NO_MODEL_NOTICE);
     }
     let dashboard =
         !args.no_dashboard && dashboard_enabled(Host::Up, Context::var(DASHBOARD_VAR).as_deref());
@@ -51,7 +63,7 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
         lines.push_str(&format!("hermes up: {note}\n"));
     }
     // Scheduled snapshots, when `backup.schedule` (or `HERMES_BACKUP_SCHEDULE`) is set.
-    if let Some(backup) = backup_schedule::backup_service(&config, &exe, &Context::var, None)
+    if let Some(backup) = backup_schedule::backup_service(config, &exe, &Context::var, None)
         && let Some(note) = backup_schedule::add_unless_declared(&mut specs, backup)
     {
         lines.push_str(&format!("hermes up: {note}\n"));
@@ -86,19 +98,13 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     Ok(ExitStatus::Success)
 }
 
-/// One line when the default profile has no model: its gateway starts and answers `/health`,
-/// but every chat gets 503 `model_not_configured`, which a new user would only find in a
-/// client's error. A config that does not parse is left to the gateway's own error.
-fn no_model_notice(root: &std::path::Path) -> Option<String> {
-    match hermes_home::profile::model_name(root, &Context::var) {
-        Ok(None) => Some(
-            "hermes up: the default profile has no model, so its gateway answers chat with 503; \
-             set one with `hermes config set model.default MODEL` (docs/gateway.md#configuration)\n"
-                .to_string(),
-        ),
-        Ok(Some(_)) | Err(_) => None,
-    }
-}
+/// What `hermes up` says when the default profile has no model: its gateway starts and
+/// answers `/health`, but every chat gets 503 `model_not_configured`, which a new user would
+/// only find in a client's error. Files that cannot be read are said before (their gateway
+/// says so too).
+const NO_MODEL_NOTICE: &str = "hermes up: the default profile has no model, so its gateway \
+     answers chat with 503; set one with `hermes config set model.default MODEL` \
+     (docs/gateway.md#configuration)\n";
 
 /// What `hermes up` does with a profile's gateway, in words (the boot log keeps the
 /// original's `profile=… prior_state=… action=… prior_exit=…` line,

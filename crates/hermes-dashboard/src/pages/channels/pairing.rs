@@ -26,9 +26,9 @@ use hermes_services::agent_probe;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::pages::original_api::{ProfileQuery, home};
-use crate::pages::profiles::{body, run};
-use crate::pages::{Step, refuse};
+use crate::pages::request::{ProfileQuery, home};
+use crate::pages::request::{Step, refuse};
+use crate::pages::request::{body, run};
 use crate::server::App;
 
 /// The agent's store, by the action in the environment (never in the script's text).

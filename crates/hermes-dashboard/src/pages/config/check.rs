@@ -1,5 +1,5 @@
 //! The Config page's form, checked: each changed field by the rule its reader applies (the
-//! model keys through the Profiles page's [`model::validate`], the engine through
+//! model keys through the Profiles page's [`model_settings::validate`], the engine through
 //! `hermes_services::agent::choose_engine`, the memory limit through `resolve_memory_max`,
 //! switches through `hermes_errors::switch`), turned into the edits to make. Every refusal
 //! is collected, so one answer lists them all and nothing is written.
@@ -18,7 +18,7 @@ use yaml_serde::Value as Yaml;
 use super::settings::{
     API_PORT_KEY, API_SWITCH_KEYS, FIELDS, MEMORY_MAX_KEY, Vars, multiplex_key, present_key,
 };
-use crate::pages::profiles::model;
+use crate::model_settings;
 
 /// A refused field.
 #[derive(Debug, Serialize)]
@@ -123,12 +123,12 @@ fn model_changes(
     {
         return Ok(Vec::new());
     }
-    let body = model::ModelBody {
+    let body = model_settings::ModelBody {
         default: texts.get("model").cloned(),
         provider: texts.get("provider").cloned(),
         base_url: texts.get("base_url").cloned(),
     };
-    let pairs = model::validate(home, &body).map_err(|refusals| {
+    let pairs = model_settings::validate(home, &body).map_err(|refusals| {
         refusals
             .into_iter()
             .map(|e| {
@@ -145,7 +145,7 @@ fn model_changes(
             })
             .collect::<Vec<_>>()
     })?;
-    let pairs = model::effective_changes(home, pairs).map_err(|e| {
+    let pairs = model_settings::effective_changes(home, pairs).map_err(|e| {
         vec![refused(
             "model",
             hermes_errors::one_line(&e),

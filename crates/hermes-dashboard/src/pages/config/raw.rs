@@ -11,14 +11,13 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use hermes_home::Home;
-use hermes_home::config::Config;
 use hermes_home::config_file::{self, Replaced};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::pages::profiles::home_problem;
-use crate::pages::{Step, refuse};
+use crate::pages::request::edit_problem;
+use crate::pages::request::{Step, refuse};
 
 /// The version of a file's text: the SHA-256 of its bytes in hex (a missing file is `""`'s).
 pub fn version(text: Option<&str>) -> String {
@@ -27,7 +26,7 @@ pub fn version(text: Option<&str>) -> String {
 
 /// The file's text (`""` when it does not exist) with its version.
 pub fn read(home: &Home) -> Step<(Option<String>, String)> {
-    let text = config_file::read_text(&home.config_path()).map_err(|e| home_problem(&e))?;
+    let text = config_file::read_text(&home.config_path()).map_err(|e| edit_problem(&e))?;
     let version = version(text.as_deref());
     Ok((text, version))
 }
@@ -64,7 +63,7 @@ pub struct Update {
 pub fn replace(home: &Home, update: &Update) -> Step<(bool, String)> {
     let path = home.config_path();
     let new = update.yaml_text.as_str();
-    if let Err(e) = Config::parse(&path, new) {
+    if let Err(e) = hermes_settings::parse_config(&path, new) {
         return Err(parse_refusal(&e));
     }
     // The original's check: an empty document (comments only) is no mapping either.
@@ -110,7 +109,7 @@ fn parse_refusal(e: &hermes_home::Error) -> Box<Response> {
                 .into_response(),
         ),
         hermes_home::Error::ConfigNotMapping { .. } => not_a_mapping(),
-        other => home_problem(other),
+        other => edit_problem(other),
     }
 }
 

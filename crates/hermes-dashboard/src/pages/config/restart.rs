@@ -53,17 +53,8 @@ pub fn restart_advice(home: &Home, before: &Value, after: &Value, process: Vars)
     } else {
         "the agent engine restarts one agent at a time: the old one stops first; connections made meanwhile wait".to_string()
     };
-    let service = gateway_service(home, process);
+    let service = hermes_services::multiplex::serving_service(home, process);
     json!({ "needed": needed, "service": service, "uninterrupted": uninterrupted, "why": why, "changed": names })
-}
-
-/// The service whose restart applies a change to `home`'s profile: its own gateway, or the
-/// default profile's while that one multiplexes it.
-pub fn gateway_service(home: &Home, process: Vars) -> String {
-    let profile = home.profile().name();
-    hermes_services::multiplex::resolve_asking_agent(home.root(), process)
-        .served_by(profile)
-        .unwrap_or_else(|| hermes_services::gateway::service_name(profile))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use hermes_home::dotenv::DotEnv;
 use hermes_home::{DEFAULT_PROFILE, Home, api_server, multiplex};
 use hermes_services::agent::{self, ENGINE_VAR};
 use hermes_services::gateway::{MEMORY_MAX_VAR, resolve_memory_max};
+use hermes_settings::{ProfileFiles, Scope};
 use serde::Serialize;
 use serde_json::{Value, json};
 use yaml_serde::Value as Yaml;
@@ -83,8 +84,9 @@ struct Reading<'a> {
     config: &'a Config,
     /// The process environment (the supervisor's: engine and memory-limit defaults).
     process: Vars<'a>,
-    /// The profile's `.env` over the process environment (the gateway's: the API server).
-    profile_env: BTreeMap<String, String>,
+    /// The profile's files over the process environment, as its gateway reads them (the API
+    /// server's variables, and where each comes from).
+    files: ProfileFiles,
     /// Whether the engine is native (it reloads more while running).
     native: bool,
 }
@@ -163,27 +165,15 @@ pub fn engine(home: &Home, process: Vars) -> &'static str {
     agent::engine_label(home.dir(), process)
 }
 
-/// The profile's variables the API server reads (`.env` over the process environment, blank
-/// ones unset), as `hermes_home::api_server` takes them.
-fn api_server_env(home: &Home, process: Vars) -> BTreeMap<String, String> {
-    let env = DotEnv::load(&home.env_path()).ok();
-    [
-        "API_SERVER_ENABLED",
-        "API_SERVER_KEY",
-        "API_SERVER_PORT",
-        "API_SERVER_HOST",
-    ]
-    .into_iter()
-    .filter_map(|k| {
-        let value = match &env {
-            Some(env) => env.value_over(k, process),
-            None => process(k),
-        };
-        value
-            .filter(|v| !v.trim().is_empty())
-            .map(|v| (k.to_string(), v))
-    })
-    .collect()
+/// The profile's files as its gateway reads them, over `process` (`hermes_settings`): a `.env`
+/// that cannot be read is read as empty here (the page says so elsewhere).
+fn profile_files(home: &Home, config: &Config, process: Vars) -> ProfileFiles {
+    ProfileFiles::from_parts(
+        DotEnv::load(&home.env_path()).unwrap_or_default(),
+        config.clone(),
+        Scope::of(home.profile().name()),
+        hermes_settings::process_through(process),
+    )
 }
 
 /// Every field of the form: `{profile, engine, fields: [{name, label, key, value, effective,
@@ -194,7 +184,7 @@ pub fn view(home: &Home, config: &Config, process: Vars) -> Value {
         home,
         config,
         process,
-        profile_env: api_server_env(home, process),
+        files: profile_files(home, config, process),
         native: engine == "native",
     };
     let mut rows = model_rows(&r);
@@ -233,8 +223,7 @@ fn model_rows(r: &Reading) -> Vec<Row> {
         r.raw("model.base_url"),
         r.source("model.base_url", "not set"),
     );
-    let (_, settings) = hermes_gateway::source::SettingsSource::from_process(r.home.clone()).load();
-    let chain: Vec<String> = settings
+    let chain: Vec<String> = hermes_gateway_settings::read_from_process(r.home)
         .ok()
         .and_then(|s| s.provider)
         .map(|p| p.fallbacks.iter().map(|f| f.describe()).collect())
@@ -285,7 +274,7 @@ fn multiplex_row(r: &Reading) -> Row {
     let named = r.home.profile().name() != DEFAULT_PROFILE;
     let root_path = hermes_home::layout::config_path(r.home.root());
     let root_config = if named {
-        Config::load(&root_path).unwrap_or_else(|_| Config::empty(&root_path))
+        hermes_settings::config_of(r.home.root()).unwrap_or_else(|_| Config::empty(&root_path))
     } else {
         r.config.clone()
     };
@@ -306,27 +295,34 @@ fn multiplex_row(r: &Reading) -> Row {
 }
 
 fn api_server_rows(r: &Reading) -> [Row; 2] {
-    let env = &r.profile_env;
+    let env: BTreeMap<String, String> = r
+        .files
+        .environment()
+        .into_iter()
+        .filter(|(_, v)| !v.trim().is_empty())
+        .collect();
+    let env = &env;
     let switch_key = present_key(r.config, API_SWITCH_KEYS);
     let on = api_server::switched_on(
         &|k| env.get(k).cloned(),
         api_server::config_switch(env, r.config),
     );
-    let source = if env.contains_key("API_SERVER_ENABLED") || env.contains_key("API_SERVER_KEY") {
-        "environment (API_SERVER_ENABLED or API_SERVER_KEY)".to_string()
-    } else {
-        r.source(switch_key, "default")
+    let variable_source = |keys: &[&str]| {
+        keys.iter().find_map(|k| {
+            r.files
+                .var(k)
+                .map(|setting| format!("{} ({k})", setting.source))
+        })
     };
+    let source = variable_source(&["API_SERVER_ENABLED", "API_SERVER_KEY"])
+        .unwrap_or_else(|| r.source(switch_key, "default"));
     let mut switch = r.row("api_server", switch_key, on.to_string(), source);
     switch.note = "true or false".into();
     let profile = r.home.profile().name();
     let port = api_server::port(profile, env, r.config)
         .map_or_else(|e| format!("invalid: {e}"), |p| p.to_string());
-    let source = if env.contains_key("API_SERVER_PORT") {
-        "environment (API_SERVER_PORT)".to_string()
-    } else {
-        r.source(API_PORT_KEY, "default")
-    };
+    let source =
+        variable_source(&["API_SERVER_PORT"]).unwrap_or_else(|| r.source(API_PORT_KEY, "default"));
     let mut port = r.row("api_port", API_PORT_KEY, port, source);
     port.note = format!("empty: {}", api_server::default_port(profile));
     [switch, port]

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use hermes_home::Home;
 use hermes_services::agent_probe::{self, ProbeError};
 
-use crate::pages::{Step, refuse};
+use crate::pages::request::{Step, refuse};
 use crate::server::App;
 
 /// Why the buttons are off without an agent, and what to do.

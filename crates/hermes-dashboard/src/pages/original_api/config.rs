@@ -14,9 +14,9 @@ use hermes_home::config::Config;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{ProfileQuery, home};
-use crate::pages::profiles::{body, home_problem, run};
-use crate::pages::{Step, refuse};
+use crate::pages::request::{ProfileQuery, home};
+use crate::pages::request::{Step, refuse};
+use crate::pages::request::{body, edit_problem, run};
 use crate::server::App;
 
 /// `GET /api/config`: the file as written, `_` keys (`_config_version`) left out as the
@@ -27,7 +27,7 @@ pub(super) async fn show(
 ) -> Response {
     run(move || {
         let home = home(&app, query, None)?;
-        let config = Config::load(&home.config_path()).map_err(|e| home_problem(&e))?;
+        let config = hermes_settings::config_of(home.dir()).map_err(|e| edit_problem(&e))?;
         let document = serde_json::to_value(config.document()).map_err(|e| {
             refuse(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -94,7 +94,7 @@ pub(super) async fn update(
             }
             Ok(done)
         })
-        .map_err(|e| home_problem(&e))??;
+        .map_err(|e| edit_problem(&e))??;
         Ok(Json(json!({ "ok": true })).into_response())
     })
     .await

@@ -13,9 +13,9 @@ use hermes_home::providers;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{ProfileQuery, home};
-use crate::pages::profiles::{body, home_problem, run, unset_env_key};
-use crate::pages::refuse;
+use crate::pages::request::refuse;
+use crate::pages::request::{ProfileQuery, home};
+use crate::pages::request::{body, edit_problem, run};
 use crate::server::App;
 
 /// `GET /api/env`: one row per key set in `.env` (file order), then one per known provider's
@@ -26,7 +26,7 @@ pub(super) async fn list(
 ) -> Response {
     run(move || {
         let home = home(&app, query, None)?;
-        let env = DotEnv::load(&home.env_path()).map_err(|e| home_problem(&e))?;
+        let env = DotEnv::load(&home.env_path()).map_err(|e| edit_problem(&e))?;
         let mut rows = Map::new();
         for (key, _) in env.vars() {
             if !rows.contains_key(key) {
@@ -86,9 +86,9 @@ pub(super) async fn set(
         let request: SetBody = body(raw)?;
         let home = home(&app, query, request.profile.as_deref())?;
         let key = request.key.trim().to_string();
-        dotenv::validate_key(&key).map_err(|e| home_problem(&e))?;
+        dotenv::validate_key(&key).map_err(|e| edit_problem(&e))?;
         DotEnv::edit(&home.env_path(), |env| env.set(&key, &request.value))
-            .map_err(|e| home_problem(&e))?;
+            .map_err(|e| edit_problem(&e))?;
         // The original also rewrites copies of the old value in config.yaml; ours never
         // writes secrets there, so there is nothing to update.
         Ok(Json(json!({ "ok": true, "key": key, "config_updates": [] })).into_response())
@@ -124,4 +124,11 @@ pub(super) async fn remove(
         Ok(Json(json!({ "ok": true, "key": key, "removed": true, "found": true })).into_response())
     })
     .await
+}
+
+/// Removes every assignment of `key` (checked first) from `home`'s `.env`; whether there was
+/// one. The Profiles page and the original's `DELETE /api/env` both remove this way.
+pub(crate) fn unset_env_key(home: &hermes_home::Home, key: &str) -> Result<bool, Box<Response>> {
+    dotenv::validate_key(key).map_err(|e| edit_problem(&e))?;
+    DotEnv::edit(&home.env_path(), |env| Ok(env.unset(key))).map_err(|e| edit_problem(&e))
 }

@@ -9,10 +9,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::{ProfileQuery, home};
-use crate::pages::overview::control;
-use crate::pages::refuse;
+use crate::pages::request::refuse;
+use crate::pages::request::{ProfileQuery, home};
 use crate::server::App;
+use crate::service_control::control;
 
 /// `POST /api/gateway/{action}`: `{ok, pid: null, name: "gateway-<action>", service}`, once
 /// the supervisor took the command (the original answers as soon as it spawned a

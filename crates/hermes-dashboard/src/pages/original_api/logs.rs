@@ -10,7 +10,7 @@ use std::path::Path;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::pages::{Step, refuse, select_home};
+use crate::pages::request::{Step, refuse, select_home};
 
 /// The original's line cap per answer.
 const MAX_LINES: usize = 500;

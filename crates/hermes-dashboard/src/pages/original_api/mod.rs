@@ -14,7 +14,7 @@
 //! exactly, docs/dashboard.md ("The original's API") says how ours differs.
 
 mod config;
-mod env;
+pub(crate) mod env;
 mod gateway;
 pub mod logs;
 pub mod profiles;
@@ -23,14 +23,9 @@ pub mod status;
 pub mod topology;
 
 use axum::Router;
-use axum::extract::Query;
-use axum::extract::rejection::QueryRejection;
 use axum::routing::{get, post};
-use hermes_home::Home;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::pages::{self, Step};
 use crate::server::App;
 
 /// The original's endpoints.
@@ -39,28 +34,6 @@ pub fn routes() -> Router<App> {
         .route("/api/config", get(config::show).put(config::update))
         .route("/api/env", get(env::list).put(env::set).delete(env::remove))
         .route("/api/gateway/{action}", post(gateway::action))
-}
-
-/// `?profile=`, which the original's own front end adds to every call.
-#[derive(Deserialize)]
-pub(crate) struct ProfileQuery {
-    #[serde(default)]
-    pub(crate) profile: Option<String>,
-}
-
-/// The profile a request is about: the body's `profile`, else `?profile=`, else the active
-/// profile (the original: the dashboard's own). Unknown is a 404, a bad name a 400.
-pub(crate) fn home(
-    app: &App,
-    query: Result<Query<ProfileQuery>, QueryRejection>,
-    in_body: Option<&str>,
-) -> Step<Home> {
-    let query = pages::query(query, "profile")?;
-    let name = in_body
-        .or(query.profile.as_deref())
-        .map(str::trim)
-        .filter(|n| !n.is_empty());
-    pages::select_home(&app.root, name)
 }
 
 /// This module's part of the OpenAPI document.

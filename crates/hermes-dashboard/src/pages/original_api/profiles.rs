@@ -3,13 +3,12 @@
 
 use std::path::Path;
 
-use hermes_home::config::Config;
 use serde_json::{Map, Value, json};
 
 /// A listed profile's original fields: `path`, `is_default`, `provider`, `has_env`,
 /// `gateway_running` (the supervisor says `up`), `description_auto`.
 pub fn row(dir: &Path, is_default: bool, gateway: Option<&str>) -> Map<String, Value> {
-    let provider = Config::load(&dir.join("config.yaml"))
+    let provider = hermes_settings::config_of(dir)
         .ok()
         .and_then(|c| c.string("model.provider", &|_| None));
     let fields = json!({

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use hermes_sessions::browse::{MAX_LIMIT, Reader, SessionSummary};
 use serde_json::{Value, json};
 
-use crate::pages::{Step, refuse};
+use crate::pages::request::{Step, refuse};
 
 /// The largest `offset` taken: skipping is paging through the list, so it is bounded.
 pub const MAX_OFFSET: usize = 100_000;

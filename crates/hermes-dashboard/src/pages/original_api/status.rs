@@ -5,7 +5,7 @@
 //! supervisor.
 
 use hermes_home::Home;
-use hermes_home::config::{CONFIG_VERSION_KEY, Config, ORIGINAL_CONFIG_VERSION};
+use hermes_home::config::{CONFIG_VERSION_KEY, ORIGINAL_CONFIG_VERSION};
 use hermes_home::gateway_state::{self, GatewayState};
 use hermes_supervisor::StateName;
 use serde_json::{Map, Value, json};
@@ -37,7 +37,7 @@ pub fn fields(home: &Home, snapshot: &Value, auth_required: bool) -> Map<String,
     } else {
         Value::Null
     };
-    let config_version = Config::load(&home.config_path())
+    let config_version = hermes_settings::config_of(home.dir())
         .ok()
         .and_then(|c| c.raw(CONFIG_VERSION_KEY).and_then(|v| v.as_u64()));
     let fields = json!({

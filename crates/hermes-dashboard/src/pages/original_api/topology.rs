@@ -85,7 +85,7 @@ pub fn fields(root: &Path, snapshot: &Value) -> Map<String, Value> {
         }
         let mut gateway = json!({
             "profile": name,
-            "ports": ports(&entry.dir.join("config.yaml"), record.get("platforms")),
+            "ports": ports(&entry.dir, record.get("platforms")),
         });
         if !served.is_empty() {
             gateway["served_profiles"] = json!(served);
@@ -106,12 +106,13 @@ pub fn fields(root: &Path, snapshot: &Value) -> Map<String, Value> {
 }
 
 /// `platform -> port` for the port-binding platforms in `platforms` (the gateway's record)
-/// that are not in a dead state, each from the profile's `config` (module doc).
-fn ports(config: &Path, platforms: Option<&Value>) -> Value {
+/// that are not in a dead state, each from the `config.yaml` of the profile in `dir` (module
+/// doc).
+fn ports(dir: &Path, platforms: Option<&Value>) -> Value {
     let Some(platforms) = platforms.and_then(Value::as_object) else {
         return json!({});
     };
-    let config = Config::load(config).ok();
+    let config = hermes_settings::config_of(dir).ok();
     let mut ports = Map::new();
     for (name, key, default) in PORT_BINDING {
         let live = platforms.get(name).is_some_and(|state| {

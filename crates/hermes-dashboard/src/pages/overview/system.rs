@@ -18,7 +18,7 @@ use hermes_services::upgrade;
 use hermes_supervisor::{ServiceStatus, StateName};
 use serde_json::{Value, json};
 
-use crate::pages::backups::store;
+use crate::backup_store;
 
 /// One line of the view: `name` (stable, for scripts and tests), `label`, `text`, and
 /// `warning` when it needs the operator.
@@ -200,7 +200,7 @@ fn backups(dir: Result<&Path, &str>) -> (Value, Value) {
             );
         }
     };
-    let archives = match store::list(dir) {
+    let archives = match backup_store::list(dir) {
         Ok(a) => a,
         Err(e) => {
             let e = format!("cannot list {}: {e}", dir.display());
@@ -210,7 +210,7 @@ fn backups(dir: Result<&Path, &str>) -> (Value, Value) {
             );
         }
     };
-    let schedule = store::schedule(dir);
+    let schedule = backup_store::schedule(dir);
     let newest = archives.first();
     let mut text = match newest {
         None => format!("none yet in {}", dir.display()),

@@ -25,7 +25,7 @@ fn multiplexing(home: &Home) -> Result<bool, Failure> {
     if *home.profile() != hermes_home::ProfileRef::Default {
         return Ok(false);
     }
-    let config = hermes_home::config::Config::load(&home.config_path())?;
+    let config = hermes_settings::config_of(home.dir())?;
     Ok(hermes_home::multiplex::configured(&config, &Context::var).is_some_and(|(on, _)| on))
 }
 

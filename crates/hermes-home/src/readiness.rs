@@ -13,18 +13,13 @@
 //! (`used_percent`, `free_bytes`; degraded at the volume's threshold, which lives in
 //! `hermes_home::disk` only), `gateway` (`state`, `connected_platforms`, `platforms`; ok while
 //! `running` or `draining`) and `background_queues` (`active_api_runs`, `process_completions`,
-//! `active_delegations`). The probes here are synchronous and bounded (a read-only schema query
-//! with a one second busy timeout, one `statvfs`): callers on a runtime run them on its
-//! blocking pool.
+//! `active_delegations`). The probes are synchronous and bounded (`hermes_sessions::probe`, a
+//! read-only schema query with a one second busy timeout; one `statvfs`): callers on a runtime
+//! run them on its blocking pool.
 
-use std::path::Path;
-use std::time::Duration;
-
-use hermes_home::disk::DiskUsage;
 use serde_json::{Map, Value, json};
 
-/// How long the `state.db` probe may wait for a busy database.
-const STATE_DB_TIMEOUT: Duration = Duration::from_secs(1);
+use crate::disk::DiskUsage;
 
 /// A check's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +70,7 @@ pub fn document(checks: Map<String, Value>) -> Value {
     json!({ "status": status, "checks": checks })
 }
 
-/// What a read-only look at `state.db` found.
+/// What a read-only look at `state.db` found (`hermes_sessions::probe`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StateDb {
     /// No file (nothing has created it yet, or it was removed).
@@ -85,30 +80,6 @@ pub enum StateDb {
     /// It exists but does not read as a database (locked past the timeout, unreadable,
     /// corrupt): SQLite's words.
     Unreadable(String),
-}
-
-/// Reads `path`'s schema read-only, as the original's probe does: it never creates the file,
-/// never takes a write lock, and waits at most a second for a busy database.
-pub fn probe_state_db(path: &Path) -> StateDb {
-    if !path.exists() {
-        return StateDb::Missing;
-    }
-    let read = || -> Result<(), rusqlite::Error> {
-        // No CREATE flag: a file removed since the look above is an error, not a new file.
-        let conn = rusqlite::Connection::open_with_flags(
-            path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(STATE_DB_TIMEOUT)?;
-        conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| {
-            row.get::<_, i64>(0)
-        })?;
-        Ok(())
-    };
-    match read() {
-        Ok(()) => StateDb::Readable,
-        Err(e) => StateDb::Unreadable(e.to_string()),
-    }
 }
 
 impl StateDb {
@@ -281,25 +252,5 @@ mod tests {
         );
         assert_eq!(doc["checks"]["b"]["active_api_runs"], 2);
         assert_eq!(rollup(&[json!({"state": "ok"})]), "degraded", "no status");
-    }
-
-    #[test]
-    fn the_state_db_probe_reads_without_creating() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.db");
-        assert_eq!(probe_state_db(&path), StateDb::Missing);
-        assert!(!path.exists(), "a probe must not create the database");
-        assert_eq!(StateDb::Missing.check(true)["status"], "ok");
-        assert_eq!(StateDb::Missing.check(true)["detail"], "not initialized");
-        assert_eq!(StateDb::Missing.check(false)["status"], "degraded");
-        rusqlite::Connection::open(&path)
-            .unwrap()
-            .execute_batch("CREATE TABLE t (x)")
-            .unwrap();
-        assert_eq!(probe_state_db(&path), StateDb::Readable);
-        std::fs::write(&path, b"this is not a database, just bytes long enough").unwrap();
-        let bad = probe_state_db(&path);
-        assert!(matches!(bad, StateDb::Unreadable(_)), "{bad:?}");
-        assert_eq!(bad.check(true)["status"], "degraded");
     }
 }

@@ -18,9 +18,6 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-/// The schedule's state file in the directory (written by the scheduled backups).
-pub use hermes_backup::schedule::STATE_FILE as SCHEDULE_FILE;
-
 /// The longest archive name accepted.
 pub const MAX_NAME: usize = 200;
 
@@ -322,6 +319,7 @@ impl Drop for Upload {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hermes_backup::schedule::STATE_FILE as SCHEDULE_FILE;
 
     #[test]
     fn names_are_plain_archive_names() {

@@ -1,11 +1,15 @@
 //! The provider client's configuration, already resolved: where an endpoint is, the API it
 //! speaks, its keys, timeouts and retries, and its `fallback_providers` chain. Nothing here
 //! reads a file or the environment; resolving these from a profile (`config.yaml`, `.env`,
-//! `auth.json`, which key may go where) is the gateway's settings' job.
+//! `auth.json`, which key may go where) is [`crate::resolve`]'s job. The provider client
+//! (`hermes-provider`) takes these as they are.
+
+pub mod fallback;
+pub mod keys;
 
 use std::time::Duration;
 
-use crate::credentials::{PoolStore, PooledKey, Strategy};
+use keys::{PoolStore, PooledKey, Strategy};
 
 /// How to reach one endpoint (the primary or a fallback), already resolved.
 #[non_exhaustive]
@@ -35,7 +39,7 @@ pub struct ProviderSettings {
     pub name: String,
     /// The API the endpoint speaks.
     pub api: ApiKind,
-    /// The keys of its credential pool, in priority order (see [`crate::credentials`]). When
+    /// The keys of its credential pool, in priority order (see [`keys`]). When
     /// empty, [`ProviderSettings::api_key`] is the one key (or none).
     pub credentials: Vec<PooledKey>,
     /// How the pool picks a key (`credential_pool_strategies.<id>`).

@@ -4,7 +4,7 @@
 
 use hermes_home::providers::{self, ModelProvider};
 
-use hermes_provider::{ApiKind, WithheldKey};
+use crate::provider::{ApiKind, WithheldKey};
 
 use super::redact;
 
@@ -41,7 +41,7 @@ impl KnownProvider {
     /// True when `base_url` is `https` on this provider's domain (or a subdomain of it): the
     /// only addresses its key variable is sent to.
     pub fn serves(&self, base_url: &str) -> bool {
-        let Ok(url) = reqwest::Url::parse(base_url) else {
+        let Ok(url) = url::Url::parse(base_url) else {
             return false;
         };
         let Some(host) = url.host_str() else {
@@ -248,7 +248,7 @@ pub(super) fn anthropic_url_ok(base_url: &str) -> bool {
 }
 
 pub(super) fn host_of(url: &str) -> Option<String> {
-    reqwest::Url::parse(url)
+    url::Url::parse(url)
         .ok()?
         .host_str()
         .map(str::to_ascii_lowercase)
@@ -256,7 +256,7 @@ pub(super) fn host_of(url: &str) -> Option<String> {
 
 /// `scheme://host:port` of a URL, to compare where two URLs send a key.
 pub(super) fn origin_of(url: &str) -> Option<String> {
-    let u = reqwest::Url::parse(url).ok()?;
+    let u = url::Url::parse(url).ok()?;
     Some(format!(
         "{}://{}:{}",
         u.scheme(),

@@ -159,7 +159,7 @@ mod tests {
         ] {
             let err = decide(&env, None).unwrap_err();
             assert!(err.to_string().contains(why), "{env:?}: {err}");
-            assert!(err.is_config(), "exit 78: {err}");
+            assert!(matches!(err, Error::WeakApiServerKey { .. }), "{err}");
         }
     }
 }

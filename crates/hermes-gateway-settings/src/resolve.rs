@@ -69,7 +69,7 @@ use std::time::{Duration, SystemTime};
 use hermes_home::auth::AuthStore;
 use serde_json::{Map, Value};
 
-use hermes_http::ConnectionLimits;
+use crate::limits::ConnectionLimits;
 
 mod routing;
 
@@ -79,9 +79,9 @@ pub use routing::{
 };
 use routing::{anthropic_url_ok, gated_providers};
 
-use hermes_provider::ProviderSettings;
-use hermes_provider::credentials::{PoolStore, PooledKey, Strategy, invoke_token_use_until};
-use hermes_provider::fallback::{self, FallbackSpec};
+use crate::provider::ProviderSettings;
+use crate::provider::fallback::{self, FallbackSpec};
+use crate::provider::keys::{PoolStore, PooledKey, Strategy, invoke_token_use_until};
 
 use crate::error::Error;
 
@@ -830,7 +830,7 @@ mod tests {
             reason.contains("set `LOCAL_KEY` in the profile's `.env`"),
             "{reason}"
         );
-        assert!(err.is_config(), "the gateway refuses to start (78)");
+        assert!(matches!(err, Error::InvalidSetting { .. }), "{err}");
 
         // Set, it is the key; the fallback whose variable is unset is skipped, never sent.
         let s = GatewaySettings::resolve(
@@ -983,14 +983,14 @@ mod tests {
         assert_eq!(p.api_key.as_deref(), Some("tg-key"));
         let err = resolve("model: {default: m, provider: together}\n").unwrap_err();
         assert!(
-            err.is_config() && err.to_string().contains("model.base_url"),
+            matches!(err, Error::InvalidSetting { .. })
+                && err.to_string().contains("model.base_url"),
             "{err}"
         );
-        assert!(
-            resolve("model: {default: m, provider: 'a b'}\n")
-                .unwrap_err()
-                .is_config()
-        );
+        assert!(matches!(
+            resolve("model: {default: m, provider: 'a b'}\n").unwrap_err(),
+            Error::InvalidSetting { .. }
+        ));
     }
 
     /// (key sent, where it came from, variable withheld).
@@ -1351,7 +1351,7 @@ mod tests {
 
     #[test]
     fn anthropic_is_recognised_by_name_host_or_proxy_path() {
-        use hermes_provider::ApiKind::*;
+        use crate::provider::ApiKind::*;
         for (provider, url, want) in [
             ("anthropic", "https://api.anthropic.com", AnthropicMessages),
             (
@@ -1446,7 +1446,7 @@ mod tests {
             let err = GatewaySettings::resolve("p", Path::new("/h"), None, &cfg(bad), &map(&[]))
                 .unwrap_err();
             assert!(
-                err.is_config() && err.to_string().contains("gateway."),
+                matches!(err, Error::InvalidSetting { .. }) && err.to_string().contains("gateway."),
                 "{bad}: {err}"
             );
         }
@@ -1490,7 +1490,6 @@ mod tests {
                 matches!(err, Error::UnauthenticatedPublicBind { .. }),
                 "{host}"
             );
-            assert_eq!(err.exit_code(), 78);
         }
         for host in ["127.0.0.1", "::1", "localhost", "127.1.2.3"] {
             let env = map(&[("API_SERVER_HOST", host)]);
@@ -1508,7 +1507,7 @@ mod tests {
             &map(&[("API_SERVER_PORT", "70000")]),
         )
         .unwrap_err();
-        assert!(err.is_config());
+        assert!(matches!(err, Error::InvalidSetting { .. }), "{err}");
         assert!(err.to_string().contains("API_SERVER_PORT"));
     }
 

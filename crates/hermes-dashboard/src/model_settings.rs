@@ -2,8 +2,7 @@
 //! `model.base_url`, checked by the gateway's rules before they are written, and the
 //! gateway's own settings check of the result.
 
-use hermes_gateway::settings::{is_custom, key_owner};
-use hermes_gateway::source::SettingsSource;
+use hermes_gateway_settings::resolve::{is_custom, key_owner};
 use hermes_home::Home;
 use hermes_home::config::Config;
 use hermes_home::providers;
@@ -32,7 +31,7 @@ pub struct FieldError {
 
 /// The three keys as written in `config.yaml` (unexpanded; `model: NAME` is the model).
 pub fn current(home: &Home) -> Value {
-    match Config::load(&home.config_path()) {
+    match hermes_settings::config_of(home.dir()) {
         Ok(config) => {
             // As written: `${VAR}` is shown, never expanded into the form (and so never
             // written back as the secret it may stand for).
@@ -66,8 +65,7 @@ pub fn provider_names() -> Vec<String> {
 /// What the gateway says of the profile's settings as they are on disk: the endpoint it
 /// would use, or its refusal (which a running gateway logs, keeping its previous settings).
 pub fn gateway_check(home: &Home) -> Value {
-    let (_, settings) = SettingsSource::from_process(home.clone()).load();
-    match settings {
+    match hermes_gateway_settings::read_from_process(home) {
         Ok(settings) => json!({
             "ok": true,
             "endpoint": settings.provider.as_ref().map(|p| p.describe()),
@@ -83,12 +81,12 @@ pub fn gateway_check(home: &Home) -> Value {
 /// The number of `SOUL.md` characters the gateway sends (its context-file limit for this
 /// profile's `config.yaml`; the defaults when the file does not read).
 pub fn gateway_soul_limit(home: &Home) -> usize {
-    let config =
-        Config::load(&home.config_path()).unwrap_or_else(|_| Config::empty(&home.config_path()));
-    hermes_gateway::prompt::context_file_max_chars(&config)
+    let config = hermes_settings::config_of(home.dir())
+        .unwrap_or_else(|_| Config::empty(&home.config_path()));
+    hermes_gateway_settings::prompt::context_file_max_chars(&config)
 }
 
-/// Checks the form as the gateway reads these keys (`hermes_gateway::settings`): a provider
+/// Checks the form as the gateway reads these keys (`hermes_gateway_settings::resolve`): a provider
 /// is `auto`, a known name, `custom` (or a local-server alias) or another plain name, and all
 /// but `auto` and the known ones need `model.base_url`; a base URL is `http(s)://…`. Returns
 /// the `(key, value)` pairs to write, values trimmed, a known provider under the name the
@@ -177,7 +175,7 @@ pub fn effective_changes(
     home: &Home,
     changes: Vec<(String, String)>,
 ) -> Result<Vec<(String, String)>, hermes_home::Error> {
-    let config = Config::load(&home.config_path())?;
+    let config = hermes_settings::config_of(home.dir())?;
     Ok(changes
         .into_iter()
         .filter(|(key, value)| !(value.is_empty() && config.raw(key).is_none()))
