@@ -5,9 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use hermes_home::Home;
-use hermes_services::engines::GatewayEngine;
-use hermes_services::last_error;
+use hermes_services::status_view::{ServiceView, StatusView};
 use hermes_supervisor::ServiceStatus;
 use serde_json::{Value, json};
 
@@ -23,26 +21,9 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// `components` and `overall` are the original's rollup (`crate::rollup`).
 pub fn snapshot(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Value {
     let rows = supervisor_rows(root, var);
-    let multiplex = hermes_services::multiplex::resolve_asking_agent(root, var);
-    let services: Vec<Value> = match &rows {
-        Ok(rows) => {
-            let engines = hermes_services::engines::of_rows(root, rows, &multiplex, var);
-            rows.iter()
-                .map(|r| {
-                    let mut value = row(root, r, engines.iter().find(|g| g.service == r.name));
-                    // A gateway row whose profile is gone still says who would serve it.
-                    if let (Some(profile), Some(map)) =
-                        (r.profile.as_deref(), value.as_object_mut())
-                    {
-                        map.entry("served_by")
-                            .or_insert_with(|| json!(multiplex.served_by(profile)));
-                    }
-                    value
-                })
-                .collect()
-        }
-        Err(_) => Vec::new(),
-    };
+    let view = StatusView::of_rows(root, rows.as_ref().cloned().unwrap_or_default(), var);
+    let multiplex = &view.multiplex;
+    let services: Vec<Value> = view.services.iter().map(ServiceView::to_json).collect();
     let profiles = hermes_home::profile::list(root).unwrap_or_default();
     let names: Vec<&str> = profiles.iter().map(|e| e.profile.name()).collect();
     let (components, overall) = crate::rollup::components(root, &rows);
@@ -72,28 +53,6 @@ pub fn volume(root: &Path) -> Value {
         }),
         Err(e) => json!({ "path": root, "error": e.to_string() }),
     }
-}
-
-/// What a row adds about resources beyond the supervisor's own fields (`resources`,
-/// `memory_max`, serialized as they are): `memory_text`, the memory as people read it with its
-/// limit (`212 MiB / 1 GiB`), formatted here so the page follows the one byte-size rule
-/// (`hermes_errors::bytes::human`) instead of a copy of it in JavaScript.
-/// The memory counts while the service has a process (as `hermes service status` shows it);
-/// its history stays for the sparkline.
-pub fn resource_fields(status: &ServiceStatus) -> Value {
-    let used = status
-        .pid
-        .and(status.resources.as_ref())
-        .map(|r| r.memory_bytes);
-    let limit = status.memory_max.map(|m| m.bytes);
-    let human = hermes_errors::bytes::human;
-    let text = match (used, limit) {
-        (Some(u), Some(l)) => Some(format!("{} / {}", human(u), human(l))),
-        (Some(u), None) => Some(human(u)),
-        (None, Some(l)) => Some(format!("- / {}", human(l))),
-        (None, None) => None,
-    };
-    json!({ "memory_text": text })
 }
 
 /// Every service's row, asked afresh from the supervisor over its control socket (blocking,
@@ -168,49 +127,9 @@ fn steady_measurements(copy: &mut Value) {
     }
 }
 
-/// A supervisor row as the Overview shows it: with its last error when failing and, for a
-/// profile gateway, its engine, port and `served_by` (the engines view).
-fn row(root: &Path, status: &ServiceStatus, gateway: Option<&GatewayEngine>) -> Value {
-    let mut value = serde_json::to_value(status).unwrap_or(Value::Null);
-    value["last_error"] = json!(last_error::of_failing(root, status).map(|e| e.message));
-    if let (Value::Object(extra), Some(map)) = (resource_fields(status), value.as_object_mut()) {
-        map.extend(extra);
-    }
-    if let (Some(gateway), Some(map)) = (gateway, value.as_object_mut()) {
-        map.insert("engine".into(), json!(gateway.engine));
-        let port = bound_port(status).or_else(|| gateway_port(&gateway.home));
-        map.insert("port".into(), json!(port));
-        map.insert("served_by".into(), json!(gateway.served_by));
-    }
-    value
-}
-
-/// The port of the API socket the supervisor holds for the service (what it bound), if any.
-fn bound_port(status: &ServiceStatus) -> Option<u16> {
-    let address = status.listening.first()?;
-    address.rsplit_once(':')?.1.parse().ok()
-}
-
-/// The port the profile's API server listens on, resolved as the gateway resolves it
-/// (`None` when the API server is off or the settings are invalid).
-fn gateway_port(home: &Home) -> Option<u16> {
-    let settings = hermes_gateway_settings::read_from_process(home).ok()?;
-    settings.api_addr().map(|_| settings.port)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_port_is_the_one_the_supervisor_bound() {
-        let mut status = ServiceStatus::new("gateway-default", hermes_supervisor::StateName::Up);
-        assert_eq!(bound_port(&status), None);
-        status.listening = vec!["127.0.0.1:9574".into()];
-        assert_eq!(bound_port(&status), Some(9574));
-        status.listening = vec!["[::1]:8650".into()];
-        assert_eq!(bound_port(&status), Some(8650));
-    }
 
     #[test]
     fn no_supervisor_is_said_not_guessed() {
@@ -264,33 +183,6 @@ mod tests {
         let mut none = at(10, 100, 50);
         none["services"][0]["resources"] = Value::Null;
         assert_ne!(fingerprint(&none), fingerprint(&at(10, 100, 50)));
-    }
-
-    #[test]
-    fn memory_reads_with_its_limit_in_the_one_byte_rule() {
-        let mut row = hermes_supervisor::ServiceStatus::new("x", hermes_supervisor::StateName::Up);
-        row.pid = Some(1);
-        assert_eq!(resource_fields(&row)["memory_text"], Value::Null);
-        row.resources = Some(hermes_supervisor::status::Resources {
-            memory_bytes: 212 << 20,
-            cpu_seconds: 1.5,
-            cpu_percent: None,
-            processes: 1,
-            history: Vec::new(),
-        });
-        assert_eq!(resource_fields(&row)["memory_text"], "212 MiB");
-        row.memory_max = Some(hermes_supervisor::status::MemoryLimit {
-            bytes: 1 << 30,
-            enforced_by: hermes_supervisor::status::Enforcement::Cgroup,
-        });
-        assert_eq!(resource_fields(&row)["memory_text"], "212 MiB / 1 GiB");
-        // Stopped: the limit, no figure (the history is still there for the sparkline).
-        row.pid = None;
-        assert_eq!(resource_fields(&row)["memory_text"], "- / 1 GiB");
-        // Serialized with the row, for the page's sparkline and the limit.
-        let v = serde_json::to_value(&row).unwrap();
-        assert_eq!(v["memory_max"]["enforced_by"], "cgroup");
-        assert_eq!(v["resources"]["memory_bytes"], 212u64 << 20);
     }
 
     #[test]

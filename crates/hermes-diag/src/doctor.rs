@@ -333,11 +333,14 @@ fn check_gateway_settings(home: &Home, files: &ProfileFiles) -> Check {
     }
 }
 
-/// ⚠ when the API server's key is set in more than one place with different values (the
-/// environment, `.env`, the top level of `config.yaml`, its nested key): one wins, and clients
-/// given another (a Kubernetes Secret, a compose file, the original's `config set`) get 401.
-fn check_key_not_shadowed(home: &Home, var: &dyn Fn(&str) -> Option<String>) -> Option<Check> {
-    let dotenv = DotEnv::load(&home.env_path()).ok()?;
+/// ⚠ for each of the API server's settings set in more than one place with different values
+/// (the environment, `.env`, the top level of `config.yaml`, the key's nested key): one wins —
+/// for the key, clients given another (a Kubernetes Secret, a compose file, the original's
+/// `config set`) get 401; for the port, they knock at the wrong one.
+fn check_key_not_shadowed(home: &Home, var: &dyn Fn(&str) -> Option<String>) -> Vec<Check> {
+    let Ok(dotenv) = DotEnv::load(&home.env_path()) else {
+        return Vec::new();
+    };
     // A `config.yaml` that does not parse has its own ✗; the other places are still compared.
     let config = hermes_settings::config_of(home.dir())
         .unwrap_or_else(|_| Config::empty(&home.config_path()));
@@ -345,8 +348,10 @@ fn check_key_not_shadowed(home: &Home, var: &dyn Fn(&str) -> Option<String>) -> 
     let files =
         ProfileFiles::from_parts(dotenv, config, scope, hermes_settings::process_through(var));
     files
-        .shadowed_api_key()
+        .shadowed()
+        .into_iter()
         .map(|shadowed| Check::warn(shadowed.to_string(), shadowed.fix()))
+        .collect()
 }
 
 /// `auth.json` decodes and has the store's shape; `None` when there is no file.

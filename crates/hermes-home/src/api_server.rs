@@ -17,7 +17,7 @@
 //! silently share a port by default.
 //!
 //! Whether a switched-on server has a key strong enough to start is the gateway's check
-//! (`hermes_gateway::api_server`), not this module's: the socket is bound either way, and the
+//! (`hermes_gateway_settings::api_server`), not this module's: the socket is bound either way, and the
 //! gateway says what is wrong.
 
 use std::collections::BTreeMap;

@@ -7,7 +7,7 @@
 //! is that same variable, and `model.base_url` must say where to send it.
 //!
 //! The key-routing rule that reads `key_domain` lives with the code that sends keys
-//! (`hermes_gateway::settings::choose_provider_key`): a provider's variable goes only over
+//! (`hermes_gateway_settings::choose_provider_key`): a provider's variable goes only over
 //! `https` to its `key_domain` or a subdomain of it. Giving a row an endpoint therefore makes
 //! its variable one the gateway withholds from every other address, and adds it to the
 //! providers `model.provider: auto` tries (see [`auto_order`]).

@@ -36,7 +36,8 @@ pub const BOOT_LOG_ROTATE: u64 = 256 * 1024;
 
 /// Stage 7a: every profile's files (`.env`, `config.yaml`), read once as the service user,
 /// after seeding and migration have written them: every later stage builds its services from
-/// this read. A key shadowed by another in the same profile is said for each profile. `None`
+/// this read. A setting of the API server shadowed by another value in the same profile (its
+/// key, its port, …) is said for each profile. `None`
 /// in a dashboard container (it runs no services) or when the service user cannot be acted as
 /// (a warning, and no services).
 pub fn stage_read_volume(
@@ -61,7 +62,12 @@ pub fn stage_read_volume(
     let process_env: Vec<(String, String)> = settings.env.vars().collect();
     let volume = VolumeFiles::read(&settings.home, &process_env);
     for read in volume.profiles() {
-        if let Some(shadowed) = read.files.as_ref().ok().and_then(|f| f.shadowed_api_key()) {
+        let shadowed = read
+            .files
+            .as_ref()
+            .map(|f| f.shadowed())
+            .unwrap_or_default();
+        for shadowed in shadowed {
             let whose = match read.name.as_str() {
                 hermes_home::DEFAULT_PROFILE => String::new(),
                 name => format!("profile `{name}`: "),

@@ -74,6 +74,7 @@ pub mod profile;
 pub mod readiness;
 pub mod reconcile;
 pub mod runtime;
+pub mod status_view;
 pub mod stop;
 #[cfg(test)]
 mod testing;

@@ -71,10 +71,13 @@ pub struct Setting {
     pub source: Source,
 }
 
-/// The API server's key set in several places with different values.
+/// A setting set in several places with different values: one is in force, the others are
+/// not used (never the values).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shadowed {
-    /// Where the key in force is set.
+    /// The variable (`API_SERVER_KEY`, `API_SERVER_PORT`).
+    pub variable: &'static str,
+    /// Where the value in force is set.
     pub in_force: Source,
     /// Where the different, unused ones are.
     pub unused: Vec<Source>,
@@ -84,15 +87,25 @@ impl Shadowed {
     /// What to do about it, in one line.
     pub fn fix(&self) -> String {
         let unused: Vec<String> = self.unused.iter().map(Source::to_string).collect();
+        let (what, var) = (self.noun(), self.variable);
         match self.in_force {
             Source::DotEnv => format!(
-                "delete the `{API_SERVER_KEY}=` line of `.env` to use the key in {}, or set the same key in both",
+                "delete the `{var}=` line of `.env` to use the {what} in {}, or set the same {what} in both",
                 unused.join(" and ")
             ),
             _ => format!(
-                "remove the key from {}, or set the same key everywhere",
+                "remove the {what} from {}, or set the same {what} everywhere",
                 unused.join(" and ")
             ),
+        }
+    }
+
+    /// `key` for the API server's key, else `value`.
+    fn noun(&self) -> &'static str {
+        if self.variable == API_SERVER_KEY {
+            "key"
+        } else {
+            "value"
         }
     }
 }
@@ -100,13 +113,21 @@ impl Shadowed {
 impl fmt::Display for Shadowed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let unused: Vec<String> = self.unused.iter().map(Source::to_string).collect();
-        write!(
-            f,
-            "the API server's key in {} is in force; the different one in {} is not used \
-             (clients holding it get 401)",
-            self.in_force,
-            unused.join(" and ")
-        )
+        let unused = unused.join(" and ");
+        if self.variable == API_SERVER_KEY {
+            write!(
+                f,
+                "the API server's key in {} is in force; the different one in {unused} is not \
+                 used (clients holding it get 401)",
+                self.in_force
+            )
+        } else {
+            write!(
+                f,
+                "`{}` in {} is in force; the different value in {unused} is not used",
+                self.variable, self.in_force
+            )
+        }
     }
 }
 
@@ -310,9 +331,34 @@ impl ProfileFiles {
             .map(|s| s.source)
             .collect();
         (!unused.is_empty()).then(|| Shadowed {
+            variable: API_SERVER_KEY,
             in_force: in_force.source.clone(),
             unused,
         })
+    }
+
+    /// Every gateway variable ([`crate::GATEWAY_VARIABLES`]) set in more than one place with
+    /// different values, the API server's key ([`shadowed_api_key`](Self::shadowed_api_key),
+    /// its nested key included) first.
+    pub fn shadowed(&self) -> Vec<Shadowed> {
+        let others = crate::GATEWAY_VARIABLES
+            .into_iter()
+            .filter(|v| *v != API_SERVER_KEY)
+            .filter_map(|variable| {
+                let sources = self.sources(variable);
+                let in_force = self.var(variable)?;
+                let unused: Vec<Source> = sources
+                    .into_iter()
+                    .filter(|s| s.source != in_force.source && s.value != in_force.value)
+                    .map(|s| s.source)
+                    .collect();
+                (!unused.is_empty()).then_some(Shadowed {
+                    variable,
+                    in_force: in_force.source,
+                    unused,
+                })
+            });
+        self.shadowed_api_key().into_iter().chain(others).collect()
     }
 
     /// What a `.env` seeded now must do about the API server's key: generate one only when
@@ -587,5 +633,38 @@ mod tests {
                 "a blank `.env` value hides the top level"
             );
         }
+    }
+
+    #[test]
+    fn every_shadowed_gateway_variable_is_named_the_key_first() {
+        let f = files(
+            "API_SERVER_PORT=8700\nAPI_SERVER_KEY=generated\n",
+            "API_SERVER_PORT: 9000\nAPI_SERVER_KEY: operators\nAPI_SERVER_HOST: 0.0.0.0\n",
+            Scope::Default,
+            &[("API_SERVER_HOST", "0.0.0.0")],
+        );
+        let shadowed = f.shadowed();
+        let variables: Vec<&str> = shadowed.iter().map(|s| s.variable).collect();
+        assert_eq!(
+            variables,
+            ["API_SERVER_KEY", "API_SERVER_PORT"],
+            "the same host twice is no shadow"
+        );
+        let port = &shadowed[1];
+        assert_eq!(
+            (&port.in_force, &port.unused[..]),
+            (&Source::DotEnv, &[Source::ConfigTopLevel][..])
+        );
+        let text = port.to_string();
+        assert!(
+            text.contains("`API_SERVER_PORT` in `.env` is in force"),
+            "{text}"
+        );
+        assert!(!text.contains("8700") && !text.contains("9000"), "{text}");
+        assert!(
+            port.fix().contains("delete the `API_SERVER_PORT=` line"),
+            "{}",
+            port.fix()
+        );
     }
 }

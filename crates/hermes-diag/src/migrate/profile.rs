@@ -682,10 +682,10 @@ fn api_part(
     facts
 }
 
-/// Says so when the API server's key is set in more than one place with different values
-/// (where each is, never a value).
+/// Says so when one of the API server's settings (its key, port, …) is set in more than one
+/// place with different values (where each is, never a value).
 fn shadowed_key(files: &ProfileFiles, findings: &mut Vec<Finding>) {
-    if let Some(shadowed) = files.shadowed_api_key() {
+    for shadowed in files.shadowed() {
         findings.push(Finding::attention(
             "api_server",
             shadowed.to_string(),

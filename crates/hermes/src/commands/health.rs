@@ -74,7 +74,7 @@ fn volume_json(root: &Path, usage: &Result<DiskUsage, String>) -> Value {
         Ok(u) => json!({
             "path": root,
             "degraded": u.is_degraded(),
-            "used_percent": hermes_gateway::readiness::used_percent(u),
+            "used_percent": hermes_home::readiness::used_percent(u),
             "free_bytes": u.available_bytes,
             "total_bytes": u.total_bytes,
             "summary": u.describe(),

@@ -15,6 +15,7 @@ use crate::cli::{ServiceCommand, WaitArgs};
 use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
+use hermes_services::status_view::StatusView;
 
 /// How long a CLI command waits for the supervisor to answer.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -83,43 +84,43 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
                     Some("list services with `hermes service list`".into()),
                 ));
             }
-            // A gateway's engine (`native` or `agent`) is the profile's, not the supervisor's.
-            let last_errors: Vec<Option<String>> = rows
-                .iter()
-                .map(|row| hermes_services::last_error::of_failing(&root, row).map(|e| e.message))
-                .collect();
+            // The view the dashboard's Overview shows too (`hermes_services::status_view`).
+            let view = StatusView::of_rows(&root, rows, &Context::var);
             // The `backup` service's last run and next run, from its `.schedule.json`.
-            let backups: Vec<Option<hermes_backup::schedule::State>> =
-                rows.iter().map(|row| backup_state(&root, row)).collect();
+            let backups: Vec<Option<hermes_backup::schedule::State>> = view
+                .services
+                .iter()
+                .map(|s| backup_state(&root, &s.status))
+                .collect();
             if json {
-                let mut values = super::gateway::engines::with_engines(&root, &rows)?;
-                for ((value, error), backup) in values
-                    .as_array_mut()
-                    .into_iter()
-                    .flatten()
-                    .zip(&last_errors)
+                let mut values: Vec<serde_json::Value> = view
+                    .services
+                    .iter()
                     .zip(&backups)
-                {
-                    value["last_error"] = json!(error);
-                    if let Some(state) = backup {
-                        value["backup"] = json!(state);
-                    }
-                }
-                if let Some(values) = values.as_array_mut() {
-                    values.extend(invalid.iter().map(invalid_json));
-                }
+                    .map(|(service, backup)| {
+                        let mut value = service.to_json();
+                        if let Some(state) = backup {
+                            value["backup"] = json!(state);
+                        }
+                        value
+                    })
+                    .collect();
+                values.extend(invalid.iter().map(invalid_json));
                 output::json(&values)?;
             } else {
                 let table = render_table_rows(
-                    rows.iter()
-                        .map(status_cells)
+                    view.services
+                        .iter()
+                        .map(|s| status_cells(&s.status))
                         .chain(invalid.iter().map(invalid_cells)),
                 );
-                let notes: Vec<Vec<String>> = last_errors
+                let notes: Vec<Vec<String>> = view
+                    .services
                     .iter()
                     .zip(&backups)
-                    .map(|(error, backup)| {
-                        error
+                    .map(|(service, backup)| {
+                        service
+                            .last_error
                             .iter()
                             .map(|e| format!("last error: {e}"))
                             .chain(backup.iter().flat_map(backup_lines))
@@ -127,7 +128,7 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
                     })
                     .collect();
                 output::stdout(&with_notes(&table, &notes))?;
-                output::stdout(&super::gateway::engines::engines_line(&root, &rows))?;
+                output::stdout(&super::gateway::engines::engines_line(&view))?;
             }
         }
         ServiceCommand::Start { name, wait } => {

@@ -274,6 +274,79 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
     );
 }
 
+/// A volume the original configured with its own `hermes config set`: the key, the port and
+/// the switch at the top level of `config.yaml`, nothing in `.env`. Run by the agent engine,
+/// the agent takes them (its gateway bridges top-level scalars into its environment), nothing
+/// seeded shadows them, and `gateway status` says where the key comes from and the address.
+#[test]
+fn the_agents_gateway_keeps_the_key_the_original_set_at_the_top_of_config_yaml() {
+    let Some(agent) = hermes_test_support::original_agent() else {
+        return;
+    };
+    let overlay = aiohttp_overlay(&agent.python);
+    let t = TestContext::new();
+    let upstream = Upstream::start(&agent.python, t.dir.path());
+    fs::create_dir_all(t.home()).unwrap();
+    let port = free_port();
+    crate::migrate::original(&t, &agent, &["profile", "create", "work"]);
+    let dir = t.root().join("profiles/work");
+    agent_profile(&dir, port, upstream.port);
+    fs::remove_file(dir.join(".env")).unwrap();
+    for (key, value) in [
+        ("API_SERVER_ENABLED", "true".to_string()),
+        ("API_SERVER_KEY", TEST_API_KEY.to_string()),
+        ("API_SERVER_PORT", port.to_string()),
+    ] {
+        crate::migrate::original(&t, &agent, &["-p", "work", "config", "set", key, &value]);
+    }
+    let config = fs::read_to_string(dir.join("config.yaml")).unwrap();
+    assert!(
+        config.contains(&format!("API_SERVER_KEY: {TEST_API_KEY}")),
+        "the original wrote the key at the top: {config}"
+    );
+    fs::write(t.root().join(".env"), crate::util::api_env(free_port())).unwrap();
+    let env = [
+        (
+            "HERMES_AGENT_CLI",
+            agent.hermes.to_string_lossy().into_owned(),
+        ),
+        ("HERMES_GATEWAY_ENGINE", "native".to_owned()),
+        ("PYTHONPATH", overlay.to_string_lossy().into_owned()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+
+    let mut up = start_up(&t, &env);
+    run_ok(&t, &env, &["-p", "work", "gateway", "start"]);
+    poll::until_true(
+        "the agent's gateway on the port the original set",
+        Duration::from_secs(90),
+        || http(port, "GET", "/health", None).is_some_and(|r| r.contains(" 200 ")),
+    );
+    let models = http(port, "GET", "/v1/models", None).unwrap();
+    assert!(
+        models.contains(" 200 "),
+        "the operator's key opens it: {models}"
+    );
+    let seeded = fs::read_to_string(dir.join(".env")).unwrap_or_default();
+    assert!(
+        !seeded.lines().any(|l| l.starts_with("API_SERVER_KEY=")),
+        "nothing seeded to shadow it: {seeded}"
+    );
+    let rows = status_rows(&t, &env);
+    let work = rows.iter().find(|r| r["profile"] == "work").unwrap();
+    assert_eq!(work["engine"], "agent", "{work:#}");
+    assert_eq!(
+        work["address"],
+        format!("http://127.0.0.1:{port}"),
+        "{work:#}"
+    );
+    assert_eq!(
+        work["key_source"], "the top level of `config.yaml`",
+        "{work:#}"
+    );
+    assert_eq!(up.stop(), Some(0));
+}
+
 /// What the agent itself makes of the command we exec: supervised (so its `/restart` chat
 /// command takes the exit-75 path, `gateway/restart.py` `is_gateway_supervisor_process`) only
 /// when we say so, and `-p default` the root of the volume even with a sticky

@@ -1,7 +1,7 @@
 //! `gateway status|list`: one row per profile's gateway — its supervisor row, its recorded
 //! state, where it serves, its last error — as a table or as JSON.
 
-use hermes_gateway::api_server::ApiServer;
+use hermes_gateway_settings::api_server::ApiServer;
 use hermes_home::{Home, gateway_state, profile};
 use hermes_supervisor::status::status_cells;
 use serde_json::{Value, json};
