@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use hermes_settings::{ProfileFiles, Scope};
 use hermes_supervisor::ServiceStatus;
 use serde_json::{Value, json};
 
@@ -27,6 +28,9 @@ pub struct ServiceView {
     /// For a row naming a profile: the multiplexing gateway that serves it in its place (also
     /// when the profile is gone).
     pub served_by: Option<String>,
+    /// For a profile's gateway: where its API server's key is set (`` `.env` ``, `the top level
+    /// of `config.yaml``, …), never the key; `None` without a key.
+    pub key_source: Option<String>,
 }
 
 /// Every service of a supervisor, and the multiplexing mode they were viewed under.
@@ -55,15 +59,28 @@ impl StatusView {
                     .iter()
                     .position(|g| g.service == status.name)
                     .map(|i| gateways.swap_remove(i));
+                // A gateway's profile, read once for its address and where its key is set.
+                let files = gateway.as_ref().and_then(|g| {
+                    let scope = Scope::of(g.home.profile().name());
+                    ProfileFiles::read(g.home.dir(), scope, hermes_settings::process_env()).ok()
+                });
                 let port = gateway.as_ref().and_then(|g| {
                     bound_port(&status).or_else(|| {
-                        let address = crate::held_socket::native_address(
-                            g.home.profile().name(),
-                            g.home.dir(),
-                        )?;
+                        let files = files.as_ref()?;
+                        let profile = g.home.profile().name();
+                        let address = hermes_home::api_server::listen_address(
+                            profile,
+                            &files.environment(),
+                            files.config(),
+                        )
+                        .ok()??;
                         address.rsplit_once(':')?.1.parse().ok()
                     })
                 });
+                let key_source = files
+                    .as_ref()
+                    .and_then(ProfileFiles::api_server_key)
+                    .map(|key| key.source.to_string());
                 let served_by = status
                     .profile
                     .as_deref()
@@ -73,6 +90,7 @@ impl StatusView {
                     gateway,
                     port,
                     served_by,
+                    key_source,
                     status,
                 }
             })
@@ -110,8 +128,8 @@ impl ServiceView {
     }
 
     /// The row as the JSON documents carry it: the supervisor's fields, `last_error`,
-    /// `memory_text`, and for a gateway `engine`, `port` and `served_by` (`served_by` also for
-    /// a row whose profile is gone).
+    /// `memory_text`, and for a gateway `engine`, `port`, `key_source` and `served_by`
+    /// (`served_by` also for a row whose profile is gone).
     pub fn to_json(&self) -> Value {
         let mut value = serde_json::to_value(&self.status).unwrap_or(Value::Null);
         if let Some(map) = value.as_object_mut() {
@@ -120,6 +138,7 @@ impl ServiceView {
             if let Some(gateway) = &self.gateway {
                 map.insert("engine".into(), json!(gateway.engine));
                 map.insert("port".into(), json!(self.port));
+                map.insert("key_source".into(), json!(self.key_source));
             }
             if self.gateway.is_some() || self.status.profile.is_some() {
                 map.insert("served_by".into(), json!(self.served_by));
@@ -146,6 +165,7 @@ mod tests {
             gateway: None,
             port: None,
             served_by: None,
+            key_source: None,
         }
     }
 

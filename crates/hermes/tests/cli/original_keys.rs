@@ -86,6 +86,25 @@ fn keys_carry_over(agent: &OriginalAgent) {
             "{row:#}"
         );
     }
+    // The status view (`service status --json`, the dashboard's `/api/status`) says the same.
+    let rows: Value = serde_json::from_str(&t.ok(&["service", "status", "--json"])).unwrap();
+    for (service, port) in [("gateway-default", port), ("gateway-work", work_port)] {
+        let row = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == service)
+            .unwrap();
+        assert_eq!(
+            (&row["port"], &row["engine"]),
+            (&Value::from(port), &Value::from("native")),
+            "{row:#}"
+        );
+        assert_eq!(
+            row["key_source"], "the top level of `config.yaml`",
+            "{row:#}"
+        );
+    }
     assert_eq!(up.stop(), Some(0));
 
     // Multiplexed: the default profile's gateway serves `work` with work's own key.
