@@ -319,6 +319,24 @@ pub fn list(root: &Path) -> Result<Vec<ProfileEntry>, Error> {
     Ok(out)
 }
 
+/// Every profile's name and directory, the default one first; when `profiles/` cannot be
+/// listed, the default profile alone and why (one line): what reads the whole volume
+/// (boot's one read of it, the schema stamps) still reads the root.
+pub fn dirs_or_default(root: &Path) -> (Vec<(String, PathBuf)>, Option<String>) {
+    match list(root) {
+        Ok(list) => (
+            list.into_iter()
+                .map(|e| (e.profile.name().to_owned(), e.dir))
+                .collect(),
+            None,
+        ),
+        Err(e) => (
+            vec![(crate::DEFAULT_PROFILE.to_owned(), root.to_path_buf())],
+            Some(hermes_errors::one_line(&e)),
+        ),
+    }
+}
+
 fn read_description(dir: &Path) -> Option<String> {
     let text = fs::read_to_string(dir.join("profile.yaml")).ok()?;
     let value: yaml_serde::Value = yaml_serde::from_str(&text).ok()?;

@@ -44,18 +44,7 @@ pub struct VolumeSchema {
 impl VolumeSchema {
     /// Reads the stamps of every profile under `root` (read-only).
     pub fn read(root: &Path) -> VolumeSchema {
-        let (dirs, list_error) = match profile::list(root) {
-            Ok(list) => (
-                list.into_iter()
-                    .map(|e| (e.profile.name().to_owned(), e.dir))
-                    .collect(),
-                None,
-            ),
-            Err(e) => (
-                vec![(crate::DEFAULT_PROFILE.to_owned(), root.to_path_buf())],
-                Some(hermes_errors::one_line(&e)),
-            ),
-        };
+        let (dirs, list_error) = profile::dirs_or_default(root);
         let profiles = dirs
             .into_iter()
             .map(|(profile, dir)| {

@@ -49,16 +49,7 @@ pub fn stage_read_volume(
         say(log, "dashboard container: skipping gateway reconciliation");
         return None;
     }
-    let _scope = match AsUser::enter(booted.identity.as_ref()) {
-        Ok(scope) => scope,
-        Err(e) => {
-            say(
-                log,
-                format!("warning: cannot act as the service user ({e}); no gateways"),
-            );
-            return None;
-        }
-    };
+    let _scope = as_service_user(booted, log)?;
     let process_env: Vec<(String, String)> = settings.env.vars().collect();
     let volume = VolumeFiles::read(&settings.home, &process_env);
     for read in volume.profiles() {
@@ -81,6 +72,21 @@ pub fn stage_read_volume(
     Some(volume)
 }
 
+/// Acting as the service user for a stage's reads and writes; a failure is said as a warning
+/// (and the stage makes no services).
+fn as_service_user(booted: &Booted, log: &mut dyn Write) -> Option<AsUser> {
+    match AsUser::enter(booted.identity.as_ref()) {
+        Ok(scope) => Some(scope),
+        Err(e) => {
+            say(
+                log,
+                format!("warning: cannot act as the service user ({e}); no gateways"),
+            );
+            None
+        }
+    }
+}
+
 /// Stage 7b: the gateway service of every profile of `volume`, reconciled as the service user
 /// and logged (`[init] reconcile: …` lines and `container-boot.log`), then the services
 /// declared in the root's `config.yaml`, each run as the service user. A failure to act as the
@@ -92,15 +98,8 @@ pub fn stage_gateways(
     schema: &crate::migrate::Outcome,
     log: &mut dyn Write,
 ) -> Vec<ServiceSpec> {
-    let _scope = match AsUser::enter(booted.identity.as_ref()) {
-        Ok(scope) => scope,
-        Err(e) => {
-            say(
-                log,
-                format!("warning: cannot act as the service user ({e}); no gateways"),
-            );
-            return Vec::new();
-        }
+    let Some(_scope) = as_service_user(booted, log) else {
+        return Vec::new();
     };
     let var = |k: &str| settings.env.get(k).map(str::to_owned);
     // The agent's own default, from what stage 6b asked it (no second interpreter start).

@@ -5,7 +5,6 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use hermes_home::ProfileRef;
 use hermes_home::config::Config;
 
 use crate::files::{ProfileFiles, Scope};
@@ -66,18 +65,7 @@ impl VolumeFiles {
     /// `process_env`. When `profiles/` cannot be listed, the default profile alone is read and
     /// [`VolumeFiles::listing_problem`] says why.
     pub fn read(root: &Path, process_env: &[(String, String)]) -> VolumeFiles {
-        let (dirs, listing) = match hermes_home::profile::list(root) {
-            Ok(list) => (
-                list.into_iter()
-                    .map(|e| (e.profile.name().to_owned(), e.dir))
-                    .collect(),
-                None,
-            ),
-            Err(e) => (
-                vec![(ProfileRef::Default.name().to_owned(), root.to_path_buf())],
-                Some(hermes_errors::one_line(&e)),
-            ),
-        };
+        let (dirs, listing) = hermes_home::profile::dirs_or_default(root);
         let profiles = dirs
             .into_iter()
             .map(|(name, dir)| ProfileRead::read(&name, &dir, process_env.iter().cloned()))

@@ -79,14 +79,7 @@ fn the_agents_gateway_runs_under_hermes_up_like_the_native_one() {
     agent_profile(&t.root().join("profiles/work"), port, upstream.port);
     // The default profile stays native, beside it.
     fs::write(t.root().join(".env"), crate::util::api_env(free_port())).unwrap();
-    let env = [
-        (
-            "HERMES_AGENT_CLI",
-            agent.hermes.to_string_lossy().into_owned(),
-        ),
-        ("HERMES_GATEWAY_ENGINE", "native".to_owned()),
-        ("PYTHONPATH", overlay.to_string_lossy().into_owned()),
-    ];
+    let env = agent_env(&agent, &overlay);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let work = || t.service("gateway-work");
     let pid_of = |row: &serde_json::Value| row["pid"].as_i64().unwrap_or(0) as i32;
@@ -305,14 +298,7 @@ fn the_agents_gateway_keeps_the_key_the_original_set_at_the_top_of_config_yaml()
         "the original wrote the key at the top: {config}"
     );
     fs::write(t.root().join(".env"), crate::util::api_env(free_port())).unwrap();
-    let env = [
-        (
-            "HERMES_AGENT_CLI",
-            agent.hermes.to_string_lossy().into_owned(),
-        ),
-        ("HERMES_GATEWAY_ENGINE", "native".to_owned()),
-        ("PYTHONPATH", overlay.to_string_lossy().into_owned()),
-    ];
+    let env = agent_env(&agent, &overlay);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
 
     let mut up = start_up(&t, &env);
@@ -420,6 +406,22 @@ fn agent_profile(profile_dir: &Path, port: u16, upstream: u16) {
         ),
     )
     .unwrap();
+}
+
+/// What `hermes up` and the CLI run with beside an installed agent: the agent found where it
+/// is, the default engine native (a profile asks for the agent), `aiohttp` from `overlay`.
+fn agent_env(
+    agent: &hermes_test_support::OriginalAgent,
+    overlay: &Path,
+) -> [(&'static str, String); 3] {
+    [
+        (
+            "HERMES_AGENT_CLI",
+            agent.hermes.to_string_lossy().into_owned(),
+        ),
+        ("HERMES_GATEWAY_ENGINE", "native".to_owned()),
+        ("PYTHONPATH", overlay.to_string_lossy().into_owned()),
+    ]
 }
 
 /// A directory holding `aiohttp` for the agent's interpreter (none when it has it already),
