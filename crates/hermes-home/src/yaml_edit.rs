@@ -572,6 +572,14 @@ enum Target {
         indent: usize,
         keys: Vec<String>,
     },
+    /// An empty flow mapping on the path (`gateway: {}`, as a seed writes a section with
+    /// nothing in it yet): bytes `[colon_end, end)` of line `line` go, leaving `key:`, and the
+    /// change is made below it. Any other flow collection is refused.
+    OpenEmptyFlow {
+        line: usize,
+        colon_end: usize,
+        end: usize,
+    },
 }
 
 /// Finds where `path`'s value is, or where it must be added.
@@ -643,6 +651,13 @@ fn locate(lines: &[Line], path: &[&str], goal: Goal) -> Result<Target, Refusal> 
             Written::Anchor => return Err(Refusal::Anchor(dotted)),
             Written::Tag => return Err(Refusal::Tag(dotted)),
             Written::Flow if last => return Err(Refusal::NotAScalar(dotted)),
+            Written::Flow if goal == Goal::Set && is_empty_flow_mapping(&lines[at], &found) => {
+                return Ok(Target::OpenEmptyFlow {
+                    line: at,
+                    colon_end: found.colon_end,
+                    end: found.value_start + "{}".len(),
+                });
+            }
             Written::Flow => return Err(Refusal::FlowStyle(dotted)),
             Written::Block => return Err(Refusal::NotAScalar(dotted)),
             Written::Alias if !last => return Err(Refusal::Alias(dotted)),
@@ -677,6 +692,16 @@ fn locate(lines: &[Line], path: &[&str], goal: Goal) -> Result<Target, Refusal> 
         parent = Some((at, indent));
     }
     Err(Refusal::InvalidKey(path.join(".")))
+}
+
+/// Whether `found`'s value on `line` is `{}` alone (a comment may follow).
+fn is_empty_flow_mapping(line: &Line, found: &KeyLine) -> bool {
+    line.text[found.value_start..found.value_end]
+        .strip_prefix("{}")
+        .is_some_and(|rest| {
+            let comment = rest.trim_start();
+            comment.is_empty() || (comment.starts_with('#') && rest.starts_with([' ', '\t']))
+        })
 }
 
 /// The dotted key's names, each non-empty and without surrounding blanks.
@@ -738,6 +763,14 @@ fn set(text: &str, dotted: &str, value: &Value) -> Result<String, Refusal> {
         .unwrap_or_else(|| "\n".into());
     match locate(&lines, &path, Goal::Set)? {
         Target::Found { .. } => return Err(Refusal::Unverified),
+        Target::OpenEmptyFlow {
+            line,
+            colon_end,
+            end,
+        } => {
+            lines[line].text.replace_range(colon_end..end, "");
+            return set(&join_lines(bom, &lines), dotted, value);
+        }
         Target::Replace {
             line,
             colon_end,
@@ -949,6 +982,30 @@ mod tests {
     }
 
     const SEED: &str = "# Hermes configuration\n_config_version: 33\n\nmodel:\n  # The model.\n  default: \"\"   # empty = not configured\n  provider: auto\n  base_url: ''\n\n# memory\nmemory:\n  provider: \"\"\n\ngateway: {}\n";
+
+    #[test]
+    fn a_section_seeded_empty_in_flow_style_takes_its_first_key() {
+        // What the seed (and every volume Hermes seeded before) writes for an empty section.
+        let out = edit(SEED, &[("gateway.engine", "native")]).unwrap();
+        assert!(out.ends_with("\ngateway:\n  engine: native\n"), "{out}");
+        assert_eq!(
+            out.replace("gateway:\n  engine: native\n", "gateway: {}\n"),
+            SEED
+        );
+        // A comment after it stays; the second key joins the first.
+        let out = edit("gateway: {}  # later\n", &[("gateway.engine", "agent")]).unwrap();
+        assert_eq!(out, "gateway:  # later\n  engine: agent\n");
+        let out = edit(&out, &[("gateway.command", "run")]).unwrap();
+        assert_eq!(out, "gateway:  # later\n  engine: agent\n  command: run\n");
+        // Nested: both levels open.
+        let out = edit("a: {}\n", &[("a.b.c", "x")]).unwrap();
+        assert_eq!(out, "a:\n  b:\n    c: x\n");
+        // A flow mapping with content is still refused, not rewritten.
+        assert_eq!(
+            refusal("gateway: {engine: agent}\n", "gateway.memory_max", "1GiB"),
+            Refusal::FlowStyle("gateway".into())
+        );
+    }
 
     #[test]
     fn a_value_changes_and_nothing_else() {

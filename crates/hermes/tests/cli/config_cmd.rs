@@ -171,6 +171,34 @@ fn as_root_the_file_keeps_its_owner() {
 }
 
 /// The original's own example: a whole section replaced by a value, in place.
+/// A fresh install's own `config.yaml` (its empty sections seeded as `gateway: {}` and
+/// `services: {}`) takes the settings operators set first, by `config set` as by the
+/// dashboard's form (the same editor).
+#[test]
+fn a_fresh_config_takes_settings_in_its_empty_sections() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let path = t.root().join("config.yaml");
+    let seeded = fs::read_to_string(&path).unwrap();
+    assert!(seeded.contains("\ngateway: {}\n"), "{seeded}");
+    t.ok(&["config", "set", "gateway.drain_timeout", "5"]);
+    t.ok(&["config", "set", "gateway.memory_max", "1GiB"]);
+    assert_eq!(t.ok(&["config", "get", "gateway.drain_timeout"]), "5\n");
+    let text = fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("\ngateway:\n  drain_timeout: 5\n  memory_max: \"1GiB\"\n"),
+        "{text}"
+    );
+    assert_eq!(
+        text.replace(
+            "gateway:\n  drain_timeout: 5\n  memory_max: \"1GiB\"\n",
+            "gateway: {}\n"
+        ),
+        seeded,
+        "nothing else changed"
+    );
+}
+
 #[test]
 fn a_section_set_to_a_value_is_replaced_in_place() {
     let t = TestContext::new();
