@@ -117,11 +117,14 @@ pub const SKELETON_DIRS: &[&str] = &[
     "home",
 ];
 
+/// The variable naming the volume's root.
+pub const HERMES_HOME_VAR: &str = "HERMES_HOME";
+
 /// Resolves the root: `HERMES_HOME` (trimmed, `~` expanded; empty means unset), else
 /// `~/.hermes`. `var` looks a variable up (the process environment, or a test's map).
 pub fn resolve_root(var: impl Fn(&str) -> Option<String>) -> Result<PathBuf, Error> {
     let home = var("HOME").filter(|h| !h.trim().is_empty());
-    if let Some(raw) = var("HERMES_HOME") {
+    if let Some(raw) = var(HERMES_HOME_VAR) {
         let raw = raw.trim();
         if !raw.is_empty() {
             return expand_tilde(raw, home.as_deref());

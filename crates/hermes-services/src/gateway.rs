@@ -93,6 +93,12 @@ pub fn gateway_spec(
     spec.cwd = Some(dir.to_path_buf());
     spec.log = LogTarget::Dir(gateway_log_dir(home, profile));
     spec.env.insert(SUPERVISED_VAR.into(), "1".into());
+    // The volume by its path, never by `HOME`: a service run as a user gets that user's passwd
+    // `HOME`, which is not where a supervisor found through `$HOME/.hermes` looked.
+    spec.env.insert(
+        hermes_home::layout::HERMES_HOME_VAR.into(),
+        home.to_string_lossy().into_owned(),
+    );
     // For a `gateway.command` that runs another agent implementation.
     spec.env.insert("HERMES_PROFILE".into(), profile.to_owned());
     spec.env.insert(
@@ -489,6 +495,11 @@ mod tests {
         assert_eq!((run_as.uid, run_as.gid), (10000, 10000));
         assert_eq!(run_as.groups, [10000, 998]);
         assert_eq!(spec.env.get("HOME").map(String::as_str), Some("/opt/data"));
+        // The volume by its path, whatever the user's `HOME`.
+        assert_eq!(
+            spec.env.get("HERMES_HOME").map(String::as_str),
+            dir.path().to_str()
+        );
         assert_eq!(spec.stop_grace, GATEWAY_STOP_GRACE);
         assert_eq!(spec.env.get(SUPERVISED_VAR).map(String::as_str), Some("1"));
         assert_eq!(spec.restart, RestartPolicy::OnFailure);

@@ -308,3 +308,54 @@ fn up_says_what_it_stops_and_when_it_is_done() {
         assert!(!stderr.contains(internal), "{internal}: {stderr}");
     }
 }
+
+/// A profile created while `hermes up` runs is served, whatever `HOME` says: `up` found its
+/// volume through `HOME` (no `HERMES_HOME`), and the gateway service the CLI registers runs
+/// with the passwd entry's `HOME` — it must still find the same volume.
+#[test]
+fn a_profile_created_while_up_runs_is_served_from_the_same_volume() {
+    let t = TestContext::new();
+    // The volume is `$HOME/.hermes`: no `HERMES_HOME` anywhere.
+    let cmd = |args: &[&str]| {
+        let mut c = t.cmd(args);
+        c.env_remove("HERMES_HOME");
+        c
+    };
+    let root = t.home().join(".hermes");
+    let ok = |args: &[&str]| {
+        let out = cmd(args).output().unwrap();
+        assert!(out.status.success(), "hermes {args:?}:\n{}", render(&out));
+    };
+    ok(&["profile", "list"]);
+    fs::write(
+        root.join(".env"),
+        crate::util::api_env(crate::util::free_port()),
+    )
+    .unwrap();
+    let mut up = crate::util::Running(
+        cmd(&["up"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    poll::until_true("the supervisor", Duration::from_secs(30), || {
+        cmd(&["service", "list"]).output().unwrap().status.success()
+    });
+    ok(&["profile", "create", "work", "--no-alias"]);
+    let port = crate::util::free_port();
+    fs::write(root.join("profiles/work/.env"), crate::util::api_env(port)).unwrap();
+    let started = cmd(&["-p", "work", "gateway", "start"]).output().unwrap();
+    assert!(started.status.success(), "{}", render(&started));
+    let row = |name: &str| -> serde_json::Value {
+        let out = cmd(&["service", "status", name, "--json"])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()[0].clone()
+    };
+    let work = row("gateway-work");
+    assert_eq!(work["state"], "up", "{work:#}");
+    assert_eq!(work["restarts"], 0, "no crash loop: {work:#}");
+    assert_eq!(work["port"], port, "{work:#}");
+    assert_eq!(up.stop(), Some(0));
+}
