@@ -607,6 +607,15 @@ impl Machine {
         self.state(main).and_then(ServiceState::pid)
     }
 
+    /// Whether `name` waits in `backoff` after a crash loop (a failure streak of at least
+    /// [`Timing::crash_loop_after`]): its next process is likely to fail too.
+    pub fn is_crash_looping(&self, name: &str) -> bool {
+        self.find(name).is_some_and(|i| {
+            let s = &self.services[i];
+            s.state.name() == crate::StateName::Backoff && s.streak >= self.timing.crash_loop_after
+        })
+    }
+
     /// Whether shutdown has begun.
     pub fn is_shutting_down(&self) -> bool {
         self.shutdown != Shutdown::Running

@@ -669,9 +669,11 @@ impl Supervisor {
         self.release_parked_sockets(out);
     }
 
-    /// Closes the held sockets of services that are parked or gone: a stopped service
-    /// refuses connections rather than leaving them waiting for nobody. A service restarting
-    /// (`backoff`, `stopping` for a restart, `starting`) keeps them.
+    /// Closes the held sockets of services that are parked or gone, and of a service waiting
+    /// out a crash loop: a client is refused at once rather than left waiting for nobody (a
+    /// crash-looping service's next process binds them again, `Sockets::prepare`). A service
+    /// restarting otherwise (`backoff` after a few failures, `stopping` for a restart,
+    /// `starting`) keeps them, so its clients wait in the backlog instead of being refused.
     fn release_parked_sockets(&mut self, out: &mut MirrorOut<'_>) {
         for service in self.sockets.services() {
             let parked = self.machine.state(&service).is_none_or(|state| {
@@ -680,7 +682,8 @@ impl Supervisor {
                     crate::StateName::Down | crate::StateName::Failed | crate::StateName::Disabled
                 )
             });
-            if !parked {
+            let crash_looping = self.machine.is_crash_looping(&service);
+            if !parked && !crash_looping {
                 continue;
             }
             let closed = self.sockets.release(&service);
@@ -690,7 +693,15 @@ impl Supervisor {
             }
             if let Some(spec) = self.machine.spec(&service) {
                 let dir = self.log_dir_for(spec);
-                let msg = format!("[hermes] closed its socket(s) {}", closed.join(", "));
+                let msg = if crash_looping {
+                    format!(
+                        "[hermes] closed its socket(s) {} while it crash-loops (clients are refused, \
+                         not kept waiting); its next start binds them again",
+                        closed.join(", ")
+                    )
+                } else {
+                    format!("[hermes] closed its socket(s) {}", closed.join(", "))
+                };
                 self.emit(&service, dir.as_deref(), msg.as_bytes(), out);
             }
         }

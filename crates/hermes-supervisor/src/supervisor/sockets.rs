@@ -1,7 +1,8 @@
 //! The sockets the supervisor holds for services ([`Listen`]): bound once, kept across every
 //! restart and crash of their service, and closed when it is parked (`down`, `failed`,
-//! `disabled`) or forgotten, so a stopped service refuses connections instead of leaving them
-//! waiting for nobody.
+//! `disabled`), forgotten, or waiting out a crash loop (bound again at its next start), so a
+//! service that is not coming back soon refuses connections instead of leaving them waiting
+//! for nobody.
 //!
 //! Under systemd (`hermes up` in a unit with a socket unit), the sockets systemd passed to the
 //! supervisor are used first: one named after the service, else the one listening on the

@@ -126,6 +126,45 @@ fn a_held_socket_survives_hand_overs_and_crashes_and_closes_on_stop() {
     );
 }
 
+/// A service that crash-loops does not leave its clients waiting: while it waits out the loop
+/// its socket is closed (a connection is refused at once), and its next start binds it again.
+#[test]
+fn a_crash_looping_service_refuses_clients_instead_of_holding_them() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = format!(
+        r#"
+services:
+  web:
+    command: ["sh", "-c", "sleep 0.2; exit 3"]
+    listen: "127.0.0.1:{port}"
+    restart: on-failure
+"#
+    );
+    let h = Harness::start(&config, &[]);
+    let addr = format!("127.0.0.1:{port}");
+    h.wait_for("a crash loop with its socket closed", || {
+        h.status("web").is_ok_and(|s| {
+            s.state == StateName::Backoff
+                && s.reason.starts_with("crash loop")
+                && s.listening.is_empty()
+        }) && TcpStream::connect(&addr).is_err()
+    });
+    assert!(
+        h.log("web").contains("while it crash-loops"),
+        "{}",
+        h.log("web")
+    );
+    // Its next start holds the socket again (the process is handed it while it runs).
+    h.wait_for("the socket held again for a new start", || {
+        h.status("web")
+            .is_ok_and(|s| s.listening == vec![addr.clone()])
+    });
+}
+
 #[test]
 fn a_successor_that_fails_leaves_the_old_one_serving() {
     let config = r#"
