@@ -171,7 +171,8 @@
           showEnv(name, r.env);
         }).catch(Hermes.problem);
       });
-      actions.appendChild(reveal);
+      // Only a secret is masked, so only a secret has anything to reveal.
+      if (k.secret) actions.appendChild(reveal);
       actions.appendChild(unset);
       row.appendChild(actions);
       body.appendChild(row);

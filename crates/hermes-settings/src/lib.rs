@@ -119,8 +119,12 @@ pub fn gateway_variable(key: &str) -> Option<&'static str> {
         .find(|v| v.eq_ignore_ascii_case(key))
 }
 
-/// Whether the variable `name` holds a secret (shown masked).
+/// Whether the variable `name` holds a secret (shown masked): `*_KEY`, `*_TOKEN`, and any
+/// name with `SECRET` or `PASSWORD` in it (`EMAIL_PASSWORD`, `MATRIX_PASSWORD`).
 pub fn is_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    upper.ends_with("_KEY") || upper.ends_with("_TOKEN") || upper.contains("SECRET")
+    upper.ends_with("_KEY")
+        || upper.ends_with("_TOKEN")
+        || upper.contains("SECRET")
+        || upper.contains("PASSWORD")
 }

@@ -536,9 +536,18 @@ fn env_rows(home: &Home) -> Step<Value> {
         .iter()
         .map(|key| {
             let value = env.get(key).unwrap_or_default();
+            // A secret by its name (`*_KEY`, `*_TOKEN`, `*SECRET*`, `*PASSWORD*`) is shown
+            // masked, revealed on request; a port or a switch as it is.
+            let secret = hermes_settings::is_secret(key);
+            let shown = if secret {
+                hermes_home::auth::mask_secret(value)
+            } else {
+                value.to_owned()
+            };
             json!({
                 "key": key,
-                "masked": hermes_home::auth::mask_secret(value),
+                "masked": shown,
+                "secret": secret,
                 "empty": dotenv::nonblank(value).is_none(),
             })
         })

@@ -189,7 +189,7 @@ fn the_default_profile_cannot_be_deleted() {
 fn env_keys_are_masked_and_writes_keep_comments_and_other_lines() {
     let d = start();
     let env = d.root().join(".env");
-    let before = "# Provider keys\nOPENAI_API_KEY=sk-abcdefghijklmnop  # main\n\nnot an assignment\nSHORT=abc\n";
+    let before = "# Provider keys\nOPENAI_API_KEY=sk-abcdefghijklmnop  # main\n\nnot an assignment\nSHORT=abc\nAPI_SERVER_PORT=8700\nMAIL_PASSWORD=hunter2\n";
     fs::write(&env, before).unwrap();
 
     let shown = api(&d, "GET", "/api/profiles/default", None);
@@ -199,14 +199,27 @@ fn env_keys_are_masked_and_writes_keep_comments_and_other_lines() {
         "{}",
         shown.body
     );
-    assert!(!shown.body.contains("\"abc\""));
+    assert!(!shown.body.contains("hunter2"), "{}", shown.body);
     let keys = &shown.json()["env"]["keys"];
     assert_eq!(keys[0]["key"], "OPENAI_API_KEY");
     assert_eq!(
         keys[0]["masked"],
         hermes_home::auth::mask_secret("sk-abcdefghijklmnop")
     );
-    assert_eq!(keys[1]["masked"], "***");
+    assert_eq!(keys[0]["secret"], true);
+    // A port or any name that is not a secret's is shown as it is: only secrets are masked.
+    assert_eq!(
+        (&keys[1]["masked"], &keys[1]["secret"]),
+        (&json!("abc"), &json!(false))
+    );
+    assert_eq!(keys[2]["masked"], "8700");
+    assert_eq!(
+        (&keys[3]["masked"], &keys[3]["secret"]),
+        (
+            &json!(hermes_home::auth::mask_secret("hunter2")),
+            &json!(true)
+        )
+    );
     assert_eq!(shown.json()["env"]["unparsed_lines"], json!([4]));
 
     let a = api(
