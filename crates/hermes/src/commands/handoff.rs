@@ -431,17 +431,43 @@ pub fn exec(agent: &Agent, args: &[OsString]) -> Failure {
     failure
 }
 
-/// The one-line refusal for an agent command where the agent is not installed.
+/// The one-line refusal for an agent command where the agent is not installed; its hint
+/// names our own command for the same thing first, when there is one ([`built_in_for`]).
 pub fn not_installed(what: &str) -> Failure {
+    let install = format!(
+        "for hermes-agent's own, use the `full` image, which ships it; elsewhere install \
+         hermes-agent (`pip install hermes-agent`) and set `{}` to its `hermes` script",
+        agent::AGENT_CLI_VAR
+    );
+    let hint = match built_in_for(what) {
+        Some(ours) => format!("{ours}; {install}"),
+        None => install,
+    };
     let mut failure = Failure::new(
         format!("`{what}` is a command of hermes-agent, which is not installed here"),
-        Some(format!(
-            "use the `full` image, which ships it; elsewhere install hermes-agent (`pip install hermes-agent`) and set `{}` to its `hermes` script",
-            agent::AGENT_CLI_VAR
-        )),
+        Some(hint),
     );
     failure.code = NOT_INSTALLED_EXIT;
     failure
+}
+
+/// What Hermes itself offers in place of the agent's command `what` (`hermes logs`), if
+/// anything.
+fn built_in_for(what: &str) -> Option<&'static str> {
+    let command = what.split_whitespace().nth(1)?;
+    Some(match command {
+        "logs" => {
+            "`hermes service logs gateway-default` shows a gateway's log (`--follow` to follow \
+             it), `hermes service logs SERVICE` any service's"
+        }
+        "sessions" => {
+            "the dashboard's Sessions page lists and searches them (`hermes dashboard`), and \
+             `hermes chat --session ID` goes on with one"
+        }
+        "status" => "`hermes service status` shows every service, `hermes doctor` what is wrong",
+        "cron" => "the dashboard's Cron page shows the jobs and their ticker",
+        _ => return None,
+    })
 }
 
 /// The agent to run `hermes chat` with: `Some` when the selected profile's gateway engine is
@@ -609,5 +635,26 @@ mod tests {
             "`hermes cron` is a command of hermes-agent, which is not installed here"
         );
         assert!(failure.hint.unwrap().contains("`full` image"));
+    }
+
+    #[test]
+    fn the_refusal_names_our_own_command_for_the_same_thing_first() {
+        for (what, ours) in [
+            ("hermes logs", "`hermes service logs gateway-default`"),
+            ("hermes sessions", "Sessions page"),
+        ] {
+            let hint = not_installed(what).hint.unwrap();
+            let (built_in, agent) = (hint.find(ours), hint.find("`full` image"));
+            assert!(
+                built_in.is_some() && agent.is_some() && built_in < agent,
+                "{what}: ours first, then the agent: {hint}"
+            );
+        }
+        assert!(
+            !not_installed("hermes skills")
+                .hint
+                .unwrap()
+                .contains("dashboard")
+        );
     }
 }

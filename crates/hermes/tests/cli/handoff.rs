@@ -197,11 +197,21 @@ fn chat_follows_the_profiles_gateway_engine() {
 #[test]
 fn without_the_agent_its_commands_fail_in_one_line_naming_it() {
     let t = TestContext::new();
-    for (args, what) in [
-        (&["cron", "list"][..], "hermes cron"),
-        (&["-p", "work", "sessions", "list"], "hermes sessions"),
-        (&["-z", "hi"], "hermes -z"),
-        (&["auth", "add", "openrouter"], "hermes auth add"),
+    // With our own command for the same thing named first where there is one.
+    for (args, what, ours) in [
+        (&["cron", "list"][..], "hermes cron", Some("Cron page")),
+        (
+            &["-p", "work", "sessions", "list"],
+            "hermes sessions",
+            Some("Sessions page"),
+        ),
+        (
+            &["logs"],
+            "hermes logs",
+            Some("`hermes service logs gateway-default`"),
+        ),
+        (&["-z", "hi"], "hermes -z", None),
+        (&["auth", "add", "openrouter"], "hermes auth add", None),
     ] {
         let out = t.run(args);
         assert_eq!(out.status.code(), Some(127), "{args:?}: {}", render(&out));
@@ -219,10 +229,17 @@ fn without_the_agent_its_commands_fail_in_one_line_naming_it() {
             "{stderr}"
         );
         assert_eq!(lines.len(), 2, "{stderr}");
-        assert!(
-            lines[1].starts_with("hint: use the `full` image"),
-            "{stderr}"
-        );
+        assert!(lines[1].contains("use the `full` image"), "{stderr}");
+        match ours {
+            Some(ours) => assert!(
+                lines[1].starts_with("hint: ") && lines[1].contains(ours),
+                "{stderr}"
+            ),
+            None => assert!(
+                lines[1].starts_with("hint: for hermes-agent's own"),
+                "{stderr}"
+            ),
+        }
     }
     let bare = t.run(&[]);
     assert_eq!(bare.status.code(), Some(0));
