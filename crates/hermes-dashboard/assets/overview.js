@@ -21,10 +21,6 @@
     if (s < 3600) return Math.floor(s / 60) + "m" + (s % 60) + "s";
     return Math.floor(s / 3600) + "h" + Math.floor((s % 3600) / 60) + "m";
   }
-  function exit(e) {
-    if (!e) return "-";
-    return typeof e === "object" ? JSON.stringify(e) : String(e);
-  }
   // The last 15 minutes as a small inline SVG: memory between its lowest and highest point
   // (the figure beside it says how much), CPU % from 0 to its peak (at least 5 %, so an idle
   // service draws flat). Nothing before there are two points.
@@ -103,7 +99,7 @@
       tr.appendChild(memory(s));
       tr.appendChild(cpu(s));
       tr.appendChild(cell(s.restarts));
-      tr.appendChild(cell(exit(s.last_exit)));
+      tr.appendChild(cell(s.last_exit_text || "-"));
       // A failing service's last error (its log's, or its recorded failed start) beside the
       // supervisor's reason, as `hermes service status` shows it.
       tr.appendChild(cell(s.served_by ? "served by " + s.served_by : (s.reason || "") + (s.last_error ? " — " + s.last_error : "")));

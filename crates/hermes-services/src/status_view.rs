@@ -128,13 +128,15 @@ impl ServiceView {
     }
 
     /// The row as the JSON documents carry it: the supervisor's fields, `last_error`,
-    /// `memory_text`, and for a gateway `engine`, `port`, `key_source` and `served_by`
+    /// `memory_text`, `last_exit_text` (`code 3`, `signal SIGKILL`, `stopped (code 1)`: as the
+    /// CLI's table words it), and for a gateway `engine`, `port`, `key_source` and `served_by`
     /// (`served_by` also for a row whose profile is gone).
     pub fn to_json(&self) -> Value {
         let mut value = serde_json::to_value(&self.status).unwrap_or(Value::Null);
         if let Some(map) = value.as_object_mut() {
             map.insert("last_error".into(), json!(self.last_error));
             map.insert("memory_text".into(), json!(self.memory_text()));
+            map.insert("last_exit_text".into(), json!(self.status.last_exit_text()));
             if let Some(gateway) = &self.gateway {
                 map.insert("engine".into(), json!(gateway.engine));
                 map.insert("port".into(), json!(self.port));
@@ -203,6 +205,14 @@ mod tests {
         // Serialized with the row, for the page's sparkline and the limit.
         let v = view(&row).to_json();
         assert_eq!(v["memory_text"], "- / 1 GiB");
+        assert_eq!(v["last_exit_text"], serde_json::Value::Null);
+        row.last_exit = Some(hermes_supervisor::status::ExitStatus::Signal(9));
+        assert_eq!(view(&row).to_json()["last_exit_text"], "signal SIGKILL");
+        row.last_exit = Some(hermes_supervisor::status::ExitStatus::Code(1));
+        assert_eq!(view(&row).to_json()["last_exit_text"], "code 1");
+        // After the supervisor's own stop: stopped, whatever the code.
+        row.last_exit_planned = true;
+        assert_eq!(view(&row).to_json()["last_exit_text"], "stopped (code 1)");
         assert_eq!(v["memory_max"]["enforced_by"], "cgroup");
         assert_eq!(v["resources"]["memory_bytes"], 212u64 << 20);
     }

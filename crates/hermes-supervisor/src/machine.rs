@@ -439,6 +439,8 @@ struct Service {
     restarts: u32,
     streak: u32,
     last_exit: Option<ExitStatus>,
+    /// `last_exit` came after the supervisor's own stop signal.
+    last_exit_planned: bool,
     started: bool,
     seq: u64,
     lingering: Option<Lingering>,
@@ -523,6 +525,7 @@ impl Machine {
             restarts: 0,
             streak: 0,
             last_exit: None,
+            last_exit_planned: false,
             started: false,
             seq: 0,
             lingering: None,
@@ -702,6 +705,7 @@ impl Machine {
             since_secs: secs(s.state.since()),
             restarts: s.restarts,
             last_exit: s.last_exit,
+            last_exit_planned: s.last_exit_planned,
             reason,
             profile: s.spec.profile.clone(),
             draining: s.retiring.iter().map(|r| r.pid).collect(),
@@ -965,6 +969,8 @@ impl Machine {
             return; // an orphan or an escaped descendant: reaped, nothing to do
         };
         self.services[i].last_exit = Some(status);
+        self.services[i].last_exit_planned =
+            matches!(self.services[i].state, ServiceState::Stopping { .. });
         let killed_for = self.services[i].killed_for.take();
         // The main process is gone, however it ended: whatever it started in its group (a
         // helper holding its port, its output pipes) goes too, before any new run starts.
@@ -1604,6 +1610,7 @@ mod tests {
             let t1 = t0 + ms(10);
             let acts = exit(&mut m, 10, status, t1);
             let st = m.status_of("a", t1).unwrap();
+            assert!(!st.last_exit_planned, "nobody asked it to stop: {st:?}");
             assert_eq!(st.state, want, "{policy:?} {status:?}: {st:?}");
             assert_eq!(st.last_exit, Some(status));
             let immediate = acts.contains(&Action::Spawn {
@@ -2072,6 +2079,11 @@ mod tests {
         let st = m.status_of("a", grace_end).unwrap();
         assert_eq!(st.state, StateName::Down);
         assert_eq!(st.last_exit, Some(ExitStatus::Signal(9)));
+        assert!(st.last_exit_planned, "our own stop: {st:?}");
+        assert_eq!(
+            st.last_exit_text().as_deref(),
+            Some("stopped (signal SIGKILL)")
+        );
         assert_eq!(st.reason, "stopped by operator");
     }
 

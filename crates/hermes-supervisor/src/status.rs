@@ -103,6 +103,11 @@ pub struct ServiceStatus {
     pub restarts: u32,
     /// How the previous process ended.
     pub last_exit: Option<ExitStatus>,
+    /// Whether that end was asked for: the process exited after the supervisor's own stop
+    /// signal (an operator's stop or restart, a shutdown), whatever its code — an agent that
+    /// exits 1 on SIGTERM was stopped, it did not fail.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub last_exit_planned: bool,
     /// Why the service is in this state, in words ("" when there is nothing to say).
     pub reason: String,
     /// Profile label from the spec.
@@ -138,6 +143,17 @@ pub struct ServiceStatus {
 }
 
 impl ServiceStatus {
+    /// How the previous process ended, in words: `code 3`, `signal SIGKILL`, or `stopped (code
+    /// 1)` when the supervisor had asked it to stop; `None` before any process ended.
+    pub fn last_exit_text(&self) -> Option<String> {
+        let exit = self.last_exit?;
+        Some(if self.last_exit_planned {
+            format!("stopped ({exit})")
+        } else {
+            exit.to_string()
+        })
+    }
+
     /// A row of `name` in `state` with nothing else to say (no process, no restarts, no
     /// reason): what a caller fills in, and what tests start from.
     pub fn new(name: impl Into<String>, state: StateName) -> Self {
@@ -149,6 +165,7 @@ impl ServiceStatus {
             since_secs: 0.0,
             restarts: 0,
             last_exit: None,
+            last_exit_planned: false,
             reason: String::new(),
             profile: None,
             draining: Vec::new(),
@@ -304,7 +321,7 @@ pub fn status_cells(r: &ServiceStatus) -> [String; COLUMNS] {
             .and_then(|u| u.cpu_percent)
             .map_or("-".into(), |p| format!("{p:.1}%")),
         r.restarts.to_string(),
-        r.last_exit.map_or("-".into(), |e| e.to_string()),
+        r.last_exit_text().unwrap_or_else(|| "-".into()),
         reason_cell(r),
     ]
 }

@@ -498,6 +498,7 @@ mod tests {
             since_secs: 9.0,
             restarts: 1,
             last_exit: Some(hermes_supervisor::ExitStatus::Code(78)),
+            last_exit_planned: false,
             reason: "ready (notified)".into(),
             profile: Some("work".into()),
             draining: Vec::new(),

@@ -4,11 +4,16 @@
 use crate::ui::{Ui, WAIT};
 use crate::util::TestContext;
 
-/// The State cell of `service`'s row, read in one script (rows are re-rendered on every
-/// event, so an element found earlier may be gone).
+/// The State cell of `service`'s row.
 fn state_cell(ui: &Ui, service: &str) -> String {
+    cell(ui, service, 2)
+}
+
+/// Cell `n` (from 1) of `service`'s row, read in one script (rows are re-rendered on every
+/// event, so an element found earlier may be gone).
+fn cell(ui: &Ui, service: &str, n: usize) -> String {
     let script = format!(
-        "var c = document.querySelector(\"tr[data-service='{service}'] td:nth-child(2)\"); return c ? c.textContent : '';"
+        "var c = document.querySelector(\"tr[data-service='{service}'] td:nth-child({n})\"); return c ? c.textContent : '';"
     );
     ui.browser
         .execute(&script)
@@ -56,6 +61,12 @@ fn sign_in_then_stop_and_start_a_gateway_with_the_buttons() {
         state_cell(&ui, "gateway-default") == "up"
     });
     assert_eq!(t.service("gateway-default")["state"], "up");
+    // The stop's exit, in the words the CLI's table uses (never raw JSON): ours, so stopped.
+    let last_exit = cell(&ui, "gateway-default", 8);
+    assert!(
+        last_exit.starts_with("stopped (code ") || last_exit.starts_with("stopped (signal "),
+        "Last exit: {last_exit:?}"
+    );
 
     // A reload shows the same truth, asked afresh.
     ui.goto("");
