@@ -37,7 +37,7 @@ pub const PUBLIC_PATHS: &[&str] = &["/api/health", "/assets/app.css"];
 const ACCEPTED_KEPT: usize = 8;
 
 /// The content security policy: nothing inline, nothing from elsewhere.
-const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'";
 
 /// Settings plus the failed-login counters, shared by every request.
 pub struct Guard {

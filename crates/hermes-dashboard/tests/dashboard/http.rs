@@ -161,6 +161,14 @@ fn security_headers_are_on_every_answer() {
             Some("default-src 'self'"),
             "{path}"
         );
+        // Every page sets `<base href>` (its sub-path): the policy must let it.
+        assert!(
+            a.header("content-security-policy")
+                .unwrap()
+                .split(';')
+                .any(|d| d.trim() == "base-uri 'self'"),
+            "{path}"
+        );
         assert_eq!(
             a.header("x-frame-options").as_deref(),
             Some("DENY"),

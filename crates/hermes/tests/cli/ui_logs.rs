@@ -68,6 +68,11 @@ fn follow_a_service_log_live_filter_it_pause_and_download() {
         shown_containing(&ui, "first line from echoer") == 1
     });
     assert_eq!(ui.browser.title(), "Hermes — Logs");
+    // The page's `<base href>` is in force (the CSP allows it), not the page's own address.
+    assert_eq!(
+        ui.browser.execute("return document.baseURI;").as_str(),
+        Some(format!("http://127.0.0.1:{}/", ui.port).as_str())
+    );
     assert_eq!(ui.browser.find("#log-service").value(), "echoer");
     // The picker has the supervisor's state beside the name.
     let label = ui.browser.find("#log-service option[value=echoer]").text();
