@@ -32,6 +32,50 @@ pub const AGENT_CLI_VAR: &str = "HERMES_AGENT_CLI";
 /// The image-wide default engine (`native` or `agent`).
 pub const ENGINE_VAR: &str = "HERMES_GATEWAY_ENGINE";
 
+/// Where Hermes runs, for saying how to get the agent: in our container image, or on a
+/// machine of its own (a host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Our image (its marker file is there).
+    Image,
+    /// Anywhere else.
+    Host,
+}
+
+impl Place {
+    /// Where this process runs.
+    pub fn current() -> Place {
+        if hermes_privilege::image_marker_present(Path::new(hermes_privilege::IMAGE_MARKER)) {
+            Place::Image
+        } else {
+            Place::Host
+        }
+    }
+
+    /// `in this container` or `on this machine`.
+    pub fn here(self) -> &'static str {
+        match self {
+            Place::Image => "in this container",
+            Place::Host => "on this machine",
+        }
+    }
+
+    /// How to get hermes-agent here, for a hint: the `full` image in a container; pip and
+    /// [`AGENT_CLI_VAR`] on a host (where no image is involved).
+    pub fn get_the_agent(self) -> String {
+        match self {
+            Place::Image => format!(
+                "run the `full` image, which ships hermes-agent, or set `{AGENT_CLI_VAR}` to an \
+                 agent's `hermes`"
+            ),
+            Place::Host => format!(
+                "install hermes-agent (`pip install hermes-agent`) and set `{AGENT_CLI_VAR}` to \
+                 its `hermes` script"
+            ),
+        }
+    }
+}
+
 /// An installed agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Agent {
@@ -218,8 +262,8 @@ impl EngineProblem {
                 format!("set `{setting}` to `native` or `agent`, or remove it to get the default")
             }
             EngineProblem::AgentMissing { setting } => format!(
-                "use the `full` image (it installs hermes-agent), point `{AGENT_CLI_VAR}` at an \
-                 agent's `bin/hermes`, or set `{setting}` to `native`"
+                "{}, or set `{setting}` to `native`",
+                Place::current().get_the_agent()
             ),
             EngineProblem::Unreadable { .. } => "fix the file, then start the gateway again".into(),
         })
@@ -369,6 +413,21 @@ pub fn gateway_command(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn how_to_get_the_agent_is_said_for_where_hermes_runs() {
+        let host = Place::Host.get_the_agent();
+        assert!(
+            host.contains("pip install hermes-agent") && !host.contains("image"),
+            "{host}"
+        );
+        let image = Place::Image.get_the_agent();
+        assert!(image.contains("`full` image"), "{image}");
+        assert_eq!(
+            (Place::Host.here(), Place::Image.here()),
+            ("on this machine", "in this container")
+        );
+    }
 
     #[test]
     fn the_engine_label_names_the_engine_or_says_invalid() {

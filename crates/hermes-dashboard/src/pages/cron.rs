@@ -208,7 +208,7 @@ async fn status(
             "stale_after_s": STALE_AFTER_S,
             "summary": summary,
             "actions": agent.is_some(),
-            "actions_note": if agent.is_some() { Value::Null } else { json!(action::NO_AGENT_HINT) },
+            "actions_note": if agent.is_some() { Value::Null } else { json!(action::no_agent_hint()) },
         }))
         .into_response())
     })

@@ -159,11 +159,13 @@ pub fn api_paths() -> Map<String, Value> {
 /// whose the feature is ("changing a job", "pairing"), the hint how to get an agent.
 pub fn installed_agent(app: &App, what: &str) -> Step<hermes_services::agent::Agent> {
     hermes_services::agent::locate(&*app.vars).ok_or_else(|| {
+        let place = hermes_services::agent::Place::current();
         refuse(
             StatusCode::CONFLICT,
-            "no agent is installed in this container",
+            &format!("no agent is installed {}", place.here()),
             Some(format!(
-                "{what} is the agent's own code: run the full image, or set HERMES_AGENT_CLI to the agent's `hermes`"
+                "{what} is the agent's own code: {}",
+                place.get_the_agent()
             )),
         )
     })

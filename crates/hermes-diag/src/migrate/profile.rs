@@ -544,11 +544,17 @@ fn cron_part(volume: &Volume, dir: &Path, image: &Image, findings: &mut Vec<Find
             "cron",
             format!("{n} cron job(s): run by hermes-agent's gateway (the agent engine)"),
         ),
-        (None, n, false) => Finding::attention(
-            "cron",
-            format!("{n} cron job(s), and this image has no hermes-agent to run them"),
-            "use the full image (it ships hermes-agent), whose gateway runs them",
-        ),
+        (None, n, false) => {
+            let place = hermes_services::agent::Place::current();
+            Finding::attention(
+                "cron",
+                format!(
+                    "{n} cron job(s), and there is no hermes-agent {} to run them",
+                    place.here()
+                ),
+                format!("{} (its gateway runs them)", place.get_the_agent()),
+            )
+        }
     };
     findings.push(finding);
     facts
@@ -570,11 +576,18 @@ fn platforms_part(
             let installed_in = spec.package.and_then(|p| image.installed_in(p));
             let set = set_in.join(", ");
             let finding = match (image.agent_installed, spec.package, installed_in) {
-                (false, _, _) => Finding::attention(
-                    "platforms",
-                    format!("{} is configured ({set}), and this image has no hermes-agent to connect it", spec.name),
-                    "use the full image (it ships hermes-agent)",
-                ),
+                (false, _, _) => {
+                    let place = hermes_services::agent::Place::current();
+                    Finding::attention(
+                        "platforms",
+                        format!(
+                            "{} is configured ({set}), and there is no hermes-agent {} to connect it",
+                            spec.name,
+                            place.here()
+                        ),
+                        place.get_the_agent(),
+                    )
+                }
                 (true, None, _) => Finding::ok(
                     "platforms",
                     format!("{} ({set}): needs no extra package", spec.name),

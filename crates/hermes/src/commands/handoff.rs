@@ -435,9 +435,8 @@ pub fn exec(agent: &Agent, args: &[OsString]) -> Failure {
 /// names our own command for the same thing first, when there is one ([`built_in_for`]).
 pub fn not_installed(what: &str) -> Failure {
     let install = format!(
-        "for hermes-agent's own, use the `full` image, which ships it; elsewhere install \
-         hermes-agent (`pip install hermes-agent`) and set `{}` to its `hermes` script",
-        agent::AGENT_CLI_VAR
+        "for hermes-agent's own, {}",
+        agent::Place::current().get_the_agent()
     );
     let hint = match built_in_for(what) {
         Some(ours) => format!("{ours}; {install}"),
@@ -627,14 +626,18 @@ mod tests {
     }
 
     #[test]
-    fn the_refusal_names_the_command_and_the_full_image() {
+    fn the_refusal_names_the_command_and_how_to_get_the_agent() {
         let failure = not_installed("hermes cron");
         assert_eq!(failure.code, NOT_INSTALLED_EXIT);
         assert_eq!(
             failure.message,
             "`hermes cron` is a command of hermes-agent, which is not installed here"
         );
-        assert!(failure.hint.unwrap().contains("`full` image"));
+        let hint = failure.hint.unwrap();
+        assert!(
+            hint.contains(&agent::Place::current().get_the_agent()),
+            "{hint}"
+        );
     }
 
     #[test]
@@ -644,7 +647,8 @@ mod tests {
             ("hermes sessions", "Sessions page"),
         ] {
             let hint = not_installed(what).hint.unwrap();
-            let (built_in, agent) = (hint.find(ours), hint.find("`full` image"));
+            let how = agent::Place::current().get_the_agent();
+            let (built_in, agent) = (hint.find(ours), hint.find(&how));
             assert!(
                 built_in.is_some() && agent.is_some() && built_in < agent,
                 "{what}: ours first, then the agent: {hint}"

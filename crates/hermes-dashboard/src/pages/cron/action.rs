@@ -10,7 +10,12 @@ use crate::pages::request::{Step, refuse};
 use crate::server::App;
 
 /// Why the buttons are off without an agent, and what to do.
-pub const NO_AGENT_HINT: &str = "changing a job takes the agent's own cron code: run the full image, or set HERMES_AGENT_CLI to the agent's `hermes`";
+pub fn no_agent_hint() -> String {
+    format!(
+        "changing a job takes the agent's own cron code: {}",
+        hermes_services::agent::Place::current().get_the_agent()
+    )
+}
 
 /// The longest job reference accepted (the agent's ids are 12 hex digits; names are short).
 const MAX_REFERENCE: usize = 256;
