@@ -133,9 +133,9 @@ mod tests {
         assert_eq!(mode(&path), 0o600);
         // Nothing to change: not written.
         assert!(!set_in_file(&path, &[("model.provider", "deepseek")]).unwrap());
-        // A refusal writes nothing.
+        // A refusal writes nothing (`model.provider` is a value, not a section).
         let before = fs::read_to_string(&path).unwrap();
-        assert!(set_in_file(&path, &[("gateway.port", "1")]).is_err());
+        assert!(set_in_file(&path, &[("model.provider.port", "1")]).is_err());
         assert_eq!(fs::read_to_string(&path).unwrap(), before);
     }
 
