@@ -126,6 +126,26 @@ impl GatewayState {
             other => other,
         }
     }
+
+    /// What a supervisor's start-up makes of the record: the [`effective_state`]
+    /// (Self::effective_state), except that a gateway that last stopped *asking for a restart*
+    /// — the agent engine's `/restart` or `hermes update` write `gateway_state: stopped` with
+    /// `restart_requested: true` before exiting 75 — meant to run: a boot that comes between its
+    /// exit and its restart brings it back. `Some("running")`: the gateway starts.
+    pub fn run_intent(&self) -> Option<&str> {
+        let restart_pending = self.desired_state().is_none()
+            && self.gateway_state() == Some("stopped")
+            && self
+                .fields
+                .get("restart_requested")
+                .and_then(Value::as_bool)
+                == Some(true);
+        if restart_pending {
+            Some("running")
+        } else {
+            self.effective_state()
+        }
+    }
 }
 
 /// Reads the record at `path`. Only I/O errors other than "not found" are errors.

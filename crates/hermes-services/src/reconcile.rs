@@ -2,7 +2,7 @@
 //!
 //! Words:
 //! * **prior state** — the profile's effective state from `gateway_state.json` (desired, else
-//!   last; a last `stopped` that asked for a restart reads `running`, see `run_intent`); a
+//!   last; a last `stopped` that asked for a restart reads `running`, `GatewayState::run_intent`); a
 //!   missing, unreadable or corrupt file is "no state" (`None`).
 //! * **action** — `started` (prior state `running`: the service starts with the supervisor)
 //!   or `registered` (known to the supervisor, `down` until an operator starts it).
@@ -22,7 +22,7 @@ use std::io::Write;
 use std::path::Path;
 
 use hermes_home::ProfileRef;
-use hermes_home::gateway_state::{self, GatewayState, StateRead};
+use hermes_home::gateway_state::{self, StateRead};
 use hermes_home::lifecycle_ledger::{self, PriorExit};
 use hermes_privilege::Identity;
 use hermes_settings::VolumeFiles;
@@ -104,7 +104,7 @@ pub fn reconcile(
         let (profile, dir) = (read.name.clone(), read.dir.as_path());
         let state_file = gateway_state::path(dir);
         let prior_state = match gateway_state::read(&state_file) {
-            Ok(StateRead::Valid(s)) => run_intent(&s).map(str::to_owned),
+            Ok(StateRead::Valid(s)) => s.run_intent().map(str::to_owned),
             Ok(StateRead::Missing) => None,
             Ok(StateRead::Invalid(why)) => {
                 say(
@@ -149,25 +149,6 @@ pub fn reconcile(
         });
     }
     (specs, actions)
-}
-
-/// The state that decides autostart: the record's effective state (desired, else last), except
-/// that a gateway that last stopped *asking for a restart* — the agent engine's `/restart` or
-/// `hermes update` write `gateway_state: stopped` with `restart_requested: true` before exiting
-/// 75 — meant to run: a boot that comes between its exit and its restart brings it back.
-fn run_intent(state: &GatewayState) -> Option<&str> {
-    let restart_pending = state.desired_state().is_none()
-        && state.gateway_state() == Some("stopped")
-        && state
-            .fields()
-            .get("restart_requested")
-            .and_then(|v| v.as_bool())
-            == Some(true);
-    if restart_pending {
-        Some("running")
-    } else {
-        state.effective_state()
-    }
 }
 
 #[cfg(test)]

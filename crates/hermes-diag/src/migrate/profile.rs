@@ -222,7 +222,7 @@ pub(super) fn collect(
         "skills",
         &mut findings,
     );
-    let cron = cron_part(volume, dir, image, &mut findings);
+    let cron = cron_part(volume, name, dir, image, multiplexed, &mut findings);
     let platforms = platforms_part(&dotenv, &config, image, &mut findings);
     let api_server = api_part(name, &dotenv, &config, image, multiplexed, &mut findings);
     let memory_provider = plugins_part(&config, image, &mut findings);
@@ -513,7 +513,14 @@ fn files_part(
     count
 }
 
-fn cron_part(volume: &Volume, dir: &Path, image: &Image, findings: &mut Vec<Finding>) -> CronFacts {
+fn cron_part(
+    volume: &Volume,
+    name: &str,
+    dir: &Path,
+    image: &Image,
+    multiplexed: bool,
+    findings: &mut Vec<Finding>,
+) -> CronFacts {
     let mut facts = CronFacts::default();
     match read_bytes(volume, &layout::cron_jobs_path(dir)) {
         Ok(None) => {}
@@ -540,10 +547,26 @@ fn cron_part(volume: &Volume, dir: &Path, image: &Image, findings: &mut Vec<Find
             "fix or restore the file; the agent refuses a damaged one",
         ),
         (None, 0, _) => Finding::ok("cron", "no cron jobs"),
-        (None, n, true) => Finding::ok(
-            "cron",
-            format!("{n} cron job(s): run by hermes-agent's gateway (the agent engine)"),
-        ),
+        (None, n, true) => match gateway_left_down(volume, name, dir, multiplexed) {
+            // A named profile's jobs run only while its own gateway runs.
+            Some(why) => Finding::attention(
+                "cron",
+                format!(
+                    "{n} cron job(s), but gateway-{name} does not start with the container \
+                     ({why}): its jobs run only while it runs"
+                ),
+                format!(
+                    "start it once (`hermes -p {name} gateway start`): it then starts at every \
+                     boot; or switch multiplexing on (`hermes config set \
+                     gateway.multiplex_profiles true`), so the default profile's gateway runs \
+                     every profile's jobs"
+                ),
+            ),
+            None => Finding::ok(
+                "cron",
+                format!("{n} cron job(s): run by hermes-agent's gateway (the agent engine)"),
+            ),
+        },
         (None, n, false) => {
             let place = hermes_services::agent::Place::current();
             Finding::attention(
@@ -558,6 +581,27 @@ fn cron_part(volume: &Volume, dir: &Path, image: &Image, findings: &mut Vec<Find
     };
     findings.push(finding);
     facts
+}
+
+/// Why a named profile's own gateway would not start at boot (`reconcile`: only a recorded
+/// `running` starts it), or `None` when it would — or when it need not: the default profile
+/// (a container boot starts it as `HERMES_GATEWAY_BOOTSTRAP_STATE` asks), or multiplexing
+/// (the default profile's gateway serves every profile).
+fn gateway_left_down(volume: &Volume, name: &str, dir: &Path, multiplexed: bool) -> Option<String> {
+    if multiplexed || name == hermes_home::DEFAULT_PROFILE {
+        return None;
+    }
+    let recorded = read_bytes(volume, &hermes_home::gateway_state::path(dir))
+        .ok()
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Map<_, _>>(&bytes).ok())
+        .map(hermes_home::gateway_state::GatewayState::from_fields);
+    let intent = recorded.as_ref().and_then(|s| s.run_intent());
+    match intent {
+        Some("running") => None,
+        Some(state) => Some(format!("its last recorded state is `{state}`")),
+        None => Some("it has no recorded state".into()),
+    }
 }
 
 fn platforms_part(

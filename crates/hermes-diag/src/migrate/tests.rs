@@ -339,6 +339,71 @@ fn cron_jobs_and_platforms_without_an_agent_need_attention() {
     assert_eq!(report.attention, 3);
 }
 
+/// A named profile's cron jobs run only while its own gateway runs: migrate check says so when
+/// that gateway would not start with the container (no recorded `running`), and not when it
+/// would, or when multiplexing has the default gateway run every profile's jobs.
+#[test]
+fn a_named_profiles_jobs_need_its_gateway_to_start() {
+    let (_dir, root) = volume();
+    let coder = profile(&root, "coder");
+    fs::create_dir_all(coder.join("cron")).unwrap();
+    fs::write(
+        coder.join("cron/jobs.json"),
+        json!([{"id": "a"}]).to_string(),
+    )
+    .unwrap();
+    let cron = |report: &MigrationReport| attention(findings(report, "coder"), "cron").len();
+    // No recorded state: registered, never started, its job never runs.
+    let report = run(&root, &agent(33));
+    let said = attention(findings(&report, "coder"), "cron");
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].message.contains("gateway-coder does not start"),
+        "{:?}",
+        said[0]
+    );
+    assert!(
+        said[0]
+            .action
+            .as_deref()
+            .is_some_and(|a| a.contains("hermes -p coder gateway start")),
+        "{:?}",
+        said[0]
+    );
+    // Stopped on purpose: the same.
+    fs::write(
+        coder.join("gateway_state.json"),
+        r#"{"gateway_state": "stopped"}"#,
+    )
+    .unwrap();
+    assert_eq!(cron(&run(&root, &agent(33))), 1);
+    // Recorded running (or asked to restart): it starts, so do its jobs.
+    fs::write(
+        coder.join("gateway_state.json"),
+        r#"{"gateway_state": "running"}"#,
+    )
+    .unwrap();
+    assert_eq!(cron(&run(&root, &agent(33))), 0);
+    fs::write(
+        coder.join("gateway_state.json"),
+        r#"{"gateway_state": "stopped", "restart_requested": true}"#,
+    )
+    .unwrap();
+    assert_eq!(cron(&run(&root, &agent(33))), 0);
+    // Multiplexed: the default profile's gateway runs them.
+    fs::write(
+        coder.join("gateway_state.json"),
+        r#"{"gateway_state": "stopped"}"#,
+    )
+    .unwrap();
+    fs::write(
+        root.join("config.yaml"),
+        "gateway:\n  multiplex_profiles: true\n",
+    )
+    .unwrap();
+    assert_eq!(cron(&run(&root, &agent(33))), 0);
+}
+
 /// The API server's switch and key where the original reads them: the switch under `gateway.`
 /// too, the key at the top level of `config.yaml` (its `config set` writes it there); a key
 /// there and a different one in `.env` is named as shadowed, never shown.
