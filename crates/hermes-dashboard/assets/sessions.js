@@ -31,7 +31,7 @@
   function row(s) {
     var tr = Hermes.el("tr", { "data-id": s.id, class: "clickable", tabindex: "0" });
     tr.appendChild(Hermes.el("td", {}, when(s.started_at)));
-    tr.appendChild(Hermes.el("td", { class: "title" }, s.title || s.id));
+    tr.appendChild(Hermes.el("td", { class: "title" }, s.title || s.preview || s.id));
     tr.appendChild(Hermes.el("td", {}, s.source));
     tr.appendChild(Hermes.el("td", {}, s.model || ""));
     tr.appendChild(Hermes.el("td", { class: "num" }, s.message_count));
@@ -83,7 +83,7 @@
       Hermes.problem(null);
       clearChildren(detail);
       var s = data.session;
-      detail.appendChild(Hermes.el("h3", { id: "session-title" }, s.title || s.id));
+      detail.appendChild(Hermes.el("h3", { id: "session-title" }, s.title || s.preview || s.id));
       detail.appendChild(Hermes.el("p", { class: "muted" },
         s.id + " · " + s.source + (s.model ? " · " + s.model : "") + " · " + when(s.started_at)));
       var list = Hermes.el("ol", { id: "messages", class: "messages" });

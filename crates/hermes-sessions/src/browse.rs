@@ -50,7 +50,14 @@ pub struct SessionSummary {
     pub ended_at: Option<f64>,
     /// Messages stored for it (the original's counter).
     pub message_count: i64,
+    /// The start of its first user message, on one line (at most [`PREVIEW_CHARS`]
+    /// characters, `...` when cut): what lists show for a session without a title, as the
+    /// original's do.
+    pub preview: Option<String>,
 }
+
+/// The most characters of a session's first user message a list shows.
+pub const PREVIEW_CHARS: usize = 60;
 
 /// One stored message, as stored (content is text, never interpreted).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -108,8 +115,11 @@ pub struct Reader {
     path: PathBuf,
 }
 
-const SUMMARY_COLUMNS: &str =
-    "s.id, s.title, s.source, s.model, s.started_at, s.ended_at, COALESCE(s.message_count, 0)";
+const SUMMARY_COLUMNS: &str = "s.id, s.title, s.source, s.model, s.started_at, s.ended_at, \
+     COALESCE(s.message_count, 0), \
+     (SELECT SUBSTR(m.content, 1, 400) FROM messages m \
+      WHERE m.session_id = s.id AND m.role = 'user' AND m.content IS NOT NULL \
+      ORDER BY m.timestamp, m.id LIMIT 1)";
 
 fn summary(r: &Row<'_>) -> rusqlite::Result<SessionSummary> {
     Ok(SessionSummary {
@@ -120,6 +130,23 @@ fn summary(r: &Row<'_>) -> rusqlite::Result<SessionSummary> {
         started_at: r.get(4)?,
         ended_at: r.get(5)?,
         message_count: r.get(6)?,
+        preview: r.get::<_, Option<String>>(7)?.as_deref().and_then(preview),
+    })
+}
+
+/// A message's start on one line: blanks (newlines included) run together, at most
+/// [`PREVIEW_CHARS`] characters, `...` when cut; `None` for a blank message.
+fn preview(content: &str) -> Option<String> {
+    let line = content.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.is_empty() {
+        return None;
+    }
+    let mut chars = line.chars();
+    let head: String = chars.by_ref().take(PREVIEW_CHARS).collect();
+    Some(if chars.next().is_some() {
+        format!("{head}...")
+    } else {
+        head
     })
 }
 
@@ -619,6 +646,37 @@ mod tests {
         assert_eq!(got, [("user", "<b>hi</b>"), ("assistant", "hello")]);
         assert!(detail.messages.iter().all(|m| m.active));
         assert!(reader.session("s2").unwrap().is_none());
+    }
+
+    #[test]
+    fn a_listed_session_shows_the_start_of_its_first_user_message() {
+        let long = "Plan a trip\nto Lisbon: ".to_string() + &"x".repeat(80);
+        let (_dir, path) = store_with(&[
+            (
+                "s1",
+                &[
+                    ("assistant", "hi"),
+                    ("user", long.as_str()),
+                    ("user", "later"),
+                ],
+            ),
+            ("s2", &[("user", "  short  ")]),
+            ("s3", &[("assistant", "no user yet")]),
+        ]);
+        let reader = Reader::open(&path).unwrap().unwrap();
+        let listed = reader.list(10, None).unwrap();
+        let preview = |id: &str| {
+            listed
+                .iter()
+                .find(|s| s.id == id)
+                .and_then(|s| s.preview.clone())
+        };
+        let first = preview("s1").unwrap();
+        assert!(first.starts_with("Plan a trip to Lisbon: xxx"), "{first}");
+        assert!(first.ends_with("..."), "{first}");
+        assert_eq!(first.chars().count(), PREVIEW_CHARS + 3);
+        assert_eq!(preview("s2").as_deref(), Some("short"));
+        assert_eq!(preview("s3"), None);
     }
 
     #[test]

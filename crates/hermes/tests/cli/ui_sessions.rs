@@ -64,6 +64,13 @@ fn open_a_session_and_search_its_messages() {
         ),
         json!(["markup", "trip-planning"])
     );
+    // Without a title, a row shows its first message, as the original's list does.
+    assert_eq!(
+        ui.browser.execute(
+            "return document.querySelector(\"#sessions tr[data-id='trip-planning'] td.title\").textContent;"
+        ),
+        json!("Which ferry goes to the lighthouse island?")
+    );
 
     // Open the one with markup: it is text, not elements.
     ui.browser.find("#sessions tr[data-id='markup']").click();
@@ -88,7 +95,7 @@ fn open_a_session_and_search_its_messages() {
     assert_eq!(texts(&ui, "#results li.result mark"), ["lighthouse"]);
     ui.browser.find("#results li.result").click();
     ui.browser.wait_until("the session of the hit", WAIT, |_| {
-        texts(&ui, "#session-title") == ["trip-planning"]
+        texts(&ui, "#session-title") == ["Which ferry goes to the lighthouse island?"]
     });
     assert_eq!(
         texts(&ui, "#messages .content"),
