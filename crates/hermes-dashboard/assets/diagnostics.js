@@ -60,22 +60,32 @@
   copyDump.addEventListener("click", function () { copy(dump, copied); });
   copyDoctor.addEventListener("click", function () { copy(doctorText, copiedDoctor); });
 
-  Hermes.api("GET", "api/diagnostics/doctor").then(function (report) {
-    showDoctor(report);
-    return fetch("api/diagnostics/doctor?format=text", { credentials: "same-origin" }).then(function (r) {
-      if (!r.ok) throw { status: r.status, detail: "the doctor's text: " + r.status + " " + r.statusText };
-      return r.text();
-    });
-  }).then(function (text) {
-    doctorText.textContent = text;
-    copyDoctor.disabled = false;
-  }, Hermes.problem);
+  // Both reports are about the picked profile (`?profile=`, kept in the address by common.js).
+  var profile = document.getElementById("profile");
+  function load() {
+    var query = "profile=" + encodeURIComponent(profile.value);
+    Hermes.problem(null);
+    copyDoctor.disabled = true;
+    copyDump.disabled = true;
+    Hermes.api("GET", "api/diagnostics/doctor?" + query).then(function (report) {
+      showDoctor(report);
+      return fetch("api/diagnostics/doctor?format=text&" + query, { credentials: "same-origin" }).then(function (r) {
+        if (!r.ok) throw { status: r.status, detail: "the doctor's text: " + r.status + " " + r.statusText };
+        return r.text();
+      });
+    }).then(function (text) {
+      doctorText.textContent = text;
+      copyDoctor.disabled = false;
+    }, Hermes.problem);
 
-  Hermes.api("GET", "api/diagnostics/dump").then(function (data) {
-    dump.textContent = data.text;
-    copyDump.disabled = false;
-  }, function (err) {
-    dump.textContent = "";
-    Hermes.problem(err);
-  });
+    Hermes.api("GET", "api/diagnostics/dump?" + query).then(function (data) {
+      dump.textContent = data.text;
+      copyDump.disabled = false;
+    }, function (err) {
+      dump.textContent = "";
+      Hermes.problem(err);
+    });
+  }
+  profile.addEventListener("change", load);
+  load();
 })();

@@ -22,7 +22,9 @@ use crate::pages::request::{Step, refuse, select_home};
 use crate::pages::{Page, shell};
 use crate::server::{App, Base, blocking};
 
+/// The page around its profile picker (`{options}`).
 const MAIN: &str = r#"<h2>Diagnostics</h2>
+<p class="toolbar"><label>Profile <select id="profile" name="profile">{options}</select></label></p>
 <section id="doctor-section">
 <h3>Doctor <span id="doctor-summary" class="muted"></span></h3>
 <table><thead><tr><th></th><th>Check</th><th>Fix</th></tr></thead><tbody id="checks"></tbody></table>
@@ -44,8 +46,15 @@ pub fn routes() -> Router<App> {
         .route("/api/diagnostics/doctor", get(api_doctor))
 }
 
+/// The page: the profile picker is rendered here, the reports are filled by
+/// `assets/diagnostics.js` from the API for the picked profile.
 async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Response {
-    shell(Page::Diagnostics, &base.0, app.token(), MAIN)
+    let root = app.root.clone();
+    let options = blocking(move || crate::pages::profile_options(&root))
+        .await
+        .unwrap_or_default();
+    let main = MAIN.replace("{options}", &options);
+    shell(Page::Diagnostics, &base.0, app.token(), &main)
 }
 
 /// `?profile=P` (default: the active profile) and `?format=text` (the command's text) or

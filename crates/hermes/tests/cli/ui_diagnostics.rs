@@ -204,3 +204,49 @@ fn the_page_shows_the_dump_and_a_failing_check_with_its_fix() {
         "{said:?}, selection {selection}"
     );
 }
+
+/// The profile a page shows follows the address: `?profile=` opens Diagnostics (which has a
+/// picker) and Sessions on that profile, and a pick is written back to the address.
+#[test]
+fn the_profile_follows_the_address_and_a_pick_is_kept_in_it() {
+    let t = TestContext::new();
+    std::fs::create_dir_all(t.root()).unwrap();
+    t.ok(&["profile", "create", "work", "--no-alias"]);
+    let Some(ui) = Ui::open(&t, &[]) else { return };
+    let summary = |ui: &Ui| {
+        ui.browser
+            .execute("return document.getElementById('doctor-summary').textContent;")
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+
+    ui.goto("diagnostics?profile=work");
+    ui.browser
+        .wait_until("the work profile's doctor", WAIT, |_| {
+            summary(&ui).starts_with("profile work")
+        });
+    assert_eq!(ui.browser.find("#profile").value(), "work");
+
+    // Picking another profile loads it and keeps it in the address.
+    ui.browser.execute(
+        "var p = document.getElementById('profile'); p.value = 'default'; \
+         p.dispatchEvent(new Event('change')); return null;",
+    );
+    ui.browser
+        .wait_until("the default profile's doctor", WAIT, |_| {
+            summary(&ui).starts_with("profile default")
+        });
+    assert!(
+        ui.browser
+            .current_url()
+            .ends_with("/diagnostics?profile=default"),
+        "{}",
+        ui.browser.current_url()
+    );
+
+    // Another page with a picker opens on the profile its address names.
+    ui.goto("sessions?profile=work");
+    ui.browser.wait_for("#profile", WAIT);
+    assert_eq!(ui.browser.find("#profile").value(), "work");
+}
