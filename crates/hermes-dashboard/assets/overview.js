@@ -106,11 +106,22 @@
       tr.appendChild(cell(s.port));
       tr.appendChild(cell(s.engine));
       var td = document.createElement("td");
+      // Only what the state allows: no Start for a running service, no Stop or Restart for
+      // one that is not. The dashboard's own row asks first: this page is served by it.
+      var running = ["up", "starting", "backoff"].indexOf(s.state) >= 0;
+      var allowed = { start: !running && s.state !== "stopping", stop: running, restart: running };
       ["start", "stop", "restart"].forEach(function (verb) {
         var b = document.createElement("button");
         b.textContent = verb[0].toUpperCase() + verb.slice(1);
         b.dataset.action = verb;
-        b.addEventListener("click", function () { act(s.name, verb); });
+        b.disabled = !allowed[verb];
+        b.addEventListener("click", function () {
+          if (s.name === "dashboard" && verb !== "start" && !window.confirm(
+            verb === "stop"
+              ? "Stop the dashboard? This page stops working until it is started again (hermes service start dashboard)."
+              : "Restart the dashboard? This page reconnects when it is back; a new sign-in link may be needed.")) return;
+          act(s.name, verb);
+        });
         td.appendChild(b);
       });
       tr.appendChild(td);

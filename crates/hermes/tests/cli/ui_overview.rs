@@ -45,6 +45,14 @@ fn sign_in_then_stop_and_start_a_gateway_with_the_buttons() {
         state_cell(&ui, "gateway-default") == "up"
     });
     ui.screenshot("overview");
+    // The buttons follow the state: a running gateway has no Start.
+    let disabled = |ui: &Ui, verb: &str| {
+        ui.browser.execute(&format!(
+            "var b = document.querySelector(\"{row} button[data-action={verb}]\"); return b ? b.disabled : null;"
+        ))
+    };
+    assert_eq!(disabled(&ui, "start"), serde_json::json!(true));
+    assert_eq!(disabled(&ui, "stop"), serde_json::json!(false));
 
     ui.browser
         .find(&format!("{row} button[data-action=stop]"))
@@ -53,6 +61,11 @@ fn sign_in_then_stop_and_start_a_gateway_with_the_buttons() {
         state_cell(&ui, "gateway-default") == "down"
     });
     assert_eq!(t.service("gateway-default")["state"], "down");
+    ui.browser
+        .wait_until("a stopped gateway has no Stop", WAIT, |_| {
+            disabled(&ui, "stop") == serde_json::json!(true)
+                && disabled(&ui, "start") == serde_json::json!(false)
+        });
 
     ui.browser
         .find(&format!("{row} button[data-action=start]"))
