@@ -89,7 +89,7 @@ pub fn home_checks(
                     checks.extend(original_provider_check(provider));
                 }
                 if env_parses {
-                    checks.push(check_gateway_settings(home, &files));
+                    checks.extend(check_gateway_settings(home, &files));
                 }
             }
             Err(e) => checks.push(Check::fail(
@@ -302,7 +302,7 @@ fn shell_quote(text: &str) -> String {
 /// The gateway's environment is `.env` over the process environment; the process's is
 /// read through `var` (the names of this process's variables, their values as `var` gives
 /// them), so a caller that controls `var` controls what is seen.
-fn check_gateway_settings(home: &Home, files: &ProfileFiles) -> Check {
+fn check_gateway_settings(home: &Home, files: &ProfileFiles) -> Vec<Check> {
     let env = files.environment();
     // `parse`, not the gateway's `load_auth`: that one copies a damaged file aside, and
     // doctor only looks (a damaged `auth.json` has its own row).
@@ -320,17 +320,54 @@ fn check_gateway_settings(home: &Home, files: &ProfileFiles) -> Check {
     );
     match resolved {
         Ok(settings) => match settings.provider {
-            Some(provider) => Check::ok(format!(
-                "the gateway accepts the model settings: {}",
-                provider.describe()
-            )),
-            None => Check::ok("the gateway accepts the settings"),
+            Some(provider) => {
+                let accepted = Check::ok(format!(
+                    "the gateway accepts the model settings: {}",
+                    provider.describe()
+                ));
+                std::iter::once(accepted)
+                    .chain(check_local_provider_answers(&provider.base_url))
+                    .collect()
+            }
+            None => vec![Check::ok("the gateway accepts the settings")],
         },
-        Err(e) => Check::fail(
+        Err(e) => vec![Check::fail(
             format!("the gateway refuses the settings: {e}"),
             e.hint().unwrap_or_else(|| owner_fix(&home.config_path())),
-        ),
+        )],
     }
+}
+
+/// How long doctor waits for a local model server's port.
+const PROVIDER_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// For a model server on this machine or an address given as an IP (a local Ollama, vLLM,
+/// llama.cpp): ✓ when its port takes a connection, ⚠ with the reason when not — every chat
+/// would fail with 502 otherwise while the rest of doctor passes. `None` for a provider named
+/// by a host name (no name lookup from doctor: a remote API's reachability is not the volume's
+/// to check) or an address that does not parse.
+fn check_local_provider_answers(base_url: &str) -> Option<Check> {
+    let url = url::Url::parse(base_url).ok()?;
+    let host = url.host()?;
+    let ip: std::net::IpAddr = match host {
+        url::Host::Ipv4(ip) => ip.into(),
+        url::Host::Ipv6(ip) => ip.into(),
+        url::Host::Domain("localhost") => std::net::Ipv4Addr::LOCALHOST.into(),
+        url::Host::Domain(_) => return None,
+    };
+    let port = url.port_or_known_default()?;
+    let address = std::net::SocketAddr::new(ip, port);
+    Some(
+        match std::net::TcpStream::connect_timeout(&address, PROVIDER_CONNECT_TIMEOUT) {
+            Ok(_) => Check::ok(format!("the model server at {address} takes connections")),
+            Err(e) => Check::warn(
+                format!(
+                    "the model server at {address} does not answer ({e}): every chat would fail with 502"
+                ),
+                format!("start the model server, or fix `model.base_url` (now `{base_url}`)"),
+            ),
+        },
+    )
 }
 
 /// ⚠ for each of the API server's settings set in more than one place with different values

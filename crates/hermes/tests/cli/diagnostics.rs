@@ -261,3 +261,43 @@ fn doctor_finds_what_breaks_chat_and_its_fixes_work() {
     );
     assert!(!stdout.contains("local-secret"), "{stdout}");
 }
+
+/// A local model server that is down is named by doctor (every chat would fail with 502),
+/// and one that listens is not.
+#[test]
+fn doctor_says_when_a_local_model_server_does_not_answer() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let up = listener.local_addr().unwrap().port();
+    let down = crate::util::free_port();
+    let doctor = |port: u16| {
+        fs::write(
+            t.root().join("config.yaml"),
+            format!(
+                "model:\n  default: m\n  provider: custom\n  base_url: http://127.0.0.1:{port}/v1\n"
+            ),
+        )
+        .unwrap();
+        String::from_utf8_lossy(&t.run(&["doctor"]).stdout).into_owned()
+    };
+    let text = doctor(down);
+    assert!(
+        text.contains(&format!(
+            "the model server at 127.0.0.1:{down} does not answer"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("start the model server, or fix `model.base_url`"),
+        "{text}"
+    );
+    let text = doctor(up);
+    assert!(
+        text.contains(&format!(
+            "the model server at 127.0.0.1:{up} takes connections"
+        )),
+        "{text}"
+    );
+    drop(listener);
+}
