@@ -44,21 +44,13 @@ var Hermes = (function () {
     banner.textContent = (err.detail || String(err)) + (err.hint ? " — " + err.hint : "");
   }
 
-  // A page's profile picker (`select#profile`) follows the address: `?profile=NAME` picks the
-  // profile when the page opens (this script runs before the page's own, which reads the
-  // picker), and a pick is written back to the address, so a link, a reload or Back shows the
-  // same profile.
-  var picker = document.getElementById("profile");
+  // select#profile follows ?profile= (docs/dashboard.md, "Pages").
+  var picker = document.getElementById("profile"), q = new URLSearchParams(location.search);
   if (picker && picker.tagName === "SELECT") {
-    var asked = new URLSearchParams(window.location.search).get("profile");
-    if (asked && Array.prototype.some.call(picker.options, function (o) { return o.value === asked; })) {
-      picker.value = asked;
-    }
+    if ([].some.call(picker.options, function (o) { return o.value === q.get("profile"); })) picker.value = q.get("profile");
     picker.addEventListener("change", function () {
-      var params = new URLSearchParams(window.location.search);
-      params.set("profile", picker.value);
-      // The path in full: a relative URL would resolve against the page's <base>.
-      window.history.replaceState(null, "", window.location.pathname + "?" + params.toString());
+      q.set("profile", picker.value);
+      history.replaceState(null, "", location.pathname + "?" + q); // absolute: not against <base>
     });
   }
 

@@ -21,9 +21,7 @@
     if (s < 3600) return Math.floor(s / 60) + "m" + (s % 60) + "s";
     return Math.floor(s / 3600) + "h" + Math.floor((s % 3600) / 60) + "m";
   }
-  // The last 15 minutes as a small inline SVG: memory between its lowest and highest point
-  // (the figure beside it says how much), CPU % from 0 to its peak (at least 5 %, so an idle
-  // service draws flat). Nothing before there are two points.
+  // 15 minutes as inline SVG: memory from its low to its high, CPU % from 0 to its peak (>= 5).
   function sparkline(s) {
     var h = (s.resources && s.resources.history) || [];
     if (h.length < 2) return null;
@@ -100,27 +98,20 @@
       tr.appendChild(cpu(s));
       tr.appendChild(cell(s.restarts));
       tr.appendChild(cell(s.last_exit_text || "-"));
-      // A failing service's last error (its log's, or its recorded failed start) beside the
-      // supervisor's reason, as `hermes service status` shows it.
+      // The last error beside the reason, as `hermes service status` shows it.
       tr.appendChild(cell(s.served_by ? "served by " + s.served_by : (s.reason || "") + (s.last_error ? " — " + s.last_error : "")));
       tr.appendChild(cell(s.port));
       tr.appendChild(cell(s.engine));
       var td = document.createElement("td");
-      // Only what the state allows: no Start for a running service, no Stop or Restart for
-      // one that is not. The dashboard's own row asks first: this page is served by it.
-      var running = ["up", "starting", "backoff"].indexOf(s.state) >= 0;
-      var allowed = { start: !running && s.state !== "stopping", stop: running, restart: running };
+      // Buttons by state; the dashboard's own row asks first (it serves this page).
+      var on = ["up", "starting", "backoff"].indexOf(s.state) >= 0;
       ["start", "stop", "restart"].forEach(function (verb) {
         var b = document.createElement("button");
         b.textContent = verb[0].toUpperCase() + verb.slice(1);
         b.dataset.action = verb;
-        b.disabled = !allowed[verb];
+        b.disabled = verb === "start" ? on || s.state === "stopping" : !on;
         b.addEventListener("click", function () {
-          if (s.name === "dashboard" && verb !== "start" && !window.confirm(
-            verb === "stop"
-              ? "Stop the dashboard? This page stops working until it is started again (hermes service start dashboard)."
-              : "Restart the dashboard? This page reconnects when it is back; a new sign-in link may be needed.")) return;
-          act(s.name, verb);
+          if (s.name !== "dashboard" || verb === "start" || confirm(verb[0].toUpperCase() + verb.slice(1) + " the dashboard? This page is served by it.")) act(s.name, verb);
         });
         td.appendChild(b);
       });
