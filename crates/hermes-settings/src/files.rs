@@ -49,6 +49,8 @@ pub enum Source {
     ConfigTopLevel,
     /// A nested key of `config.yaml` (dotted).
     ConfigKey(&'static str),
+    /// Set nowhere: the value the gateway takes then.
+    Default,
 }
 
 impl fmt::Display for Source {
@@ -58,6 +60,7 @@ impl fmt::Display for Source {
             Source::Environment => f.write_str("the container's environment"),
             Source::ConfigTopLevel => f.write_str("the top level of `config.yaml`"),
             Source::ConfigKey(key) => write!(f, "`{key}` in `config.yaml`"),
+            Source::Default => f.write_str("the default"),
         }
     }
 }
@@ -269,6 +272,20 @@ impl ProfileFiles {
             }) => Source::ConfigTopLevel,
             _ => Source::DotEnv,
         }
+    }
+
+    /// [`var`](Self::var), else the value the gateway of `profile` takes when the variable is
+    /// set nowhere ([`Source::Default`]): its port ([`hermes_home::api_server::default_port`])
+    /// and host; `None` for a variable without a default (the key).
+    pub fn var_or_default(&self, key: &str, profile: &str) -> Option<Setting> {
+        self.var(key).or_else(|| {
+            let default = match key {
+                "API_SERVER_PORT" => hermes_home::api_server::default_port(profile).to_string(),
+                "API_SERVER_HOST" => hermes_home::api_server::DEFAULT_HOST.to_string(),
+                _ => return None,
+            };
+            Some(setting(&default, Source::Default))
+        })
     }
 
     /// The value of the variable `key` the profile's processes see, with its source: the
@@ -666,5 +683,29 @@ mod tests {
             "{}",
             port.fix()
         );
+    }
+
+    #[test]
+    fn a_port_or_host_set_nowhere_is_the_default_and_says_so() {
+        let f = files("", "", Scope::Named, &[]);
+        let port = f.var_or_default("API_SERVER_PORT", "work").unwrap();
+        assert_eq!(port.source, Source::Default);
+        assert_eq!(
+            port.value,
+            hermes_home::api_server::default_port("work").to_string()
+        );
+        assert_eq!(
+            f.var_or_default("API_SERVER_HOST", "work").unwrap().value,
+            "127.0.0.1"
+        );
+        assert_eq!(f.var_or_default("API_SERVER_KEY", "work"), None);
+        let set = files("API_SERVER_PORT=9001\n", "", Scope::Named, &[]);
+        assert_eq!(
+            set.var_or_default("API_SERVER_PORT", "work")
+                .unwrap()
+                .source,
+            Source::DotEnv
+        );
+        assert_eq!(Source::Default.to_string(), "the default");
     }
 }

@@ -141,7 +141,7 @@ fn profile_files(home: &Home) -> Result<ProfileFiles, Failure> {
 /// `config get` of a variable the gateway reads ([`hermes_settings::GATEWAY_VARIABLES`]): the
 /// value in force, wherever it is set, with where (a secret masked).
 fn get_variable(home: &Home, name: &str, json: bool) -> CommandResult {
-    let Some(setting) = profile_files(home)?.var(name) else {
+    let Some(setting) = profile_files(home)?.var_or_default(name, home.profile().name()) else {
         return Err(Failure::new(
             format!("`{name}` is not set for this profile"),
             Some(format!(
