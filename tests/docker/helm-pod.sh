@@ -55,9 +55,15 @@ assert_rc 0 "the Secret's key reached the gateway's environment" -- docker exec 
 # The dashboard (dashboard: true in the example) on the pod's loopback, for port-forward.
 wait_for 30 "the dashboard's /api/health" -- docker exec "$c" curl -fsS -m 5 http://127.0.0.1:9119/api/health \
     && ok "dashboard answers on loopback (kubectl port-forward reaches it)"
-# NOTES.txt sends the operator to the pod's log for the sign-in link.
-wait_for 15 "the dashboard's sign-in link in the pod's log" -- sh -c "docker logs '$c' 2>&1 | grep -q 'http://127.0.0.1:9119/?token='" \
-    && ok "the sign-in link is in the pod's log (kubectl logs ... | grep token=)"
+# NOTES.txt sends the operator to `hermes dashboard link`: the token is never in a log.
+assert_rc 0 "the dashboard's sign-in link" -- docker exec "$c" hermes dashboard link
+assert_match "$OUT" '^http://127\.0\.0\.1:9119/\?token=[0-9a-f]{64}$' "hermes dashboard link prints the sign-in link"
+token=${OUT##*token=}
+assert_rc 0 "the link signs in" -- docker exec "$c" curl -fsS -m 5 -o /dev/null -w '%{http_code}' -H "X-Hermes-Session-Token: $token" http://127.0.0.1:9119/api/status
+assert_eq 200 "$OUT" "the token of the link is the dashboard's"
+assert_rc 0 "the pod's log" -- docker logs "$c"
+assert_not_contains "$OUT" "$token" "the token is not in the pod's log"
+assert_rc 1 "the token is nowhere on the volume (service logs included)" -- grep -rqF "$token" "$data"
 
 # Seeds: from the ConfigMap, the service user's, group fsGroup.
 seeded_config=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["configmap"]["config.yaml"], end="")' "$pod")

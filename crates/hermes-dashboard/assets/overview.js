@@ -72,7 +72,7 @@
   }
   function act(name, verb) {
     Hermes.api("POST", "api/services/" + encodeURIComponent(name) + "/" + verb)
-      .then(function () { Hermes.problem(null); }, Hermes.problem);
+      .then(function (r) { Hermes.problem(r && r.detail ? r : null); }, Hermes.problem);
   }
   function render(snap) {
     var sup = snap.supervisor || {};

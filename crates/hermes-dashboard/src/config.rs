@@ -95,6 +95,10 @@ pub struct Settings {
     /// The per-start secret: the login token on loopback, and in every mode the value a
     /// state-changing request must carry in `X-Hermes-Session-Token` (CSRF).
     pub token: String,
+    /// Whether [`token`](Self::token) was given (`HERMES_DASHBOARD_SESSION_TOKEN`: the
+    /// operator's, or the supervisor's) rather than made at this start. A given token is never
+    /// printed: under a supervisor the output is a service log, on the volume and in backups.
+    pub token_given: bool,
     /// Host header values accepted besides the bound host (and loopback names on loopback).
     pub extra_hosts: Vec<String>,
     /// The sub-path the dashboard is served under (`/hermes`), or `""` at the root.
@@ -215,7 +219,9 @@ impl Settings {
             None if is_loopback(&host) || metrics.enabled() => Auth::Token,
             None => return Err(Error::CredentialsRequired { host }),
         };
-        let token = match set("HERMES_DASHBOARD_SESSION_TOKEN") {
+        let given = set("HERMES_DASHBOARD_SESSION_TOKEN");
+        let token_given = given.is_some();
+        let token = match given {
             Some(t) if t.len() < MIN_TOKEN_LEN => {
                 return Err(Error::WeakToken { min: MIN_TOKEN_LEN });
             }
@@ -239,6 +245,7 @@ impl Settings {
             port,
             auth,
             token,
+            token_given,
             extra_hosts,
             base_path,
             trusted_proxies,
@@ -649,6 +656,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.token, fixed);
+        assert!(s.token_given, "a given token is never printed");
+        assert!(!Settings::resolve(None, None, env(&[])).unwrap().token_given);
     }
 
     #[test]

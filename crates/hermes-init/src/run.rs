@@ -160,9 +160,40 @@ pub fn run<'o>(
             groups: id.groups.clone(),
         });
     }
+    let sign_in = hermes_services::sign_in::prepare(&mut specs, &settings.hermes_exe, |k| {
+        settings.env.get(k).map(str::to_owned)
+    })
+    .unwrap_or_else(|e| {
+        say(
+            log,
+            format!(
+                "warning: no sign-in token for the dashboard ({}); it makes its own",
+                hermes_errors::describe_io(&e)
+            ),
+        );
+        None
+    });
     let supervisor = Supervisor::new(opts, specs)?;
     for note in supervisor.notes() {
         say(log, format!("warning: {note}"));
+    }
+    if let Some(token) = &sign_in {
+        // Never the token itself: this log is on the volume and in every backup.
+        let kept =
+            hermes_services::sign_in::Kept::new(token, |k| settings.env.get(k).map(str::to_owned));
+        match hermes_services::sign_in::keep(&runtime_dir, &kept) {
+            Ok(()) => say(
+                log,
+                "dashboard: `hermes dashboard link` (as root: `docker exec <container> hermes dashboard link`) prints the sign-in link",
+            ),
+            Err(e) => say(
+                log,
+                format!(
+                    "warning: cannot keep the dashboard's sign-in token: {}",
+                    hermes_errors::one_line(&e)
+                ),
+            ),
+        }
     }
     let boot = BootRecord::new(boot_started.0, boot_started.1.elapsed());
     if let Err(e) = hermes_services::boot_record::write(&runtime_dir, &boot) {
@@ -183,7 +214,11 @@ pub fn run<'o>(
         },
         identity: booted.identity.clone(),
     };
-    let outcome = supervisor.run(&mut hooks, mirror)?;
+    let outcome = supervisor.run(&mut hooks, mirror);
+    if sign_in.is_some() {
+        hermes_services::sign_in::forget(&runtime_dir);
+    }
+    let outcome = outcome?;
     Ok(settings.exit_code(outcome.exit_code()))
 }
 

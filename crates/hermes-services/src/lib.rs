@@ -19,7 +19,7 @@
 //!
 //! Modules:
 //! * [`dashboard`] — the `dashboard` service ([`dashboard::dashboard_spec`]), `disabled`
-//!   when switched off;
+//!   when switched off, and [`sign_in`], the sign-in token its supervisor makes and keeps;
 //! * [`backup_schedule`] — the `backup` service of scheduled snapshots
 //!   ([`backup_schedule::backup_service`]), registered when a schedule is set;
 //! * [`declared`] — the services declared under `services:` in the root's `config.yaml`
@@ -74,6 +74,7 @@ pub mod profile;
 pub mod readiness;
 pub mod reconcile;
 pub mod runtime;
+pub mod sign_in;
 pub mod status_view;
 pub mod stop;
 #[cfg(test)]

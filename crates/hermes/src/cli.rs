@@ -255,6 +255,12 @@ pub enum DashboardCommand {
     /// The password is read from standard input (without echo on a terminal), never from the
     /// command line, where other users could see it in the process list.
     HashPassword,
+    /// Print the sign-in link of the dashboard that `hermes up` or the container runs.
+    ///
+    /// Its supervisor makes the token and keeps it where only the supervisor's user can read
+    /// it, so it is never written to the dashboard's log (the volume, the Logs page, backups).
+    /// The link works until the supervisor restarts; restarting the dashboard keeps it.
+    Link,
 }
 
 /// `hermes init [flags] [--] [CMD ...]` (tini-compatible flags).

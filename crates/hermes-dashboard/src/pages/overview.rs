@@ -25,7 +25,7 @@ use crate::pages::request::ProfileQuery;
 use crate::pages::request::Step;
 use crate::pages::{self, Page, shell};
 use crate::server::{App, Base, blocking};
-use crate::service_control::control;
+use crate::service_control::{self, control};
 use crate::status;
 
 pub mod system;
@@ -156,6 +156,9 @@ async fn action(State(app): State<App>, Path((name, verb)): Path<(String, String
             "Unknown action: use start, stop or restart",
         );
     }
+    if verb != "start" && service_control::is_self(&app, &name) {
+        return service_control::control_self(&app, name, verb).await;
+    }
     match control(&app, name, verb).await {
         Ok(None) => Json(json!({ "ok": true })).into_response(),
         Ok(Some(warning)) => Json(json!({ "ok": true, "warning": warning })).into_response(),
@@ -188,6 +191,7 @@ pub fn api_paths() -> Value {
             ],
             "responses": {
                 "200": { "description": "{\"ok\": true}" },
+                "202": { "description": "Stopping or restarting the dashboard itself: {\"ok\": true, \"detail\"}, answered before the action, which follows" },
                 "401": unauthorized,
                 "403": { "description": "Missing or wrong X-Hermes-Session-Token" },
                 "409": { "description": "The supervisor refused: {detail, hint}" },

@@ -5,6 +5,7 @@
 //! this module only wires it to the command line.
 
 use std::io::{BufRead, IsTerminal};
+use std::path::Path;
 use std::sync::Arc;
 
 use hermes_dashboard::{Auth, Settings};
@@ -25,34 +26,13 @@ const HASH_COST: u32 = 12;
 
 /// Runs the dashboard in the foreground, or its subcommand.
 pub fn run(ctx: &Context, args: DashboardArgs) -> CommandResult {
-    if let Some(DashboardCommand::HashPassword) = args.command {
-        return hash_password();
+    match args.command {
+        Some(DashboardCommand::HashPassword) => return hash_password(),
+        Some(DashboardCommand::Link) => return link(ctx),
+        None => {}
     }
     let root = ctx.root()?;
-    // The dashboard's settings are read from the default profile's environment, as its
-    // gateway's (`hermes_settings`: `.env` over the process environment, so a password hash
-    // can live in `.env` beside the other secrets). A `config.yaml` that does not parse must
-    // not keep the dashboard that can fix it from starting: it is read as empty here.
-    let dotenv = DotEnv::load(&hermes_home::layout::env_path(&root))?;
-    let config = hermes_settings::config_of(&root)
-        .unwrap_or_else(|_| Config::empty(&hermes_home::layout::config_path(&root)));
-    let files = ProfileFiles::from_parts(
-        dotenv,
-        config,
-        Scope::Default,
-        hermes_settings::process_env(),
-    );
-    // In the image, configured credentials make the default host the original image's
-    // (all addresses), so a published port reaches the dashboard (`Place::Image`).
-    let place = if hermes_privilege::image_marker_present(std::path::Path::new(
-        hermes_privilege::IMAGE_MARKER,
-    )) {
-        hermes_dashboard::Place::Image
-    } else {
-        hermes_dashboard::Place::Machine
-    };
-    let settings =
-        Settings::resolve_at(place, args.host, args.port, files.lookup()).map_err(Failure::from)?;
+    let settings = settings_of(&root, args.host, args.port, &[])?;
     // One thread serves the pages and the event streams (they only wait); status, actions
     // and files block on the blocking pool, capped so that 32 clients asking at once queue
     // for a few threads instead of each getting one (and its stack) for good.
@@ -82,26 +62,111 @@ pub fn run(ctx: &Context, args: DashboardArgs) -> CommandResult {
     Ok(ExitStatus::Success)
 }
 
+/// The dashboard's settings as `hermes dashboard` resolves them: from the default profile's
+/// environment, as its gateway's (`hermes_settings`: `.env` over the process environment, so a
+/// password hash can live in `.env` beside the other secrets), the process environment with
+/// the variables a supervisor `given` the dashboard (for a link).
+fn settings_of(
+    root: &Path,
+    host: Option<String>,
+    port: Option<u16>,
+    given: &[(String, String)],
+) -> Result<Settings, Failure> {
+    let dotenv = DotEnv::load(&hermes_home::layout::env_path(root))?;
+    // A `config.yaml` that does not parse must not keep the dashboard that can fix it from
+    // starting: it is read as empty here.
+    let config = hermes_settings::config_of(root)
+        .unwrap_or_else(|_| Config::empty(&hermes_home::layout::config_path(root)));
+    let mut env = hermes_settings::process_env();
+    env.retain(|(k, _)| !given.iter().any(|(g, _)| g == k));
+    env.extend(given.iter().cloned());
+    let files = ProfileFiles::from_parts(dotenv, config, Scope::Default, env);
+    // In the image, configured credentials make the default host the original image's
+    // (all addresses), so a published port reaches the dashboard (`Place::Image`).
+    let place = if hermes_privilege::image_marker_present(Path::new(hermes_privilege::IMAGE_MARKER))
+    {
+        hermes_dashboard::Place::Image
+    } else {
+        hermes_dashboard::Place::Machine
+    };
+    Settings::resolve_at(place, host, port, files.lookup()).map_err(Failure::from)
+}
+
+/// The address to sign in at, as the dashboard given `kept` by its supervisor resolves it.
+pub fn sign_in_link(root: &Path, kept: &hermes_services::sign_in::Kept) -> Result<String, Failure> {
+    let settings = settings_of(root, None, None, &kept.environment())?;
+    Ok(link_text(&settings, settings.port))
+}
+
+/// `hermes dashboard link`: the sign-in link of the dashboard a supervisor runs, from what it
+/// keeps in its runtime directory (`hermes_services::sign_in`), or with the operator's
+/// `HERMES_DASHBOARD_SESSION_TOKEN`.
+fn link(ctx: &Context) -> CommandResult {
+    let root = ctx.root()?;
+    let dir = hermes_services::find_runtime_dir(&root, Context::var);
+    let kept = hermes_services::sign_in::kept(&dir).map_err(|e| {
+        Failure::new(
+            format!(
+                "cannot read the dashboard's sign-in token in `{}`: {}",
+                dir.display(),
+                hermes_errors::describe_io(&e)
+            ),
+            Some("it is readable by the supervisor's user only: run this as that user (in the container as root: `docker exec <container> hermes dashboard link`)".into()),
+        )
+    })?;
+    let given = kept.map(|k| k.environment()).unwrap_or_default();
+    let settings = settings_of(&root, None, None, &given)?;
+    if settings.auth == Auth::Token && !settings.token_given {
+        return Err(Failure::new(
+            "no supervisor keeps a sign-in token for the dashboard",
+            Some("start it with `hermes up` (in the container: HERMES_DASHBOARD=1); `hermes dashboard` in the foreground prints its own link".into()),
+        ));
+    }
+    output::stdout(&format!("{}\n", link_text(&settings, settings.port)))?;
+    Ok(ExitStatus::Success)
+}
+
 /// What is printed once at start: where it listens and how to get in (the token link on
 /// loopback, as Jupyter does; never the password).
 fn announce(settings: &Settings, port: u16) -> String {
+    let link = link_text(settings, port);
+    match &settings.auth {
+        // A token that was given is never printed: under a supervisor this is a service log
+        // (on the volume, on the Logs page, in every backup).
+        Auth::Token if settings.token_given => format!(
+            "Hermes dashboard on {}\nSign in with the link `hermes dashboard link` prints (the token is not written here)\n",
+            address(settings, port)
+        ),
+        Auth::Token => format!(
+            "Hermes dashboard on {}\nOpen this link to sign in (it works until the dashboard restarts):\n    {link}\n",
+            address(settings, port)
+        ),
+        _ => format!("Hermes dashboard on {link}\n"),
+    }
+}
+
+/// `http://host:port/base/`, an IPv6 host in brackets.
+fn address(settings: &Settings, port: u16) -> String {
     let host = if settings.host.contains(':') && !settings.host.starts_with('[') {
         format!("[{}]", settings.host)
     } else {
         settings.host.clone()
     };
-    let base = &settings.base_path;
+    format!("http://{host}:{port}{}/", settings.base_path)
+}
+
+/// Where to sign in: the token link on loopback (as Jupyter does), else the address and how
+/// the dashboard authenticates (never the password).
+fn link_text(settings: &Settings, port: u16) -> String {
+    let address = address(settings, port);
     match &settings.auth {
-        Auth::Token => format!(
-            "Hermes dashboard on http://{host}:{port}{base}/\nOpen this link to sign in (it works until the dashboard restarts):\n    http://{host}:{port}{base}/?token={}\n",
-            settings.token
-        ),
-        Auth::Basic { username, .. } => format!(
-            "Hermes dashboard on http://{host}:{port}{base}/ (basic authentication as `{username}`)\n"
-        ),
-        Auth::Proxy { header } => format!(
-            "Hermes dashboard on http://{host}:{port}{base}/ (users signed in by the trusted proxy's `{header}` header)\n"
-        ),
+        Auth::Token => format!("{address}?token={}", settings.token),
+        Auth::Basic { username, .. } => {
+            format!("{address} (basic authentication as `{username}`)")
+        }
+        Auth::Proxy { header } => {
+            format!("{address} (users signed in by the trusted proxy's `{header}` header)")
+        }
     }
 }
 

@@ -68,11 +68,15 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     {
         lines.push_str(&format!("hermes up: {note}\n"));
     }
+    let sign_in = hermes_services::sign_in::prepare(&mut specs, &exe, Context::var)?;
     let runtime_dir =
         hermes_services::choose_runtime_dir(&hermes_services::runtime_dirs(&root, Context::var))?;
-    let options = Options::new(runtime_dir, hermes_home::layout::logs_dir(&root));
+    let options = Options::new(&runtime_dir, hermes_home::layout::logs_dir(&root));
     // Taking the lock comes first: a second `hermes up` says who runs, nothing else.
     let supervisor = Supervisor::new(options, specs)?;
+    if let Some(token) = &sign_in {
+        lines.push_str(&sign_in_notice(&root, &runtime_dir, token));
+    }
     for note in supervisor.notes() {
         output::stderr(&format!("warning: {note}\n"));
     }
@@ -93,9 +97,32 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
         home: root,
         log: &mut stderr,
     });
-    supervisor.run(&mut hooks, &mut std::io::stdout())?;
+    let ran = supervisor.run(&mut hooks, &mut std::io::stdout());
+    if sign_in.is_some() {
+        hermes_services::sign_in::forget(&runtime_dir);
+    }
+    ran?;
     output::stderr("hermes up: every service has stopped; done\n");
     Ok(ExitStatus::Success)
+}
+
+/// Where to sign in to the dashboard, once the token is kept: on a terminal, the link itself
+/// (the operator who started `hermes up` is the one to sign in); otherwise — a log, a journal —
+/// only the command that prints it, so the token is not written into a log.
+fn sign_in_notice(root: &std::path::Path, runtime_dir: &std::path::Path, token: &str) -> String {
+    let kept = hermes_services::sign_in::Kept::new(token, Context::var);
+    if let Err(e) = hermes_services::sign_in::keep(runtime_dir, &kept) {
+        return format!(
+            "warning: cannot keep the dashboard's sign-in token ({}); `hermes dashboard link` will not find it\n",
+            hermes_errors::one_line(&e)
+        );
+    }
+    if std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && let Ok(link) = super::dashboard::sign_in_link(root, &kept)
+    {
+        return format!("hermes up: sign in to the dashboard: {link}\n");
+    }
+    "hermes up: `hermes dashboard link` prints the dashboard's sign-in link\n".to_string()
 }
 
 /// What `hermes up` says when the default profile has no model: its gateway starts and

@@ -52,10 +52,10 @@ fn start_dashboard(t: &TestContext) -> (Running, u16, String) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The first lines on stderr say where and give the sign-in link.
+    // The first lines on stderr say where and how to sign in.
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut said = String::new();
-    while !said.contains("?token=") {
+    while !said.contains("?token=") && !said.contains("`hermes dashboard link`") {
         let mut line = String::new();
         if stderr.read_line(&mut line).unwrap() == 0 {
             break;
@@ -156,8 +156,12 @@ fn the_overview_api_runs_a_gateway_through_the_real_supervisor() {
     // Before any supervisor: the dashboard says so instead of guessing.
     let (mut dashboard, port, said) = start_dashboard(&t);
     assert!(
-        said.contains(&format!("http://127.0.0.1:{port}/?token={TOKEN}")),
+        said.contains(&format!("Hermes dashboard on http://127.0.0.1:{port}/")),
         "{said}"
+    );
+    assert!(
+        !said.contains(TOKEN),
+        "a token that was given is never printed: {said}"
     );
     poll::until_true("the dashboard", Duration::from_secs(20), || {
         TcpStream::connect(("127.0.0.1", port)).is_ok()
@@ -326,6 +330,110 @@ fn hermes_up_runs_the_dashboard_service_unless_switched_off() {
         assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
         assert_eq!(up.stop(), Some(0));
     }
+}
+
+/// Every file under `dir`, read as text where it can be (for looking for a secret).
+fn every_text_under(dir: &std::path::Path) -> String {
+    let mut all = String::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            all.push_str(&every_text_under(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            all.push_str(&String::from_utf8_lossy(&bytes));
+        }
+    }
+    all
+}
+
+#[test]
+fn under_hermes_up_the_sign_in_token_is_never_logged_and_outlives_a_dashboard_restart() {
+    let t = TestContext::new();
+    std::fs::create_dir_all(t.root()).unwrap();
+    t.free_ports(&[]);
+    let port = free_port();
+    let child = t
+        .cmd(&["up"])
+        .env("HERMES_DASHBOARD", "1")
+        .env("HERMES_DASHBOARD_PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut up = Running(child);
+    poll::until_true("the dashboard answers", Duration::from_secs(30), || {
+        t.service("dashboard")["state"] == "up" && TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+
+    // The link comes from the supervisor, and signs in.
+    let out = t.run(&["dashboard", "link"]);
+    assert!(out.status.success(), "{out:?}");
+    let link = String::from_utf8(out.stdout).unwrap();
+    let prefix = format!("http://127.0.0.1:{port}/?token=");
+    let token = link
+        .trim_end()
+        .strip_prefix(&prefix)
+        .unwrap_or_else(|| panic!("{link}"))
+        .to_string();
+    assert_eq!(token.len(), 64, "{link}");
+    let header = format!("X-Hermes-Session-Token: {token}");
+    assert_eq!(http(port, "GET", "/api/status", &[&header]).0, 200);
+    assert_eq!(
+        http(
+            port,
+            "GET",
+            "/api/status",
+            &["X-Hermes-Session-Token: wrong-0123456789abcdef"]
+        )
+        .0,
+        401
+    );
+
+    // Restarting the dashboard from its own page: answered before it goes, and the same
+    // token still signs in afterwards (nobody is signed out).
+    let pid = t.service("dashboard")["pid"].as_i64().unwrap();
+    let (code, body) = http(port, "POST", "/api/services/dashboard/restart", &[&header]);
+    assert_eq!(code, 202, "{body}");
+    assert!(body.contains("restarts now"), "{body}");
+    poll::until_true("a new dashboard", Duration::from_secs(30), || {
+        let row = t.service("dashboard");
+        row["state"] == "up"
+            && row["pid"].as_i64() != Some(pid)
+            && TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert_eq!(http(port, "GET", "/api/status", &[&header]).0, 200);
+
+    // Stopping it gets an answer too, then it stops.
+    let (code, body) = http(port, "POST", "/api/services/dashboard/stop", &[&header]);
+    assert_eq!(code, 202, "{body}");
+    assert!(body.contains("hermes service start dashboard"), "{body}");
+    poll::until_true("the dashboard stopped", Duration::from_secs(30), || {
+        t.service("dashboard")["state"] == "down"
+    });
+    assert_eq!(up.stop(), Some(0));
+
+    // The token is on no file of the volume: not in the service's log (which says where the
+    // link is instead), nor anywhere a backup or the Logs page would find it.
+    let logs = every_text_under(&t.root().join("logs"));
+    assert!(logs.contains("hermes dashboard link"), "{logs}");
+    assert!(!every_text_under(&t.root()).contains(&token));
+    let mut said = String::new();
+    up.0.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut said)
+        .unwrap();
+    assert!(!said.contains(&token), "not a terminal: {said}");
+    assert!(said.contains("`hermes dashboard link`"), "{said}");
+
+    // Without a supervisor there is no link to give, and it says how to get one.
+    let out = t.run(&["dashboard", "link"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("hint: start it with `hermes up`"),
+        "{stderr}"
+    );
 }
 
 #[test]
