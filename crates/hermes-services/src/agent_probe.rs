@@ -121,7 +121,10 @@ pub fn probe(agent: &Agent, identity: Option<&Identity>) -> Result<AgentFacts, P
 }
 
 /// [`probe`], asked once per agent per process (a dashboard or a status view asks often; the
-/// installed agent does not change under a running process). Failures are not kept.
+/// installed agent does not change under a running process), and remembered between
+/// processes in the caller's cache ([`cache_file`]) for as long as the agent's files are the
+/// same: each `hermes service status` used to start the agent's interpreter (0.6 s of its
+/// 0.62 s). Failures are not kept.
 pub fn probe_cached(agent: &Agent, identity: Option<&Identity>) -> Result<AgentFacts, ProbeError> {
     static CACHE: Mutex<Vec<(std::path::PathBuf, AgentFacts)>> = Mutex::new(Vec::new());
     if let Some(facts) = CACHE
@@ -131,9 +134,103 @@ pub fn probe_cached(agent: &Agent, identity: Option<&Identity>) -> Result<AgentF
     {
         return Ok(facts);
     }
-    let facts = probe(agent, identity)?;
+    let file = cache_file(|k| std::env::var(k).ok());
+    let facts = probe_remembered(agent, identity, file.as_deref())?;
     if let Ok(mut cache) = CACHE.lock() {
         cache.push((agent.cli.clone(), facts));
+    }
+    Ok(facts)
+}
+
+/// Where a process remembers agents' facts: `$XDG_CACHE_HOME/hermes/agent-facts.json`, else
+/// under `$HOME/.cache` (a backup leaves `.cache` out); `None` without either.
+pub fn cache_file(var: impl Fn(&str) -> Option<String>) -> Option<std::path::PathBuf> {
+    let base = match var("XDG_CACHE_HOME").filter(|v| v.starts_with('/')) {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => {
+            std::path::PathBuf::from(var("HOME").filter(|v| v.starts_with('/'))?).join(".cache")
+        }
+    };
+    Some(base.join("hermes").join("agent-facts.json"))
+}
+
+/// One agent's facts as remembered, under the [`fingerprint`] they were asked with.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Remembered {
+    fingerprint: String,
+    config_version: u64,
+    multiplex_default: Option<bool>,
+}
+
+/// What identifies an installed agent's files: its console script and interpreter (path,
+/// inode, size, modification time — `pip install` rewrites the script), its version and where
+/// it came from. `None` for an editable install, whose source can change under the same files:
+/// it is asked every time.
+fn fingerprint(agent: &Agent) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    if agent
+        .source
+        .as_deref()
+        .is_some_and(|s| s.starts_with("editable "))
+    {
+        return None;
+    }
+    let stamp = |path: &Path| -> Option<String> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some(format!(
+            "{}:{}:{}:{}.{}",
+            path.display(),
+            meta.ino(),
+            meta.size(),
+            meta.mtime(),
+            meta.mtime_nsec()
+        ))
+    };
+    Some(format!(
+        "{}|{}|{}|{}",
+        stamp(&agent.cli)?,
+        stamp(&agent.python)?,
+        agent.version.as_deref().unwrap_or("-"),
+        agent.source.as_deref().unwrap_or("-")
+    ))
+}
+
+/// [`probe`] through the facts remembered in `file` (a missing or unreadable file is no
+/// memory; one that cannot be written costs only the next caller's time).
+fn probe_remembered(
+    agent: &Agent,
+    identity: Option<&Identity>,
+    file: Option<&Path>,
+) -> Result<AgentFacts, ProbeError> {
+    let print = fingerprint(agent);
+    let mut known: Vec<Remembered> = file
+        .and_then(|f| std::fs::read(f).ok())
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    if let Some(print) = &print
+        && let Some(hit) = known.iter().find(|r| &r.fingerprint == print)
+    {
+        return Ok(AgentFacts {
+            config_version: hit.config_version,
+            multiplex_default: hit.multiplex_default,
+        });
+    }
+    let facts = probe(agent, identity)?;
+    if let (Some(file), Some(print)) = (file, print) {
+        // One entry per console script: an upgraded agent replaces its old facts.
+        let cli = format!("{}:", agent.cli.display());
+        known.retain(|r| !r.fingerprint.starts_with(&cli));
+        known.push(Remembered {
+            fingerprint: print,
+            config_version: facts.config_version,
+            multiplex_default: facts.multiplex_default,
+        });
+        if let Some(dir) = file.parent()
+            && std::fs::create_dir_all(dir).is_ok()
+            && let Ok(text) = serde_json::to_vec(&known)
+        {
+            let _ = hermes_home::atomic::write_atomic(file, &text, 0o600);
+        }
     }
     Ok(facts)
 }
@@ -304,6 +401,92 @@ mod tests {
                 multiplex_default: Some(true)
             })
         );
+    }
+
+    #[test]
+    fn facts_are_remembered_between_processes_until_the_agent_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut agent = fake_agent(dir.path(), "x", 0);
+        std::fs::write(&agent.cli, "#!/bin/sh\n").unwrap();
+        // Each run of the interpreter is counted in `runs`.
+        let runs = dir.path().join("runs");
+        let script = |version: u64| {
+            format!(
+                "#!/bin/sh\necho run >>'{}'\necho 'HERMES_ANSWER {{\"config_version\": {version}}}'\n",
+                runs.display()
+            )
+        };
+        std::fs::write(&agent.python, script(40)).unwrap();
+        let file = dir.path().join("cache/hermes/agent-facts.json");
+        let count = || {
+            std::fs::read_to_string(&runs)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+
+        let first = probe_remembered(&agent, None, Some(&file)).unwrap();
+        assert_eq!(first.config_version, 40);
+        let again = probe_remembered(&agent, None, Some(&file)).unwrap();
+        assert_eq!(
+            (again, count()),
+            (first, 1),
+            "the second process is answered from the file"
+        );
+
+        // An upgrade rewrites the console script: asked again, and the new answer kept.
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(&agent.python, script(41)).unwrap();
+        std::fs::write(&agent.cli, "#!/bin/sh\n# 9.9.10\n").unwrap();
+        agent.version = Some("9.9.10".into());
+        assert_eq!(
+            probe_remembered(&agent, None, Some(&file))
+                .unwrap()
+                .config_version,
+            41
+        );
+        assert_eq!(
+            probe_remembered(&agent, None, Some(&file))
+                .unwrap()
+                .config_version,
+            41
+        );
+        assert_eq!(count(), 2);
+
+        // An editable install is asked every time; a damaged file is no memory.
+        agent.source = Some("editable /src".into());
+        probe_remembered(&agent, None, Some(&file)).unwrap();
+        assert_eq!(count(), 3);
+        agent.source = None;
+        std::fs::write(&file, "{not json").unwrap();
+        assert_eq!(
+            probe_remembered(&agent, None, Some(&file))
+                .unwrap()
+                .config_version,
+            41
+        );
+        assert_eq!(count(), 4);
+    }
+
+    #[test]
+    fn the_cache_is_the_users() {
+        let var = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            cache_file(var(&[("HOME", "/home/a")])),
+            Some("/home/a/.cache/hermes/agent-facts.json".into())
+        );
+        assert_eq!(
+            cache_file(var(&[("HOME", "/home/a"), ("XDG_CACHE_HOME", "/c")])),
+            Some("/c/hermes/agent-facts.json".into())
+        );
+        assert_eq!(cache_file(var(&[("HOME", "relative")])), None);
     }
 
     #[test]
