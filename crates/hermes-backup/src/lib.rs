@@ -5,6 +5,8 @@
 //! * [`create`] — the archive: databases through SQLite's online backup API, other files under
 //!   their writers' locks, a manifest last, written under a temporary name;
 //! * [`manifest`] — what an archive of ours says it holds;
+//! * [`content`] — what a database holds (schema and rows) as one digest, to tell the same
+//!   database from a replaced one;
 //! * [`verify`] — every checksum, every database's integrity, the manifest against the contents;
 //! * [`restore`] — plan, stage on the volume, swap, and roll back whatever a crash interrupted;
 //! * [`schedule`] — scheduled snapshots: the schedule, the settings, naming, pruning, one run;
@@ -20,6 +22,7 @@
 
 #![deny(missing_docs)]
 
+pub mod content;
 pub mod create;
 mod error;
 pub mod manifest;

@@ -119,6 +119,7 @@ pub fn plan(
     let _on_volume = crate::as_owner_of(root)?;
     let skipped_rels: BTreeSet<&str> = verified.skipped.iter().map(|(r, _)| r.as_str()).collect();
     let mut files = Vec::new();
+    let mut live_logs = Vec::new();
     for file in &verified.files {
         if skipped_rels.contains(file.rel.as_str()) || !scope.contains(&file.rel) {
             continue;
@@ -126,7 +127,11 @@ pub fn plan(
         let target = check_target(root, &file.rel)?;
         let change = match target {
             None => Change::Added,
-            Some(path) if sha256_of(&path)? == file.sha256 => Change::Unchanged,
+            Some(path) if holds_the_same(&path, file)? => Change::Unchanged,
+            Some(_) if is_log(&file.rel) => {
+                live_logs.push(file.rel.clone());
+                continue;
+            }
             Some(_) => Change::Replaced,
         };
         files.push(Planned {
@@ -140,19 +145,49 @@ pub fn plan(
         });
     }
     files.sort_by(|a, b| a.file.rel.cmp(&b.file.rel));
-    let in_archive: BTreeSet<&str> = files.iter().map(|p| p.file.rel.as_str()).collect();
+    let in_archive: BTreeSet<&str> = files
+        .iter()
+        .map(|p| p.file.rel.as_str())
+        .chain(live_logs.iter().map(String::as_str))
+        .collect();
     let kept = select::walk(root, scope)?
         .into_iter()
         .map(|s| s.rel)
         .filter(|rel| !in_archive.contains(rel.as_str()))
         .collect();
-    let skipped = verified.skipped.clone();
+    let mut skipped = verified.skipped.clone();
+    skipped.extend(live_logs.into_iter().map(|rel| (rel, LIVE_LOG.to_string())));
+    skipped.sort();
     Ok(Plan {
         root: root.to_path_buf(),
         archive: verified,
         files,
         kept,
         skipped,
+    })
+}
+
+/// Why a log the volume has is not restored: logs only grow, so the volume's is the newer, and
+/// rolling it back would lose what happened since the backup.
+const LIVE_LOG: &str = "the volume's log is newer; a log is never rolled back";
+
+/// Whether `rel` is a log: under `logs/` of the root or of a profile.
+fn is_log(rel: &str) -> bool {
+    select::split_profile(rel)
+        .1
+        .starts_with(&format!("{}/", hermes_home::layout::LOGS_DIR))
+}
+
+/// Whether the volume's file at `path` holds what the archive's `file` does: the same bytes,
+/// or, for a database, the same schema and rows ([`crate::content`]) — a backup's copy of a
+/// database never has the live file's bytes.
+fn holds_the_same(path: &Path, file: &ArchiveFile) -> Result<bool, Error> {
+    if sha256_of(path)? == file.sha256 {
+        return Ok(true);
+    }
+    Ok(match &file.content {
+        Some(archived) => crate::content::digest(path).is_ok_and(|live| &live == archived),
+        None => false,
     })
 }
 

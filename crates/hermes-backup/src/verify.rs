@@ -45,6 +45,9 @@ pub struct ArchiveFile {
     pub sha256: String,
     /// Whether it is an SQLite database.
     pub database: bool,
+    /// For a sound database, the digest of its schema and rows ([`crate::content::digest`]),
+    /// which a restore compares with the volume's copy.
+    pub content: Option<String>,
     /// Its mode in the archive, if it has one.
     pub mode: Option<u32>,
 }
@@ -175,7 +178,13 @@ pub fn verify(
             continue;
         }
         match read_entry(&mut entry, declared, scratch.path()) {
-            Ok((size, sha256, database, integrity)) => {
+            Ok(EntryRead {
+                size,
+                sha256,
+                database,
+                integrity,
+                content,
+            }) => {
                 if let Some(problem) = integrity {
                     found.problems.push(format!("{rel}: {problem}"));
                 }
@@ -194,6 +203,7 @@ pub fn verify(
                     size,
                     sha256,
                     database,
+                    content,
                     mode,
                 });
             }
@@ -269,12 +279,8 @@ fn compare(manifest: &Manifest, files: &[ArchiveFile], problems: &mut Vec<String
 
 /// Reads one entry to its end, no further than the `declared` size: size, SHA-256, whether it
 /// is a database and, for one, what `integrity_check` says when it is not `ok` (or why it
-/// could not be checked). The copy checked is made in `scratch_dir` and removed here.
-fn read_entry(
-    entry: &mut impl Read,
-    declared: u64,
-    scratch_dir: &Path,
-) -> io::Result<(u64, String, bool, Option<String>)> {
+/// could not be checked) and the digest of what it holds. The copy checked is made in `scratch_dir` and removed here.
+fn read_entry(entry: &mut impl Read, declared: u64, scratch_dir: &Path) -> io::Result<EntryRead> {
     let mut entry = entry.take(declared.saturating_add(1));
     let mut unchecked: Option<String> = None;
     let mut hasher = Sha256::new();
@@ -323,10 +329,14 @@ fn read_entry(
             format!("it holds more than the {declared} bytes its header declares"),
         ));
     }
+    let mut content = None;
     let integrity = match &mut copy {
         Some(file) => {
             file.flush()?;
             let verdict = integrity_check(file.path());
+            if verdict.is_none() {
+                content = crate::content::digest(file.path()).ok();
+            }
             for side in ["-wal", "-shm", "-journal"] {
                 let mut p = file.path().as_os_str().to_owned();
                 p.push(side);
@@ -336,12 +346,25 @@ fn read_entry(
         }
         None => unchecked,
     };
-    Ok((
+    Ok(EntryRead {
         size,
-        manifest::hex(&hasher.finalize()),
-        copy.is_some(),
+        sha256: manifest::hex(&hasher.finalize()),
+        database: copy.is_some(),
         integrity,
-    ))
+        content,
+    })
+}
+
+/// What [`read_entry`] learns of an entry.
+struct EntryRead {
+    size: u64,
+    sha256: String,
+    database: bool,
+    /// For a database, what `integrity_check` says when it is not `ok` (or why it could not be
+    /// checked).
+    integrity: Option<String>,
+    /// For a sound database, [`crate::content::digest`].
+    content: Option<String>,
 }
 
 /// `None` when `PRAGMA integrity_check` says `ok`; what it says otherwise.

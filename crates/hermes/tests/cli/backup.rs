@@ -237,6 +237,50 @@ fn an_archive_holds_the_volume_without_its_runtime_files_and_restores_what_chang
 }
 
 #[test]
+fn a_restore_right_after_a_backup_replaces_nothing_and_never_rolls_a_log_back() {
+    use std::os::unix::fs::MetadataExt;
+    let t = TestContext::new();
+    let root = volume(&t);
+    // A gateway's view: the database open, its last writes still in the WAL; its log growing.
+    let live = rusqlite::Connection::open(root.join("state.db")).unwrap();
+    live.execute_batch("PRAGMA wal_autocheckpoint=0; INSERT INTO messages(body) VALUES ('live');")
+        .unwrap();
+    let log = root.join("logs/gateways/default/current");
+    fs::create_dir_all(log.parent().unwrap()).unwrap();
+    fs::write(&log, "before the backup\n").unwrap();
+    let archive = t.dir.path().join("a.zip");
+    t.ok(&["backup", "create", "-o", archive.to_str().unwrap()]);
+    fs::write(&log, "before the backup\nafter the backup\n").unwrap();
+    let inode = fs::metadata(root.join("state.db")).unwrap().ino();
+
+    let plan = t.ok(&["backup", "restore", archive.to_str().unwrap(), "--dry-run"]);
+    assert!(plan.contains("logs/gateways/default/current"), "{plan}");
+    assert!(plan.contains("a log is never rolled back"), "{plan}");
+    let done = t.ok(&["backup", "restore", archive.to_str().unwrap(), "--yes"]);
+    assert!(done.contains("Nothing to change"), "{done}");
+    assert_eq!(
+        fs::metadata(root.join("state.db")).unwrap().ino(),
+        inode,
+        "the database was left alone, not swapped for the archive's copy"
+    );
+    assert_eq!(
+        fs::read_to_string(&log).unwrap(),
+        "before the backup\nafter the backup\n"
+    );
+    let rows: i64 = live
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 201);
+
+    // A database whose rows did change is still replaced.
+    live.execute("DELETE FROM messages WHERE body = 'live'", [])
+        .unwrap();
+    drop(live);
+    let done = t.ok(&["backup", "restore", archive.to_str().unwrap(), "--yes"]);
+    assert!(done.contains("Restored: 0 added, 1 replaced"), "{done}");
+}
+
+#[test]
 fn a_scope_holds_only_its_profiles_and_quick_only_state() {
     let t = TestContext::new();
     volume(&t);
