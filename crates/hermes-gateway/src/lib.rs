@@ -188,6 +188,7 @@ where
     }
     recorder.record(Phase::Running, None);
     tracing::info!(profile = settings.profile, "gateway running");
+    prompt::prepare_in_background();
     if settings.multiplex {
         tracing::info!(
             "serving every profile (multiplexing): `default` at /v1/..., each named profile at \

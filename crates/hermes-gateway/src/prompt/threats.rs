@@ -377,11 +377,33 @@ fn compile(pattern: &str) -> Result<Regex, regex::Error> {
         .build()
 }
 
-/// Compiles the patterns now rather than on the first scan (it takes a noticeable moment).
-/// The gateway does not call it: the ~4 MiB of automata are built by the first system prompt,
-/// so a gateway that never builds one stays small.
+/// Compiles the patterns now rather than on the first scan: about 250 ms of one core (release
+/// build), which the first chat after every start used to wait for. A serving gateway calls
+/// it on a thread of its own once it is running ([`prepare_in_background`]).
 pub fn prepare() {
     LazyLock::force(&COMPILED);
+}
+
+/// [`prepare`] on a thread of its own, logged when done (`threat patterns compiled`), so the
+/// first chat after a start does not compile them. Costs the automata's memory (about 1.3 MiB
+/// of idle RSS in a release build, bench/gateway/RESULTS.md) in a gateway that never gets a
+/// chat.
+pub fn prepare_in_background() {
+    let spawned = std::thread::Builder::new()
+        .name("prompt-checks".into())
+        .spawn(|| {
+            let started = std::time::Instant::now();
+            prepare();
+            tracing::info!(
+                ms = started.elapsed().as_millis() as u64,
+                patterns = COMPILED.len(),
+                "threat patterns compiled"
+            );
+        });
+    if let Err(e) = spawned {
+        // The first scan compiles them instead, as it always could.
+        tracing::warn!(error = %e, "cannot compile the threat patterns ahead of the first chat");
+    }
 }
 
 /// The findings for `content` in `scope`, in the original's order (empty: nothing matched).

@@ -3,7 +3,7 @@
 //! is covered against a fake upstream in `crates/hermes-gateway/tests`.
 
 use std::fs;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::Stdio;
 use std::time::Duration;
@@ -44,6 +44,34 @@ fn start_foreground(t: &TestContext, port: u16) -> Running {
         http_get(port, "/health").is_some_and(|r| r.contains("200 OK"))
     });
     guard
+}
+
+#[test]
+fn a_started_gateway_compiles_its_prompt_checks_before_the_first_chat() {
+    // The first chat after each start used to wait 230-280 ms for them.
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let port = free_port();
+    let mut gateway = start_foreground(&t, port);
+    let stderr = BufReader::new(gateway.0.stderr.take().unwrap());
+    let (lines, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut said = String::new();
+    while !said.contains("threat patterns compiled") {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match seen.recv_timeout(left) {
+            Ok(line) => said.push_str(&(line + "\n")),
+            Err(_) => panic!("no chat was sent, and the checks were not compiled:\n{said}"),
+        }
+    }
+    assert_eq!(gateway.stop(), Some(0));
 }
 
 #[test]
