@@ -251,6 +251,34 @@ pub fn systemd_user_unit(profile: &str, home: &Path, hermes_exe: &Path, notify: 
     )
 }
 
+/// How long systemd gives `hermes up` to stop: the gateways drain in parallel within their
+/// grace, then the supervisor exits.
+pub const UP_STOP_GRACE: Duration = Duration::from_secs(90);
+
+/// The systemd user unit that runs `hermes up` for the volume at `home` — every profile's
+/// gateway, the declared services and the dashboard (`no_dashboard`: without it), as `hermes
+/// up -d` does by hand. systemd signals `hermes up` alone (`KillMode=mixed`), which stops its
+/// services in order; a configuration it refuses (exit 78) is not restarted in a loop.
+pub fn up_unit(home: &Path, hermes_exe: &Path, no_dashboard: bool) -> String {
+    format!(
+        "[Unit]\nDescription=Hermes: every profile's gateway{dashboard} (hermes up)\nAfter=network-online.target\n\n\
+         [Service]\nType=simple\nEnvironment=HERMES_HOME={home}\n\
+         ExecStart={exe} up{flag}\n\
+         Restart=on-failure\nRestartPreventExitStatus={config}\nKillSignal=SIGTERM\nKillMode=mixed\nTimeoutStopSec={grace}\n\n\
+         [Install]\nWantedBy=default.target\n",
+        dashboard = if no_dashboard {
+            ""
+        } else {
+            " and the dashboard"
+        },
+        flag = if no_dashboard { " --no-dashboard" } else { "" },
+        home = home.display(),
+        exe = hermes_exe.display(),
+        grace = UP_STOP_GRACE.as_secs(),
+        config = hermes_errors::exit::CONFIG,
+    )
+}
+
 /// The systemd socket unit that holds `profile`'s API address for the unit
 /// [`systemd_user_unit`] describes (same name, `.socket`): systemd binds it once and passes it
 /// across every restart and crash, as the supervisor does, named `api` (the name the gateway

@@ -85,7 +85,7 @@ pub mod upgrade;
 pub use error::Error;
 pub use gateway::{
     GATEWAY_PREFIX, GATEWAY_STOP_GRACE, client_gateway_spec, ensure_registered, gateway_log_dir,
-    gateway_spec, run_as_identity, service_name, systemd_socket_unit, systemd_user_unit,
+    gateway_spec, run_as_identity, service_name, systemd_socket_unit, systemd_user_unit, up_unit,
 };
 pub use hooks::DesiredStateHooks;
 pub use logs::{

@@ -108,9 +108,13 @@ pub struct Cli {
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the supervisor in the foreground: every profile's gateway and the services in
-    /// `config.yaml`. Ctrl-C stops everything in order.
+    /// Run the supervisor: every profile's gateway, the services in `config.yaml` and the
+    /// dashboard. In the foreground Ctrl-C stops everything in order; `-d` runs it in the
+    /// background (`hermes down` stops it); `--unit` prints a systemd user unit for it.
     Up(UpArgs),
+    /// Stop the supervisor `hermes up -d` started, and every service it runs (gateways finish
+    /// their requests first). Nothing running is not an error.
+    Down,
     /// Ask the running supervisor about its services, start, stop or restart them, read logs.
     #[command(subcommand)]
     Service(ServiceCommand),
@@ -231,6 +235,15 @@ pub struct UpArgs {
     /// still listed, as `disabled`.
     #[arg(long)]
     pub no_dashboard: bool,
+    /// Run in the background: return once the supervisor answers, its output appended to
+    /// logs/up.log. `hermes down` stops it.
+    #[arg(short = 'd', long, conflicts_with = "unit")]
+    pub detach: bool,
+    /// Print a systemd user unit that runs `hermes up` for this volume, to start it with the
+    /// machine: `hermes up --unit > ~/.config/systemd/user/hermes.service`, then
+    /// `systemctl --user enable --now hermes`.
+    #[arg(long)]
+    pub unit: bool,
 }
 
 /// `hermes dashboard [--host H] [--port P]`, or `hermes dashboard hash-password`.

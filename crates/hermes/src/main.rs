@@ -185,7 +185,10 @@ fn run(cli: Cli) -> CommandResult {
             output::stdout(&text)?;
             Ok(ExitStatus::Success)
         }
+        Some(Command::Up(args)) if args.unit => commands::background::unit(&ctx, &args),
+        Some(Command::Up(args)) if args.detach => commands::background::detach(&ctx, &args),
         Some(Command::Up(args)) => commands::up::run(&ctx, &args),
+        Some(Command::Down) => commands::background::down(&ctx),
         Some(Command::Service(command)) => commands::service::run(&ctx, command),
         Some(Command::Backup(command)) => commands::backup::run(&ctx, command),
         Some(Command::Gateway(command)) => commands::gateway::run(&ctx, command),

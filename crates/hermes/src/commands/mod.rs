@@ -1,6 +1,7 @@
 //! One module per command group; each exposes `run_*` functions returning a `CommandResult`.
 
 pub mod auth;
+pub mod background;
 pub mod backup;
 pub mod chat;
 pub mod completions;

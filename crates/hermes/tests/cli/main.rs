@@ -40,6 +40,7 @@
 )]
 
 mod auth;
+mod background;
 mod backup;
 mod backup_interop;
 mod backup_load;
