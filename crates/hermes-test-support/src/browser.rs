@@ -318,6 +318,30 @@ impl Browser {
         self.command(&step, "POST", "cookie", Some(json!({ "cookie": cookie })));
     }
 
+    /// The errors the pages wrote to the browser's console since the last call (a script
+    /// error, a refused Content-Security-Policy, a failed load), as `level: message` lines.
+    /// Chromium keeps them from the page's first byte, before any script of ours could listen.
+    pub fn console_errors(&self) -> Vec<String> {
+        let entries = self.command(
+            "read the console",
+            "POST",
+            "se/log",
+            Some(json!({ "type": "browser" })),
+        );
+        entries
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e.get("level").and_then(Value::as_str) == Some("SEVERE"))
+            .map(|e| {
+                format!(
+                    "SEVERE: {}",
+                    e.get("message").and_then(Value::as_str).unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+
     /// Saves a PNG screenshot of the window ([`WINDOW_SIZE`]) to `path`.
     pub fn screenshot(&self, path: &Path) {
         let step = format!("take a screenshot into {}", path.display());
@@ -525,6 +549,8 @@ fn session_capabilities(profile: &Path) -> Value {
                 "pageLoadStrategy": "normal",
                 "timeouts": { "implicit": 0, "pageLoad": 30_000, "script": 30_000 },
                 "goog:chromeOptions": { "args": args },
+                // What `console_errors` reads.
+                "goog:loggingPrefs": { "browser": "ALL" },
             }
         }
     })

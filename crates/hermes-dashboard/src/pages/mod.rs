@@ -204,7 +204,7 @@ pub fn shell(page: Page, base: &str, token: &str, main: &str) -> Response {
 <base href="{base}/">
 <meta name="hermes-token" content="{token}">
 <title>Hermes — {title}</title>
-<link rel="stylesheet" href="assets/app.css">
+<link rel="stylesheet" href="assets/app.css"><link rel="icon" href="assets/icon.svg">
 </head><body data-page="{script}">
 <header><h1>Hermes</h1><nav>{nav}</nav><span id="live" class="muted"></span></header>
 <main>

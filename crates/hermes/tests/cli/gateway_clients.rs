@@ -224,8 +224,8 @@ fn find_python(min: (u32, u32)) -> Option<(PathBuf, (u32, u32))> {
 
 /// A ready venv: its interpreter and whether `hermes-agent-api-client` is in it.
 #[derive(Clone)]
-struct Venv {
-    python: PathBuf,
+pub(crate) struct Venv {
+    pub(crate) python: PathBuf,
     has_agent_client: bool,
 }
 
@@ -554,7 +554,7 @@ fn drive(venv: &Venv, mode: &str, gw: &Gateway, dir: &Path) -> Value {
 
 /// The venv, or `None` after saying why the test skips. Opt-in (it downloads from PyPI):
 /// `HERMES_TEST_PYPI=1`, or strict mode (CI).
-fn venv_or_skip() -> Option<Venv> {
+pub(crate) fn venv_or_skip() -> Option<Venv> {
     if !hermes_test_support::opt_in(
         "HERMES_TEST_PYPI",
         "the Python client suite installs its clients from PyPI",

@@ -56,6 +56,7 @@ mod diagnostics;
 mod docs_examples;
 mod dry_run;
 mod engine;
+mod first_hour;
 mod formats;
 mod gateway;
 mod gateway_clients;
