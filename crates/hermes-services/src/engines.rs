@@ -46,7 +46,10 @@ pub fn of_home(
     }
 }
 
-/// The view of every profile gateway among `rows`, in their order.
+/// The view of every profile gateway among `rows`, in their order. A running gateway's
+/// engine is what its process is ([`running_engine`]); only one that does not run is told
+/// from its settings — the caller's environment (where it finds the agent) may not be the
+/// supervisor's.
 pub fn of_rows(
     root: &Path,
     rows: &[ServiceStatus],
@@ -55,19 +58,67 @@ pub fn of_rows(
 ) -> Vec<GatewayEngine> {
     rows.iter()
         .filter_map(|row| {
-            Some(of_home(
-                row.name.clone(),
-                row_home(root, row)?,
-                multiplex,
-                var,
-            ))
+            let mut view = of_home(row.name.clone(), row_home(root, row)?, multiplex, var);
+            if let Some(engine) = row.pid.and_then(running_engine) {
+                view.engine = engine;
+            }
+            Some(view)
         })
         .collect()
+}
+
+/// The engine of the running gateway `pid`: `gateway run` execs the agent's interpreter, so a
+/// Python process is the agent's gateway and this binary is ours. `None` for anything else
+/// (an operator's own `gateway.command`) or a process that cannot be read.
+pub fn running_engine(pid: i32) -> Option<&'static str> {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let exe = exe.to_string_lossy();
+    // A binary replaced while it runs (an upgrade) reads `… (deleted)`.
+    let exe = exe.strip_suffix(" (deleted)").unwrap_or(&exe);
+    let ours = std::env::current_exe().ok()?;
+    let name = Path::new(exe).file_name()?.to_string_lossy();
+    if Path::new(exe) == ours {
+        Some("native")
+    } else if name.starts_with("python") {
+        Some("agent")
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_running_gateway_is_the_engine_its_process_is() {
+        // The binary asking is the one a native gateway runs.
+        assert_eq!(running_engine(std::process::id() as i32), Some("native"));
+        assert_eq!(running_engine(i32::MAX), None, "no such process");
+        // An operator's own program: nothing is claimed of it.
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let engine = running_engine(other.id() as i32);
+        let _ = other.kill();
+        let _ = other.wait();
+        assert_eq!(engine, None);
+        let Some(python) = ["/usr/bin/python3", "/bin/python3"]
+            .into_iter()
+            .find(|p| Path::new(p).is_file())
+        else {
+            return hermes_test_support::skip("no python3 to run as the agent's gateway");
+        };
+        let mut agent = std::process::Command::new(python)
+            .args(["-c", "import time; time.sleep(30)"])
+            .spawn()
+            .unwrap();
+        let engine = running_engine(agent.id() as i32);
+        let _ = agent.kill();
+        let _ = agent.wait();
+        assert_eq!(engine, Some("agent"));
+    }
 
     #[test]
     fn only_rows_naming_an_existing_profile_are_gateways() {

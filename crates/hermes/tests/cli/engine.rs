@@ -426,7 +426,7 @@ fn agent_env(
 
 /// A directory holding `aiohttp` for the agent's interpreter (none when it has it already),
 /// made once per target dir with the agent's own pip.
-fn aiohttp_overlay(python: &Path) -> PathBuf {
+pub(crate) fn aiohttp_overlay(python: &Path) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("agent-aiohttp");
     let importable = || {
         Command::new(python)

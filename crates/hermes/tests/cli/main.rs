@@ -73,6 +73,7 @@ mod plugins;
 mod profiles;
 mod restarts;
 mod services;
+mod switch;
 mod ui;
 mod ui_diagnostics;
 mod ui_logs;
