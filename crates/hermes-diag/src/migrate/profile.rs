@@ -1,6 +1,6 @@
 //! One profile of the volume: what it holds and how each part carries over.
 
-use hermes_settings::{ProfileFiles, Scope};
+use hermes_settings::{ProfileFiles, Scope, Source};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -736,7 +736,68 @@ fn api_part(
             format!("API server on port {port} ({port_source})"),
         ),
     });
+    if multiplexed && image.agent_installed {
+        agent_multiplexing_reads_dot_env(profile, image, &files, findings);
+    }
     facts
+}
+
+/// The API server's variables the agent's gateway reads through `getenv`.
+const API_SERVER_VARIABLES: [&str; 4] = [
+    "API_SERVER_ENABLED",
+    "API_SERVER_KEY",
+    "API_SERVER_PORT",
+    "API_SERVER_HOST",
+];
+
+/// Multiplexed, the agent's gateway reads a profile's variables in that profile's secret
+/// scope — its `.env` — so the top-level keys of `config.yaml`, which its single-profile
+/// gateway bridges into its environment, are not read. Which profile that costs depends on the
+/// release, as seen running both on such a volume (`tests/cli/switch.rs`):
+/// * 0.19.0: the default profile's, whose API server then stays off (its own `hermes gateway
+///   run` says "No messaging platforms enabled"). A named profile has no API server of its own
+///   there: `/p/<profile>/v1` takes the default profile's key (one in its `.env` gets the
+///   profile skipped), so nothing is said for it.
+/// * 0.20.1: a named profile's, whose `/p/<profile>/v1` then refuses its key.
+fn agent_multiplexing_reads_dot_env(
+    profile: &str,
+    image: &Image,
+    files: &ProfileFiles,
+    findings: &mut Vec<Finding>,
+) {
+    let release_0_19 = image
+        .agent_version
+        .as_deref()
+        .is_some_and(|v| v == "0.19" || v.starts_with("0.19."));
+    if (profile == hermes_home::DEFAULT_PROFILE) != release_0_19 {
+        return;
+    }
+    let bridged: Vec<&str> = API_SERVER_VARIABLES
+        .into_iter()
+        .filter(|k| {
+            files
+                .var(k)
+                .is_some_and(|v| v.source == Source::ConfigTopLevel)
+        })
+        .collect();
+    if bridged.is_empty() {
+        return;
+    }
+    let names = bridged.join(", ");
+    let env = if profile == hermes_home::DEFAULT_PROFILE {
+        "`.env`".to_string()
+    } else {
+        format!("`profiles/{profile}/.env`")
+    };
+    findings.push(Finding::attention(
+        "api_server",
+        format!(
+            "multiplexed, the agent's gateway does not read {names} from the top level of              `config.yaml` (it reads a profile's variables from its .env): its API server              would be off or on another port"
+        ),
+        format!(
+            "move {names} from the top level of `config.yaml` into {env} (or switch              multiplexing off)"
+        ),
+    ));
 }
 
 /// Says so when one of the API server's settings (its key, port, …) is set in more than one

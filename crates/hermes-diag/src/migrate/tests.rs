@@ -447,3 +447,58 @@ fn the_api_server_is_read_where_the_original_reads_it() {
         "{shadowed:?}"
     );
 }
+
+#[test]
+fn multiplexed_under_the_agent_top_level_api_keys_are_named_where_its_release_ignores_them() {
+    let (_dir, root) = volume();
+    let top_level =
+        "gateway:\n  multiplex_profiles: true\nAPI_SERVER_KEY: default-key-0123456789abcdef\n";
+    fs::write(root.join("config.yaml"), top_level).unwrap();
+    let work = profile(&root, "work");
+    fs::write(
+        work.join("config.yaml"),
+        "API_SERVER_KEY: work-key-0123456789abcdef\nAPI_SERVER_PORT: 8700\n",
+    )
+    .unwrap();
+    let moved = |fs: &[Finding]| -> Vec<String> {
+        attention(fs, "api_server")
+            .iter()
+            .filter(|f| {
+                f.message
+                    .contains("multiplexed, the agent's gateway does not read")
+            })
+            .map(|f| f.action.clone().unwrap_or_default())
+            .collect()
+    };
+    // 0.19.0: the default profile's key is not read; a named profile has none of its own.
+    let report = run(&root, &agent(33));
+    let default = moved(findings(&report, "default"));
+    assert_eq!(default.len(), 1, "{default:?}");
+    assert!(default[0].contains("API_SERVER_KEY") && default[0].contains("`.env`"));
+    assert!(moved(findings(&report, "work")).is_empty());
+    // 0.20.1: the named profile's are not read.
+    let newer = Image {
+        agent_version: Some("0.20.1".into()),
+        ..agent(35)
+    };
+    let report = run(&root, &newer);
+    assert!(moved(findings(&report, "default")).is_empty());
+    let work = moved(findings(&report, "work"));
+    assert_eq!(work.len(), 1, "{work:?}");
+    assert!(
+        work[0].contains("API_SERVER_KEY, API_SERVER_PORT")
+            && work[0].contains("profiles/work/.env"),
+        "{work:?}"
+    );
+    // Not multiplexed, or in `.env` already, or the native engine (no agent): nothing to say.
+    fs::write(
+        root.join("config.yaml"),
+        "API_SERVER_KEY: default-key-0123456789abcdef\n",
+    )
+    .unwrap();
+    let report = run(&root, &agent(33));
+    assert!(moved(findings(&report, "default")).is_empty());
+    fs::write(root.join("config.yaml"), top_level).unwrap();
+    let report = run(&root, &Image::default());
+    assert!(moved(findings(&report, "default")).is_empty());
+}

@@ -239,6 +239,47 @@ fn switch_from(agent: &OriginalAgent) {
     );
     let doc = check(&t, agent);
     assert_eq!(doc["multiplex"]["on"], true, "{doc:#}");
+    // The agent's multiplexing gateway reads API_SERVER_* from a profile's `.env` only:
+    // 0.19.0 the default profile's (a named one has no API server of its own there), 0.20.1
+    // a named profile's. The check says so, with the fix, which is applied.
+    let release_0_19 = agent_is_0_19(&doc);
+    let moved: Vec<(&str, &str, u16)> = if release_0_19 {
+        vec![(".env", KEY, port)]
+    } else {
+        vec![("profiles/work/.env", WORK_KEY, work_port)]
+    };
+    for (env, _, _) in &moved {
+        let name = if *env == ".env" { "default" } else { "work" };
+        let gaps: Vec<Value> = profile(&doc, name)["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["area"] == "api_server" && f["status"] == "attention")
+            .cloned()
+            .collect();
+        assert!(
+            gaps.iter().any(|f| f["action"]
+                .as_str()
+                .is_some_and(|a| a.contains("API_SERVER_KEY") && a.contains(".env"))),
+            "{name}: {gaps:#?}"
+        );
+    }
+    for (env, key, port) in &moved {
+        let path = t.root().join(env);
+        let mut text = fs::read_to_string(&path).unwrap_or_default();
+        text.push_str(&format!("API_SERVER_KEY={key}\nAPI_SERVER_PORT={port}\n"));
+        fs::write(&path, text).unwrap();
+    }
+    let doc = check(&t, agent);
+    for name in ["default", "work"] {
+        let gaps: Vec<&Value> = profile(&doc, name)["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["area"] == "api_server" && f["status"] == "attention")
+            .collect();
+        assert!(gaps.is_empty(), "{name}: {gaps:#?}");
+    }
     let mut up = t
         .cmd(&["up"])
         .env("HERMES_AGENT_CLI", &agent.hermes)
@@ -251,11 +292,25 @@ fn switch_from(agent: &OriginalAgent) {
     poll::until_true("the multiplexing gateway", Duration::from_secs(120), || {
         call(port, "GET", "/health", KEY, "").0 == 200
     });
-    assert_eq!(call(port, "GET", "/p/work/v1/models", WORK_KEY, "").0, 200);
-    assert_eq!(call(port, "GET", "/p/work/v1/models", KEY, "").0, 401);
-    let (status, answer) = call(port, "POST", "/p/work/v1/chat/completions", WORK_KEY, CHAT);
+    // `work`'s clients: with its own key (0.20.1), with the default profile's under 0.19.0,
+    // as that release's own multiplexing gateway serves them.
+    let (work_key, refused) = if release_0_19 {
+        (KEY, WORK_KEY)
+    } else {
+        (WORK_KEY, KEY)
+    };
+    assert_eq!(call(port, "GET", "/p/work/v1/models", work_key, "").0, 200);
+    assert_eq!(call(port, "GET", "/p/work/v1/models", refused, "").0, 401);
+    let (status, answer) = call(port, "POST", "/p/work/v1/chat/completions", work_key, CHAT);
     assert_eq!(status, 200, "{answer}");
     assert_eq!(up.stop(), Some(0));
+}
+
+/// Whether the check's agent is a 0.19 release.
+fn agent_is_0_19(doc: &Value) -> bool {
+    doc["agent"]["version"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("0.19"))
 }
 
 #[test]
