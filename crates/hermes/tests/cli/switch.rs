@@ -174,6 +174,9 @@ fn switch_from(agent: &OriginalAgent) {
         .cmd(&["up"])
         .env("HERMES_AGENT_CLI", &agent.hermes)
         .env("PYTHONPATH", &overlay)
+        // Never install into the shared test venv: the agent installs a configured
+        // platform's package on its own otherwise (Telegram's, here).
+        .env("HERMES_DISABLE_LAZY_INSTALLS", "1")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -187,6 +190,9 @@ fn switch_from(agent: &OriginalAgent) {
         .cmd(&["-p", "work", "gateway", "start"])
         .env("HERMES_AGENT_CLI", &agent.hermes)
         .env("PYTHONPATH", &overlay)
+        // Never install into the shared test venv: the agent installs a configured
+        // platform's package on its own otherwise (Telegram's, here).
+        .env("HERMES_DISABLE_LAZY_INSTALLS", "1")
         .output()
         .unwrap();
     assert!(
@@ -284,6 +290,9 @@ fn switch_from(agent: &OriginalAgent) {
         .cmd(&["up"])
         .env("HERMES_AGENT_CLI", &agent.hermes)
         .env("PYTHONPATH", &overlay)
+        // Never install into the shared test venv: the agent installs a configured
+        // platform's package on its own otherwise (Telegram's, here).
+        .env("HERMES_DISABLE_LAZY_INSTALLS", "1")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
