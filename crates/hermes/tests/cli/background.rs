@@ -6,21 +6,6 @@ use std::time::Duration;
 use crate::util::TestContext;
 use hermes_test_support::poll;
 
-/// Kills a background supervisor a failed assertion left running (it is in a session of its
-/// own: nothing else would).
-struct Background(Option<i32>);
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0 {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
-}
-
 /// Whether `pid` runs (a zombie no longer does: whoever adopted it reaps it later).
 fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -48,16 +33,8 @@ fn up_d_returns_with_the_supervisor_running_and_down_stops_everything() {
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to stop"));
 
-    let out = t.run(&["up", "-d"]);
-    let said = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{said}");
-    let pid: i32 = said
-        .split("(pid ")
-        .nth(1)
-        .and_then(|rest| rest.split(')').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{said}"));
-    let mut guard = Background(Some(pid));
+    let (mut guard, _) = t.up_detached(&[]);
+    let pid = guard.pid();
     // It returned, and the supervisor answers: its gateway comes up.
     assert!(alive(pid));
     poll::until_true("the default gateway up", Duration::from_secs(30), || {
@@ -83,7 +60,7 @@ fn up_d_returns_with_the_supervisor_running_and_down_stops_everything() {
     assert!(out.status.success(), "{said}");
     assert!(said.contains("every service has stopped"), "{said}");
     assert!(!alive(pid), "down returns once the supervisor is gone");
-    guard.0 = None;
+    guard.stopped();
     assert!(
         !t.run(&["service", "list"]).status.success(),
         "nothing answers"

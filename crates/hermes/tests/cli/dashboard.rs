@@ -352,15 +352,10 @@ fn under_hermes_up_the_sign_in_token_is_never_logged_and_outlives_a_dashboard_re
     std::fs::create_dir_all(t.root()).unwrap();
     t.free_ports(&[]);
     let port = free_port();
-    let child = t
-        .cmd(&["up"])
-        .env("HERMES_DASHBOARD", "1")
-        .env("HERMES_DASHBOARD_PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut up = Running(child);
+    let mut up = t.start_up_with([
+        ("HERMES_DASHBOARD", "1"),
+        ("HERMES_DASHBOARD_PORT", &port.to_string()),
+    ]);
     poll::until_true("the dashboard answers", Duration::from_secs(30), || {
         t.service("dashboard")["state"] == "up" && TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
@@ -417,12 +412,7 @@ fn under_hermes_up_the_sign_in_token_is_never_logged_and_outlives_a_dashboard_re
     let logs = every_text_under(&t.root().join("logs"));
     assert!(logs.contains("hermes dashboard link"), "{logs}");
     assert!(!every_text_under(&t.root()).contains(&token));
-    let mut said = String::new();
-    up.0.stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut said)
-        .unwrap();
+    let said = up.stderr();
     assert!(!said.contains(&token), "not a terminal: {said}");
     assert!(said.contains("`hermes dashboard link`"), "{said}");
 
@@ -446,15 +436,10 @@ fn a_dashboard_declared_in_config_yaml_runs_instead_of_ours() {
     )
     .unwrap();
     let port = free_port();
-    let child = t
-        .cmd(&["up"])
-        .env("HERMES_DASHBOARD", "1")
-        .env("HERMES_DASHBOARD_PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut up = Running(child);
+    let mut up = t.start_up_with([
+        ("HERMES_DASHBOARD", "1"),
+        ("HERMES_DASHBOARD_PORT", &port.to_string()),
+    ]);
     poll::until_true("the declared dashboard up", Duration::from_secs(30), || {
         t.service("dashboard")["state"] == "up"
     });
@@ -463,12 +448,7 @@ fn a_dashboard_declared_in_config_yaml_runs_instead_of_ours() {
         "ours does not run beside it"
     );
     assert_eq!(up.stop(), Some(0));
-    let mut said = String::new();
-    up.0.stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut said)
-        .unwrap();
+    let said = up.stderr();
     assert!(
         said.contains(
             "`dashboard` is declared in config.yaml; it runs instead of the built-in dashboard"

@@ -18,20 +18,6 @@ use hermes_test_support::poll;
 use crate::load::StubUpstream;
 use crate::util::{TestContext, free_port};
 
-/// A background supervisor a failed assertion would leave running is killed.
-struct Supervisor(Option<i32>);
-
-impl Drop for Supervisor {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0 {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
-}
-
 /// `POST /v1/chat/completions` as curl sends it: the status and the body.
 fn chat(port: u16, key: &str, text: &str) -> (u16, String) {
     let body = format!(r#"{{"model":"hermes","messages":[{{"role":"user","content":"{text}"}}]}}"#);
@@ -83,21 +69,11 @@ fn the_first_hour_on_a_machine() {
     t.ok(&["config", "set", "API_SERVER_PORT", &port.to_string()]);
 
     // `hermes up -d`: back at the prompt with everything running.
-    let out = t
-        .cmd(&["up", "-d"])
-        .env("HERMES_DASHBOARD", "1")
-        .env("HERMES_DASHBOARD_PORT", dashboard_port.to_string())
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{said}");
-    let pid: i32 = said
-        .split("(pid ")
-        .nth(1)
-        .and_then(|rest| rest.split(')').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{said}"));
-    let mut supervisor = Supervisor(Some(pid));
+    let dashboard_port_text = dashboard_port.to_string();
+    let (mut supervisor, _) = t.up_detached(&[
+        ("HERMES_DASHBOARD", "1"),
+        ("HERMES_DASHBOARD_PORT", &dashboard_port_text),
+    ]);
     poll::until_true("the default gateway up", Duration::from_secs(60), || {
         t.service("gateway-default")["state"] == "up"
     });
@@ -211,6 +187,6 @@ fn the_first_hour_on_a_machine() {
     // And stop.
     let out = t.run(&["down"]);
     assert!(out.status.success(), "{out:?}");
-    supervisor.0 = None;
+    supervisor.stopped();
     assert!(!t.run(&["service", "list"]).status.success());
 }

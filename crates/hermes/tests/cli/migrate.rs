@@ -74,7 +74,7 @@ fn check(t: &TestContext, agent: &OriginalAgent) -> (i32, Value, String) {
     (out.status.code().unwrap(), doc, text)
 }
 
-fn profile<'a>(doc: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn profile<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["profiles"]
         .as_array()
         .unwrap()

@@ -15,7 +15,7 @@ use hermes_test_support::{OriginalAgent, poll};
 use serde_json::Value;
 
 use crate::load::StubUpstream;
-use crate::migrate::original;
+use crate::migrate::{original, profile};
 use crate::util::{TestContext, free_port};
 
 const KEY: &str = "switch-default-key-0123456789abcdef";
@@ -77,6 +77,20 @@ fn write_volume(t: &TestContext, agent: &OriginalAgent, model: u16, port: u16, w
     original(t, agent, &["config", "set", "TELEGRAM_BOT_TOKEN", TOKEN]);
 }
 
+/// What `hermes up` and the CLI run with: the agent, its API server's `aiohttp` from
+/// `overlay`, and no lazy installs — the agent would otherwise install a configured platform's
+/// package (Telegram's, here) into the test venv other tests share.
+fn agent_env<'a>(
+    agent: &'a OriginalAgent,
+    overlay: &'a std::path::Path,
+) -> [(&'static str, &'a std::ffi::OsStr); 3] {
+    [
+        ("HERMES_AGENT_CLI", agent.hermes.as_os_str()),
+        ("PYTHONPATH", overlay.as_os_str()),
+        ("HERMES_DISABLE_LAZY_INSTALLS", std::ffi::OsStr::new("1")),
+    ]
+}
+
 /// `migrate check --json` with `agent` as the installed agent.
 fn check(t: &TestContext, agent: &OriginalAgent) -> Value {
     let out = t
@@ -95,15 +109,6 @@ fn findings(doc: &Value) -> Vec<&Value> {
         all.extend(p["findings"].as_array().into_iter().flatten());
     }
     all
-}
-
-fn profile<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["profiles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap_or_else(|| panic!("no profile {name} in {doc:#}"))
 }
 
 /// The agent's own cron list of `profile`, through our CLI (the agent runs it).
@@ -170,29 +175,11 @@ fn switch_from(agent: &OriginalAgent) {
     }
 
     // `hermes up` with the agent: each profile's gateway, its clients with their own keys.
-    let mut up = t
-        .cmd(&["up"])
-        .env("HERMES_AGENT_CLI", &agent.hermes)
-        .env("PYTHONPATH", &overlay)
-        // Never install into the shared test venv: the agent installs a configured
-        // platform's package on its own otherwise (Telegram's, here).
-        .env("HERMES_DISABLE_LAZY_INSTALLS", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map(crate::util::Running)
-        .unwrap();
-    poll::until_true("the supervisor", Duration::from_secs(30), || {
-        t.run(&["service", "list"]).status.success()
-    });
+    let mut up = t.start_up_with(agent_env(agent, &overlay));
     // The fix the check named.
     let started = t
         .cmd(&["-p", "work", "gateway", "start"])
-        .env("HERMES_AGENT_CLI", &agent.hermes)
-        .env("PYTHONPATH", &overlay)
-        // Never install into the shared test venv: the agent installs a configured
-        // platform's package on its own otherwise (Telegram's, here).
-        .env("HERMES_DISABLE_LAZY_INSTALLS", "1")
+        .envs(agent_env(agent, &overlay))
         .output()
         .unwrap();
     assert!(
@@ -286,18 +273,7 @@ fn switch_from(agent: &OriginalAgent) {
             .collect();
         assert!(gaps.is_empty(), "{name}: {gaps:#?}");
     }
-    let mut up = t
-        .cmd(&["up"])
-        .env("HERMES_AGENT_CLI", &agent.hermes)
-        .env("PYTHONPATH", &overlay)
-        // Never install into the shared test venv: the agent installs a configured
-        // platform's package on its own otherwise (Telegram's, here).
-        .env("HERMES_DISABLE_LAZY_INSTALLS", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map(crate::util::Running)
-        .unwrap();
+    let mut up = t.start_up_with(agent_env(agent, &overlay));
     poll::until_true("the multiplexing gateway", Duration::from_secs(120), || {
         call(port, "GET", "/health", KEY, "").0 == 200
     });

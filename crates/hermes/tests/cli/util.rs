@@ -144,11 +144,48 @@ impl Drop for Running {
     }
 }
 
+/// A supervisor `hermes up -d` started, in a session of its own: killed when dropped unless
+/// [`Detached::stopped`] (a failed assertion must not leave it running).
+pub struct Detached(pub Option<i32>);
+
+impl Detached {
+    /// Its pid.
+    pub fn pid(&self) -> i32 {
+        self.0.expect("still running")
+    }
+
+    /// It has been stopped (`hermes down`): nothing to kill.
+    pub fn stopped(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
 impl TestContext {
     /// Starts `hermes up` (stderr piped, for tests that read it) and waits for its socket.
     pub fn start_up(&self) -> Running {
+        self.start_up_with(std::iter::empty::<(&str, &str)>())
+    }
+
+    /// [`start_up`](Self::start_up) with `env` added to its environment.
+    pub fn start_up_with<K, V>(&self, env: impl IntoIterator<Item = (K, V)>) -> Running
+    where
+        K: AsRef<std::ffi::OsStr>,
+        V: AsRef<std::ffi::OsStr>,
+    {
         let child = self
             .cmd(&["up"])
+            .envs(env)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -160,6 +197,24 @@ impl TestContext {
             || self.run(&["service", "list"]).status.success(),
         );
         up
+    }
+
+    /// `hermes up -d` with `env` added, which must succeed: the supervisor and what it said.
+    pub fn up_detached(&self, env: &[(&str, &str)]) -> (Detached, String) {
+        let mut cmd = self.cmd(&["up", "-d"]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{said}");
+        let pid = said
+            .split("(pid ")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no pid in: {said}"));
+        (Detached(Some(pid)), said)
     }
 
     /// One service's status row from the supervisor (`Null` when it has none).
