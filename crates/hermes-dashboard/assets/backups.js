@@ -27,6 +27,8 @@
   var cancelButton = document.getElementById("cancel");
   var restoreStatus = document.getElementById("restore-status");
   var planError = document.getElementById("plan-error");
+  var originalBox = document.getElementById("original");
+  var originalRows = document.getElementById("original-rows");
   var shown = null; // {name, token, refused} of the plan on screen
   var working = false;
 
@@ -109,10 +111,36 @@
       rows.appendChild(Hermes.el("tr", { class: "empty" })).appendChild(Hermes.el("td", { colspan: "5", class: "muted" }, "No archives yet: create one, or upload one."));
     }
     data.archives.forEach(function (a) { rows.appendChild(row(a)); });
+    showOriginal(data.original);
     if (data.creating && working) createStatus.textContent = progressText(data.creating);
     else if (data.creating) createStatus.textContent = "Another page is creating " + data.creating.name + "…";
     else if (!working && createStatus.className !== "done") createStatus.textContent = "";
     return data;
+  }
+
+  // The original's archives (its `hermes backup` writes them in its home): Copy in puts one
+  // in the backups directory, where the list above takes it.
+  function showOriginal(places) {
+    originalRows.textContent = "";
+    originalBox.hidden = !places || !places.length;
+    (places || []).forEach(function (place) {
+      place.archives.forEach(function (a) {
+        var tr = Hermes.el("tr", { "data-original": a.name });
+        tr.appendChild(Hermes.el("td", { class: "name" }, a.name));
+        tr.appendChild(Hermes.el("td", { class: "muted" }, place.dir));
+        tr.appendChild(Hermes.el("td", { class: "num" }, size(a.size)));
+        tr.appendChild(Hermes.el("td", {}, when(a.modified)));
+        var b = Hermes.el("button", { type: "button", "data-action": "adopt" }, "Copy in");
+        b.addEventListener("click", function () {
+          b.disabled = true;
+          Hermes.api("POST", "api/backups/adopt", { dir: place.dir, name: a.name })
+            .then(function () { Hermes.problem(null); }, Hermes.problem)
+            .then(refresh);
+        });
+        tr.appendChild(Hermes.el("td", {})).appendChild(b);
+        originalRows.appendChild(tr);
+      });
+    });
   }
 
   function refresh() {

@@ -178,6 +178,94 @@ pub fn open_archive(dir: &Path, name: &str) -> Result<Option<(File, u64)>, Strin
     Ok(Some((file, meta.len())))
 }
 
+/// Whether `name` is what the original's `hermes backup` names an archive when not told
+/// otherwise: `hermes-backup-YYYY-MM-DD-HHMMSS.zip` (its local time).
+pub fn is_original_name(name: &str) -> bool {
+    let Some(stamp) = name
+        .strip_prefix("hermes-backup-")
+        .and_then(|rest| rest.strip_suffix(".zip"))
+    else {
+        return false;
+    };
+    let shape = "dddd-dd-dd-dddddd";
+    stamp.len() == shape.len()
+        && stamp.chars().zip(shape.chars()).all(|(c, s)| match s {
+            'd' => c.is_ascii_digit(),
+            _ => c == s,
+        })
+}
+
+/// Where the original's `hermes backup` leaves its archives when not told otherwise: its home
+/// (`Path.home()`). In its image that is the volume's root (`HOME=/opt/data`); on a machine,
+/// the user's home, `home` here (the dashboard's `$HOME`). Each directory once, the backups
+/// directory left out (its archives are listed as ours).
+pub fn original_dirs(root: &Path, home: Option<&Path>, backups: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in std::iter::once(root).chain(home) {
+        if dir != backups && !dirs.iter().any(|d| d == dir) {
+            dirs.push(dir.to_path_buf());
+        }
+    }
+    dirs
+}
+
+/// The original's archives ([`is_original_name`]) in each of `dirs`, newest first, as
+/// `{dir, archives}` for each directory that has any.
+pub fn list_original(dirs: &[PathBuf]) -> Vec<Value> {
+    dirs.iter()
+        .filter_map(|dir| {
+            let archives: Vec<Entry> = list(dir)
+                .ok()?
+                .into_iter()
+                .filter(|e| is_original_name(&e.name))
+                .collect();
+            (!archives.is_empty()).then(|| json!({ "dir": dir, "archives": archives }))
+        })
+        .collect()
+}
+
+/// Copies the original's archive `name` of `from` (one of [`original_dirs`]) into `to`, under
+/// the same name, so the page's actions apply to it; never over an archive already there,
+/// never through a symlink (either side), written under a temporary name and renamed.
+///
+/// # Errors
+/// What is wrong, in words: not such an archive, one of that name already in `to`, the copy
+/// failing.
+pub fn copy_in(from: &Path, name: &str, to: &Path) -> Result<u64, String> {
+    if !is_original_name(name) {
+        return Err(format!(
+            "`{name}` is not named as the original's archives are"
+        ));
+    }
+    let Some((mut source, _)) = open_archive(from, name)? else {
+        return Err(format!("no archive `{name}` in `{}`", from.display()));
+    };
+    ensure_dir(to).map_err(|e| format!("cannot create `{}`: {e}", to.display()))?;
+    let target = to.join(name);
+    if fs::symlink_metadata(&target).is_ok() {
+        return Err(format!("`{name}` is already in the backups directory"));
+    }
+    let partial = to.join(format!(".{name}.partial"));
+    let _ = fs::remove_file(&partial);
+    let copied = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&partial)
+        .and_then(|mut out| {
+            let n = io::copy(&mut source, &mut out)?;
+            out.sync_all()?;
+            Ok(n)
+        })
+        .and_then(|n| fs::hard_link(&partial, &target).map(|()| n));
+    let _ = fs::remove_file(&partial);
+    copied.map_err(|e| match e.kind() {
+        io::ErrorKind::AlreadyExists => format!("`{name}` is already in the backups directory"),
+        _ => format!("cannot copy `{name}` into `{}`: {e}", to.display()),
+    })
+}
+
 /// One archive of the list.
 #[derive(Debug, Clone, Serialize)]
 pub struct Entry {
@@ -319,6 +407,51 @@ impl Drop for Upload {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_originals_archives_are_found_in_its_home_and_copied_in_without_clobbering() {
+        assert!(is_original_name("hermes-backup-2026-08-01-120000.zip"));
+        for not in [
+            "hermes-backup-20260801-120000.zip",
+            "hermes-backup-2026-08-01-12000.zip",
+            "hermes-backup-2026-08-01-120000.zip.partial",
+            "other.zip",
+        ] {
+            assert!(!is_original_name(not), "{not}");
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, home, backups) = (
+            tmp.path().join("data"),
+            tmp.path().join("home"),
+            tmp.path().join("data/backups"),
+        );
+        fs::create_dir_all(&root).unwrap();
+        fs::create_dir_all(&home).unwrap();
+        let name = "hermes-backup-2026-08-01-120000.zip";
+        fs::write(root.join(name), "zip bytes").unwrap();
+        fs::write(root.join("unrelated.zip"), "x").unwrap();
+        std::os::unix::fs::symlink(
+            "/etc/passwd",
+            home.join("hermes-backup-2026-08-02-120000.zip"),
+        )
+        .unwrap();
+        let dirs = original_dirs(&root, Some(&home), &backups);
+        assert_eq!(dirs, [root.clone(), home.clone()]);
+        let found = list_original(&dirs);
+        assert_eq!(found.len(), 1, "a symlink is not an archive: {found:?}");
+        assert_eq!(found[0]["archives"][0]["name"], name);
+
+        assert_eq!(copy_in(&root, name, &backups), Ok(9));
+        assert_eq!(fs::read(backups.join(name)).unwrap(), b"zip bytes");
+        let again = copy_in(&root, name, &backups).unwrap_err();
+        assert!(
+            again.contains("already in the backups directory"),
+            "{again}"
+        );
+        assert!(copy_in(&home, "hermes-backup-2026-08-02-120000.zip", &backups).is_err());
+        assert!(copy_in(&root, "unrelated.zip", &backups).is_err());
+        assert!(!backups.join("hermes-backup-2026-08-02-120000.zip").exists());
+    }
     use hermes_backup::schedule::STATE_FILE as SCHEDULE_FILE;
 
     #[test]

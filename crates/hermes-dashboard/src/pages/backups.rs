@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -57,6 +57,11 @@ const MAIN: &str = r#"<h2>Backups</h2>
 </section>
 <p id="schedule" class="muted" hidden></p>
 <table id="archives"><thead><tr><th>Archive</th><th>Size</th><th>Written</th><th>Kind</th><th></th></tr></thead><tbody id="rows"><tr><td colspan="5" class="muted">Loading…</td></tr></tbody></table>
+<section id="original" hidden>
+<h3>The original's archives</h3>
+<p class="muted">Written by the original's <code>hermes backup</code> in its home. Copy one into the backups directory to check it or restore it here.</p>
+<table><thead><tr><th>Archive</th><th>Where</th><th>Size</th><th>Written</th><th></th></tr></thead><tbody id="original-rows"></tbody></table>
+</section>
 <section id="upload-section">
 <h3>Upload an archive</h3>
 <form id="upload-form"><input type="file" id="upload-file" accept=".zip,application/zip"> <button type="submit" id="upload">Upload</button> <span id="upload-status" role="status"></span></form>
@@ -117,6 +122,7 @@ pub fn routes() -> Router<App> {
         .route("/backups", get(page))
         .route("/api/backups", get(list).post(create))
         .route("/api/backups/upload", post(upload))
+        .route("/api/backups/adopt", post(adopt))
         .route("/api/backups/{name}", get(download))
         .route("/api/backups/{name}/plan", post(plan))
         .route("/api/backups/{name}/restore", post(restore))
@@ -235,9 +241,54 @@ async fn list(State(app): State<App>, Extension(lock): Extension<Busy>) -> Respo
         Ok(json!({
             "dir": dir,
             "archives": archives,
+            "original": backup_store::list_original(&original_dirs(&app, &dir)),
             "schedule": backup_store::schedule(&dir),
             "creating": lock.progress(),
         }))
+    })
+    .await
+}
+
+/// Where the original's `hermes backup` leaves archives on this volume's machine.
+fn original_dirs(app: &App, backups: &std::path::Path) -> Vec<PathBuf> {
+    let home = (app.vars)("HOME")
+        .filter(|h| h.starts_with('/'))
+        .map(PathBuf::from);
+    backup_store::original_dirs(&app.root, home.as_deref(), backups)
+}
+
+/// What `POST /api/backups/adopt` takes: an archive of the list's `original`.
+#[derive(Deserialize)]
+struct Adopt {
+    dir: PathBuf,
+    name: String,
+}
+
+/// `POST /api/backups/adopt`: copies one of the original's archives (the list's `original`)
+/// into the backups directory, where every action of the page applies to it.
+async fn adopt(State(app): State<App>, body: Result<Json<Adopt>, JsonRejection>) -> Response {
+    let Ok(Json(asked)) = body else {
+        return *refuse(
+            StatusCode::BAD_REQUEST,
+            "the body must be {\"dir\": …, \"name\": …}",
+            Some("name an archive of the list's `original`".into()),
+        );
+    };
+    answer(move || {
+        let dir = backups_dir(&app)?;
+        if !original_dirs(&app, &dir).contains(&asked.dir) {
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "`{}` is not where the original leaves archives",
+                    asked.dir.display()
+                ),
+                Some("name an archive of the list's `original`".into()),
+            ));
+        }
+        let size = backup_store::copy_in(&asked.dir, &asked.name, &dir)
+            .map_err(|why| refuse(StatusCode::CONFLICT, &why, None))?;
+        Ok(json!({ "name": asked.name, "size": size }))
     })
     .await
 }
@@ -609,7 +660,7 @@ pub fn api_paths() -> Value {
         "/api/backups": {
             "get": {
                 "summary": "The archives in the backups directory, newest first, and the schedule's last result",
-                "responses": responses(&base, "{dir, archives: [{name, size, modified, scheduled}], schedule: {schedule, last_run, ok, error, file, size, duration_ms, next_run, last_success}|{unreadable}|null, creating: {name, files_done, files_total, bytes_done, bytes_total}|null}"),
+                "responses": responses(&base, "{dir, archives: [{name, size, modified, scheduled}], original: [{dir, archives: [{name, size, modified}]}] (the original's `hermes-backup-YYYY-MM-DD-HHMMSS.zip` in its home: the volume's root, and $HOME), schedule: {schedule, last_run, ok, error, file, size, duration_ms, next_run, last_success}|{unreadable}|null, creating: {name, files_done, files_total, bytes_done, bytes_total}|null}"),
             },
             "post": {
                 "summary": "Creates an archive of the whole volume in the backups directory (as `hermes backup create`)",
@@ -621,6 +672,11 @@ pub fn api_paths() -> Value {
             "parameters": [{ "name": "name", "in": "query", "schema": { "type": "string" }, "description": "the file's name (made plain; default uploaded.zip)" }],
             "requestBody": { "required": true, "content": { "application/zip": { "schema": { "type": "string", "format": "binary" } } } },
             "responses": responses(&uploading, "{name, size, files, manifest: {created, build, scope}|null}"),
+        }},
+        "/api/backups/adopt": { "post": {
+            "summary": "Copies one of the original's archives (the list's `original`) into the backups directory, under its name",
+            "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "properties": { "dir": { "type": "string" }, "name": { "type": "string" } } } } } },
+            "responses": responses(&base, "{name, size}; 400 for a place or name the list does not give, 409 when it is already there"),
         }},
         "/api/backups/{name}": { "get": {
             "summary": "Downloads an archive (Content-Disposition: attachment)",

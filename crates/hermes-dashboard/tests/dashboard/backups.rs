@@ -656,3 +656,75 @@ fn the_page_is_in_the_nav_and_the_api_is_documented() {
         assert!(doc["paths"][path][method].is_object(), "{method} {path}");
     }
 }
+
+#[test]
+fn the_originals_archives_in_its_home_are_listed_and_copied_in() {
+    // The original's `hermes backup` writes `~/hermes-backup-YYYY-MM-DD-HHMMSS.zip`: in its
+    // image `~` is the volume's root; on a machine, the user's home.
+    let home = volume();
+    let user_home = tempfile::tempdir().unwrap();
+    let at_root = "hermes-backup-2026-08-01-120000.zip";
+    let in_home = "hermes-backup-2026-08-02-090000.zip";
+    fs::write(home.path().join(at_root), b"the original's archive").unwrap();
+    fs::write(home.path().join("notes.zip"), b"not one").unwrap();
+    fs::write(user_home.path().join(in_home), b"another").unwrap();
+    let env = [
+        ("HERMES_DASHBOARD_SESSION_TOKEN", common::TOKEN),
+        ("HOME", user_home.path().to_str().unwrap()),
+    ];
+    let d = common::start_in(home, "127.0.0.1", &env);
+    let list = get_json(&d, "/api/backups", 200);
+    let original = list["original"].as_array().unwrap();
+    let names: Vec<(&str, &str)> = original
+        .iter()
+        .flat_map(|place| {
+            let dir = place["dir"].as_str().unwrap();
+            place["archives"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |a| (dir, a["name"].as_str().unwrap()))
+        })
+        .collect();
+    let root = d.root().to_str().unwrap().to_string();
+    let user = user_home.path().to_str().unwrap();
+    assert_eq!(
+        names,
+        [(root.as_str(), at_root), (user, in_home)],
+        "{list:#}"
+    );
+    assert!(list["archives"].as_array().unwrap().is_empty());
+
+    // Copied in, it is one of the directory's archives; never twice, never from elsewhere.
+    let a = json_post(
+        &d,
+        "/api/backups/adopt",
+        &json!({ "dir": root, "name": at_root }),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(
+        fs::read(backups(&d).join(at_root)).unwrap(),
+        b"the original's archive"
+    );
+    let list = get_json(&d, "/api/backups", 200);
+    assert_eq!(list["archives"][0]["name"], at_root);
+    let again = json_post(
+        &d,
+        "/api/backups/adopt",
+        &json!({ "dir": root, "name": at_root }),
+    );
+    assert_eq!(again.status, 409, "{}", again.body);
+    let elsewhere = json_post(
+        &d,
+        "/api/backups/adopt",
+        &json!({ "dir": "/etc", "name": at_root }),
+    );
+    assert_eq!(elsewhere.status, 400, "{}", elsewhere.body);
+    let not_one = json_post(
+        &d,
+        "/api/backups/adopt",
+        &json!({ "dir": root, "name": "notes.zip" }),
+    );
+    assert_eq!(not_one.status, 409, "{}", not_one.body);
+    assert_eq!(listing(&backups(&d)), [at_root]);
+}
