@@ -226,6 +226,7 @@ pub fn check(
     };
     findings.push(agent_finding(image, volume_schema, agent_older_than_volume));
     findings.extend(port_findings(&profiles, multiplexed));
+    findings.extend(api_server_package(&profiles, image));
 
     let attention = findings
         .iter()
@@ -357,6 +358,25 @@ fn agent_finding(image: &Image, volume_schema: Option<u64>, older: Option<bool>)
             "run `hermes doctor`; the agent's Python may be broken",
         ),
     }
+}
+
+/// The agent's API server platform imports `aiohttp`, which the agent's own package does not
+/// always bring (0.19.0 has it in its `messaging` extra only): without it the agent's gateway
+/// logs "API Server: aiohttp not installed" and refuses every client. Said once, when a
+/// profile's API server is on and the agent (the engine wherever it is installed) lacks it.
+fn api_server_package(profiles: &[ProfileReport], image: &Image) -> Option<Finding> {
+    let serving = profiles.iter().any(|p| p.api_server.enabled);
+    if !serving || !image.agent_installed || image.installed_in("aiohttp").is_some() {
+        return None;
+    }
+    Some(Finding::attention(
+        "api_server",
+        "the agent's API server needs `aiohttp`, which is not installed in the agent's \
+         environment: its gateway would start without it",
+        "install it into the agent's environment (`<agent venv>/bin/pip install aiohttp`, or \
+         the agent with its `messaging` extra), or run the native engine \
+         (`gateway.engine: native`)",
+    ))
 }
 
 /// Two profiles whose API servers would listen on one port (without multiplexing, where every

@@ -992,6 +992,10 @@ impl Machine {
                             since: now,
                             reason: "stopped by operator".into(),
                         };
+                        // Recorded again now that it has exited: a gateway that wrote its own
+                        // state while it stopped (the agent's keeps the desired state it read
+                        // when it started) must not leave the operator's stop unrecorded.
+                        self.desired(i, Desired::Stopped, out);
                     }
                     AfterStop::Shutdown => {
                         s.state = ServiceState::Down {
@@ -1962,6 +1966,36 @@ mod tests {
         let st = m.status_of("a", due).unwrap();
         assert_eq!(st.state, StateName::Down);
         assert_eq!(st.reason, "stopped by operator");
+    }
+
+    #[test]
+    fn an_operator_stop_is_recorded_again_once_the_service_has_exited() {
+        let (mut m, t0) = machine(vec![svc("a", RestartPolicy::Always)]);
+        boot(&mut m, t0, "a", 7);
+        m.handle(
+            Event::Control {
+                id: 1,
+                op: Op::Stop("a".into()),
+            },
+            t0,
+        );
+        let a = m.handle(
+            Event::Exited {
+                pid: 7,
+                status: ExitStatus::Code(0),
+            },
+            t0,
+        );
+        assert!(
+            a.iter().any(|a| matches!(
+                a,
+                Action::DesiredChanged {
+                    desired: Desired::Stopped,
+                    ..
+                }
+            )),
+            "{a:?}"
+        );
     }
 
     /// The schedule the end-to-end backoff test sees (`--backoff-ms 50`), exactly: 50, 100,

@@ -22,11 +22,13 @@ fn profile(root: &Path, name: &str) -> PathBuf {
     dir
 }
 
+/// An agent installed with its API server's `aiohttp`, as the image installs it.
 fn agent(schema: u64) -> Image {
     Image {
         agent_version: Some("0.19.0".into()),
         agent_installed: true,
         agent_schema: Some(schema),
+        agent_packages: ["aiohttp".to_string()].into(),
         ..Image::default()
     }
 }
@@ -501,4 +503,33 @@ fn multiplexed_under_the_agent_top_level_api_keys_are_named_where_its_release_ig
     fs::write(root.join("config.yaml"), top_level).unwrap();
     let report = run(&root, &Image::default());
     assert!(moved(findings(&report, "default")).is_empty());
+}
+
+#[test]
+fn an_agent_without_aiohttp_cannot_serve_its_api_server() {
+    let (_dir, root) = volume();
+    fs::write(root.join(".env"), "API_SERVER_KEY=k3y-0123456789abcdef\n").unwrap();
+    let bare = Image {
+        agent_packages: Default::default(),
+        ..agent(33)
+    };
+    let needs = |image: &Image| -> Vec<String> {
+        attention(&run(&root, image).findings, "api_server")
+            .iter()
+            .filter(|f| f.message.contains("aiohttp"))
+            .map(|f| f.action.clone().unwrap_or_default())
+            .collect()
+    };
+    let said = needs(&bare);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains("pip install aiohttp"), "{said:?}");
+    assert!(needs(&agent(33)).is_empty(), "installed with it");
+    let lazily = Image {
+        lazy_packages: ["aiohttp".to_string()].into(),
+        ..bare.clone()
+    };
+    assert!(needs(&lazily).is_empty(), "in lazy-packages");
+    // The API server off, or the native engine (no agent): nothing to say.
+    fs::write(root.join(".env"), "").unwrap();
+    assert!(needs(&bare).is_empty());
 }

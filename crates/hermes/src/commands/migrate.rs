@@ -42,9 +42,20 @@ pub fn run_check(json_output: bool) -> CommandResult {
 /// What this image brings, for the volume at `root`.
 fn image(root: &Path) -> Image {
     let agent = agent::locate(Context::var);
+    // What the agent's interpreter imports: its venv, and `PYTHONPATH`, which the gateways
+    // it runs inherit from this environment.
     let agent_packages = agent
         .as_ref()
-        .map(|a| names(&site_packages(&a.python)))
+        .map(|a| {
+            let mut dirs = site_packages(&a.python);
+            dirs.extend(
+                Context::var("PYTHONPATH")
+                    .iter()
+                    .flat_map(std::env::split_paths)
+                    .filter(|p| p.is_absolute()),
+            );
+            names(&dirs)
+        })
         .unwrap_or_default();
     Image {
         agent_installed: agent.is_some(),

@@ -91,11 +91,11 @@ fn agent_env<'a>(
     ]
 }
 
-/// `migrate check --json` with `agent` as the installed agent.
-fn check(t: &TestContext, agent: &OriginalAgent) -> Value {
+/// `migrate check --json` in the environment `hermes up` gets ([`agent_env`]).
+fn check(t: &TestContext, agent: &OriginalAgent, overlay: &std::path::Path) -> Value {
     let out = t
         .cmd(&["migrate", "check", "--json"])
-        .env("HERMES_AGENT_CLI", &agent.hermes)
+        .envs(agent_env(agent, overlay))
         .output()
         .unwrap();
     serde_json::from_slice(&out.stdout)
@@ -132,7 +132,7 @@ fn switch_from(agent: &OriginalAgent) {
     let overlay = crate::engine::aiohttp_overlay(&agent.python);
 
     // What the check says is so, and what it cannot carry over comes with its fix.
-    let doc = check(&t, agent);
+    let doc = check(&t, agent, &overlay);
     for finding in findings(&doc) {
         if finding["status"] == "attention" {
             assert!(
@@ -217,7 +217,7 @@ fn switch_from(agent: &OriginalAgent) {
     assert!(cron_list(&t, agent, "work").contains("work-digest"));
     assert_eq!(up.stop(), Some(0));
     // Started once, it starts at every boot: the check now says its jobs run.
-    let doc = check(&t, agent);
+    let doc = check(&t, agent, &overlay);
     let work_cron = cron_of(&doc, "work");
     assert!(
         work_cron.iter().all(|f| f["status"] == "ok"),
@@ -230,7 +230,7 @@ fn switch_from(agent: &OriginalAgent) {
         agent,
         &["config", "set", "gateway.multiplex_profiles", "true"],
     );
-    let doc = check(&t, agent);
+    let doc = check(&t, agent, &overlay);
     assert_eq!(doc["multiplex"]["on"], true, "{doc:#}");
     // The agent's multiplexing gateway reads API_SERVER_* from a profile's `.env` only:
     // 0.19.0 the default profile's (a named one has no API server of its own there), 0.20.1
@@ -263,7 +263,7 @@ fn switch_from(agent: &OriginalAgent) {
         text.push_str(&format!("API_SERVER_KEY={key}\nAPI_SERVER_PORT={port}\n"));
         fs::write(&path, text).unwrap();
     }
-    let doc = check(&t, agent);
+    let doc = check(&t, agent, &overlay);
     for name in ["default", "work"] {
         let gaps: Vec<&Value> = profile(&doc, name)["findings"]
             .as_array()
