@@ -195,13 +195,31 @@ fn fingerprint(agent: &Agent) -> Option<String> {
     ))
 }
 
+/// Whether the cache directory of `file` is ours all the way up (owned by us, or root above
+/// us, and writable by nobody else), created then: a process that wrote where someone else
+/// can plant a link — root under a `HOME` on the service user's volume — could be led to write
+/// anywhere, and could read facts someone else wrote. Elsewhere the agent is simply asked.
+fn private_cache(file: &Path) -> bool {
+    let Some(dir) = file.parent() else {
+        return false;
+    };
+    // The deepest directory that exists is checked before anything is created below it.
+    let Some(existing) = dir.ancestors().find(|a| a.is_dir()) else {
+        return false;
+    };
+    hermes_privilege::SafeDir::create_private(existing, 0o700).is_ok()
+        && hermes_privilege::SafeDir::create_private(dir, 0o700).is_ok()
+}
+
 /// [`probe`] through the facts remembered in `file` (a missing or unreadable file is no
-/// memory; one that cannot be written costs only the next caller's time).
+/// memory; one that cannot be written costs only the next caller's time; one in a directory
+/// that is not ours is not used: [`private_cache`]).
 fn probe_remembered(
     agent: &Agent,
     identity: Option<&Identity>,
     file: Option<&Path>,
 ) -> Result<AgentFacts, ProbeError> {
+    let file = file.filter(|f| private_cache(f));
     let print = fingerprint(agent);
     let mut known: Vec<Remembered> = file
         .and_then(|f| std::fs::read(f).ok())
@@ -225,10 +243,7 @@ fn probe_remembered(
             config_version: facts.config_version,
             multiplex_default: facts.multiplex_default,
         });
-        if let Some(dir) = file.parent()
-            && std::fs::create_dir_all(dir).is_ok()
-            && let Ok(text) = serde_json::to_vec(&known)
-        {
+        if let Ok(text) = serde_json::to_vec(&known) {
             let _ = hermes_home::atomic::write_atomic(file, &text, 0o600);
         }
     }
@@ -466,6 +481,26 @@ mod tests {
             41
         );
         assert_eq!(count(), 4);
+    }
+
+    #[test]
+    fn a_cache_in_a_directory_others_can_write_is_not_used() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        // Writable by everyone, not sticky: anyone could plant `.cache` as a link.
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let agent = fake_agent(dir.path(), "HERMES_ANSWER {\"config_version\": 40}", 0);
+        std::fs::write(&agent.cli, "#!/bin/sh\n").unwrap();
+        let file = shared.join(".cache/hermes/agent-facts.json");
+        assert_eq!(
+            probe_remembered(&agent, None, Some(&file))
+                .unwrap()
+                .config_version,
+            40
+        );
+        assert!(!shared.join(".cache").exists(), "nothing created there");
     }
 
     #[test]

@@ -122,13 +122,31 @@ pub fn forget(runtime_dir: &Path) {
 /// The file exists but cannot be read (typically permission denied: it is the supervisor
 /// user's), or is not what [`keep`] writes.
 pub fn kept(runtime_dir: &Path) -> io::Result<Option<Kept>> {
-    match std::fs::read(runtime_dir.join(TOKEN_FILE)) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Never through a link: a client finds the runtime directory among candidates, one of
+    // which (`$HERMES_HOME/run`) the service user can write.
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(runtime_dir.join(TOKEN_FILE));
+    let mut file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
     }
+    // A few hundred bytes when it is ours.
+    let mut bytes = Vec::new();
+    file.by_ref().take(64 * 1024).read_to_end(&mut bytes)?;
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 #[cfg(test)]
@@ -160,6 +178,9 @@ mod tests {
         assert_ne!(new_token().unwrap(), token, "each supervisor makes its own");
         forget(dir.path());
         assert_eq!(kept(dir.path()).unwrap(), None, "gone with the supervisor");
+        // A link planted under its name is not followed.
+        std::os::unix::fs::symlink("/etc/hostname", dir.path().join(TOKEN_FILE)).unwrap();
+        assert!(kept(dir.path()).is_err());
     }
 
     #[test]

@@ -176,8 +176,9 @@ pub enum Command {
     Health(HealthArgs),
     /// Serve the web dashboard: services, logs, profiles, plugins, sessions, diagnostics.
     ///
-    /// On loopback (the default, 127.0.0.1:9119) a link with a fresh token is printed; any
-    /// other address needs HERMES_DASHBOARD_BASIC_AUTH_USERNAME and _PASSWORD (or
+    /// On loopback (the default, 127.0.0.1:9119) a link with a fresh token is printed (under
+    /// `hermes up` or in the container: `hermes dashboard link` prints it); any other address
+    /// needs HERMES_DASHBOARD_BASIC_AUTH_USERNAME and _PASSWORD (or
     /// _PASSWORD_HASH), or a trusted proxy's user header, or the dashboard refuses to start
     /// (exit 78). Settings come from the environment with the root .env over it. See
     /// docs/dashboard.md.

@@ -15,7 +15,7 @@
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -187,7 +187,7 @@ fn running_supervisor(root: &Path) -> Option<i32> {
 }
 
 /// `logs/up.log`, appended to, created owner-only with its directory.
-fn open_log(path: &PathBuf) -> std::io::Result<std::fs::File> {
+fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
