@@ -8,7 +8,11 @@
 //! * Every other file is read under the lock its writers hold ([`writers_lock`]), when they
 //!   have ever taken one, so it is read between two of their read-modify-write cycles.
 //! * A file that cannot be included fails the backup, naming it; nothing is ever skipped
-//!   quietly. The manifest is written last, so an archive that has one is whole.
+//!   quietly. Each file is staged before its entry starts (a database's snapshot, a small file
+//!   in memory, a larger one copied beside the snapshots), so its checksum is known when the
+//!   entry's comment is written and the entry holds exactly the bytes hashed. The manifest
+//!   ([`crate::manifest`]) is in the zip's comments, written with its directory at the end, so an
+//!   archive that has one is whole.
 //! * An archive file is written as `.<name>.<pid>.partial` beside its final name, mode 0600,
 //!   fsynced, then renamed: a crash or a full disk leaves no archive under the final name.
 //!
@@ -28,7 +32,7 @@ use zip::write::SimpleFileOptions;
 
 use crate::Error;
 use crate::manifest::{self, FORMAT, FileEntry, Manifest};
-use crate::select::{self, MANIFEST_PATH, Scope, Selected};
+use crate::select::{self, Scope, Selected};
 
 /// What the archive says made it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -188,16 +192,13 @@ fn write_archive(
         config_versions,
         files,
     };
-    let json = serde_json::to_vec_pretty(&manifest)
-        .map_err(|e| Error::io("encode", MANIFEST_PATH, io::Error::other(e)))?;
     let zip_err = |source| Error::Zip {
         path: PathBuf::from("(output)"),
         source,
     };
-    zip.start_file(MANIFEST_PATH, options(0o600, None, json.len() as u64))
-        .map_err(zip_err)?;
-    zip.write_all(&json)
-        .map_err(|e| Error::io("write", "(output)", e))?;
+    let header = serde_json::to_string(&manifest.header())
+        .map_err(|e| Error::io("encode", "(the archive's header)", io::Error::other(e)))?;
+    zip.set_comment(header).map_err(zip_err)?;
     let mut counted = zip.finish().map_err(zip_err)?.into_inner();
     counted
         .flush()
@@ -226,26 +227,32 @@ fn add_file<W: Write>(
     scratch: &Scratch,
 ) -> Result<FileEntry, Error> {
     if is_database(&file.path)? {
-        let copy = scratch.snapshot(&file.path)?;
-        let entry = copy_into(zip, &file.rel, &copy, &file.path, true);
-        let _ = fs::remove_file(&copy);
-        return entry;
+        let snapshot = scratch.snapshot(&file.path)?;
+        let staged = stage(
+            &snapshot,
+            &file.path,
+            scratch,
+            Some(ScratchFile(snapshot.clone())),
+        )?;
+        return write_entry(zip, &file.rel, staged, &file.path, true);
     }
     let lock = writers_lock(&file.path);
-    if fs::symlink_metadata(&lock).is_ok_and(|m| m.is_file()) {
+    let staged = if fs::symlink_metadata(&lock).is_ok_and(|m| m.is_file()) {
         let mut result = None;
         with_locked(&lock, 0o600, || {
-            result = Some(copy_into(zip, &file.rel, &file.path, &file.path, false));
+            result = Some(stage(&file.path, &file.path, scratch, None));
             Ok(())
         })?;
-        return result.unwrap_or_else(|| unreachable_result(&file.path));
-    }
-    copy_into(zip, &file.rel, &file.path, &file.path, false)
+        result.unwrap_or_else(|| unreachable_result(&file.path))?
+    } else {
+        stage(&file.path, &file.path, scratch, None)?
+    };
+    write_entry(zip, &file.rel, staged, &file.path, false)
 }
 
 /// `with_locked` ran its cycle or returned an error; this is the other case, which cannot
 /// happen, as an error rather than a panic.
-fn unreachable_result(path: &Path) -> Result<FileEntry, Error> {
+fn unreachable_result(path: &Path) -> Result<Staged, Error> {
     Err(Error::io(
         "read",
         path,
@@ -253,45 +260,117 @@ fn unreachable_result(path: &Path) -> Result<FileEntry, Error> {
     ))
 }
 
-/// Streams `source` (the file, or its snapshot) into the archive as `rel`, hashing it, with the
-/// mode and time of `original`.
-fn copy_into<W: Write>(
-    zip: &mut zip::ZipWriter<zip::write::StreamWriter<W>>,
-    rel: &str,
+/// Files up to this size are staged in memory; larger ones are copied beside the snapshots.
+const STAGE_IN_MEMORY: u64 = 8 << 20;
+
+/// A file's bytes as they go into the archive, read once and hashed.
+struct Staged {
+    body: Body,
+    size: u64,
+    sha256: String,
+}
+
+enum Body {
+    Memory(Vec<u8>),
+    File(ScratchFile),
+}
+
+/// A file in the scratch directory, removed when dropped.
+struct ScratchFile(PathBuf);
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+/// Reads `source` (the file, or its snapshot `owned`, which is then used as it is) once,
+/// hashing it: into memory when small, else into a scratch copy. Errors name `original`.
+fn stage(
     source: &Path,
     original: &Path,
-    database: bool,
-) -> Result<FileEntry, Error> {
+    scratch: &Scratch,
+    owned: Option<ScratchFile>,
+) -> Result<Staged, Error> {
     let mut input = open_no_follow(source).map_err(|e| Error::io("read", original, e))?;
-    let meta = fs::metadata(original).map_err(|e| Error::io("inspect", original, e))?;
-    let size_now = input
+    let length = input
         .metadata()
         .map_err(|e| Error::io("inspect", source, e))?
         .len();
-    let opts = options(meta.mode() & 0o777, Some(meta.mtime()), size_now);
+    let mut hasher = Sha256::new();
+    let (body, size) = if let Some(copy) = owned {
+        let size = io::copy(&mut input, &mut HashingWriter(&mut hasher, io::sink()))
+            .map_err(|e| Error::io("read", original, e))?;
+        (Body::File(copy), size)
+    } else if length <= STAGE_IN_MEMORY {
+        let mut bytes = Vec::with_capacity(length as usize);
+        input
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io("read", original, e))?;
+        hasher.update(&bytes);
+        let size = bytes.len() as u64;
+        (Body::Memory(bytes), size)
+    } else {
+        let copy = ScratchFile(scratch.new_path()?);
+        let mut out = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&copy.0)
+            .map_err(|e| Error::io("create", &copy.0, e))?;
+        let size = io::copy(&mut input, &mut HashingWriter(&mut hasher, &mut out))
+            .map_err(|e| Error::io("copy", original, e))?;
+        (Body::File(copy), size)
+    };
+    Ok(Staged {
+        body,
+        size,
+        sha256: manifest::hex(&hasher.finalize()),
+    })
+}
+
+/// Passes writes to `W`, hashing them.
+struct HashingWriter<'h, W>(&'h mut Sha256, W);
+
+impl<W: Write> Write for HashingWriter<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.1.write(buf)?;
+        self.0.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.1.flush()
+    }
+}
+
+/// Writes `staged` into the archive as `rel`, with the mode and time of `original` and its
+/// checksum in the entry's comment.
+fn write_entry<W: Write>(
+    zip: &mut zip::ZipWriter<zip::write::StreamWriter<W>>,
+    rel: &str,
+    staged: Staged,
+    original: &Path,
+    database: bool,
+) -> Result<FileEntry, Error> {
+    let meta = fs::metadata(original).map_err(|e| Error::io("inspect", original, e))?;
+    let opts = options(meta.mode() & 0o777, Some(meta.mtime()), staged.size)
+        .into_full_options()
+        .with_file_comment(manifest::entry_comment(&staged.sha256, database));
     zip.start_file(rel, opts).map_err(|source| Error::Zip {
         path: PathBuf::from("(output)"),
         source,
     })?;
-    let mut hasher = Sha256::new();
-    let mut size = 0u64;
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = match input.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Error::io("read", original, e)),
-        };
-        hasher.update(&buf[..n]);
-        zip.write_all(&buf[..n])
-            .map_err(|e| Error::io("write", "(output)", e))?;
-        size += n as u64;
-    }
+    let written = match &staged.body {
+        Body::Memory(bytes) => zip.write_all(bytes),
+        Body::File(copy) => File::open(&copy.0)
+            .and_then(|mut f| io::copy(&mut f, zip))
+            .map(|_| ()),
+    };
+    written.map_err(|e| Error::io("write", "(output)", e))?;
     Ok(FileEntry {
         path: rel.to_owned(),
-        size,
-        sha256: manifest::hex(&hasher.finalize()),
+        size: staged.size,
+        sha256: staged.sha256,
         database,
     })
 }
@@ -302,8 +381,7 @@ fn options(mode: u32, mtime: Option<i64>, size: u64) -> SimpleFileOptions {
         .compression_method(zip::CompressionMethod::Deflated)
         .compression_level(Some(6))
         .unix_permissions(mode)
-        // Headroom: a live file may grow while it is read.
-        .large_file(size > 0xC000_0000);
+        .large_file(size > 0xFFFF_FFFF);
     if let Some(time) = mtime.and_then(zip_time) {
         opts = opts.last_modified_time(time);
     }
@@ -349,8 +427,8 @@ pub(crate) fn is_database(path: &Path) -> Result<bool, Error> {
     Ok(got == head.len() && &head == SQLITE_MAGIC)
 }
 
-/// `.backup-tmp-<pid>/` at the top of the volume, where database snapshots are staged; made
-/// when the first database needs it, removed (with anything in it) when dropped.
+/// `.backup-tmp-<pid>/` at the top of the volume, where database snapshots and large files are
+/// staged; made when the first file needs it, removed (with anything in it) when dropped.
 struct Scratch {
     dir: PathBuf,
     made: std::cell::Cell<bool>,
@@ -378,9 +456,8 @@ impl Scratch {
         })
     }
 
-    /// A consistent copy of the database at `path`, through SQLite's online backup API.
-    fn snapshot(&self, path: &Path) -> Result<PathBuf, Error> {
-        use rusqlite::{Connection, OpenFlags};
+    /// A new name in the directory, made on first use.
+    fn new_path(&self) -> Result<PathBuf, Error> {
         if !self.made.get() {
             fs::DirBuilder::new()
                 .mode(0o700)
@@ -389,7 +466,13 @@ impl Scratch {
             self.made.set(true);
         }
         self.count.set(self.count.get() + 1);
-        let copy = self.dir.join(format!("{}.db", self.count.get()));
+        Ok(self.dir.join(format!("{}.copy", self.count.get())))
+    }
+
+    /// A consistent copy of the database at `path`, through SQLite's online backup API.
+    fn snapshot(&self, path: &Path) -> Result<PathBuf, Error> {
+        use rusqlite::{Connection, OpenFlags};
+        let copy = self.new_path()?;
         let db_err = |source| Error::Database {
             path: path.to_path_buf(),
             source,

@@ -81,11 +81,6 @@ pub const QUICK_FILES: &[&str] = &[
     "feishu_comment_pairing.json",
 ];
 
-/// Where this crate keeps the manifest in an archive. Under `backups/`, which the walk never
-/// enters, so it can never clash with a file of the volume, and the original's `hermes import`
-/// (which extracts every entry) drops it there harmlessly.
-pub const MANIFEST_PATH: &str = "backups/hermes-backup-manifest.json";
-
 /// What a backup covers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scope {

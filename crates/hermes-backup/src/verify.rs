@@ -1,9 +1,10 @@
 //! `hermes backup verify`: is an archive whole, and are its databases sound?
 //!
 //! Every entry is read to its end (which checks its CRC), its SHA-256 compared with the
-//! manifest's, every database extracted to a scratch file and run through `PRAGMA
-//! integrity_check`, and the manifest's list compared with the archive's. An archive without a
-//! manifest (the original's) gets every check but the manifest's.
+//! manifest's (its entry comment, [`crate::manifest`]), every database extracted to a scratch
+//! file and run through `PRAGMA integrity_check`, and the manifest's list compared with the
+//! archive's. An archive without a manifest (the original's) gets every check but the
+//! manifest's.
 //!
 //! An archive is untrusted input (an upload to the dashboard, a file someone handed over), so
 //! what reading it may cost is bounded: an entry is read no further than the size its header
@@ -29,8 +30,8 @@ pub const SCRATCH_RESERVE: u64 = 64 << 20;
 
 use crate::Error;
 use crate::create::SQLITE_MAGIC;
-use crate::manifest::{self, Manifest};
-use crate::select::{self, MANIFEST_PATH};
+use crate::manifest::{self, FileEntry, Manifest};
+use crate::select;
 
 /// One file of an archive, as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,6 +128,15 @@ pub fn verify(
         problems: Vec::new(),
         config_versions: Default::default(),
     };
+    let header = match manifest::parse_header(zip.comment()) {
+        Ok(header) => header,
+        Err(problem) => {
+            found.problems.push(problem);
+            None
+        }
+    };
+    // What the entries' comments list, for an archive whose header says it has a manifest.
+    let mut listed = Vec::new();
     let total = zip.len();
     for index in 0..total {
         let mut entry = match zip.by_index(index) {
@@ -148,7 +158,17 @@ pub fn verify(
             }
         };
         progress(index + 1, total, &rel);
-        if rel == MANIFEST_PATH {
+        if header.is_some()
+            && let Some((sha256, database)) = manifest::parse_entry_comment(entry.comment())
+        {
+            listed.push(FileEntry {
+                path: rel.clone(),
+                size: entry.size(),
+                sha256,
+                database,
+            });
+        }
+        if rel == manifest::LEGACY_PATH {
             let mut text = Vec::new();
             match entry.read_to_end(&mut text) {
                 Ok(_) => match serde_json::from_slice::<Manifest>(&text) {
@@ -221,6 +241,16 @@ pub fn verify(
             found.config_versions.insert(profile, version);
         }
     }
+    if let Some(header) = header {
+        if header.files != listed.len() {
+            found.problems.push(format!(
+                "the archive's header counts {} files, {} entries carry a checksum",
+                header.files,
+                listed.len()
+            ));
+        }
+        found.manifest = Some(Manifest::from_header(header, listed));
+    }
     if let Some(manifest) = &found.manifest {
         compare(manifest, &found.files, &mut found.problems);
     }
@@ -243,11 +273,12 @@ fn config_version(zip: &mut zip::ZipArchive<File>, f: &ArchiveFile) -> Option<u6
 /// The manifest's list against the archive's.
 fn compare(manifest: &Manifest, files: &[ArchiveFile], problems: &mut Vec<String>) {
     use std::collections::HashMap;
-    if manifest.format != manifest::FORMAT {
+    if ![manifest::FORMAT, manifest::LEGACY_FORMAT].contains(&manifest.format.as_str()) {
         problems.push(format!(
-            "the manifest's format is `{}`, this build reads `{}`",
+            "the manifest's format is `{}`, this build reads `{}` and `{}`",
             manifest.format,
-            manifest::FORMAT
+            manifest::FORMAT,
+            manifest::LEGACY_FORMAT
         ));
     }
     let in_archive: HashMap<&str, &ArchiveFile> =

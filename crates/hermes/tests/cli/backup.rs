@@ -83,6 +83,22 @@ fn volume(t: &TestContext) -> PathBuf {
     root
 }
 
+/// The archive's comment and each entry's, by name.
+fn comments_in(archive: &Path) -> (String, std::collections::BTreeMap<String, String>) {
+    let mut zip = zip::ZipArchive::new(fs::File::open(archive).unwrap()).unwrap();
+    let header = String::from_utf8(zip.comment().to_vec()).unwrap();
+    let entries = (0..zip.len())
+        .map(|i| {
+            let entry = zip.by_index(i).unwrap();
+            (
+                entry.name().unwrap().into_owned(),
+                entry.comment().to_owned(),
+            )
+        })
+        .collect();
+    (header, entries)
+}
+
 fn names_in(archive: &Path) -> Vec<String> {
     let mut zip = zip::ZipArchive::new(fs::File::open(archive).unwrap()).unwrap();
     (0..zip.len())
@@ -132,24 +148,35 @@ fn an_archive_holds_the_volume_without_its_runtime_files_and_restores_what_chang
             "{unwanted} must not be in {names:?}"
         );
     }
-    assert_eq!(
-        names.last().unwrap(),
-        "backups/hermes-backup-manifest.json",
-        "the manifest comes last"
+    // The manifest is in the zip's comments, so every entry is a file of the volume (the
+    // original's import extracts every entry).
+    assert!(
+        !names.iter().any(|n| n.starts_with("backups/")),
+        "{names:?}"
     );
-    let manifest: serde_json::Value =
-        serde_json::from_str(&entry_text(&archive, "backups/hermes-backup-manifest.json")).unwrap();
-    let state = manifest["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["path"] == "state.db")
-        .unwrap();
-    assert_eq!(state["database"], true);
+    let (header, comments) = comments_in(&archive);
+    let manifest: serde_json::Value = serde_json::from_str(&header).unwrap();
+    assert_eq!(manifest["format"], "hermes-backup/2", "{manifest}");
+    assert_eq!(manifest["files"], names.len(), "{manifest}");
     assert_eq!(manifest["config_versions"]["work"], 33, "{manifest}");
     assert!(
         manifest["build"].as_str().unwrap().starts_with("hermes "),
         "{manifest}"
+    );
+    let sha_of = |bytes: &[u8]| {
+        use sha2::Digest;
+        hermes_backup::manifest::hex(&sha2::Sha256::digest(bytes))
+    };
+    assert_eq!(
+        comments["config.yaml"],
+        format!(
+            "sha256:{}",
+            sha_of(entry_text(&archive, "config.yaml").as_bytes())
+        ),
+    );
+    assert!(
+        comments["state.db"].starts_with("sha256:") && comments["state.db"].ends_with(" sqlite"),
+        "{comments:?}"
     );
     let verified = t.ok(&["backup", "verify", archive.to_str().unwrap()]);
     assert!(
@@ -295,9 +322,7 @@ fn a_scope_holds_only_its_profiles_and_quick_only_state() {
     ]);
     let names = names_in(&work);
     assert!(
-        names
-            .iter()
-            .all(|n| n.starts_with("profiles/work/") || n.starts_with("backups/")),
+        names.iter().all(|n| n.starts_with("profiles/work/")),
         "{names:?}"
     );
     assert!(
@@ -351,18 +376,72 @@ fn an_archive_streamed_to_stdout_verifies_and_an_existing_output_is_never_replac
 /// Rewrites `archive` with `change` applied to its entries (name, bytes), keeping their order.
 type Change = dyn Fn(&str, Vec<u8>) -> Option<(String, Vec<u8>)>;
 
-fn rewrite(archive: &Path, to: &Path, change: &Change) {
+/// What a [`rewrite`] makes of the manifest (the zip's comments).
+enum Manifest<'a> {
+    /// Carried over as it is: it still lists what was archived.
+    Kept,
+    /// Left out: an archive of the original's kind.
+    Dropped,
+    /// The header (the archive's comment) edited, the entries' checksums kept.
+    Edited(&'a dyn Fn(&mut serde_json::Value)),
+    /// Moved to the entry `hermes-backup/1` archives kept it in, written last, listing what the
+    /// archive held before the change.
+    Legacy,
+}
+
+/// The `hermes-backup/1` manifest entry of an archive whose comments are `header` and
+/// `comments` (name, comment, size of each entry).
+fn legacy_manifest(header: &[u8], entries: &[(String, String, u64)]) -> Vec<u8> {
+    let mut manifest: serde_json::Value = serde_json::from_slice(header).unwrap();
+    manifest["format"] = "hermes-backup/1".into();
+    manifest["files"] = entries
+        .iter()
+        .map(|(name, comment, size)| {
+            let sha = comment.strip_prefix("sha256:").unwrap();
+            let (sha, database) = sha.split_once(' ').map_or((sha, false), |(s, _)| (s, true));
+            serde_json::json!({"path": name, "size": size, "sha256": sha, "database": database})
+        })
+        .collect();
+    serde_json::to_vec_pretty(&manifest).unwrap()
+}
+
+/// Copies `archive` to `to`, each entry through `change` (renamed, edited, or left out).
+fn rewrite(archive: &Path, to: &Path, manifest: Manifest<'_>, change: &Change) {
     let mut zip = zip::ZipArchive::new(fs::File::open(archive).unwrap()).unwrap();
     let mut out = zip::ZipWriter::new(fs::File::create(to).unwrap());
+    let mut archived = Vec::new();
     for i in 0..zip.len() {
         let mut entry = zip.by_index(i).unwrap();
         let name = entry.name().unwrap().into_owned();
+        let comment = entry.comment().to_owned();
         let mut bytes = Vec::new();
         entry.read_to_end(&mut bytes).unwrap();
+        archived.push((name.clone(), comment.clone(), bytes.len() as u64));
         if let Some((name, bytes)) = change(&name, bytes) {
-            out.start_file(name, zip::write::SimpleFileOptions::default())
-                .unwrap();
+            let mut options = zip::write::SimpleFileOptions::default().into_full_options();
+            if matches!(manifest, Manifest::Kept | Manifest::Edited(_)) {
+                options = options.with_file_comment(comment.clone());
+            }
+            out.start_file(name, options).unwrap();
             out.write_all(&bytes).unwrap();
+        }
+    }
+    match manifest {
+        Manifest::Kept => out.set_raw_comment(zip.comment().into()).unwrap(),
+        Manifest::Dropped => {}
+        Manifest::Legacy => {
+            out.start_file(
+                "backups/hermes-backup-manifest.json",
+                zip::write::SimpleFileOptions::default(),
+            )
+            .unwrap();
+            out.write_all(&legacy_manifest(zip.comment(), &archived))
+                .unwrap();
+        }
+        Manifest::Edited(edit) => {
+            let mut header: serde_json::Value = serde_json::from_slice(zip.comment()).unwrap();
+            edit(&mut header);
+            out.set_comment(header.to_string()).unwrap();
         }
     }
     out.finish().unwrap();
@@ -377,7 +456,7 @@ fn verify_names_what_is_wrong_and_restore_refuses_a_damaged_or_hostile_archive()
     let before = tree(&root);
 
     let tampered = t.dir.path().join("tampered.zip");
-    rewrite(&archive, &tampered, &|name, mut bytes| {
+    rewrite(&archive, &tampered, Manifest::Kept, &|name, mut bytes| {
         if name == "config.yaml" {
             bytes.extend_from_slice(b"# edited\n");
         }
@@ -387,24 +466,24 @@ fn verify_names_what_is_wrong_and_restore_refuses_a_damaged_or_hostile_archive()
     assert_eq!(out.status.code(), Some(1), "{}", render(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("config.yaml: ") && text.contains("the manifest says"),
+        text.contains("config.yaml: sha256 differs from the manifest"),
         "{text}"
     );
     assert!(
-        text.contains("skills/web/SKILL.md: in the manifest, not in the archive"),
-        "{text}"
+        text.contains("the archive's header counts ") && text.contains(" entries carry a checksum"),
+        "a removed entry is counted missing: {text}"
     );
 
     // A database whose pages are damaged fails its integrity check.
     let corrupt = t.dir.path().join("corrupt.zip");
-    rewrite(&archive, &corrupt, &|name, mut bytes| {
+    rewrite(&archive, &corrupt, Manifest::Dropped, &|name, mut bytes| {
         if name == "state.db" {
             let len = bytes.len();
             for b in &mut bytes[len - 2000..len - 1000] {
                 *b = 0x5a;
             }
         }
-        (!name.starts_with("backups/")).then(|| (name.to_owned(), bytes))
+        Some((name.to_owned(), bytes))
     });
     let out = t.run(&["backup", "verify", corrupt.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", render(&out));
@@ -421,7 +500,7 @@ fn verify_names_what_is_wrong_and_restore_refuses_a_damaged_or_hostile_archive()
 
     // An entry that climbs out of the volume.
     let hostile = t.dir.path().join("hostile.zip");
-    rewrite(&archive, &hostile, &|name, bytes| {
+    rewrite(&archive, &hostile, Manifest::Kept, &|name, bytes| {
         Some(if name == "notes.md" || name == "SOUL.md" {
             ("../escaped.txt".into(), bytes)
         } else {
@@ -843,16 +922,16 @@ fn names_builds_and_dates_from_an_archive_are_printed_escaped() {
     // the plan's lines: an archive that verifies (its manifest lists what it holds) except for
     // the two planted names.
     let hostile = t.dir.path().join("hostile.zip");
-    rewrite(&archive, &hostile, &|name, bytes| {
-        if name == "backups/hermes-backup-manifest.json" {
-            let text = String::from_utf8(bytes).unwrap();
-            let mut manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
-            manifest["build"] = "hermes 9\u{1b}[2K\rhermes 1.0 (trusted)".into();
-            manifest["created"] = "2026-01-01\u{1b}]0;x\u{7}".into();
-            return Some((name.to_owned(), serde_json::to_vec(&manifest).unwrap()));
-        }
-        Some((name.to_owned(), bytes))
-    });
+    let edit = |header: &mut serde_json::Value| {
+        header["build"] = "hermes 9\u{1b}[2K\rhermes 1.0 (trusted)".into();
+        header["created"] = "2026-01-01\u{1b}]0;x\u{7}".into();
+    };
+    rewrite(
+        &archive,
+        &hostile,
+        Manifest::Edited(&edit),
+        &|name, bytes| Some((name.to_owned(), bytes)),
+    );
     let out = t.run(&["backup", "verify", hostile.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", render(&out));
@@ -866,12 +945,16 @@ fn names_builds_and_dates_from_an_archive_are_printed_escaped() {
     // Names: an archive of the original's kind (no manifest) with an escape sequence and a
     // line break in two names; the plan shows them escaped, on one line each.
     let names = t.dir.path().join("names.zip");
-    rewrite(&archive, &names, &|name, bytes| match name {
-        "backups/hermes-backup-manifest.json" => None,
-        "SOUL.md" => Some(("memories/x\u{1b}[1A\u{1b}[2K.md".into(), bytes)),
-        "skills/web/SKILL.md" => Some(("notes\n  replaced      1  .env".into(), bytes)),
-        _ => Some((name.to_owned(), bytes)),
-    });
+    rewrite(
+        &archive,
+        &names,
+        Manifest::Dropped,
+        &|name, bytes| match name {
+            "SOUL.md" => Some(("memories/x\u{1b}[1A\u{1b}[2K.md".into(), bytes)),
+            "skills/web/SKILL.md" => Some(("notes\n  replaced      1  .env".into(), bytes)),
+            _ => Some((name.to_owned(), bytes)),
+        },
+    );
     let out = t.run(&["backup", "restore", names.to_str().unwrap(), "--dry-run"]);
     assert!(out.status.success(), "{}", render(&out));
     let text = String::from_utf8_lossy(&out.stdout);
@@ -885,4 +968,40 @@ fn names_builds_and_dates_from_an_archive_are_printed_escaped() {
         "no fake line: {text}"
     );
     assert!(root.join("SOUL.md").exists(), "a dry run changes nothing");
+}
+
+#[test]
+fn an_archive_of_the_previous_format_verifies_and_restores_without_its_manifest_entry() {
+    let t = TestContext::new();
+    let root = volume(&t);
+    let archive = t.dir.path().join("a.zip");
+    t.ok(&["backup", "create", "-o", archive.to_str().unwrap()]);
+    let legacy = t.dir.path().join("legacy.zip");
+    rewrite(&archive, &legacy, Manifest::Legacy, &|name, bytes| {
+        Some((name.to_owned(), bytes))
+    });
+    let verified = t.ok(&["backup", "verify", legacy.to_str().unwrap()]);
+    assert!(verified.contains("every checksum matches"), "{verified}");
+
+    // The manifest names a file the archive lacks: named, as that format can.
+    let short = t.dir.path().join("short.zip");
+    rewrite(&archive, &short, Manifest::Legacy, &|name, bytes| {
+        (name != "skills/web/SKILL.md").then(|| (name.to_owned(), bytes))
+    });
+    let out = t.run(&["backup", "verify", short.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("skills/web/SKILL.md: in the manifest, not in the archive"),
+        "{}",
+        render(&out)
+    );
+
+    fs::remove_file(root.join("skills/web/SKILL.md")).unwrap();
+    t.ok(&["backup", "restore", legacy.to_str().unwrap(), "--yes"]);
+    assert!(root.join("skills/web/SKILL.md").exists());
+    assert!(
+        !root.join("backups/hermes-backup-manifest.json").exists(),
+        "the manifest entry is never written to the volume"
+    );
 }
