@@ -51,7 +51,7 @@ finally:
 "#;
 
 /// What an agent says about itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AgentFacts {
     /// Its config schema version (`DEFAULT_CONFIG["_config_version"]`).
     pub config_version: u64,
@@ -122,9 +122,8 @@ pub fn probe(agent: &Agent, identity: Option<&Identity>) -> Result<AgentFacts, P
 
 /// [`probe`], asked once per agent per process (a dashboard or a status view asks often; the
 /// installed agent does not change under a running process), and remembered between
-/// processes in the caller's cache ([`cache_file`]) for as long as the agent's files are the
-/// same: each `hermes service status` used to start the agent's interpreter (0.6 s of its
-/// 0.62 s). Failures are not kept.
+/// processes ([`ask_remembered`] in [`cache_file`]): each `hermes service status` used to start the agent's
+/// interpreter (0.6 s of its 0.62 s). Failures are not kept.
 pub fn probe_cached(agent: &Agent, identity: Option<&Identity>) -> Result<AgentFacts, ProbeError> {
     static CACHE: Mutex<Vec<(std::path::PathBuf, AgentFacts)>> = Mutex::new(Vec::new());
     if let Some(facts) = CACHE
@@ -142,8 +141,28 @@ pub fn probe_cached(agent: &Agent, identity: Option<&Identity>) -> Result<AgentF
     Ok(facts)
 }
 
-/// Where a process remembers agents' facts: `$XDG_CACHE_HOME/hermes/agent-facts.json`, else
-/// under `$HOME/.cache` (a backup leaves `.cache` out); `None` without either.
+/// [`probe`] through [`ask_remembered`] in `file`.
+fn probe_remembered(
+    agent: &Agent,
+    identity: Option<&Identity>,
+    file: Option<&Path>,
+) -> Result<AgentFacts, ProbeError> {
+    let bad = |answer: &serde_json::Value| ProbeError::BadAnswer {
+        python: agent.python.display().to_string(),
+        answer: answer.to_string(),
+    };
+    let answer = ask_remembered(agent, "facts", file, || {
+        let facts = probe(agent, identity)?;
+        serde_json::to_value(facts).map_err(|_| ProbeError::BadAnswer {
+            python: agent.python.display().to_string(),
+            answer: format!("{facts:?}"),
+        })
+    })?;
+    serde_json::from_value(answer.clone()).map_err(|_| bad(&answer))
+}
+
+/// Where a process remembers agents' answers: `$XDG_CACHE_HOME/hermes/agent-facts.json`,
+/// else under `$HOME/.cache` (a backup leaves `.cache` out); `None` without either.
 pub fn cache_file(var: impl Fn(&str) -> Option<String>) -> Option<std::path::PathBuf> {
     let base = match var("XDG_CACHE_HOME").filter(|v| v.starts_with('/')) {
         Some(dir) => std::path::PathBuf::from(dir),
@@ -154,12 +173,12 @@ pub fn cache_file(var: impl Fn(&str) -> Option<String>) -> Option<std::path::Pat
     Some(base.join("hermes").join("agent-facts.json"))
 }
 
-/// One agent's facts as remembered, under the [`fingerprint`] they were asked with.
+/// One answer of an agent as remembered, under the [`fingerprint`] it was given with.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Remembered {
     fingerprint: String,
-    config_version: u64,
-    multiplex_default: Option<bool>,
+    question: String,
+    answer: serde_json::Value,
 }
 
 /// What identifies an installed agent's files: its console script and interpreter (path,
@@ -198,7 +217,7 @@ fn fingerprint(agent: &Agent) -> Option<String> {
 /// Whether the cache directory of `file` is ours all the way up (owned by us, or root above
 /// us, and writable by nobody else), created then: a process that wrote where someone else
 /// can plant a link — root under a `HOME` on the service user's volume — could be led to write
-/// anywhere, and could read facts someone else wrote. Elsewhere the agent is simply asked.
+/// anywhere, and could read answers someone else wrote. Elsewhere the agent is simply asked.
 fn private_cache(file: &Path) -> bool {
     let Some(dir) = file.parent() else {
         return false;
@@ -211,43 +230,52 @@ fn private_cache(file: &Path) -> bool {
         && hermes_privilege::SafeDir::create_private(dir, 0o700).is_ok()
 }
 
-/// [`probe`] through the facts remembered in `file` (a missing or unreadable file is no
-/// memory; one that cannot be written costs only the next caller's time; one in a directory
-/// that is not ours is not used: [`private_cache`]).
-fn probe_remembered(
+/// The answer `ask` gives to `question` about `agent`, remembered between processes in the
+/// cache `file` (the caller's [`cache_file`]) for as long as the agent's files are the same:
+/// the agent's answers about itself (its facts, its platform catalogue) cost an interpreter
+/// start of 1 to 6 s, and do not change until it is reinstalled. Failures are not kept. A
+/// missing or unreadable file is no memory; one that cannot be written costs only the next
+/// caller's time; one in a directory that is not ours is not used ([`private_cache`]).
+///
+/// # Errors
+/// What `ask` returns, when nothing is remembered.
+pub fn ask_remembered(
     agent: &Agent,
-    identity: Option<&Identity>,
+    question: &str,
     file: Option<&Path>,
-) -> Result<AgentFacts, ProbeError> {
+    ask: impl FnOnce() -> Result<serde_json::Value, ProbeError>,
+) -> Result<serde_json::Value, ProbeError> {
     let file = file.filter(|f| private_cache(f));
     let print = fingerprint(agent);
-    let mut known: Vec<Remembered> = file
-        .and_then(|f| std::fs::read(f).ok())
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default();
+    let known = |file: Option<&Path>| -> Vec<Remembered> {
+        file.and_then(|f| std::fs::read(f).ok())
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    };
     if let Some(print) = &print
-        && let Some(hit) = known.iter().find(|r| &r.fingerprint == print)
+        && let Some(hit) = known(file)
+            .into_iter()
+            .find(|r| &r.fingerprint == print && r.question == question)
     {
-        return Ok(AgentFacts {
-            config_version: hit.config_version,
-            multiplex_default: hit.multiplex_default,
-        });
+        return Ok(hit.answer);
     }
-    let facts = probe(agent, identity)?;
+    let answer = ask()?;
     if let (Some(file), Some(print)) = (file, print) {
-        // One entry per console script: an upgraded agent replaces its old facts.
+        // Read again: another question may have been answered meanwhile. One answer per
+        // console script and question: an upgraded agent's replaces its old one.
+        let mut all = known(Some(file));
         let cli = format!("{}:", agent.cli.display());
-        known.retain(|r| !r.fingerprint.starts_with(&cli));
-        known.push(Remembered {
+        all.retain(|r| !(r.fingerprint.starts_with(&cli) && r.question == question));
+        all.push(Remembered {
             fingerprint: print,
-            config_version: facts.config_version,
-            multiplex_default: facts.multiplex_default,
+            question: question.to_owned(),
+            answer: answer.clone(),
         });
-        if let Ok(text) = serde_json::to_vec(&known) {
+        if let Ok(text) = serde_json::to_vec(&all) {
             let _ = hermes_home::atomic::write_atomic(file, &text, 0o600);
         }
     }
-    Ok(facts)
+    Ok(answer)
 }
 
 /// Runs `script` with the agent's interpreter (isolated, stdin closed, `env` added, in `cwd`,
@@ -481,6 +509,40 @@ mod tests {
             41
         );
         assert_eq!(count(), 4);
+    }
+
+    #[test]
+    fn answers_to_different_questions_are_remembered_side_by_side() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = fake_agent(dir.path(), "HERMES_ANSWER {\"config_version\": 40}", 0);
+        std::fs::write(&agent.cli, "#!/bin/sh\n").unwrap();
+        let file = dir.path().join("cache/hermes/agent-facts.json");
+        let asked = std::cell::Cell::new(0);
+        let catalogue = || {
+            asked.set(asked.get() + 1);
+            Ok(serde_json::json!({"platforms": ["telegram"]}))
+        };
+        assert_eq!(
+            ask_remembered(&agent, "catalogue", Some(&file), catalogue).unwrap()["platforms"][0],
+            "telegram"
+        );
+        assert_eq!(
+            probe_remembered(&agent, None, Some(&file))
+                .unwrap()
+                .config_version,
+            40
+        );
+        // Both are kept: neither question is asked again.
+        ask_remembered(&agent, "catalogue", Some(&file), catalogue).unwrap();
+        assert_eq!(asked.get(), 1);
+        let refused = || Err(ProbeError::Timeout { python: "x".into() });
+        assert_eq!(
+            ask_remembered(&agent, "facts", Some(&file), refused).unwrap()["config_version"],
+            40
+        );
+        // A failure is not kept.
+        assert!(ask_remembered(&agent, "other", Some(&file), refused).is_err());
+        assert!(ask_remembered(&agent, "other", Some(&file), refused).is_err());
     }
 
     #[test]

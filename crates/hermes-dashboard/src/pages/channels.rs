@@ -80,7 +80,8 @@ async fn page(State(app): State<App>, Extension(base): Extension<Base>) -> Respo
 /// The catalogue, or the refusal a request gets without one.
 fn platforms(app: &App) -> Step<Vec<Platform>> {
     let agent = crate::pages::installed_agent(app, "listing the messaging platforms")?;
-    catalog::platforms(&agent).map_err(|e| {
+    let cache = hermes_services::agent_probe::cache_file(|k| (app.vars)(k));
+    catalog::platforms(&agent, cache.as_deref()).map_err(|e| {
         refuse(
             StatusCode::BAD_GATEWAY,
             &format!("the agent could not list its messaging platforms: {e}"),

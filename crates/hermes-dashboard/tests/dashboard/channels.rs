@@ -12,6 +12,7 @@
 )]
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -103,7 +104,7 @@ fn without_an_agent_the_page_says_why_and_nothing_is_written() {
 }
 
 /// The whole round with one agent: list, set, enable, the agent reading it, refusals, clear.
-fn the_agent_platforms_are_set_up(agent: &hermes_test_support::OriginalAgent) {
+fn the_agent_platforms_are_set_up(agent: &hermes_test_support::OriginalAgent, editable: bool) {
     let home = home();
     let root = home.path().to_path_buf();
     let mut env = TOKEN_ENV.to_vec();
@@ -130,6 +131,29 @@ fn the_agent_platforms_are_set_up(agent: &hermes_test_support::OriginalAgent) {
     assert_eq!(address["required"], true);
     assert_eq!(address["is_set"], false);
     assert!(platform(&list, "webhook")["env_vars"].is_array());
+    // Remembered in the dashboard user's cache, so a restarted dashboard lists the platforms
+    // without starting the agent (0.2 s against 1 to 6 s); never for an editable install,
+    // whose source can change under the same files.
+    let remembered = root.join("user/.cache/hermes/agent-facts.json");
+    if editable {
+        assert!(!remembered.exists());
+    } else {
+        assert_eq!(
+            fs::metadata(&remembered).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let remembered: Value = serde_json::from_slice(&fs::read(&remembered).unwrap()).unwrap();
+        let catalogue = remembered
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["question"] == "messaging-platforms")
+            .unwrap_or_else(|| panic!("{remembered}"));
+        assert_eq!(
+            catalogue["answer"]["platforms"].as_array().unwrap().len(),
+            list["platforms"].as_array().unwrap().len()
+        );
+    }
 
     let creds = json!({
         "EMAIL_ADDRESS": "bot@example.org", "EMAIL_PASSWORD": SECRET,
@@ -291,7 +315,7 @@ fn the_agent_0_19_platforms_are_listed_and_set_up() {
     let Some(agent) = hermes_test_support::original_agent() else {
         return;
     };
-    the_agent_platforms_are_set_up(&agent);
+    the_agent_platforms_are_set_up(&agent, false);
 }
 
 #[test]
@@ -299,7 +323,7 @@ fn the_agent_0_20_platforms_are_listed_and_set_up() {
     let Some(agent) = hermes_test_support::fixture_agent() else {
         return;
     };
-    the_agent_platforms_are_set_up(&agent);
+    the_agent_platforms_are_set_up(&agent, true);
 }
 
 fn post(d: &Dashboard, path: &str, body: &Value) -> Answer {

@@ -5,9 +5,12 @@
 //! Asked of the agent, never from a table of ours: 0.19.0 lists 23 platforms; a 0.20 tree lists
 //! its built-in ones plus the adapters under its `plugins/platforms/` (the 0.20.1 fixture is
 //! trimmed and lists 6). Importing the module takes 2 s (0.19.0) to 4–6 s (0.20.1) and writes a
-//! home skeleton, so the script runs with `HERMES_HOME` in a temporary directory it removes,
-//! and the answer is kept for the life of the process, per agent.
+//! home skeleton, so the script runs with `HERMES_HOME` in a temporary directory it removes.
+//! The answer is kept for the life of the process, per agent, and between processes for as
+//! long as the agent's files are the same ([`agent_probe::ask_remembered`]): a restarted
+//! dashboard lists the platforms without starting the agent.
 
+use std::path::Path;
 use std::sync::Mutex;
 
 use hermes_services::agent::Agent;
@@ -84,26 +87,32 @@ finally:
     shutil.rmtree(home, ignore_errors=True)
 "#;
 
-/// The catalogue of `agent`, asked once per agent per process (failures are not kept: the
-/// next request asks again).
+/// The catalogue of `agent`, asked once per installed agent, remembered in `file` (the
+/// dashboard user's [`agent_probe::cache_file`]); failures are not kept: the next request asks
+/// again.
 ///
 /// # Errors
 /// [`ProbeError`] when the agent cannot be run or answers something else.
-pub fn platforms(agent: &Agent) -> Result<Vec<Platform>, ProbeError> {
-    static CACHE: Mutex<Vec<(std::path::PathBuf, Vec<Platform>)>> = Mutex::new(Vec::new());
+pub fn platforms(agent: &Agent, file: Option<&Path>) -> Result<Vec<Platform>, ProbeError> {
+    type Key = (std::path::PathBuf, Option<std::path::PathBuf>);
+    static CACHE: Mutex<Vec<(Key, Vec<Platform>)>> = Mutex::new(Vec::new());
     let mut cache = CACHE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((_, known)) = cache.iter().find(|(cli, _)| *cli == agent.cli) {
+    // What the file remembers, kept for the process: per agent and per file.
+    let key = (agent.cli.clone(), file.map(Path::to_path_buf));
+    if let Some((_, known)) = cache.iter().find(|(k, _)| *k == key) {
         return Ok(known.clone());
     }
     // Held while asking: a burst of first requests starts one interpreter, not one each.
-    let answer = agent_probe::run_agent_python(agent, SCRIPT, &[], None, None)?;
+    let answer = agent_probe::ask_remembered(agent, "messaging-platforms", file, || {
+        agent_probe::run_agent_python(agent, SCRIPT, &[], None, None)
+    })?;
     let platforms: Vec<Platform> =
         serde_json::from_value(answer["platforms"].clone()).map_err(|_| ProbeError::BadAnswer {
             python: agent.python.display().to_string(),
             answer: answer.to_string().chars().take(200).collect(),
         })?;
-    cache.push((agent.cli.clone(), platforms.clone()));
+    cache.push((key, platforms.clone()));
     Ok(platforms)
 }
