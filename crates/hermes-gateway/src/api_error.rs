@@ -180,6 +180,20 @@ impl From<ProviderError> for ApiError {
     }
 }
 
+/// A 500 for an answer whose turn could not be stored in its session (a full volume): the
+/// client must not count it in the session's history, which does not hold it.
+pub(crate) fn not_stored(session: &str, e: &hermes_sessions::Error) -> ApiError {
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "server_error",
+        "session_not_stored",
+        format!(
+            "the answer could not be stored in session `{session}`, which does not hold this \
+             turn: {e}; send the turn again once the volume has room"
+        ),
+    )
+}
+
 /// A 400 for a request that does not follow the API.
 pub(crate) fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(

@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::access::{Exchange, UpstreamCall};
-use crate::api_error::{ApiError, invalid};
+use crate::api_error::{ApiError, invalid, not_stored};
 use crate::error::Error;
 use crate::live::Snapshot;
 use crate::metrics::{StreamEnd, Tokens};
@@ -193,7 +193,13 @@ pub(crate) async fn chat_completions(
                 .cloned()
                 .unwrap_or_else(|| json!({"role": "assistant", "content": ""}));
             turn.push(reply);
-            inner.sessions.append_turn_async(id, meta, turn).await?;
+            if let Err(e) = inner
+                .sessions
+                .append_turn_async(id.clone(), meta, turn)
+                .await
+            {
+                return Err(not_stored(&id, &e));
+            }
         }
         axum::Json(answer).into_response()
     };
@@ -283,7 +289,9 @@ impl Relay {
 }
 
 /// Relays the provider's stream to the client as server-sent events, then stores the turn
-/// (only when the client got the whole answer) and ends with `data: [DONE]`.
+/// (only when the client got the whole answer) and ends with `data: [DONE]` — after an error
+/// event when the turn could not be stored, so no client takes an answer the session does not
+/// hold for a complete turn.
 fn relay_stream(mut upstream: ChatStream, mut relay: Relay) -> Response {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(STREAM_BUFFER);
     tokio::spawn(async move {
@@ -297,6 +305,11 @@ fn relay_stream(mut upstream: ChatStream, mut relay: Relay) -> Response {
                 return;
             }
         };
+        let mut end = if answer.is_some() {
+            StreamEnd::Complete
+        } else {
+            StreamEnd::UpstreamFailed
+        };
         // Store the turn before `[DONE]`: a client may send its next turn the moment it sees
         // `[DONE]`, and that turn must find this one in the history.
         if let (Some(id), Some(text)) = (relay.session.take(), &answer) {
@@ -304,18 +317,17 @@ fn relay_stream(mut upstream: ChatStream, mut relay: Relay) -> Response {
             turn.push(json!({"role": "assistant", "content": text}));
             if let Err(e) = relay
                 .store
-                .append_turn_async(id, relay.meta.clone(), turn)
+                .append_turn_async(id.clone(), relay.meta.clone(), turn)
                 .await
             {
-                tracing::warn!(error = %e, "could not store the session turn");
+                let error = not_stored(&id, &e);
+                tracing::warn!(code = error.code, "{}", error.message);
+                let _ = tx.send(sse_event(&error.body().to_string())).await;
+                end = StreamEnd::NotStored;
             }
         }
         if let Some(x) = &relay.exchange {
-            x.set_stream_end(if answer.is_some() {
-                StreamEnd::Complete
-            } else {
-                StreamEnd::UpstreamFailed
-            });
+            x.set_stream_end(end);
         }
         let _ = tx.send(Bytes::from_static(b"data: [DONE]\n\n")).await;
     });

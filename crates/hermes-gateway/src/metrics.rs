@@ -176,13 +176,17 @@ pub(crate) enum StreamEnd {
     ClientGone,
     /// The upstream failed midway; the client got an error event.
     UpstreamFailed,
+    /// The answer was whole but its turn could not be stored in the session; the client got
+    /// an error event.
+    NotStored,
 }
 
 impl StreamEnd {
-    const ALL: [StreamEnd; 3] = [
+    const ALL: [StreamEnd; 4] = [
         StreamEnd::Complete,
         StreamEnd::ClientGone,
         StreamEnd::UpstreamFailed,
+        StreamEnd::NotStored,
     ];
 
     pub(crate) fn label(self) -> &'static str {
@@ -190,6 +194,7 @@ impl StreamEnd {
             StreamEnd::Complete => "complete",
             StreamEnd::ClientGone => "client_gone",
             StreamEnd::UpstreamFailed => "upstream_failed",
+            StreamEnd::NotStored => "not_stored",
         }
     }
 

@@ -128,19 +128,24 @@ impl GatewayState {
     }
 
     /// What a supervisor's start-up makes of the record: the [`effective_state`]
-    /// (Self::effective_state), except that a gateway that last stopped *asking for a restart*
-    /// — the agent engine's `/restart` or `hermes update` write `gateway_state: stopped` with
-    /// `restart_requested: true` before exiting 75 — meant to run: a boot that comes between its
-    /// exit and its restart brings it back. `Some("running")`: the gateway starts.
+    /// (Self::effective_state), except that without an operator's `desired_state` two records
+    /// meant to run, and a boot that comes after them brings the gateway back
+    /// (`Some("running")`: it starts):
+    /// * a gateway that last stopped *asking for a restart* — the agent engine's `/restart` or
+    ///   `hermes update` write `gateway_state: stopped` with `restart_requested: true` before
+    ///   exiting 75;
+    /// * a gateway still `starting`: a start cut short (everything killed a few ms into a
+    ///   restart), since every start that ends writes its verdict (`running`, or
+    ///   `startup_failed`, which stays down). The original registers it down, for good.
     pub fn run_intent(&self) -> Option<&str> {
-        let restart_pending = self.desired_state().is_none()
-            && self.gateway_state() == Some("stopped")
+        let restart_pending = self.gateway_state() == Some("stopped")
             && self
                 .fields
                 .get("restart_requested")
                 .and_then(Value::as_bool)
                 == Some(true);
-        if restart_pending {
+        let start_cut_short = self.gateway_state() == Some("starting");
+        if self.desired_state().is_none() && (restart_pending || start_cut_short) {
             Some("running")
         } else {
             self.effective_state()

@@ -405,6 +405,53 @@ mod tests {
         );
     }
 
+    /// A gateway is `starting` only between a start and its verdict (`running`, or
+    /// `startup_failed` for one that cannot start): a record still saying `starting` is a start
+    /// cut short (everything killed a few ms into a restart), and without an operator's
+    /// `desired_state` that start was the boot's or a restart's, meant to run.
+    #[test]
+    fn a_start_cut_short_by_a_crash_comes_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        profile(
+            root,
+            "default",
+            Some(r#"{"gateway_state":"starting"}"#),
+            None,
+        );
+        profile(
+            root,
+            "failed",
+            Some(r#"{"gateway_state":"startup_failed"}"#),
+            None,
+        );
+        profile(
+            root,
+            "parked",
+            Some(r#"{"gateway_state":"starting","desired_state":"stopped"}"#),
+            None,
+        );
+        let (specs, actions) = reconcile(
+            root,
+            Path::new("/bin/hermes"),
+            None,
+            false,
+            &Multiplexing::OFF,
+            &VolumeFiles::read(root, &[]),
+            &mut Vec::new(),
+        );
+        let lines: Vec<String> = actions.iter().map(GatewayAction::describe).collect();
+        assert_eq!(
+            lines,
+            [
+                "profile=default prior_state=running action=started prior_exit=unknown",
+                "profile=failed prior_state=startup_failed action=registered prior_exit=unknown",
+                "profile=parked prior_state=stopped action=registered prior_exit=unknown",
+            ]
+        );
+        assert!(specs[0].autostart);
+    }
+
     #[test]
     fn the_prior_exit_comes_from_each_profiles_lifecycle_ledger() {
         let tmp = tempfile::tempdir().unwrap();

@@ -17,6 +17,7 @@ mod api;
 mod config_yaml;
 mod connections;
 mod credentials;
+mod full_volume;
 mod handover;
 mod lifecycle;
 mod multiplex;
