@@ -10,6 +10,8 @@
 //! * [`verify`] — every checksum, every database's integrity, the manifest against the contents;
 //! * [`restore`] — plan, stage on the volume, swap, and roll back whatever a crash interrupted;
 //! * [`schedule`] — scheduled snapshots: the schedule, the settings, naming, pruning, one run;
+//! * [`check`] — every profile's databases checked before their gateways start, a damaged one
+//!   restored from the newest archive with a sound copy;
 //! * [`supervised`] — a restore among running services: the gateways it affects stopped and
 //!   started again, an archive from a newer agent schema refused.
 //!
@@ -22,6 +24,7 @@
 
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod content;
 pub mod create;
 mod error;

@@ -17,6 +17,7 @@
 //! * [`drains`] — `gateway_drains.json` (what stopping gateways let finish, and cut);
 //! * [`gateway_lock`] — who holds a profile's `gateway.lock` (the reading side);
 //! * [`lifecycle_ledger`] — `state/gateway.lifecycle.json` (how the last gateway life ended);
+//! * [`db_check`] — `state/database-check.json` (a profile's databases that failed their check);
 //! * [`volume`] — what on the data volume belongs to the service user (ownership repair);
 //! * [`schema`] — the config schema version (`_config_version`) each profile was written with;
 //! * [`seeds`] — the files a new profile starts with;
@@ -39,6 +40,7 @@ pub mod config;
 pub mod config_file;
 pub mod cron_jobs;
 mod damage;
+pub mod db_check;
 pub mod disk;
 pub mod dotenv;
 pub mod drains;

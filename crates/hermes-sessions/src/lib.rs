@@ -32,6 +32,7 @@
 
 pub mod browse;
 pub mod error;
+pub mod integrity;
 mod migrate;
 pub mod probe;
 mod rows;
