@@ -17,7 +17,9 @@
 //!   sound again.
 //!
 //! Like every backup and restore, a check acts on the volume as its owner, and takes the
-//! volume's lock, so it never runs beside a restore.
+//! volume's lock, so it never runs beside a restore. A database some process still holds open
+//! (a running gateway; `crate::holders`) is never replaced: that process would go on writing
+//! into the damaged file.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -178,13 +180,23 @@ fn restore_newest_sound(
     rel: &str,
 ) -> Result<Repair, String> {
     let dir = profile_dir(root, profile);
+    let holders = crate::holders::of_database(&dir.join(rel));
+    if !holders.is_empty() {
+        let names: Vec<String> = holders.iter().map(ToString::to_string).collect();
+        return Err(format!(
+            "it is open in {}; stop the profile's gateway (`hermes -p {} gateway stop`) and run \
+             `hermes backup check --repair` again",
+            names.join(", "),
+            profile.name()
+        ));
+    }
     let in_archive = match profile {
         ProfileRef::Default => rel.to_owned(),
         ProfileRef::Named(name) => format!("{}/{name}/{rel}", hermes_home::layout::PROFILES_DIR),
     };
-    let names = crate::schedule::scheduled_archives(archives).map_err(|e| e.to_string())?;
+    let names = archives_newest_first(archives).map_err(|e| e.to_string())?;
     let mut tried = Vec::new();
-    for name in names.iter().rev() {
+    for name in &names {
         let archive = archives.join(name);
         match sound_copy(&archive, &in_archive, &dir.join(rel)) {
             Ok(Some((copy, created))) => {
@@ -223,6 +235,42 @@ fn restore_newest_sound(
          <file> .recover`",
     );
     Err(why)
+}
+
+/// The archives in `dir` named by the time they were made, newest first: scheduled ones
+/// (`hermes-backup-20261202-101500.zip`) and `hermes backup create`'s default
+/// (`hermes-backup-20261202T101500Z.zip`).
+fn archives_newest_first(dir: &Path) -> io::Result<Vec<String>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut dated = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if let Some(time) = made_at(&name)
+            && entry.file_type().is_ok_and(|t| t.is_file())
+        {
+            dated.push((time, name));
+        }
+    }
+    dated.sort_unstable_by(|a, b| b.cmp(a));
+    Ok(dated.into_iter().map(|(_, name)| name).collect())
+}
+
+/// The UTC time in an archive's name as 14 digits (`20261202101500`), for either form.
+fn made_at(name: &str) -> Option<String> {
+    let stamp = name.strip_prefix("hermes-backup-")?.strip_suffix(".zip")?;
+    let digits: String = match stamp.len() {
+        15 if stamp.as_bytes()[8] == b'-' => stamp.replace('-', ""),
+        16 if stamp.as_bytes()[8] == b'T' && stamp.ends_with('Z') => stamp[..15].replace('T', ""),
+        _ => return None,
+    };
+    (digits.len() == 14 && digits.bytes().all(|b| b.is_ascii_digit())).then_some(digits)
 }
 
 fn profile_dir(root: &Path, profile: &ProfileRef) -> PathBuf {

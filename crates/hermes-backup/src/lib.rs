@@ -12,6 +12,7 @@
 //! * [`schedule`] — scheduled snapshots: the schedule, the settings, naming, pruning, one run;
 //! * [`check`] — every profile's databases checked before their gateways start, a damaged one
 //!   restored from the newest archive with a sound copy;
+//! * [`holders`] — the processes holding a database (or its side files) open;
 //! * [`supervised`] — a restore among running services: the gateways it affects stopped and
 //!   started again, an archive from a newer agent schema refused.
 //!
@@ -28,6 +29,7 @@ pub mod check;
 pub mod content;
 pub mod create;
 mod error;
+pub mod holders;
 pub mod manifest;
 pub mod restore;
 pub mod schedule;

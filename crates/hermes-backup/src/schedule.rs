@@ -44,6 +44,11 @@ pub const SCHEDULE_VAR: &str = hermes_services::backup_schedule::SCHEDULE_VAR;
 pub const KEEP_VAR: &str = "HERMES_BACKUP_KEEP";
 /// Overrides [`DIR_KEY`].
 pub const DIR_VAR: &str = "HERMES_BACKUP_DIR";
+/// `config.yaml`'s key for whether a start restores a damaged database from the newest sound
+/// copy in the backup directory (`crate::check`); on unless set false.
+pub const RESTORE_CORRUPT_KEY: &str = "backup.restore_corrupt";
+/// Overrides [`RESTORE_CORRUPT_KEY`].
+pub const RESTORE_CORRUPT_VAR: &str = "HERMES_BACKUP_RESTORE_CORRUPT";
 /// How many scheduled archives are kept when `keep` is not set.
 pub const DEFAULT_KEEP: usize = 7;
 /// The default directory, relative to `HERMES_HOME` (a backup never holds it).
@@ -84,6 +89,15 @@ pub enum Error {
     /// `keep` is not a whole number of 1 or more.
     #[error("invalid backup keep `{value}` in {origin}: it must be a whole number, 1 or more")]
     Keep {
+        /// The value given.
+        value: String,
+        /// Where it came from.
+        origin: String,
+    },
+
+    /// `restore_corrupt` is not a yes or a no.
+    #[error("invalid backup restore_corrupt `{value}` in {origin}: it must be true or false")]
+    Switch {
         /// The value given.
         value: String,
         /// Where it came from.
@@ -155,6 +169,11 @@ impl Error {
             Error::Keep { .. } => Some(format!(
                 "set how many scheduled archives to keep, e.g. `keep: 7` (the default is {DEFAULT_KEEP})"
             )),
+            Error::Switch { .. } => Some(
+                "write `restore_corrupt: false` to keep a damaged database in place at a start \
+                 (the default, `true`, restores it from the newest sound archive)"
+                    .into(),
+            ),
             Error::NotScalar { key, .. } => Some(format!(
                 "write `{key}` as one value, e.g. `schedule: daily`, `keep: 7`, `dir: /backups`"
             )),
@@ -186,6 +205,10 @@ hermes_errors::every_variant!(Error {
     Error::Keep { .. } => Error::Keep {
         value: "0".into(),
         origin: format!("`{KEEP_VAR}`"),
+    },
+    Error::Switch { .. } => Error::Switch {
+        value: "maybe".into(),
+        origin: format!("`{RESTORE_CORRUPT_VAR}`"),
     },
     Error::NotScalar { .. } => Error::NotScalar {
         key: SCHEDULE_KEY,
@@ -506,6 +529,8 @@ pub struct BackupSettings {
     pub keep: usize,
     /// Where they are written.
     pub dir: PathBuf,
+    /// Whether a start restores a damaged database from the newest sound copy in `dir`.
+    pub restore_corrupt: bool,
 }
 
 impl BackupSettings {
@@ -577,10 +602,18 @@ impl BackupSettings {
             }
             None => root.join(DEFAULT_DIR),
         };
+        let restore_corrupt = match setting(RESTORE_CORRUPT_KEY, RESTORE_CORRUPT_VAR)? {
+            Some((value, origin)) => match hermes_errors::switch::parse(&value) {
+                Some(on) => on,
+                None => return Err(Error::Switch { value, origin }),
+            },
+            None => true,
+        };
         Ok(BackupSettings {
             schedule,
             keep,
             dir,
+            restore_corrupt,
         })
     }
 

@@ -21,7 +21,7 @@
     if (s < 3600) return Math.floor(s / 60) + "m" + (s % 60) + "s";
     return Math.floor(s / 3600) + "h" + Math.floor((s % 3600) / 60) + "m";
   }
-  // 15 minutes as inline SVG: memory from its low to its high, CPU % from 0 to its peak (>= 5).
+  // 15 minutes as inline SVG: memory low to high, CPU % from 0 to its peak (>= 5).
   function sparkline(s) {
     var h = (s.resources && s.resources.history) || [];
     if (h.length < 2) return null;
@@ -78,7 +78,7 @@
     var sup = snap.supervisor || {};
     banner.hidden = !!sup.reachable;
     banner.textContent = sup.reachable ? "" : "Supervisor not reachable: " + (sup.error || "") + (sup.hint ? " — " + sup.hint : "");
-    // Multiplexing: one gateway serves every profile; the others are registered, never started.
+    // Multiplexing: one gateway serves every profile, the others never start.
     var g = snap.gateway_routing || {};
     mode.hidden = g.mode !== "multiplexed";
     mode.textContent = mode.hidden ? "" : "Multiplexed (" + g.source + ", " + g.engine + " engine): gateway-default serves " + (g.serves || []).join(", ");
@@ -98,12 +98,13 @@
       tr.appendChild(cpu(s));
       tr.appendChild(cell(s.restarts));
       tr.appendChild(cell(s.last_exit_text || "-"));
-      // The last error beside the reason, as `hermes service status` shows it.
-      tr.appendChild(cell(s.served_by ? "served by " + s.served_by : (s.reason || "") + (s.last_error ? " — " + s.last_error : "")));
+      // Beside the reason, as `service status`: the last error, damaged databases.
+      var why = [s.reason, s.last_error].concat((s.damaged_databases || []).map(function (d) { return "database: " + d.text; }));
+      tr.appendChild(cell(s.served_by ? "served by " + s.served_by : why.filter(Boolean).join(" — ")));
       tr.appendChild(cell(s.port));
       tr.appendChild(cell(s.engine));
       var td = document.createElement("td");
-      // Buttons by state; the dashboard's own row asks first (it serves this page).
+      // Buttons by state; the dashboard's own row asks first (it serves this).
       var on = ["up", "starting", "backoff"].indexOf(s.state) >= 0;
       ["start", "stop", "restart"].forEach(function (verb) {
         var b = document.createElement("button");

@@ -232,6 +232,50 @@ fn render_container(
         &|r| r.resources.as_ref().map(|x| x.processes.to_string()),
     );
     render_volume(out, &snapshot["volume"]);
+    render_databases(out, snapshot);
+}
+
+/// Each gateway's databases the last check found damaged (`hermes_home::db_check`): still
+/// served, and restored from an archive.
+fn render_databases(out: &mut String, snapshot: &Value) {
+    let gateways: Vec<(&str, &str, &Vec<Value>)> = snapshot["services"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| {
+            Some((
+                v["name"].as_str()?,
+                v["profile"].as_str()?,
+                v["damaged_databases"].as_array()?,
+            ))
+        })
+        .collect();
+    for (name, help, served) in [
+        (
+            "hermes_database_damaged",
+            "Databases of the profile the last check found damaged and still served (restore one with `hermes backup check --repair`).",
+            true,
+        ),
+        (
+            "hermes_database_restored",
+            "Databases of the profile the last check found damaged and restored from an archive (the damaged copy set aside).",
+            false,
+        ),
+    ] {
+        header(out, name, help, "gauge");
+        for (service, profile, damaged) in &gateways {
+            let count = damaged
+                .iter()
+                .filter(|d| d["still_served"].as_bool() == Some(served))
+                .count();
+            let _ = writeln!(
+                out,
+                "{name}{{service=\"{}\",profile=\"{}\"}} {count}",
+                escape_label(service),
+                escape_label(profile)
+            );
+        }
+    }
 }
 
 /// PID 1's boot, when it recorded one (`hermes up` has no boot stages).
@@ -469,6 +513,30 @@ mod tests {
         // A profile label already there is kept as it is.
         assert!(out.contains("hermes_gateway_build_info{version=\"1\",profile=\"work\"} 1\n"));
         assert!(!out.contains("profile=\"work\",version"), "{out}");
+    }
+
+    #[test]
+    fn damaged_databases_are_counted_per_gateway_still_served_or_restored() {
+        let snapshot = serde_json::json!({"services": [
+            {"name": "gateway-default", "profile": "default", "damaged_databases": [
+                {"file": "state.db", "still_served": true, "text": "…"},
+                {"file": "kanban.db", "still_served": false, "text": "…"},
+                {"file": "memory_store.db", "still_served": true, "text": "…"},
+            ]},
+            {"name": "gateway-work", "profile": "work", "damaged_databases": []},
+            {"name": "dashboard"},
+        ]});
+        let mut out = String::new();
+        render_databases(&mut out, &snapshot);
+        for line in [
+            "hermes_database_damaged{service=\"gateway-default\",profile=\"default\"} 2",
+            "hermes_database_damaged{service=\"gateway-work\",profile=\"work\"} 0",
+            "hermes_database_restored{service=\"gateway-default\",profile=\"default\"} 1",
+            "hermes_database_restored{service=\"gateway-work\",profile=\"work\"} 0",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line} in:\n{out}");
+        }
+        assert!(!out.contains("dashboard\""), "{out}");
     }
 
     #[test]

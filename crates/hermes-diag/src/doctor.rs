@@ -107,6 +107,7 @@ pub fn home_checks(
         )
     });
     checks.push(model_check);
+    checks.extend(check_databases(home));
     checks.push(match identity.sha {
         Some(_) => Check::ok(format!("build identity known: {}", identity.label())),
         None => Check::warn(
@@ -444,6 +445,75 @@ fn check_env_parses(path: &Path) -> Check {
             "fix those lines, or comment them out with `#`",
         ),
     }
+}
+
+/// How long doctor's check of one database may take.
+const DATABASE_CHECK_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The profile's databases: each through `quick_check` now (✗ for a damaged one), and what the
+/// last check at a start did (⚠ for one it restored: the damaged copy is kept for the
+/// operator). Checked only by their owner (the user the services run as): anyone else opening
+/// a database could leave side files SQLite creates in that user's way.
+fn check_databases(home: &Home) -> Vec<Check> {
+    use hermes_home::db_check::{self, Repair};
+    use hermes_sessions::integrity::{Verdict, quick_check};
+    let dir = home.dir();
+    let mut checks = Vec::new();
+    let profile_flag = match home.profile().name() {
+        hermes_home::DEFAULT_PROFILE => String::new(),
+        name => format!(" -p {name}"),
+    };
+    let euid = nix::unistd::geteuid().as_raw();
+    let mut sound = Vec::new();
+    for rel in db_check::DATABASES {
+        let db = dir.join(rel);
+        let Ok(meta) = fs::symlink_metadata(&db) else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        if meta.uid() != euid {
+            checks.push(Check::warn(
+                format!("`{rel}` not checked: it is {}'s", describe_uid(meta.uid())),
+                "run `hermes doctor` as that user, or `hermes backup check`",
+            ));
+            continue;
+        }
+        match quick_check(&db, DATABASE_CHECK_BUDGET) {
+            Verdict::Sound => sound.push(*rel),
+            Verdict::Damaged(said) => checks.push(Check::fail(
+                format!("`{rel}` is damaged ({said})"),
+                format!(
+                    "stop its gateway (`hermes{profile_flag} gateway stop`), then `hermes backup \
+                     check --repair` restores it from the newest archive with a sound copy, \
+                     the damaged one set aside"
+                ),
+            )),
+            Verdict::Unchecked(why) => checks.push(Check::warn(
+                format!("`{rel}` {why}"),
+                "`hermes backup check` checks it without a time limit".to_owned(),
+            )),
+        }
+    }
+    if !sound.is_empty() {
+        checks.push(Check::ok(format!(
+            "databases sound (`quick_check`): {}",
+            sound.join(", ")
+        )));
+    }
+    for damaged in db_check::read(dir).map(|r| r.damaged).unwrap_or_default() {
+        if let Repair::Restored { set_aside, .. } = &damaged.repair {
+            checks.push(Check::warn(
+                format!("at the last start, {}", damaged.describe()),
+                format!(
+                    "keep `{}` until you are sure nothing in it is missed, then delete it",
+                    set_aside.display()
+                ),
+            ));
+        }
+    }
+    checks
 }
 
 fn chown_fix(path: &Path, uid: u32) -> String {

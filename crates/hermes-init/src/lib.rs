@@ -11,6 +11,8 @@
 //! * [`boot`] — boot stages 1–6;
 //! * [`migrate`] — stage 6b: the installed agent against the volume's config schema (refuse an
 //!   older agent, migrate with a backup);
+//! * [`databases`] — stage 6c: every profile's databases checked (and a damaged one restored)
+//!   before any gateway starts;
 //! * [`gateways`] — stage 7: profile gateways as the service user, the boot log, PID 1's
 //!   hooks ([`gateways::InitHooks`]);
 //! * [`run`](mod@run) — the whole life of PID 1 ([`run()`]);
@@ -28,6 +30,7 @@
 #![deny(missing_docs)]
 
 pub mod boot;
+pub mod databases;
 mod error;
 pub mod gateways;
 pub mod migrate;

@@ -102,6 +102,9 @@ pub fn run<'o>(
     let booted = run_stages(settings, log)?;
     let schema = crate::migrate::stage_agent_schema(settings, &booted, log);
     let volume = stage_read_volume(settings, &booted, log);
+    if volume.is_some() {
+        crate::databases::stage_check_databases(settings, log);
+    }
     let mut specs = match &volume {
         Some(volume) => stage_gateways(settings, &booted, volume, &schema, log),
         None => Vec::new(),

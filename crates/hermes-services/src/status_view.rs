@@ -31,6 +31,9 @@ pub struct ServiceView {
     /// For a profile's gateway: where its API server's key is set (`` `.env` ``, `the top level
     /// of `config.yaml``, …), never the key; `None` without a key.
     pub key_source: Option<String>,
+    /// For a profile's gateway: each of its databases the last check found damaged
+    /// (`hermes_home::db_check`): restored, or still served and why.
+    pub damaged_databases: Vec<hermes_home::db_check::Damaged>,
 }
 
 /// Every service of a supervisor, and the multiplexing mode they were viewed under.
@@ -85,8 +88,14 @@ impl StatusView {
                     .profile
                     .as_deref()
                     .and_then(|p| multiplex.served_by(p));
+                let damaged_databases = gateway
+                    .as_ref()
+                    .and_then(|g| hermes_home::db_check::read(g.home.dir()))
+                    .map(|record| record.damaged)
+                    .unwrap_or_default();
                 ServiceView {
                     last_error: crate::last_error::of_failing(root, &status).map(|e| e.message),
+                    damaged_databases,
                     gateway,
                     port,
                     served_by,
@@ -129,8 +138,9 @@ impl ServiceView {
 
     /// The row as the JSON documents carry it: the supervisor's fields, `last_error`,
     /// `memory_text`, `last_exit_text` (`code 3`, `signal SIGKILL`, `stopped (code 1)`: as the
-    /// CLI's table words it), and for a gateway `engine`, `port`, `key_source` and `served_by`
-    /// (`served_by` also for a row whose profile is gone).
+    /// CLI's table words it), and for a gateway `engine`, `port`, `key_source`,
+    /// `damaged_databases` (`{file, still_served, text}` each) and `served_by` (`served_by` also
+    /// for a row whose profile is gone).
     pub fn to_json(&self) -> Value {
         let mut value = serde_json::to_value(&self.status).unwrap_or(Value::Null);
         if let Some(map) = value.as_object_mut() {
@@ -141,6 +151,12 @@ impl ServiceView {
                 map.insert("engine".into(), json!(gateway.engine));
                 map.insert("port".into(), json!(self.port));
                 map.insert("key_source".into(), json!(self.key_source));
+                let damaged: Vec<Value> = self
+                    .damaged_databases
+                    .iter()
+                    .map(|d| json!({"file": d.file, "still_served": d.still_served(), "text": d.describe()}))
+                    .collect();
+                map.insert("damaged_databases".into(), json!(damaged));
             }
             if self.gateway.is_some() || self.status.profile.is_some() {
                 map.insert("served_by".into(), json!(self.served_by));
@@ -168,6 +184,7 @@ mod tests {
             port: None,
             served_by: None,
             key_source: None,
+            damaged_databases: Vec::new(),
         }
     }
 

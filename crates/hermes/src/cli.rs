@@ -549,6 +549,27 @@ pub enum BackupCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Check every profile's databases (`PRAGMA quick_check`, at most 30 s each). A damaged
+    /// one is named, and with `--repair` replaced by the newest sound copy among the archives
+    /// in the backup directory (`backup.dir`), the damaged files moved to its `set-aside/`
+    /// first. Exits 1 while a damaged database is still served. The container's boot and
+    /// `hermes up` run `--at-start` before any gateway starts.
+    #[command(after_help = "Examples:
+  hermes backup check
+  hermes backup check --repair
+  docker exec hermes hermes backup check --json")]
+    Check {
+        /// Restore each damaged database from the newest archive that holds a sound copy.
+        #[arg(long, conflicts_with = "at_start")]
+        repair: bool,
+        /// What a start does: restore a damaged database when `backup.restore_corrupt` is on
+        /// (the default), print only what is not sound, and exit 0.
+        #[arg(long)]
+        at_start: bool,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Roll back a restore that a kill or power cut interrupted. Every `hermes backup` command
     /// and the container's boot do this by themselves.
     Recover,

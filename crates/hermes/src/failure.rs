@@ -516,6 +516,7 @@ mod tests {
             Error::Io { .. } | Error::State { .. } => 1,
             Error::Schedule { .. }
             | Error::Keep { .. }
+            | Error::Switch { .. }
             | Error::NotScalar { .. }
             | Error::DirBackedUp { .. }
             | Error::Home(_) => hermes_errors::exit::CONFIG,

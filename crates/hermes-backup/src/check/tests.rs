@@ -219,3 +219,75 @@ fn a_start_that_is_told_to_keep_keeps() {
     );
     assert_eq!(fs::read(root.join("state.db")).unwrap(), before);
 }
+
+#[test]
+fn archives_of_both_names_are_tried_newest_first() {
+    assert_eq!(
+        made_at("hermes-backup-20261202-101500.zip").as_deref(),
+        Some("20261202101500")
+    );
+    assert_eq!(
+        made_at("hermes-backup-20261202T101501Z.zip").as_deref(),
+        Some("20261202101501")
+    );
+    for other in [
+        "hermes-backup-2026-12-02-101500.zip",
+        "hermes-backup-20261202T1015Z.zip",
+        "notes.zip",
+        "hermes-backup-2026120x-101500.zip",
+    ] {
+        assert_eq!(made_at(other), None, "{other}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "hermes-backup-20261202-101500.zip",
+        "hermes-backup-20261202T101501Z.zip",
+        "hermes-backup-20261201-000000.zip",
+        "other.zip",
+    ] {
+        fs::write(dir.path().join(name), "").unwrap();
+    }
+    assert_eq!(
+        archives_newest_first(dir.path()).unwrap(),
+        [
+            "hermes-backup-20261202T101501Z.zip",
+            "hermes-backup-20261202-101500.zip",
+            "hermes-backup-20261201-000000.zip",
+        ]
+    );
+}
+
+#[test]
+fn a_damaged_database_a_process_holds_open_is_not_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = volume(dir.path(), 200);
+    let archives = root.join("backups");
+    archive(&root, &archives, 1_700_000_000);
+    let db = root.join("state.db");
+    damage(&db);
+    let before = fs::read(&db).unwrap();
+    // A gateway still running: it has the database open.
+    let mut gateway = std::process::Command::new("sh")
+        .args(["-c", "exec 3<\"$1\"; echo ready; read _", "sh"])
+        .arg(&db)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(gateway.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let found = check(&root, &archives, Mode::Repair);
+    drop(gateway.stdin.take());
+    let _ = gateway.wait();
+    let bad = found.iter().find(|c| c.damaged.is_some()).unwrap();
+    assert!(
+        bad.describe().contains("is open in sh (pid") && bad.describe().contains("gateway stop"),
+        "{}",
+        bad.describe()
+    );
+    assert_eq!(fs::read(&db).unwrap(), before, "not replaced under it");
+}

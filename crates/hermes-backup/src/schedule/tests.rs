@@ -295,6 +295,7 @@ fn settings_default_to_none_seven_and_the_backups_directory() {
             schedule: None,
             keep: 7,
             dir: "/opt/data/backups".into(),
+            restore_corrupt: true,
         }
     );
     assert_eq!(
@@ -310,6 +311,24 @@ fn settings_default_to_none_seven_and_the_backups_directory() {
     assert_eq!(s.schedule.unwrap().expression(), "30 2 * * *");
     assert_eq!(s.keep, 3);
     assert_eq!(s.dir, Path::new("/srv/snapshots"));
+    // A start keeps a damaged database in place when told to; a word that is no switch is an
+    // error naming where it came from.
+    assert!(
+        !settings(root, "backup:\n  restore_corrupt: false\n", &[])
+            .unwrap()
+            .restore_corrupt
+    );
+    assert!(
+        settings(
+            root,
+            "backup:\n  restore_corrupt: false\n",
+            &[("HERMES_BACKUP_RESTORE_CORRUPT", "yes")]
+        )
+        .unwrap()
+        .restore_corrupt
+    );
+    let bad = settings(root, "backup:\n  restore_corrupt: maybe\n", &[]).unwrap_err();
+    assert!(bad.to_string().contains("restore_corrupt"), "{bad}");
     // A relative directory is the volume's; `${VAR}` is expanded.
     let s = settings(
         root,
@@ -538,6 +557,7 @@ fn a_run_writes_a_verified_archive_then_prunes_beyond_keep() {
         schedule: Some(Schedule::parse("daily").unwrap()),
         keep: 2,
         dir: root.path().join("backups"),
+        restore_corrupt: true,
     };
     fs::create_dir_all(&settings.dir).unwrap();
     for name in [
@@ -607,6 +627,7 @@ fn a_failed_run_is_its_result_and_prunes_nothing() {
         schedule: Some(Schedule::parse("daily").unwrap()),
         keep: 1,
         dir: root.path().join("backups"),
+        restore_corrupt: true,
     };
     fs::create_dir_all(&settings.dir).unwrap();
     for name in [

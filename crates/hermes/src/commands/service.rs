@@ -123,6 +123,12 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
                             .last_error
                             .iter()
                             .map(|e| format!("last error: {e}"))
+                            .chain(
+                                service
+                                    .damaged_databases
+                                    .iter()
+                                    .map(|d| format!("database: {}", d.describe())),
+                            )
                             .chain(backup.iter().flat_map(backup_lines))
                             .collect()
                     })

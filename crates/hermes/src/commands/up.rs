@@ -25,6 +25,7 @@ use crate::cli::UpArgs;
 use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
+use hermes_errors::text::printable;
 
 /// Runs `hermes up`.
 pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
@@ -74,6 +75,11 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     let options = Options::new(&runtime_dir, hermes_home::layout::logs_dir(&root));
     // Taking the lock comes first: a second `hermes up` says who runs, nothing else.
     let supervisor = Supervisor::new(options, specs)?;
+    // Ours alone now, and no gateway has started: a damaged database is restored or said,
+    // never served silently.
+    for line in check_databases(&root) {
+        lines.push_str(&format!("hermes up: {}\n", printable(&line)));
+    }
     if let Some(token) = &sign_in {
         lines.push_str(&sign_in_notice(&root, &runtime_dir, token));
     }
@@ -104,6 +110,19 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     ran?;
     output::stderr("hermes up: every service has stopped; done\n");
     Ok(ExitStatus::Success)
+}
+
+/// `hermes backup check --at-start`'s lines; a check that cannot run is a warning, the
+/// gateways start all the same.
+fn check_databases(root: &std::path::Path) -> Vec<String> {
+    use crate::commands::backup::check;
+    match check::check(root, check::Asked::AtStart) {
+        Ok(found) => check::lines(&found, true),
+        Err(e) => vec![format!(
+            "warning: the databases were not checked: {}",
+            e.one_line()
+        )],
+    }
 }
 
 /// Where to sign in to the dashboard, once the token is kept: on a terminal, the link itself

@@ -49,6 +49,7 @@ mod backup_schedule;
 mod binary;
 mod config_cmd;
 mod conventions;
+mod damaged_db;
 mod dashboard;
 mod declared;
 mod descriptors;

@@ -1,4 +1,4 @@
-//! `hermes backup create|verify|restore|recover`: the CLI of `hermes-backup` (the files) and
+//! `hermes backup create|verify|restore|check|recover`: the CLI of `hermes-backup` (the files) and
 //! `hermes_services::backup` (the gateways around a restore). Progress goes to stderr, results
 //! to stdout (to stderr when the archive itself goes to stdout). The hidden `hermes backup
 //! scheduled` is the `backup` service's loop ([`scheduled`]).
@@ -18,6 +18,7 @@ use crate::context::Context;
 use crate::failure::{CommandResult, ExitStatus, Failure};
 use crate::output;
 
+pub mod check;
 pub mod scheduled;
 
 /// How long a restore waits for each answer of the supervisor (a stop waits for the gateway).
@@ -50,6 +51,18 @@ pub fn run(ctx: &Context, command: BackupCommand) -> CommandResult {
             let (root, _) = open_volume()?;
             let scope = scope(ctx, &root, &profiles, false)?;
             restore(&root, &file, &scope, dry_run, yes, force, json)
+        }
+        BackupCommand::Check {
+            repair,
+            at_start,
+            json,
+        } => {
+            let asked = match (repair, at_start) {
+                (true, _) => check::Asked::Repair,
+                (false, true) => check::Asked::AtStart,
+                (false, false) => check::Asked::Report,
+            };
+            check::run(&open_volume()?.0, asked, json)
         }
         BackupCommand::Scheduled => scheduled::run(&open_volume()?.0),
         BackupCommand::Recover => {
