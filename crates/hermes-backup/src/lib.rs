@@ -37,7 +37,7 @@ pub mod select;
 pub mod supervised;
 pub mod verify;
 
-pub use create::{Identity, Progress, Summary, create_file, create_to};
+pub use create::{Compression, Identity, Progress, Summary, create_file, create_to};
 pub use error::Error;
 pub use select::Scope;
 

@@ -49,6 +49,11 @@ pub const DIR_VAR: &str = "HERMES_BACKUP_DIR";
 pub const RESTORE_CORRUPT_KEY: &str = "backup.restore_corrupt";
 /// Overrides [`RESTORE_CORRUPT_KEY`].
 pub const RESTORE_CORRUPT_VAR: &str = "HERMES_BACKUP_RESTORE_CORRUPT";
+/// `config.yaml`'s key for deflating databases in scheduled archives too
+/// ([`crate::Compression::Small`]); off unless set true.
+pub const COMPRESS_KEY: &str = "backup.compress";
+/// Overrides [`COMPRESS_KEY`].
+pub const COMPRESS_VAR: &str = "HERMES_BACKUP_COMPRESS";
 /// How many scheduled archives are kept when `keep` is not set.
 pub const DEFAULT_KEEP: usize = 7;
 /// The default directory, relative to `HERMES_HOME` (a backup never holds it).
@@ -95,9 +100,11 @@ pub enum Error {
         origin: String,
     },
 
-    /// `restore_corrupt` is not a yes or a no.
-    #[error("invalid backup restore_corrupt `{value}` in {origin}: it must be true or false")]
+    /// A switch (`restore_corrupt`, `compress`) is not a yes or a no.
+    #[error("invalid `{key}` `{value}` in {origin}: it must be true or false")]
     Switch {
+        /// The dotted key.
+        key: &'static str,
         /// The value given.
         value: String,
         /// Where it came from.
@@ -169,11 +176,11 @@ impl Error {
             Error::Keep { .. } => Some(format!(
                 "set how many scheduled archives to keep, e.g. `keep: 7` (the default is {DEFAULT_KEEP})"
             )),
-            Error::Switch { .. } => Some(
-                "write `restore_corrupt: false` to keep a damaged database in place at a start \
-                 (the default, `true`, restores it from the newest sound archive)"
-                    .into(),
-            ),
+            Error::Switch { key, .. } => Some(format!(
+                "write `{}: true` or `{}: false` under `backup:`",
+                key.trim_start_matches("backup."),
+                key.trim_start_matches("backup.")
+            )),
             Error::NotScalar { key, .. } => Some(format!(
                 "write `{key}` as one value, e.g. `schedule: daily`, `keep: 7`, `dir: /backups`"
             )),
@@ -207,6 +214,7 @@ hermes_errors::every_variant!(Error {
         origin: format!("`{KEEP_VAR}`"),
     },
     Error::Switch { .. } => Error::Switch {
+        key: RESTORE_CORRUPT_KEY,
         value: "maybe".into(),
         origin: format!("`{RESTORE_CORRUPT_VAR}`"),
     },
@@ -531,6 +539,8 @@ pub struct BackupSettings {
     pub dir: PathBuf,
     /// Whether a start restores a damaged database from the newest sound copy in `dir`.
     pub restore_corrupt: bool,
+    /// How scheduled archives are compressed.
+    pub compression: crate::Compression,
 }
 
 impl BackupSettings {
@@ -602,18 +612,26 @@ impl BackupSettings {
             }
             None => root.join(DEFAULT_DIR),
         };
-        let restore_corrupt = match setting(RESTORE_CORRUPT_KEY, RESTORE_CORRUPT_VAR)? {
-            Some((value, origin)) => match hermes_errors::switch::parse(&value) {
-                Some(on) => on,
-                None => return Err(Error::Switch { value, origin }),
-            },
-            None => true,
+        let switch = |key, var, default| -> Result<bool, Error> {
+            match setting(key, var)? {
+                Some((value, origin)) => match hermes_errors::switch::parse(&value) {
+                    Some(on) => Ok(on),
+                    None => Err(Error::Switch { key, value, origin }),
+                },
+                None => Ok(default),
+            }
+        };
+        let restore_corrupt = switch(RESTORE_CORRUPT_KEY, RESTORE_CORRUPT_VAR, true)?;
+        let compression = match switch(COMPRESS_KEY, COMPRESS_VAR, false)? {
+            true => crate::Compression::Small,
+            false => crate::Compression::Fast,
         };
         Ok(BackupSettings {
             schedule,
             keep,
             dir,
             restore_corrupt,
+            compression,
         })
     }
 
@@ -834,8 +852,16 @@ pub fn run_once(
         .map_err(|e| hermes_errors::one_line(&e))
         .and_then(|()| {
             remove_stale_partials(&settings.dir);
-            crate::create_file(root, &Scope::default(), identity, &path, &mut |_| {})
-                .map_err(|e| hermes_errors::one_line(&e))
+            let scope = Scope::default();
+            crate::create_file(
+                root,
+                &scope,
+                identity,
+                settings.compression,
+                &path,
+                &mut |_| {},
+            )
+            .map_err(|e| hermes_errors::one_line(&e))
         })
         .and_then(|summary| {
             match verify::verify(&path, &mut |_, _, _| {}).and_then(verify::Verified::ok) {

@@ -65,6 +65,7 @@ fn archive(root: &Path, archives: &Path, unix: i64) -> PathBuf {
         root,
         &Scope::default(),
         &Identity::default(),
+        crate::Compression::default(),
         &out,
         &mut |_| {},
     )

@@ -296,6 +296,7 @@ fn settings_default_to_none_seven_and_the_backups_directory() {
             keep: 7,
             dir: "/opt/data/backups".into(),
             restore_corrupt: true,
+            compression: crate::Compression::Fast,
         }
     );
     assert_eq!(
@@ -558,6 +559,7 @@ fn a_run_writes_a_verified_archive_then_prunes_beyond_keep() {
         keep: 2,
         dir: root.path().join("backups"),
         restore_corrupt: true,
+        compression: crate::Compression::Fast,
     };
     fs::create_dir_all(&settings.dir).unwrap();
     for name in [
@@ -628,6 +630,7 @@ fn a_failed_run_is_its_result_and_prunes_nothing() {
         keep: 1,
         dir: root.path().join("backups"),
         restore_corrupt: true,
+        compression: crate::Compression::Fast,
     };
     fs::create_dir_all(&settings.dir).unwrap();
     for name in [

@@ -316,10 +316,17 @@ async fn create(State(app): State<App>, Extension(lock): Extension<Busy>) -> Res
         guard
             .0
             .set_progress(Some(json!({ "name": name, "files_done": 0 })));
+        // Compressed as the scheduled archives are (`backup.compress`).
+        let vars = app.vars.clone();
+        let compression =
+            hermes_backup::schedule::BackupSettings::load(&app.root, &|k: &str| vars(k))
+                .map(|s| s.compression)
+                .unwrap_or_default();
         let summary = hermes_backup::create_file(
             &app.root,
             &hermes_backup::Scope::default(),
             &identity,
+            compression,
             &output,
             &mut |p| {
                 guard.0.set_progress(Some(json!({

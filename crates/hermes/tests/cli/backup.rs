@@ -178,6 +178,26 @@ fn an_archive_holds_the_volume_without_its_runtime_files_and_restores_what_chang
         comments["state.db"].starts_with("sha256:") && comments["state.db"].ends_with(" sqlite"),
         "{comments:?}"
     );
+    // Databases stored (a backup as fast as SQLite's own), everything else deflated; with
+    // `--compress`, databases deflated too.
+    let method = |archive: &Path, name: &str| {
+        let mut zip = zip::ZipArchive::new(fs::File::open(archive).unwrap()).unwrap();
+        zip.by_name(name).unwrap().compression()
+    };
+    assert_eq!(method(&archive, "state.db"), zip::CompressionMethod::Stored);
+    assert_eq!(
+        method(&archive, "config.yaml"),
+        zip::CompressionMethod::Deflated
+    );
+    let small = t.dir.path().join("small.zip");
+    t.ok(&[
+        "backup",
+        "create",
+        "--compress",
+        "-o",
+        small.to_str().unwrap(),
+    ]);
+    assert_eq!(method(&small, "state.db"), zip::CompressionMethod::Deflated);
     let verified = t.ok(&["backup", "verify", archive.to_str().unwrap()]);
     assert!(
         verified.contains("OK: ") && verified.contains("every checksum matches"),

@@ -34,11 +34,12 @@ pub fn run(ctx: &Context, command: BackupCommand) -> CommandResult {
             output,
             profiles,
             quick,
+            compress,
             json,
         } => {
             let (root, _) = open_volume()?;
             let scope = scope(ctx, &root, &profiles, quick)?;
-            create(&root, output.as_deref(), &scope, json)
+            create(&root, output.as_deref(), &scope, compress, json)
         }
         BackupCommand::Restore {
             file,
@@ -136,7 +137,18 @@ fn scope(ctx: &Context, root: &Path, profiles: &[String], quick: bool) -> Result
     Ok(Scope { profiles, quick })
 }
 
-fn create(root: &Path, output: Option<&str>, scope: &Scope, json: bool) -> CommandResult {
+fn create(
+    root: &Path,
+    output: Option<&str>,
+    scope: &Scope,
+    compress: bool,
+    json: bool,
+) -> CommandResult {
+    let compression = if compress {
+        hermes_backup::Compression::Small
+    } else {
+        hermes_backup::Compression::Fast
+    };
     let (identity, _) = hermes_diag::report::identity_and_install();
     let identity =
         hermes_backup::supervised::identity(format!("hermes {}", identity.label()), &Context::var);
@@ -162,8 +174,14 @@ fn create(root: &Path, output: Option<&str>, scope: &Scope, json: bool) -> Comma
                     Some("redirect it to a file: `hermes backup create -o - > backup.zip`".into()),
                 ));
             }
-            let summary =
-                hermes_backup::create_to(root, scope, &identity, stdout.lock(), &mut report)?;
+            let summary = hermes_backup::create_to(
+                root,
+                scope,
+                &identity,
+                compression,
+                stdout.lock(),
+                &mut report,
+            )?;
             progress.done();
             summary
         }
@@ -172,7 +190,8 @@ fn create(root: &Path, output: Option<&str>, scope: &Scope, json: bool) -> Comma
                 Some(path) => (PathBuf::from(path), None),
                 None => default_output(root)?,
             };
-            let summary = hermes_backup::create_file(root, scope, &identity, &path, &mut report);
+            let summary =
+                hermes_backup::create_file(root, scope, &identity, compression, &path, &mut report);
             progress.done();
             if summary.is_err()
                 && let Some(dir) = made_dir
