@@ -6,7 +6,8 @@
 //!   and `hermes up` run it before any gateway starts.
 //! * A damaged database is **repaired** when asked (`--repair`; at a start, when
 //!   `backup.restore_corrupt` is on, the default): the archives in the backup directory
-//!   (`backup.dir`, scheduled or made by `hermes backup create`) are tried newest first, and
+//!   (`backup.dir`, and `$HERMES_HOME/backups`: scheduled, `hermes backup create`'s and the
+//!   dashboard's) are tried newest first, and
 //!   the first whose copy of that database matches its checksum and passes `integrity_check`
 //!   replaces it. The damaged file and its `-wal`/`-shm` are first moved to
 //!   `<backup dir>/set-aside/` (never backed up, never deleted by us), so nothing is lost
@@ -98,14 +99,14 @@ impl VolumeCheck {
 }
 
 /// Checks every database of every profile of the volume at `root` (module doc); damaged ones
-/// are handled as `mode` says, with archives from `archives`. Records what was found in each
+/// are handled as `mode` says, with archives from the directories `archives`. Records what was found in each
 /// profile.
 ///
 /// # Errors
 /// The profiles cannot be listed, or another backup or restore runs.
 pub fn check_volume(
     root: &Path,
-    archives: &Path,
+    archives: &[PathBuf],
     mode: &Mode,
     progress: &mut dyn FnMut(&Checked),
 ) -> Result<VolumeCheck, Error> {
@@ -156,7 +157,13 @@ pub fn check_volume(
 }
 
 /// What `mode` makes of the damaged database `rel` of `profile`.
-fn repair(root: &Path, archives: &Path, profile: &ProfileRef, rel: &str, mode: &Mode) -> Repair {
+fn repair(
+    root: &Path,
+    archives: &[PathBuf],
+    profile: &ProfileRef,
+    rel: &str,
+    mode: &Mode,
+) -> Repair {
     match mode {
         Mode::Report => Repair::Kept {
             why: "not repaired: `hermes backup check --repair` restores it from the newest \
@@ -175,7 +182,7 @@ fn repair(root: &Path, archives: &Path, profile: &ProfileRef, rel: &str, mode: &
 /// damaged files set aside first; why not, when no archive has one.
 fn restore_newest_sound(
     root: &Path,
-    archives: &Path,
+    archives: &[PathBuf],
     profile: &ProfileRef,
     rel: &str,
 ) -> Result<Repair, String> {
@@ -194,13 +201,18 @@ fn restore_newest_sound(
         ProfileRef::Default => rel.to_owned(),
         ProfileRef::Named(name) => format!("{}/{name}/{rel}", hermes_home::layout::PROFILES_DIR),
     };
-    let names = archives_newest_first(archives).map_err(|e| e.to_string())?;
+    let found = archives_newest_first(archives).map_err(|e| e.to_string())?;
     let mut tried = Vec::new();
-    for name in &names {
-        let archive = archives.join(name);
+    for archive in found {
+        let name = archive
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        let name = name.unwrap_or_default();
         match sound_copy(&archive, &in_archive, &dir.join(rel)) {
             Ok(Some((copy, created))) => {
-                let set_aside = set_aside(&dir.join(rel), archives, profile, rel).map_err(|e| {
+                // Beside the archive it came from: the backup directory, never backed up.
+                let aside_in = archive.parent().unwrap_or(root);
+                let set_aside = set_aside(&dir.join(rel), aside_in, profile, rel).map_err(|e| {
                     let _ = fs::remove_file(&copy);
                     format!("the damaged copy cannot be set aside ({e}), so it was kept")
                 })?;
@@ -223,9 +235,13 @@ fn restore_newest_sound(
             Err(why) => tried.push(format!("`{name}`: {why}")),
         }
     }
+    let dirs: Vec<String> = archives
+        .iter()
+        .map(|d| format!("`{}`", d.display()))
+        .collect();
     let mut why = format!(
-        "no archive in `{}` holds a sound copy of it",
-        archives.display()
+        "no archive in {} holds a sound copy of it",
+        dirs.join(" or ")
     );
     if !tried.is_empty() {
         why.push_str(&format!(" ({})", tried.join("; ")));
@@ -237,38 +253,60 @@ fn restore_newest_sound(
     Err(why)
 }
 
-/// The archives in `dir` named by the time they were made, newest first: scheduled ones
-/// (`hermes-backup-20261202-101500.zip`) and `hermes backup create`'s default
-/// (`hermes-backup-20261202T101500Z.zip`).
-fn archives_newest_first(dir: &Path) -> io::Result<Vec<String>> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
+/// The archives in `dirs` named by the time they were made, newest first: scheduled ones
+/// (`hermes-backup-20261202-101500.zip`), `hermes backup create`'s
+/// (`hermes-backup-20261202T101500Z.zip`) and the dashboard's
+/// (`hermes-dashboard-20261202-101500.zip`, `…-2.zip`).
+fn archives_newest_first(dirs: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
     let mut dated = Vec::new();
-    for entry in entries {
-        let entry = entry?;
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
+    for dir in dirs {
+        let entries = match fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
         };
-        if let Some(time) = made_at(&name)
-            && entry.file_type().is_ok_and(|t| t.is_file())
-        {
-            dated.push((time, name));
+        for entry in entries {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            if let Some(time) = made_at(&name)
+                && entry.file_type().is_ok_and(|t| t.is_file())
+                && !dated
+                    .iter()
+                    .any(|(_, p): &(String, PathBuf)| *p == entry.path())
+            {
+                dated.push((time, entry.path()));
+            }
         }
     }
     dated.sort_unstable_by(|a, b| b.cmp(a));
-    Ok(dated.into_iter().map(|(_, name)| name).collect())
+    Ok(dated.into_iter().map(|(_, path)| path).collect())
 }
 
-/// The UTC time in an archive's name as 14 digits (`20261202101500`), for either form.
+/// The UTC time in an archive's name as 14 digits (`20261202101500`), for each form.
 fn made_at(name: &str) -> Option<String> {
-    let stamp = name.strip_prefix("hermes-backup-")?.strip_suffix(".zip")?;
-    let digits: String = match stamp.len() {
-        15 if stamp.as_bytes()[8] == b'-' => stamp.replace('-', ""),
-        16 if stamp.as_bytes()[8] == b'T' && stamp.ends_with('Z') => stamp[..15].replace('T', ""),
-        _ => return None,
+    let stem = name.strip_suffix(".zip")?;
+    let digits = if let Some(stamp) = stem.strip_prefix("hermes-backup-") {
+        match stamp.len() {
+            15 if stamp.as_bytes()[8] == b'-' => stamp.replace('-', ""),
+            16 if stamp.as_bytes()[8] == b'T' && stamp.ends_with('Z') => {
+                stamp[..15].replace('T', "")
+            }
+            _ => return None,
+        }
+    } else {
+        let stamp = stem.strip_prefix("hermes-dashboard-")?;
+        let stamp = stamp.get(..15).filter(|s| s.as_bytes()[8] == b'-')?;
+        let rest = &stem["hermes-dashboard-".len() + 15..];
+        let suffix_ok = rest.is_empty()
+            || rest
+                .strip_prefix('-')
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if !suffix_ok {
+            return None;
+        }
+        stamp.replace('-', "")
     };
     (digits.len() == 14 && digits.bytes().all(|b| b.is_ascii_digit())).then_some(digits)
 }
@@ -368,7 +406,8 @@ fn sound_copy(
     }
 }
 
-/// Moves the damaged `db` and its side files to `<archives>/set-aside/`, named by the time,
+/// Moves the damaged `db` and its side files to `<archives>/set-aside/` (the directory of the
+/// archive restored from), named by the time,
 /// the profile and the file; returns where the database went.
 fn set_aside(db: &Path, archives: &Path, profile: &ProfileRef, rel: &str) -> io::Result<PathBuf> {
     let dir = archives.join(SET_ASIDE_DIR);

@@ -156,6 +156,16 @@ pub enum Error {
         waited: std::time::Duration,
     },
 
+    /// A database the restore would replace is held open by a process (one the supervisor did
+    /// not stop: a gateway run by hand, the original's own process, a `sqlite3` shell).
+    #[error("`{}` is open in {holders}, so nothing was restored", path.display())]
+    DatabaseInUse {
+        /// The database (or the one whose side file is open).
+        path: PathBuf,
+        /// Who holds it: `name (pid N)`, comma-separated.
+        holders: String,
+    },
+
     /// The supervisor could not be asked to stop or start a gateway.
     #[error(transparent)]
     Services(#[from] hermes_services::Error),
@@ -270,6 +280,11 @@ impl Error {
                 "see why with `hermes service status` and its log (`hermes service logs NAME`), then restore again"
                     .into(),
             ),
+            Error::DatabaseInUse { .. } => Some(
+                "stop that process (the gateways of a supervisor are stopped for you), then \
+                 restore again: replaced under it, it would go on writing into the old file"
+                    .into(),
+            ),
             Error::Services(e) => e.hint(),
             Error::Supervisor(e) => e.hint(),
             Error::Home(e) => e.hint(),
@@ -350,6 +365,10 @@ hermes_errors::every_variant!(Error {
     Error::GatewayWouldNotStop { .. } => Error::GatewayWouldNotStop {
         services: vec!["gateway-work".into()],
         waited: std::time::Duration::from_secs(60),
+    },
+    Error::DatabaseInUse { .. } => Error::DatabaseInUse {
+        path: "/opt/data/profiles/work/state.db".into(),
+        holders: "python3 (pid 4242)".into(),
     },
     Error::Services(_) => Error::Services(hermes_services::Error::NotRunning {
         root: "/opt/data".into(),

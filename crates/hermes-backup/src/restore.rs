@@ -229,6 +229,7 @@ pub fn apply(plan: &Plan) -> Result<Applied, Error> {
     let _on_volume = crate::as_owner_of(root)?;
     let _lock = VolumeLock::acquire(root)?;
     recover_locked(root)?;
+    refuse_databases_in_use(plan)?;
     let staging = Staging::create(root)?;
     let result = stage_and_swap(plan, &staging);
     match result {
@@ -249,6 +250,27 @@ pub fn apply(plan: &Plan) -> Result<Applied, Error> {
             }),
         },
     }
+}
+
+/// [`Error::DatabaseInUse`] when a database the plan replaces, or its `-wal`/`-shm`, is open in
+/// another process (upstream #95531): replaced under it, that process would go on writing into
+/// the old file, and its next checkpoint could write old pages into the new one.
+fn refuse_databases_in_use(plan: &Plan) -> Result<(), Error> {
+    for planned in &plan.files {
+        if planned.change != Change::Replaced || !planned.file.database {
+            continue;
+        }
+        let path = plan.root.join(&planned.file.rel);
+        let holders = crate::holders::of_database(&path);
+        if !holders.is_empty() {
+            let names: Vec<String> = holders.iter().map(ToString::to_string).collect();
+            return Err(Error::DatabaseInUse {
+                path,
+                holders: names.join(", "),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn stage_and_swap(plan: &Plan, staging: &Staging) -> Result<(), Error> {

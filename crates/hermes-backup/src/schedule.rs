@@ -54,8 +54,8 @@ pub const RESTORE_CORRUPT_VAR: &str = "HERMES_BACKUP_RESTORE_CORRUPT";
 pub const COMPRESS_KEY: &str = "backup.compress";
 /// Overrides [`COMPRESS_KEY`].
 pub const COMPRESS_VAR: &str = "HERMES_BACKUP_COMPRESS";
-/// How many scheduled archives are kept when `keep` is not set.
-pub const DEFAULT_KEEP: usize = 7;
+/// How many scheduled archives are kept when `keep` is not set (the original's default).
+pub const DEFAULT_KEEP: usize = 3;
 /// The default directory, relative to `HERMES_HOME` (a backup never holds it).
 pub const DEFAULT_DIR: &str = "backups";
 /// The state file in the backup directory.
@@ -174,7 +174,7 @@ impl Error {
                     .into(),
             ),
             Error::Keep { .. } => Some(format!(
-                "set how many scheduled archives to keep, e.g. `keep: 7` (the default is {DEFAULT_KEEP})"
+                "set how many scheduled archives to keep, e.g. `keep: 3` (the default is {DEFAULT_KEEP})"
             )),
             Error::Switch { key, .. } => Some(format!(
                 "write `{}: true` or `{}: false` under `backup:`",
@@ -182,7 +182,7 @@ impl Error {
                 key.trim_start_matches("backup.")
             )),
             Error::NotScalar { key, .. } => Some(format!(
-                "write `{key}` as one value, e.g. `schedule: daily`, `keep: 7`, `dir: /backups`"
+                "write `{key}` as one value, e.g. `schedule: daily`, `keep: 3`, `dir: /backups`"
             )),
             Error::DirBackedUp { .. } => Some(format!(
                 "use a directory named `backups` on the volume (the default, `$HERMES_HOME/{DEFAULT_DIR}`), or one outside it"
@@ -671,12 +671,36 @@ pub fn is_archive_name(name: &str) -> bool {
         })
 }
 
+/// Whether `name` is exactly the form `hermes backup create` gives an archive by default:
+/// `hermes-backup-20261202T101500Z.zip` (`hermes_home::time::compact_utc_now`).
+pub fn is_created_name(name: &str) -> bool {
+    let Some(stamp) = name
+        .strip_prefix(ARCHIVE_PREFIX)
+        .and_then(|rest| rest.strip_suffix(ARCHIVE_SUFFIX))
+    else {
+        return false;
+    };
+    let bytes = stamp.as_bytes();
+    bytes.len() == 16
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            8 => *b == b'T',
+            15 => *b == b'Z',
+            _ => b.is_ascii_digit(),
+        })
+}
+
 /// The scheduled archives in `dir` (regular files of [`archive_name`]'s form), oldest first;
 /// none when `dir` does not exist.
 ///
 /// # Errors
 /// `dir` cannot be listed.
 pub fn scheduled_archives(dir: &Path) -> Result<Vec<String>, Error> {
+    archives_named(dir, is_archive_name)
+}
+
+/// The regular files in `dir` whose name `ours` accepts, oldest first (each name is its UTC
+/// time); none when `dir` does not exist.
+fn archives_named(dir: &Path, ours: fn(&str) -> bool) -> Result<Vec<String>, Error> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -688,7 +712,7 @@ pub fn scheduled_archives(dir: &Path) -> Result<Vec<String>, Error> {
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
-        if is_archive_name(&name) && entry.file_type().is_ok_and(|t| t.is_file()) {
+        if ours(&name) && entry.file_type().is_ok_and(|t| t.is_file()) {
             names.push(name);
         }
     }
@@ -703,7 +727,21 @@ pub fn scheduled_archives(dir: &Path) -> Result<Vec<String>, Error> {
 /// # Errors
 /// `dir` cannot be listed, or an archive cannot be removed (those before it are gone).
 pub fn prune(dir: &Path, keep: usize) -> Result<Vec<String>, Error> {
-    let archives = scheduled_archives(dir)?;
+    prune_named(dir, keep, is_archive_name)
+}
+
+/// As [`prune`], for the archives `hermes backup create` names by default
+/// ([`is_created_name`]): its `--keep`. Scheduled archives, the dashboard's and any other file
+/// are never touched.
+///
+/// # Errors
+/// As [`prune`].
+pub fn prune_created(dir: &Path, keep: usize) -> Result<Vec<String>, Error> {
+    prune_named(dir, keep, is_created_name)
+}
+
+fn prune_named(dir: &Path, keep: usize, ours: fn(&str) -> bool) -> Result<Vec<String>, Error> {
+    let archives = archives_named(dir, ours)?;
     let excess = archives.len().saturating_sub(keep.max(1));
     let mut removed = Vec::with_capacity(excess);
     for name in archives.into_iter().take(excess) {

@@ -516,6 +516,11 @@ pub enum BackupCommand {
         /// takes about as long as SQLite's own backup.
         #[arg(long)]
         compress: bool,
+        /// Keep the newest N archives `hermes backup create` wrote in the backup directory;
+        /// older ones are removed once the new one passes verification. Default: `backup.keep`
+        /// (3). Not with `-o`.
+        #[arg(long, value_name = "N", conflicts_with = "output", value_parser = clap::value_parser!(u16).range(1..))]
+        keep: Option<u16>,
         /// Print the summary as JSON (on stderr with `-o -`).
         #[arg(long)]
         json: bool,

@@ -74,7 +74,7 @@ fn archive(root: &Path, archives: &Path, unix: i64) -> PathBuf {
 }
 
 fn check(root: &Path, archives: &Path, mode: Mode) -> Vec<Checked> {
-    let found = check_volume(root, archives, &mode, &mut |_| {}).unwrap();
+    let found = check_volume(root, &[archives.to_path_buf()], &mode, &mut |_| {}).unwrap();
     assert!(found.warnings.is_empty(), "{:?}", found.warnings);
     found.databases
 }
@@ -231,15 +231,22 @@ fn archives_of_both_names_are_tried_newest_first() {
         made_at("hermes-backup-20261202T101501Z.zip").as_deref(),
         Some("20261202101501")
     );
+    assert_eq!(
+        made_at("hermes-dashboard-20261202-101502-2.zip").as_deref(),
+        Some("20261202101502")
+    );
     for other in [
         "hermes-backup-2026-12-02-101500.zip",
         "hermes-backup-20261202T1015Z.zip",
         "notes.zip",
         "hermes-backup-2026120x-101500.zip",
+        "hermes-dashboard-20261202-101502-x.zip",
+        "hermes-dashboard-20261202.zip",
     ] {
         assert_eq!(made_at(other), None, "{other}");
     }
     let dir = tempfile::tempdir().unwrap();
+    let other_dir = tempfile::tempdir().unwrap();
     for name in [
         "hermes-backup-20261202-101500.zip",
         "hermes-backup-20261202T101501Z.zip",
@@ -248,9 +255,27 @@ fn archives_of_both_names_are_tried_newest_first() {
     ] {
         fs::write(dir.path().join(name), "").unwrap();
     }
+    fs::write(
+        other_dir
+            .path()
+            .join("hermes-dashboard-20261202-101502.zip"),
+        "",
+    )
+    .unwrap();
+    let dirs = [
+        dir.path().to_path_buf(),
+        other_dir.path().to_path_buf(),
+        dir.path().to_path_buf(),
+    ];
+    let names: Vec<String> = archives_newest_first(&dirs)
+        .unwrap()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(
-        archives_newest_first(dir.path()).unwrap(),
+        names,
         [
+            "hermes-dashboard-20261202-101502.zip",
             "hermes-backup-20261202T101501Z.zip",
             "hermes-backup-20261202-101500.zip",
             "hermes-backup-20261201-000000.zip",

@@ -286,14 +286,14 @@ fn settings(root: &Path, config: &str, env: &[(&str, &str)]) -> Result<BackupSet
 }
 
 #[test]
-fn settings_default_to_none_seven_and_the_backups_directory() {
+fn settings_default_to_none_three_and_the_backups_directory() {
     let root = Path::new("/opt/data");
     let s = settings(root, "", &[]).unwrap();
     assert_eq!(
         s,
         BackupSettings {
             schedule: None,
-            keep: 7,
+            keep: 3,
             dir: "/opt/data/backups".into(),
             restore_corrupt: true,
             compression: crate::Compression::Fast,

@@ -1025,3 +1025,84 @@ fn an_archive_of_the_previous_format_verifies_and_restores_without_its_manifest_
         "the manifest entry is never written to the volume"
     );
 }
+
+#[test]
+fn a_restore_refuses_while_another_process_holds_a_database_it_replaces() {
+    let t = TestContext::new();
+    let root = volume(&t);
+    let archive = t.dir.path().join("a.zip");
+    t.ok(&["backup", "create", "-o", archive.to_str().unwrap()]);
+    let db = rusqlite::Connection::open(root.join("state.db")).unwrap();
+    db.execute("INSERT INTO messages(body) VALUES ('after the backup')", [])
+        .unwrap();
+    drop(db);
+    let before = tree(&root);
+    // A process the supervisor did not start (a gateway run by hand, a `sqlite3` shell) has
+    // the database open.
+    let mut holder = std::process::Command::new("sh")
+        .args(["-c", "exec 3<\"$1\"; echo ready; read _", "sh"])
+        .arg(root.join("state.db"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    let out = t.run(&["backup", "restore", archive.to_str().unwrap(), "--yes"]);
+    drop(holder.stdin.take());
+    let _ = holder.wait();
+    assert_eq!(out.status.code(), Some(1), "{}", render(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("state.db` is open in sh (pid ") && said.contains("nothing was restored"),
+        "{said}"
+    );
+    assert_eq!(tree(&root), before, "nothing was written");
+    // Once it is closed, the restore goes through.
+    t.ok(&["backup", "restore", archive.to_str().unwrap(), "--yes"]);
+}
+
+#[test]
+fn create_keeps_the_newest_of_its_archives_once_the_new_one_is_verified() {
+    let t = TestContext::new();
+    let root = volume(&t);
+    let dir = root.join("backups");
+    fs::create_dir_all(&dir).unwrap();
+    let older = [
+        "hermes-backup-20200101T000000Z.zip",
+        "hermes-backup-20200101T000001Z.zip",
+        "hermes-backup-20200101T000002Z.zip",
+    ];
+    let others = ["hermes-backup-20200101-000000.zip", "notes.zip"];
+    for name in older.iter().chain(&others) {
+        fs::write(dir.join(name), "an older archive").unwrap();
+    }
+    let said = t.ok(&["backup", "create", "--keep", "2"]);
+    assert!(
+        said.contains(&format!(
+            "Verified it, then removed the oldest: {}, {}",
+            older[0], older[1]
+        )),
+        "{said}"
+    );
+    let mut left: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left.len(), 4, "{left:?}");
+    assert!(left.contains(&older[2].to_owned()), "{left:?}");
+    for other in others {
+        assert!(left.contains(&other.to_owned()), "never touched: {left:?}");
+    }
+
+    // With `-o` the operator chose where it goes: nothing there is ours to remove.
+    let out = t.run(&["backup", "create", "--keep", "2", "-o", "/tmp/x.zip"]);
+    assert_eq!(out.status.code(), Some(2), "{}", render(&out));
+    let out = t.run(&["backup", "create", "--keep", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", render(&out));
+}

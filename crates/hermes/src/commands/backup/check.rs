@@ -59,9 +59,15 @@ pub fn check(root: &Path, asked: Asked) -> Result<VolumeCheck, Failure> {
              newest archive that holds a sound copy"
         )),
     };
+    // Where scheduled archives go, and where `hermes backup create` writes by default.
+    let mut archives = vec![settings.dir.clone()];
+    let default_dir = root.join(hermes_backup::schedule::DEFAULT_DIR);
+    if !archives.contains(&default_dir) {
+        archives.push(default_dir);
+    }
     Ok(hermes_backup::check::check_volume(
         root,
-        &settings.dir,
+        &archives,
         &mode,
         &mut |_| {},
     )?)

@@ -35,11 +35,19 @@ pub fn run(ctx: &Context, command: BackupCommand) -> CommandResult {
             profiles,
             quick,
             compress,
+            keep,
             json,
         } => {
             let (root, _) = open_volume()?;
             let scope = scope(ctx, &root, &profiles, quick)?;
-            create(&root, output.as_deref(), &scope, compress, json)
+            create(
+                &root,
+                output.as_deref(),
+                &scope,
+                compress,
+                keep.map(usize::from),
+                json,
+            )
         }
         BackupCommand::Restore {
             file,
@@ -142,6 +150,7 @@ fn create(
     output: Option<&str>,
     scope: &Scope,
     compress: bool,
+    keep: Option<usize>,
     json: bool,
 ) -> CommandResult {
     let compression = if compress {
@@ -202,9 +211,16 @@ fn create(
             summary?
         }
     };
+    // Into the backup directory by default: keep the newest `keep` of its default-named
+    // archives, once this one is verified.
+    let pruned = match (&summary.path, output) {
+        (Some(path), None) => keep_newest(root, path, keep)?,
+        _ => Vec::new(),
+    };
     let to_stdout = output != Some("-");
     if json {
-        let value = summary_json(&summary);
+        let mut value = summary_json(&summary);
+        value["pruned"] = json!(pruned);
         if to_stdout {
             output::json(&value)?;
         } else {
@@ -223,6 +239,14 @@ fn create(
             ),
             bytes(summary.archive_bytes)
         );
+        let text = if pruned.is_empty() {
+            text
+        } else {
+            format!(
+                "{text}Verified it, then removed the oldest: {}\n",
+                pruned.join(", ")
+            )
+        };
         if to_stdout {
             output::stdout(&text)?;
         } else {
@@ -230,6 +254,44 @@ fn create(
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// Keeps the newest `keep` (default `backup.keep`, 3) of `hermes backup create`'s archives in
+/// the directory of `archive`, the one just written: only once it passed verification, so an
+/// older sound archive is never removed for a broken new one. Returns the names removed.
+fn keep_newest(root: &Path, archive: &Path, keep: Option<usize>) -> Result<Vec<String>, Failure> {
+    use hermes_backup::schedule;
+    let keep = keep.unwrap_or_else(|| {
+        schedule::BackupSettings::load(root, &Context::var)
+            .map(|s| s.keep)
+            .unwrap_or(schedule::DEFAULT_KEEP)
+    });
+    let dir = archive.parent().unwrap_or(Path::new("."));
+    let existing = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| schedule::is_created_name(&e.file_name().to_string_lossy()))
+                .count()
+        })
+        .unwrap_or(0);
+    if existing <= keep {
+        return Ok(Vec::new());
+    }
+    let mut progress = ProgressLine::new("verify");
+    let verified = hermes_backup::verify::verify(archive, &mut |done, total, rel| {
+        progress.show(|| format!("{done}/{total} entries ({})", printable(rel)));
+    });
+    progress.done();
+    verified?.ok().map_err(|e| {
+        let mut failure = Failure::from(e);
+        failure.hint = Some(format!(
+            "nothing older was removed; check `{}` and the volume's databases (`hermes backup check`)",
+            archive.display()
+        ));
+        failure
+    })?;
+    Ok(schedule::prune_created(dir, keep)?)
 }
 
 /// `$HERMES_HOME/backups/hermes-backup-<UTC time>.zip`, the directory made if needed (owned by
