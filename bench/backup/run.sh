@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Backup benchmark: time and peak memory of `hermes backup create` (the release build) on a
+# Backup benchmark: time and peak memory of `hermes backup create` (the release build; by
+# default, and with `--compress`) on a
 # volume whose state.db is SIZE_MB megabytes, against `sqlite3 state.db ".backup x.db"`
 # (Debian's sqlite3: the online backup alone, no archive) and the original's `hermes backup`
 # (hermes-agent 0.19.0: the same online backup, then a deflated zip, as ours), on the same
@@ -81,12 +82,14 @@ cat "$db" >/dev/null # into the page cache
 
 # --- 5. the rounds ----------------------------------------------------------------------
 clean_env=(env -i PATH=/usr/bin:/bin LANG=C.UTF-8 HOME="$work/home" NO_COLOR=1)
-peers=(ours sqlite3 original)
+peers=(ours ours_compress sqlite3 original)
 run_peer() { # peer round
     local peer=$1 round=$2 out
     case $peer in
         ours) out="$work/out/ours.zip"
             set -- "${clean_env[@]}" HERMES_HOME="$vol" HERMES_AGENT_CLI= "$rs" backup create -o "$out" ;;
+        ours_compress) out="$work/out/ours-compress.zip"
+            set -- "${clean_env[@]}" HERMES_HOME="$vol" HERMES_AGENT_CLI= "$rs" backup create --compress -o "$out" ;;
         sqlite3) out="$work/out/copy.db"
             set -- sqlite3 "$db" ".backup $out" ;;
         original) out="$work/out/original.zip"
@@ -101,8 +104,8 @@ run_peer() { # peer round
 }
 t_start=$(date +%s)
 for round in $(seq 1 "$RUNS"); do
-    for i in 0 1 2; do
-        run_peer "${peers[$(( (i + round - 1) % 3 ))]}" "$round"
+    for i in "${!peers[@]}"; do
+        run_peer "${peers[$(( (i + round - 1) % ${#peers[@]} ))]}" "$round"
     done
 done
 t_rounds=$(( $(date +%s) - t_start ))
@@ -143,7 +146,8 @@ def parse(path):
             "cpu_seconds": round(float(field("User time (seconds)")) + float(field("System time (seconds)")), 2),
             "max_rss_kb": int(field("Maximum resident set size (kbytes)"))}
 
-peers = {"ours": "hermes backup create -o ours.zip (release)",
+peers = {"ours": "hermes backup create -o ours.zip (release; databases stored)",
+         "ours_compress": "hermes backup create --compress -o ours.zip (release; databases deflated)",
          "sqlite3": 'sqlite3 state.db ".backup copy.db"',
          "original": "hermes backup -o original.zip (hermes-agent 0.19.0)"}
 measured = {}

@@ -40,7 +40,7 @@ NAMESPACE = "hermes"
 KUBE_VERSION = "1.35.0"
 SERVICE_UID = 10000
 # The gateway's drain: the supervisor sends SIGKILL 35 s after SIGTERM (docs/gateway.md).
-GATEWAY_KILL_AFTER = 35
+GATEWAY_KILL_AFTER = 40
 
 # checkov checks left out, each with why. Everything else must pass.
 CHECKOV_SKIPS = {
@@ -290,6 +290,8 @@ def check_statefulsets(docs: list[dict], values: dict) -> None:
         assert [(q["name"], q["containerPort"]) for q in c["ports"]] == [("api", 8642)], f"{name}: port"
         assert "API_SERVER_PORT" not in env, f"{name}: API_SERVER_PORT left to each profile"
         assert pod["terminationGracePeriodSeconds"] > GATEWAY_KILL_AFTER, f"{name}: grace above the drain"
+        # The pod knows its own stop timeout, so its boot and doctor can warn when it is short.
+        assert env["HERMES_STOP_TIMEOUT"] == str(pod["terminationGracePeriodSeconds"]), f"{name}: stop timeout told"
         # Resources: requests and limits, the profile's own when given.
         res = c["resources"]
         assert {"cpu", "memory"} <= set(res["requests"]) and "memory" in res["limits"], f"{name}: resources"
@@ -391,7 +393,7 @@ def check_bad_values_are_refused() -> None:
     msg = render_error({"profiles": [{"name": "Work_1"}]})
     assert "/profiles/0/name" in msg and "does not match pattern" in msg, msg
     msg = render_error({"terminationGracePeriodSeconds": 30})
-    assert "terminationGracePeriodSeconds" in msg and "36" in msg, msg
+    assert "terminationGracePeriodSeconds" in msg and "45" in msg, msg
     msg = render_error({"profiles": [{"name": "a", "engine": "python"}]})
     assert "/profiles/0/engine" in msg, msg
     msg = render_error({"profiles": [{"name": "a", "apiKey": "sk-123"}]})

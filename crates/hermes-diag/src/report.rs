@@ -40,6 +40,7 @@ pub fn doctor(
     installer: Environment,
 ) -> DoctorReport {
     let mut extra = hermes_services::diag::service_checks(home.root());
+    extra.extend(hermes_services::diag::stop_checks(home.root(), var));
     extra.extend(hermes_services::diag::gateway_limit_checks(home, var));
     extra.extend(
         hermes_plugins::doctor::profile_rows(home, installer)

@@ -128,6 +128,14 @@ pub fn run<'o>(
         );
     }
     specs.push(main_spec(settings, &booted));
+    for line in hermes_services::stop_budget::describe_needs(
+        specs.iter().map(|s| s.stop_grace),
+        settings
+            .env
+            .get(hermes_services::stop_budget::CONTAINER_STOP_TIMEOUT_VAR),
+    ) {
+        say(log, line);
+    }
     for spec in &mut specs {
         if settings.home_defaulted {
             spec.env.insert(

@@ -126,6 +126,40 @@ pub fn gateway_limit_checks(
     }
 }
 
+/// `doctor`'s row about stopping: how long the volume's gateways may take to stop cleanly
+/// ([`crate::stop_budget`]), and ⚠ when the container's own stop timeout, as
+/// `HERMES_STOP_TIMEOUT` tells it, is shorter (a stop would then kill a gateway mid-write).
+pub fn stop_checks(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Vec<Check> {
+    use crate::stop_budget::{CONTAINER_STOP_TIMEOUT_VAR, container_needs, container_warning};
+    let volume = hermes_settings::VolumeFiles::read(root, &hermes_settings::process_env());
+    let graces = volume.profiles().iter().map(|read| {
+        crate::gateway::stop_budget_of(read).map_or(crate::gateway::GATEWAY_STOP_GRACE, |b| b.grace)
+    });
+    let needs = container_needs(graces);
+    let given = var(CONTAINER_STOP_TIMEOUT_VAR);
+    match container_warning(given.as_deref(), needs) {
+        Some(warning) => vec![Check::warn(
+            warning,
+            format!(
+                "raise the container's stop timeout to {} s, and `{CONTAINER_STOP_TIMEOUT_VAR}` with it (docs/docker.md#stopping)",
+                needs.as_secs()
+            ),
+        )],
+        None => vec![Check::ok(match given {
+            Some(given) => format!(
+                "a clean stop takes at most {} s; the container's stop timeout is {} s",
+                needs.as_secs(),
+                given.trim()
+            ),
+            None => format!(
+                "a clean stop takes at most {} s: give the container at least that (`docker stop -t {}`)",
+                needs.as_secs(),
+                needs.as_secs()
+            ),
+        })],
+    }
+}
+
 /// The original agent whose commands are handed over ([`crate::agent::locate`]), as `version`
 /// and `dump` show it.
 pub fn agent_view(var: impl Fn(&str) -> Option<String>) -> AgentView {

@@ -29,8 +29,9 @@ pub const GATEWAY_PREFIX: &str = "gateway-";
 /// is restarted when it exits 75. The agent engine then hands its restarts to the supervisor.
 pub const SUPERVISED_VAR: &str = "HERMES_GATEWAY_SUPERVISED";
 
-/// Longer than the gateway's own 30 s drain, so a clean stop is never cut short.
-pub const GATEWAY_STOP_GRACE: Duration = Duration::from_secs(35);
+/// A gateway's stop grace when its settings cannot be read: the native gateway's default
+/// drain (30 s) and a little more. Otherwise it is the profile's [`crate::stop_budget`].
+pub const GATEWAY_STOP_GRACE: Duration = Duration::from_secs(40);
 
 /// The most processes a gateway's tree may hold (`pids_max`): far above what the agent runs
 /// (its tools, a browser's processes), low enough that a fork bomb in a tool is stopped
@@ -109,7 +110,38 @@ pub fn gateway_spec(
         run_as_identity(&mut spec, id);
     }
     crate::held_socket::apply(&mut spec, read, custom);
+    if let Some(budget) = stop_budget(read, custom) {
+        spec.stop_grace = budget.grace;
+    }
     spec
+}
+
+/// The stop budget of the gateway of the profile `read` as its service would get it (its
+/// `gateway.command` counted).
+pub fn stop_budget_of(read: &ProfileRead) -> Option<crate::stop_budget::StopBudget> {
+    let (_, custom) = gateway_argv(
+        &read.name,
+        read.config(),
+        Path::new("hermes"),
+        &mut std::io::sink(),
+    );
+    stop_budget(read, custom)
+}
+
+/// The profile's gateway's stop budget ([`crate::stop_budget`]); `None` when its files cannot
+/// be read (the default grace then). A `gateway.command` of the operator's own runs another
+/// agent implementation: it gets the agent's budget.
+fn stop_budget(read: &ProfileRead, custom: bool) -> Option<crate::stop_budget::StopBudget> {
+    let files = read.files.as_ref().ok()?;
+    let env = files.environment();
+    let engine = if custom {
+        crate::agent::Engine::Agent
+    } else {
+        crate::agent::engine_of(read, |k| env.get(k).cloned())
+            .map_or(crate::agent::Engine::Native, |(engine, _)| engine)
+    };
+    let has_cron_jobs = hermes_home::cron_jobs::read(&read.dir).is_ok_and(|jobs| !jobs.is_empty());
+    Some(crate::stop_budget::gateway(files, engine, has_cron_jobs))
 }
 
 /// Makes `spec` run as `id`: uid, gid and supplementary groups applied before `exec` (when
@@ -223,8 +255,9 @@ pub fn register_new_gateway(
 }
 
 /// The systemd user unit that runs `profile`'s gateway on a host without `hermes up` — the
-/// same command, restart rule and grace as [`gateway_spec`]: `systemd` restarts it on failure
-/// but not after exit 78 (bad configuration), and waits the grace before SIGKILL.
+/// same command, restart rule and grace (the profile's stop budget, [`stop_budget_of`]) as
+/// [`gateway_spec`]: `systemd` restarts it on failure but not after exit 78 (bad
+/// configuration), and waits the grace before SIGKILL.
 ///
 /// With `notify` (the native engine, which sends `READY=1` once it listens or has decided
 /// to serve nothing) the unit is `Type=notify`, so `systemctl --user start` returns when the
@@ -232,7 +265,13 @@ pub fn register_new_gateway(
 /// message from the gateway process only. The original agent sends `READY=1` only under its
 /// opt-in watchdog, so its unit (`notify` false) is `Type=simple`, as the original writes it
 /// then: a `Type=notify` unit would wait for a message that never comes and kill it.
-pub fn systemd_user_unit(profile: &str, home: &Path, hermes_exe: &Path, notify: bool) -> String {
+pub fn systemd_user_unit(
+    profile: &str,
+    home: &Path,
+    hermes_exe: &Path,
+    notify: bool,
+    grace: Duration,
+) -> String {
     let service_type = if notify {
         "Type=notify\nNotifyAccess=main\n"
     } else {
@@ -246,14 +285,14 @@ pub fn systemd_user_unit(profile: &str, home: &Path, hermes_exe: &Path, notify: 
          [Install]\nWantedBy=default.target\n",
         home = home.display(),
         exe = hermes_exe.display(),
-        grace = GATEWAY_STOP_GRACE.as_secs(),
+        grace = grace.as_secs(),
         config = hermes_errors::exit::CONFIG,
     )
 }
 
-/// How long systemd gives `hermes up` to stop: the gateways drain in parallel within their
-/// grace, then the supervisor exits.
-pub const UP_STOP_GRACE: Duration = Duration::from_secs(90);
+/// How long systemd gives `hermes up` to stop: the gateways stop in parallel within their
+/// budgets (up to 105 s for the agent engine with cron jobs), then the supervisor exits.
+pub const UP_STOP_GRACE: Duration = Duration::from_secs(120);
 
 /// The systemd user unit that runs `hermes up` for the volume at `home` — every profile's
 /// gateway, the declared services and the dashboard (`no_dashboard`: without it), as `hermes
@@ -480,21 +519,36 @@ mod tests {
 
     #[test]
     fn the_unit_runs_the_same_command_with_the_same_grace() {
-        let unit = systemd_user_unit("work", Path::new("/data"), Path::new("/bin/hermes"), true);
+        let grace = Duration::from_secs(40);
+        let unit = systemd_user_unit(
+            "work",
+            Path::new("/data"),
+            Path::new("/bin/hermes"),
+            true,
+            grace,
+        );
         assert!(
             unit.contains("ExecStart=/bin/hermes -p work gateway run --no-supervise\n"),
             "{unit}"
         );
         assert!(unit.contains("Environment=HERMES_HOME=/data\n"), "{unit}");
-        assert!(unit.contains("TimeoutStopSec=35\n"), "{unit}");
+        assert!(unit.contains("TimeoutStopSec=40\n"), "{unit}");
         assert!(unit.contains("RestartPreventExitStatus=78\n"), "{unit}");
         assert!(
             unit.contains("[Service]\nType=notify\nNotifyAccess=main\n"),
             "{unit}"
         );
-        let agent = systemd_user_unit("work", Path::new("/data"), Path::new("/bin/hermes"), false);
+        let agent = systemd_user_unit(
+            "work",
+            Path::new("/data"),
+            Path::new("/bin/hermes"),
+            false,
+            Duration::from_secs(60),
+        );
         assert!(
-            agent.contains("[Service]\nType=simple\n") && !agent.contains("Notify"),
+            agent.contains("[Service]\nType=simple\n")
+                && !agent.contains("Notify")
+                && agent.contains("TimeoutStopSec=60\n"),
             "{agent}"
         );
         assert_eq!(service_name("work"), "gateway-work");

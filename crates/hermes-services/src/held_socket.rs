@@ -2,9 +2,8 @@
 //!
 //! * The **native** engine: its API address (`hermes_home::api_server::listen_address`, the
 //!   rule the gateway itself resolves) is held as the socket `api`, and a restart is a
-//!   hand-over (the new gateway ready before the old one stops accepting); the stop grace is
-//!   the gateway's `drain_timeout` and a little more, so its drain is never cut short by the
-//!   supervisor's SIGKILL.
+//!   hand-over (the new gateway ready before the old one stops accepting). Its stop grace is
+//!   the profile's [`crate::stop_budget`], set by the caller.
 //! * The **agent** engine: its API address is held too when the listen hook is installed in
 //!   the agent's venv ([`crate::agent_hook`]): without it the agent binds the port itself
 //!   and would find it taken. Never a hand-over: two agents on one profile would both own its
@@ -14,18 +13,12 @@
 //!   cannot be read: nothing held, restarts as before (the gateway says what is wrong itself).
 
 use std::path::Path;
-use std::time::Duration;
 
 use hermes_home::api_server;
 use hermes_settings::{ProfileFiles, ProfileRead, Scope};
 use hermes_supervisor::{Listen, ServiceSpec};
 
 use crate::agent::{self, Engine};
-
-/// How much longer than the drain timeout the supervisor waits before SIGKILL: the gateway
-/// also records its state and releases its lock after the drain (the agent tears down its
-/// platforms: seconds).
-const AFTER_DRAIN: Duration = Duration::from_secs(10);
 
 /// Gives `spec` (the gateway of the profile `read`) its held socket and restart mode, as the
 /// module doc says. `custom_command` is whether the operator's `gateway.command` replaces ours.
@@ -65,9 +58,6 @@ pub(crate) fn apply(spec: &mut ServiceSpec, read: &ProfileRead, custom_command: 
                 );
             }
         }
-    }
-    if let Some(drain) = drain {
-        spec.stop_grace = spec.stop_grace.max(drain + AFTER_DRAIN);
     }
     spec.listen = vec![Listen::new(hermes_listen::API_SOCKET_NAME, address)];
 }

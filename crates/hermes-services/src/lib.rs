@@ -31,6 +31,8 @@
 //! * [`runtime`] — where the supervisor listens ([`runtime_dirs`], [`choose_runtime_dir`],
 //!   [`find_runtime_dir`]) and reaching it ([`connect`]);
 //! * [`gateway`] — [`gateway_spec`], [`ensure_registered`], [`systemd_user_unit`];
+//! * [`stop_budget`] — how long a gateway may take to stop, from what it does, and what the
+//!   container needs;
 //! * [`reconcile`](mod@reconcile) — [`reconcile()`], [`GatewayAction`];
 //! * [`hooks`] — [`DesiredStateHooks`];
 //! * [`logs`] — [`service_log_dir`], [`log_file`], [`tail`], [`open_service_log`],
@@ -77,6 +79,7 @@ pub mod runtime;
 pub mod sign_in;
 pub mod status_view;
 pub mod stop;
+pub mod stop_budget;
 #[cfg(test)]
 mod testing;
 pub mod unit;

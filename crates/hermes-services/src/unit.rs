@@ -92,7 +92,14 @@ pub fn install(
     let unit = unit_path(profile, var)?;
     let hermes = alias::stable_hermes(current_exe, var("PATH").as_deref());
     let notify = crate::agent::engine_label(home.dir(), var) == "native";
-    let contents = crate::systemd_user_unit(profile, home.root(), &hermes.path, notify);
+    // The stop budget the supervisor would give this gateway.
+    let read = hermes_settings::VolumeFiles::read(home.root(), &hermes_settings::process_env())
+        .profiles()
+        .iter()
+        .find(|r| r.name == profile)
+        .and_then(crate::gateway::stop_budget_of);
+    let grace = read.map_or(crate::gateway::GATEWAY_STOP_GRACE, |b| b.grace);
+    let contents = crate::systemd_user_unit(profile, home.root(), &hermes.path, notify, grace);
     let failed = |action, path: &Path| {
         let path = path.to_path_buf();
         move |source| Error::UnitFile {

@@ -69,6 +69,12 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     {
         lines.push_str(&format!("hermes up: {note}\n"));
     }
+    for line in hermes_services::stop_budget::describe_needs(
+        specs.iter().map(|s| s.stop_grace),
+        Context::var(hermes_services::stop_budget::CONTAINER_STOP_TIMEOUT_VAR).as_deref(),
+    ) {
+        lines.push_str(&format!("hermes up: {line}\n"));
+    }
     let sign_in = hermes_services::sign_in::prepare(&mut specs, &exe, Context::var)?;
     let runtime_dir =
         hermes_services::choose_runtime_dir(&hermes_services::runtime_dirs(&root, Context::var))?;

@@ -75,6 +75,7 @@ mod profiles;
 mod restarts;
 mod services;
 mod switch;
+mod torture;
 mod ui;
 mod ui_diagnostics;
 mod ui_logs;

@@ -202,7 +202,7 @@ the volume's items put them at profiles/<name>/).
 {{- if and .Values.metrics.serviceMonitor.enabled (not (include "hermes.metricsSecret" .)) }}
 {{- fail "metrics.serviceMonitor.enabled: the ServiceMonitor authenticates with the token; set metrics.existingSecret or metrics.token" }}
 {{- end }}
-{{- if lt (int .Values.terminationGracePeriodSeconds) 36 }}
-{{- fail (printf "terminationGracePeriodSeconds: %v is shorter than the gateway's drain (the supervisor kills it 35 s after SIGTERM); use 36 or more" .Values.terminationGracePeriodSeconds) }}
+{{- if lt (int .Values.terminationGracePeriodSeconds) 45 }}
+{{- fail (printf "terminationGracePeriodSeconds: %v is shorter than a native gateway's clean stop (its 30 s drain, 10 s, and 5 s for the supervisor); use 45 or more (120 for the agent engine with cron jobs)" .Values.terminationGracePeriodSeconds) }}
 {{- end }}
 {{- end }}
