@@ -474,10 +474,10 @@ def check_backup_values() -> None:
     assert backup_env(render({}), "default") == {}, "no schedule: no HERMES_BACKUP_* at all"
     assert backup_env(render({"backup": {"keep": 3, "dir": "/x"}}), "default") == {}, "keep and dir alone leave the volume's settings"
     docs = render({"backup": {"schedule": "daily"}})
-    assert backup_env(docs, "default") == {"HERMES_BACKUP_SCHEDULE": "daily", "HERMES_BACKUP_KEEP": "7"}, backup_env(docs, "default")
-    values = {**cases()["three-profiles"], "backup": {"schedule": "30 2 * * *", "keep": 3, "dir": "backups/nightly"}}
+    assert backup_env(docs, "default") == {"HERMES_BACKUP_SCHEDULE": "daily", "HERMES_BACKUP_KEEP": "3"}, backup_env(docs, "default")
+    values = {**cases()["three-profiles"], "backup": {"schedule": "30 2 * * *", "keep": 5, "dir": "backups/nightly"}}
     docs = render(values)
-    want = {"HERMES_BACKUP_SCHEDULE": "30 2 * * *", "HERMES_BACKUP_KEEP": "3", "HERMES_BACKUP_DIR": "backups/nightly"}
+    want = {"HERMES_BACKUP_SCHEDULE": "30 2 * * *", "HERMES_BACKUP_KEEP": "5", "HERMES_BACKUP_DIR": "backups/nightly"}
     for p in profile_names(values):
         assert backup_env(docs, p) == want, f"{p}: {backup_env(docs, p)}"
     for d in docs:
