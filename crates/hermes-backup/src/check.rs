@@ -287,12 +287,11 @@ fn archives_newest_first(dirs: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
 /// The UTC time in an archive's name as 14 digits (`20261202101500`), for each form.
 fn made_at(name: &str) -> Option<String> {
     let stem = name.strip_suffix(".zip")?;
-    let digits = if let Some(stamp) = stem.strip_prefix("hermes-backup-") {
+    let digits = if crate::schedule::is_created_name(name) {
+        stem["hermes-backup-".len()..].get(..15)?.replace('T', "")
+    } else if let Some(stamp) = stem.strip_prefix("hermes-backup-") {
         match stamp.len() {
             15 if stamp.as_bytes()[8] == b'-' => stamp.replace('-', ""),
-            16 if stamp.as_bytes()[8] == b'T' && stamp.ends_with('Z') => {
-                stamp[..15].replace('T', "")
-            }
             _ => return None,
         }
     } else {

@@ -672,21 +672,33 @@ pub fn is_archive_name(name: &str) -> bool {
 }
 
 /// Whether `name` is exactly the form `hermes backup create` gives an archive by default:
-/// `hermes-backup-20261202T101500Z.zip` (`hermes_home::time::compact_utc_now`).
+/// `hermes-backup-20261202T101500Z.zip`, or `…Z-2.zip` for a second one within that second
+/// (`hermes_home::time::compact_utc_now`).
 pub fn is_created_name(name: &str) -> bool {
-    let Some(stamp) = name
-        .strip_prefix(ARCHIVE_PREFIX)
-        .and_then(|rest| rest.strip_suffix(ARCHIVE_SUFFIX))
-    else {
-        return false;
+    created_order(name).is_some()
+}
+
+/// A `create` archive's place in time: its stamp and its number within that second (1 for
+/// none), `None` for any other name.
+fn created_order(name: &str) -> Option<(String, u32)> {
+    let stem = name
+        .strip_prefix(ARCHIVE_PREFIX)?
+        .strip_suffix(ARCHIVE_SUFFIX)?;
+    let (stamp, n) = match stem.split_once('-') {
+        Some((stamp, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            (stamp, n.parse().ok()?)
+        }
+        Some(_) => return None,
+        None => (stem, 1),
     };
     let bytes = stamp.as_bytes();
-    bytes.len() == 16
+    let stamped = bytes.len() == 16
         && bytes.iter().enumerate().all(|(i, b)| match i {
             8 => *b == b'T',
             15 => *b == b'Z',
             _ => b.is_ascii_digit(),
-        })
+        });
+    stamped.then(|| (stamp.to_owned(), n))
 }
 
 /// The scheduled archives in `dir` (regular files of [`archive_name`]'s form), oldest first;
@@ -716,8 +728,8 @@ fn archives_named(dir: &Path, ours: fn(&str) -> bool) -> Result<Vec<String>, Err
             names.push(name);
         }
     }
-    // The name is the UTC time: in name order is oldest first.
-    names.sort();
+    // The name is the UTC time (and, for `create`'s, its number within the second).
+    names.sort_by_key(|name| created_order(name).unwrap_or_else(|| (name.clone(), 1)));
     Ok(names)
 }
 
@@ -837,6 +849,30 @@ pub fn ensure_dir(dir: &Path) -> Result<(), Error> {
 
 /// Removes the partial archives killed scheduled runs left in `dir`
 /// (`.hermes-backup-<time>.zip.<pid>.partial` of a process that is gone).
+/// Every database of the volume passes `quick_check` (recorded as every check is); else the
+/// damaged ones, in words.
+fn databases_sound(root: &Path, settings: &BackupSettings) -> Result<(), String> {
+    let mode = crate::check::Mode::Keep(
+        "found before a scheduled backup, which did not run; `hermes backup check --repair` \
+         restores it from the newest sound archive"
+            .into(),
+    );
+    let found = crate::check::check_volume(root, &[settings.dir.clone()], &mode, &mut |_| {})
+        .map_err(|e| hermes_errors::one_line(&e))?;
+    let damaged: Vec<String> = found
+        .still_damaged()
+        .map(|c| format!("profile `{}`: `{}`", c.profile, c.file))
+        .collect();
+    match damaged.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "not backed up: {} failed its check (`hermes backup check` says more); the archives \
+             kept are the sound ones",
+            damaged.join(", ")
+        )),
+    }
+}
+
 fn remove_stale_partials(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
@@ -866,9 +902,11 @@ fn remove_stale_partials(dir: &Path) {
 }
 
 /// One scheduled backup of the whole volume at `root` into `settings.dir`, started at
-/// `started`: write the archive ([`crate::create_file`]), verify it ([`verify::verify`]; one
-/// that fails is removed, it would not restore), then prune beyond `settings.keep`. Never
-/// fails: what went wrong is the run's result.
+/// `started`: check every database first ([`crate::check`]: a damaged one fails the run,
+/// naming it, before an archive of it could push a sound one out), write the archive
+/// ([`crate::create_file`]), verify it ([`verify::verify`]; one that fails is removed, it
+/// would not restore), then prune beyond `settings.keep`. Never fails: what went wrong is the
+/// run's result.
 pub fn run_once(
     root: &Path,
     settings: &BackupSettings,
@@ -888,6 +926,7 @@ pub fn run_once(
     };
     let outcome = ensure_dir(&settings.dir)
         .map_err(|e| hermes_errors::one_line(&e))
+        .and_then(|()| databases_sound(root, settings))
         .and_then(|()| {
             remove_stale_partials(&settings.dir);
             let scope = Scope::default();

@@ -235,12 +235,18 @@ fn archives_of_both_names_are_tried_newest_first() {
         made_at("hermes-dashboard-20261202-101502-2.zip").as_deref(),
         Some("20261202101502")
     );
+    assert_eq!(
+        made_at("hermes-backup-20261202T101501Z-2.zip").as_deref(),
+        Some("20261202101501")
+    );
     for other in [
         "hermes-backup-2026-12-02-101500.zip",
         "hermes-backup-20261202T1015Z.zip",
         "notes.zip",
         "hermes-backup-2026120x-101500.zip",
         "hermes-dashboard-20261202-101502-x.zip",
+        "hermes-backup-20261202T101501Z-.zip",
+        "hermes-backup-20261202T101501Z-x.zip",
         "hermes-dashboard-20261202.zip",
     ] {
         assert_eq!(made_at(other), None, "{other}");

@@ -623,6 +623,52 @@ fn a_run_writes_a_verified_archive_then_prunes_beyond_keep() {
 }
 
 #[test]
+fn a_damaged_database_fails_the_run_before_any_archive_and_prunes_nothing() {
+    let root = volume();
+    let settings = BackupSettings {
+        schedule: Some(Schedule::parse("daily").unwrap()),
+        keep: 1,
+        dir: root.path().join("backups"),
+        restore_corrupt: true,
+        compression: crate::Compression::Fast,
+    };
+    fs::create_dir_all(&settings.dir).unwrap();
+    fs::write(
+        settings.dir.join("hermes-backup-20261130-000000.zip"),
+        "old",
+    )
+    .unwrap();
+    // The header of the table's page overwritten.
+    let db = root.path().join("state.db");
+    let mut bytes = fs::read(&db).unwrap();
+    bytes[4096..4104].copy_from_slice(&[0xff; 8]);
+    fs::write(&db, bytes).unwrap();
+    let run = run_once(
+        root.path(),
+        &settings,
+        &Identity::default(),
+        datetime!(2026-12-02 00:00:00 UTC),
+    );
+    assert!(!run.ok);
+    assert!(
+        run.result
+            .contains("not backed up: profile `default`: `state.db` failed its check"),
+        "{}",
+        run.result
+    );
+    assert_eq!(run.file, None);
+    assert!(run.pruned.is_empty());
+    assert_eq!(
+        scheduled_archives(&settings.dir).unwrap(),
+        ["hermes-backup-20261130-000000.zip"]
+    );
+    assert!(
+        hermes_home::db_check::read(root.path()).is_some(),
+        "recorded, for status and doctor"
+    );
+}
+
+#[test]
 fn a_failed_run_is_its_result_and_prunes_nothing() {
     let root = volume();
     let settings = BackupSettings {

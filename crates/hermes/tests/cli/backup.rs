@@ -1100,6 +1100,19 @@ fn create_keeps_the_newest_of_its_archives_once_the_new_one_is_verified() {
         assert!(left.contains(&other.to_owned()), "never touched: {left:?}");
     }
 
+    // Two within one second: the second gets `-2` (or a later second), never a refusal; the
+    // newest two are kept, in the order they were made.
+    t.ok(&["backup", "create", "--keep", "2"]);
+    t.ok(&["backup", "create", "--keep", "2"]);
+    let mut ours: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| hermes_backup::schedule::is_created_name(n))
+        .collect();
+    ours.sort();
+    assert_eq!(ours.len(), 2, "{ours:?}");
+    assert!(!ours.contains(&older[2].to_owned()), "{ours:?}");
+
     // With `-o` the operator chose where it goes: nothing there is ours to remove.
     let out = t.run(&["backup", "create", "--keep", "2", "-o", "/tmp/x.zip"]);
     assert_eq!(out.status.code(), Some(2), "{}", render(&out));

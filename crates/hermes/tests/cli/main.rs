@@ -74,6 +74,7 @@ mod plugins;
 mod profiles;
 mod restarts;
 mod services;
+mod sidecars;
 mod switch;
 mod torture;
 mod ui;

@@ -256,6 +256,7 @@ fn kills_stops_backups_and_a_full_volume_corrupt_nothing_and_lose_no_acknowledge
     let mut rng = Rng(seed | 1);
     let mut tally = std::collections::BTreeMap::<&str, usize>::new();
     let mut problems = Vec::new();
+    let mut damaged = Vec::new();
     let started = Instant::now();
     for event in 0..events {
         std::thread::sleep(Duration::from_millis(200 + rng.below(600)));
@@ -322,14 +323,14 @@ fn kills_stops_backups_and_a_full_volume_corrupt_nothing_and_lose_no_acknowledge
         }
         serving(&t, Duration::from_secs(60));
         for bad in corrupt(&t.root()) {
-            problems.push(format!("event {event} ({kind}): {bad}"));
+            damaged.push(format!("event {event} ({kind}): {bad}"));
         }
     }
     let (acked, sent) = writers.finish();
     let _ = t.run(&["down"]);
     up.stopped();
     for bad in corrupt(&t.root()) {
-        problems.push(format!("at the end: {bad}"));
+        damaged.push(format!("at the end: {bad}"));
     }
     let stored = stored(&t.root());
     let lost: Vec<&String> = acked.difference(&stored).collect();
@@ -338,9 +339,10 @@ fn kills_stops_backups_and_a_full_volume_corrupt_nothing_and_lose_no_acknowledge
         serde_json::json!({
             "events": events, "seed": seed, "by_kind": tally, "seconds": started.elapsed().as_secs(),
             "turns_sent": sent, "turns_acknowledged": acked.len(), "lost": lost.len(),
-            "corrupt": problems.len(), "full_volume": disk.is_some(),
+            "corrupt": damaged.len(), "other_problems": problems.len(), "full_volume": disk.is_some(),
         })
     );
+    assert!(damaged.is_empty(), "{damaged:#?}");
     assert!(problems.is_empty(), "{problems:#?}");
     assert!(
         lost.is_empty(),

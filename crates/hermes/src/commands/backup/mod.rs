@@ -294,7 +294,7 @@ fn keep_newest(root: &Path, archive: &Path, keep: Option<usize>) -> Result<Vec<S
     Ok(schedule::prune_created(dir, keep)?)
 }
 
-/// `$HERMES_HOME/backups/hermes-backup-<UTC time>.zip`, the directory made if needed (owned by
+/// `$HERMES_HOME/backups/hermes-backup-<UTC time>.zip` (`-2`, `-3`, … when taken), the directory made if needed (owned by
 /// the volume's owner, as the rest of the volume) and then returned too.
 fn default_output(root: &Path) -> Result<(PathBuf, Option<PathBuf>), Failure> {
     let dir = root.join(hermes_backup::schedule::DEFAULT_DIR);
@@ -325,8 +325,16 @@ fn default_output(root: &Path) -> Result<(PathBuf, Option<PathBuf>), Failure> {
         }
         made = Some(dir.clone());
     }
-    let name = format!("hermes-backup-{}.zip", hermes_home::time::compact_utc_now());
-    Ok((dir.join(name), made))
+    // Two backups within a second get `-2`, `-3`, … rather than a refusal.
+    let stamp = hermes_home::time::compact_utc_now();
+    let path = (1..100)
+        .map(|n| match n {
+            1 => dir.join(format!("hermes-backup-{stamp}.zip")),
+            n => dir.join(format!("hermes-backup-{stamp}-{n}.zip")),
+        })
+        .find(|p| std::fs::symlink_metadata(p).is_err())
+        .unwrap_or_else(|| dir.join(format!("hermes-backup-{stamp}.zip")));
+    Ok((path, made))
 }
 
 fn summary_json(summary: &Summary) -> serde_json::Value {
