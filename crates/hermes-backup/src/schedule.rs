@@ -857,8 +857,13 @@ fn databases_sound(root: &Path, settings: &BackupSettings) -> Result<(), String>
          restores it from the newest sound archive"
             .into(),
     );
-    let found = crate::check::check_volume(root, &[settings.dir.clone()], &mode, &mut |_| {})
-        .map_err(|e| hermes_errors::one_line(&e))?;
+    let found = crate::check::check_volume(
+        root,
+        std::slice::from_ref(&settings.dir),
+        &mode,
+        &mut |_| {},
+    )
+    .map_err(|e| hermes_errors::one_line(&e))?;
     let damaged: Vec<String> = found
         .still_damaged()
         .map(|c| format!("profile `{}`: `{}`", c.profile, c.file))
