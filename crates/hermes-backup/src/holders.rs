@@ -85,25 +85,12 @@ mod tests {
         fs::write(&wal, "wal").unwrap();
         let _mine = fs::File::open(&db).unwrap();
         assert_eq!(of_database(&db), Vec::new(), "this process is not counted");
-        let mut child = std::process::Command::new("sh")
-            .arg("-c")
-            .args(["exec 3<\"$1\"; echo ready; read _", "sh"])
-            .arg(&wal)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-            &mut line,
-        )
-        .unwrap();
+        let holder = hermes_test_support::held::HeldOpen::new(&wal);
         let held = of_database(&db);
-        drop(child.stdin.take());
-        let _ = child.wait();
+        let pid = holder.pid();
+        drop(holder);
         assert_eq!(held.len(), 1, "{held:?}");
-        assert_eq!(held[0].pid, child.id());
+        assert_eq!(held[0].pid, pid);
         assert!(held[0].to_string().contains("(pid "));
     }
 }

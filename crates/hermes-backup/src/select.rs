@@ -306,6 +306,15 @@ pub fn archive_path(name: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    /// The databases a start checks are each held by a quick backup too: the two lists are of
+    /// the same files, kept in two crates (`hermes-home` knows no backups).
+    #[test]
+    fn every_checked_database_is_in_a_quick_backup() {
+        for db in hermes_home::db_check::DATABASES {
+            assert!(super::QUICK_FILES.contains(db), "{db}");
+        }
+    }
+
     use super::*;
 
     fn named(name: &str) -> ProfileRef {

@@ -15,6 +15,9 @@
 //! **Small disks.** [`disk::SmallDisk`] mounts a tmpfs of a chosen size (root only) and fills
 //! it, for tests about a full volume.
 //!
+//! **Held files.** [`held::HeldOpen`] keeps a file open in another process, as a running
+//! gateway keeps its database.
+//!
 //! **Polling.** [`poll`] waits for an effect with a deadline that names it.
 //!
 //! **Logs.** [`logs::Lines`] reads back what the code under test logged through `tracing`.
@@ -29,6 +32,7 @@
 pub mod agent;
 pub mod browser;
 pub mod disk;
+pub mod held;
 pub mod jwt;
 pub mod logs;
 pub mod poll;

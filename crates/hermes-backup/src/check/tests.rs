@@ -299,22 +299,9 @@ fn a_damaged_database_a_process_holds_open_is_not_replaced() {
     damage(&db);
     let before = fs::read(&db).unwrap();
     // A gateway still running: it has the database open.
-    let mut gateway = std::process::Command::new("sh")
-        .args(["-c", "exec 3<\"$1\"; echo ready; read _", "sh"])
-        .arg(&db)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(gateway.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    let gateway = hermes_test_support::held::HeldOpen::new(&db);
     let found = check(&root, &archives, Mode::Repair);
-    drop(gateway.stdin.take());
-    let _ = gateway.wait();
+    drop(gateway);
     let bad = found.iter().find(|c| c.damaged.is_some()).unwrap();
     assert!(
         bad.describe().contains("is open in sh (pid") && bad.describe().contains("gateway stop"),

@@ -1039,22 +1039,9 @@ fn a_restore_refuses_while_another_process_holds_a_database_it_replaces() {
     let before = tree(&root);
     // A process the supervisor did not start (a gateway run by hand, a `sqlite3` shell) has
     // the database open.
-    let mut holder = std::process::Command::new("sh")
-        .args(["-c", "exec 3<\"$1\"; echo ready; read _", "sh"])
-        .arg(root.join("state.db"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ready = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
-        &mut ready,
-    )
-    .unwrap();
+    let holder = hermes_test_support::held::HeldOpen::new(&root.join("state.db"));
     let out = t.run(&["backup", "restore", archive.to_str().unwrap(), "--yes"]);
-    drop(holder.stdin.take());
-    let _ = holder.wait();
+    drop(holder);
     assert_eq!(out.status.code(), Some(1), "{}", render(&out));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
