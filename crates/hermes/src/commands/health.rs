@@ -12,7 +12,10 @@
 //! line with its usage. Degraded alone still exits 0, because this command is the liveness
 //! probe (the image's `HEALTHCHECK`, Kubernetes' `livenessProbe`): a restarted container
 //! finds the same full disk, so failing would only make Kubernetes kill the pod in a loop.
-//! `--strict` asks for exit 1 when degraded too (a check that should page someone).
+//! `--strict` asks for exit 1 when degraded too (a check that should page someone). A
+//! database that failed its check at the last start and is still served
+//! (`hermes_home::db_check`) is degraded too, one line each, for the same reason: a restart
+//! finds it damaged again.
 
 use std::path::Path;
 
@@ -91,7 +94,8 @@ pub fn run(ctx: &Context, args: &HealthArgs) -> CommandResult {
     let rows = super::service::connect(&root)?.status(None)?;
     let found = problems(&rows);
     let usage = volume(&root);
-    let degraded = usage.as_ref().is_ok_and(DiskUsage::is_degraded);
+    let damaged = damaged_databases(&root);
+    let degraded = usage.as_ref().is_ok_and(DiskUsage::is_degraded) || !damaged.is_empty();
     if args.json {
         let list: Vec<_> = found
             .iter()
@@ -103,6 +107,7 @@ pub fn run(ctx: &Context, args: &HealthArgs) -> CommandResult {
             "services": rows.len(),
             "problems": list,
             "volume": volume_json(&root, &usage),
+            "damaged_databases": damaged,
         }))?;
     } else {
         let mut text = String::new();
@@ -124,6 +129,9 @@ pub fn run(ctx: &Context, args: &HealthArgs) -> CommandResult {
             text.push_str(&line);
             text.push('\n');
         }
+        for line in &damaged {
+            text.push_str(&format!("degraded: {line}\n"));
+        }
         output::stdout(&text)?;
     }
     Ok(if found.is_empty() && !(degraded && args.strict) {
@@ -131,6 +139,23 @@ pub fn run(ctx: &Context, args: &HealthArgs) -> CommandResult {
     } else {
         ExitStatus::External(1)
     })
+}
+
+/// Each database the last check found damaged and still served, in words, profile by profile.
+fn damaged_databases(root: &Path) -> Vec<String> {
+    hermes_home::profile::list(root)
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|entry| {
+            let profile = entry.profile.name().to_owned();
+            hermes_home::db_check::read(&entry.dir)
+                .map(|r| r.damaged)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(hermes_home::db_check::Damaged::still_served)
+                .map(move |d| format!("profile `{profile}`: {}", d.describe()))
+        })
+        .collect()
 }
 
 #[cfg(test)]

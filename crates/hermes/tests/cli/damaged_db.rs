@@ -131,6 +131,13 @@ fn a_damaged_state_db_is_restored_or_said_at_the_next_start() {
     );
     let status = t.ok(&["service", "status"]);
     assert!(status.contains("is still served"), "{status}");
+    // Degraded, not unhealthy: a restart would find it damaged again.
+    let health = t.ok(&["health"]);
+    assert!(
+        health.contains("degraded: profile `default`: `state.db` failed its check"),
+        "{health}"
+    );
+    assert_eq!(t.run(&["health", "--strict"]).status.code(), Some(1));
     let doctor = t.run(&["doctor"]);
     assert_eq!(doctor.status.code(), Some(1), "{doctor:?}");
     let text = String::from_utf8_lossy(&doctor.stdout);
