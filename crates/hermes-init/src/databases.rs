@@ -3,22 +3,22 @@
 //!
 //! PID 1 links no SQLite (see `tests/footprint.rs`): it runs `hermes backup check --at-start`,
 //! which acts on the volume as its owner, and passes on what it says — to the container's
-//! output as `[init] database check: …` and to `logs/container-boot.log` — so a damaged
-//! `state.db` is never served silently. A check that cannot run is a warning: the gateways
-//! still start.
+//! output as `[init] database check: …` now, and to `logs/container-boot.log` with stage 7's
+//! lines, written as the service user — so a damaged `state.db` is never served silently. A
+//! check that cannot run is a warning: the gateways still start.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 
 use crate::Settings;
 use crate::boot::say;
-use crate::gateways::append_boot_log;
 use crate::route::first_word;
 
-/// Runs the check (module doc). Nothing in a dashboard container, which reads no volume.
-pub fn stage_check_databases(settings: &Settings, out: &mut dyn Write) {
+/// Runs the check (module doc) and returns its lines for the boot log. Nothing in a dashboard
+/// container, which reads no volume.
+pub fn stage_check_databases(settings: &Settings, out: &mut dyn Write) -> Vec<String> {
     if first_word(&settings.cmd) == Some("dashboard") {
-        return;
+        return Vec::new();
     }
     let ran = Command::new(&settings.hermes_exe)
         .args(["backup", "check", "--at-start"])
@@ -50,5 +50,5 @@ pub fn stage_check_databases(settings: &Settings, out: &mut dyn Write) {
     for line in &lines {
         say(out, line);
     }
-    append_boot_log(&hermes_home::layout::logs_dir(&settings.home), &lines, out);
+    lines
 }

@@ -88,7 +88,8 @@ fn as_service_user(booted: &Booted, log: &mut dyn Write) -> Option<AsUser> {
 }
 
 /// Stage 7b: the gateway service of every profile of `volume`, reconciled as the service user
-/// and logged (`[init] reconcile: …` lines and `container-boot.log`), then the services
+/// and logged (`[init] reconcile: …` lines and `container-boot.log`, after stage 6c's
+/// `databases` lines), then the services
 /// declared in the root's `config.yaml`, each run as the service user. A failure to act as the
 /// service user is a warning and no services.
 pub fn stage_gateways(
@@ -96,6 +97,7 @@ pub fn stage_gateways(
     booted: &Booted,
     volume: &VolumeFiles,
     schema: &crate::migrate::Outcome,
+    databases: &[String],
     log: &mut dyn Write,
 ) -> Vec<ServiceSpec> {
     let Some(_scope) = as_service_user(booted, log) else {
@@ -128,6 +130,7 @@ pub fn stage_gateways(
         }
     }
     let mut lines: Vec<String> = schema.log_lines.clone();
+    lines.extend(databases.iter().cloned());
     lines.extend(actions.iter().map(GatewayAction::describe));
     append_boot_log(
         &hermes_home::layout::logs_dir(&settings.home),

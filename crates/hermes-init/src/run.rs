@@ -102,11 +102,12 @@ pub fn run<'o>(
     let booted = run_stages(settings, log)?;
     let schema = crate::migrate::stage_agent_schema(settings, &booted, log);
     let volume = stage_read_volume(settings, &booted, log);
-    if volume.is_some() {
-        crate::databases::stage_check_databases(settings, log);
-    }
+    let checked = match volume {
+        Some(_) => crate::databases::stage_check_databases(settings, log),
+        None => Vec::new(),
+    };
     let mut specs = match &volume {
-        Some(volume) => stage_gateways(settings, &booted, volume, &schema, log),
+        Some(volume) => stage_gateways(settings, &booted, volume, &schema, &checked, log),
         None => Vec::new(),
     };
     if let Some(dashboard) = dashboard_service(settings, &booted, log)
