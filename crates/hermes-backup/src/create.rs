@@ -303,19 +303,22 @@ impl Drop for ScratchFile {
 }
 
 /// Reads `source` (the file, or its snapshot `owned`, which is then used as it is) once,
-/// hashing it: into memory when small, else into a scratch copy. Errors name `original`.
+/// hashing it: into memory when small, else into a scratch copy. A live file is read no
+/// further than its length when the read began (a log a writer keeps appending to can neither
+/// hold the backup nor grow its memory without end). Errors name `original`.
 fn stage(
     source: &Path,
     original: &Path,
     scratch: &Scratch,
     owned: Option<ScratchFile>,
 ) -> Result<Staged, Error> {
-    let mut input = open_no_follow(source).map_err(|e| Error::io("read", original, e))?;
+    let input = open_no_follow(source).map_err(|e| Error::io("read", original, e))?;
     let length = input
         .metadata()
         .map_err(|e| Error::io("inspect", source, e))?
         .len();
     let mut hasher = Sha256::new();
+    let mut input = input.take(length);
     let (body, size) = if let Some(copy) = owned {
         let size = copy_all(&mut input, &mut HashingWriter(&mut hasher, io::sink()))
             .map_err(|e| Error::io("read", original, e))?;
