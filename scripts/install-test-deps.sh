@@ -16,6 +16,8 @@ command -v sh >/dev/null || need+=(dash)
 command -v chromium >/dev/null || need+=(chromium)
 command -v chromedriver >/dev/null || need+=(chromium-driver)
 command -v pgrep >/dev/null || need+=(procps) # the browser tests look for orphans with it
+# The torture run's peer: the original under real s6-supervise, as its own image runs it.
+command -v s6-supervise >/dev/null || need+=(s6)
 if ((${#need[@]})); then
     echo "install-test-deps: installing ${need[*]}"
     apt_install "${need[@]}"

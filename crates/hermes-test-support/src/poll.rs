@@ -29,6 +29,21 @@ pub fn until<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T
     }
 }
 
+/// Tries `check` every [`INTERVAL`] until it holds (true) or `limit` passes (false): for a
+/// wait whose expiry is a finding to count, not a failure.
+pub fn within(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(INTERVAL);
+    }
+}
+
 /// [`until`] for a condition that holds or does not.
 ///
 /// # Panics
@@ -82,6 +97,16 @@ mod tests {
             Duration::from_millis(50),
             || false,
         );
+    }
+
+    #[test]
+    fn within_says_whether_the_condition_held_in_time() {
+        let mut calls = 0;
+        assert!(within(Duration::from_secs(5), || {
+            calls += 1;
+            calls == 2
+        }));
+        assert!(!within(Duration::from_millis(50), || false));
     }
 
     #[tokio::test]

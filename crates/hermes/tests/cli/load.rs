@@ -55,7 +55,9 @@ fn answer(conn: TcpStream) -> std::io::Result<()> {
     }
     let mut body = vec![0u8; length];
     reader.read_exact(&mut body)?;
-    let stream = String::from_utf8_lossy(&body).contains("\"stream\":true");
+    // Python's clients (the agent's) write `"stream": true`, ours `"stream":true`.
+    let stream = serde_json::from_slice::<serde_json::Value>(&body)
+        .is_ok_and(|request| request["stream"] == true);
     let mut conn = conn;
     if !stream {
         std::thread::sleep(Duration::from_millis(20));

@@ -1,0 +1,560 @@
+//! The crash-consistency torture run, short (CI) or long (`bench/torture/run.sh`): a profile's
+//! gateway in front of a stub model, clients writing sessions all along (plain turns and
+//! streams, each turn's words unique), while the harness, at random from a fixed seed: SIGKILLs
+//! the gateway, SIGKILLs everything at once (a container killed; half the time a few ms into a
+//! gateway restart) and starts it again, restarts the gateway, stops everything and starts it
+//! again, backs up, and — as root, on a volume of its own — fills the volume for a moment.
+//!
+//! The same load and the same events, from the same seed, against three deployments
+//! ([`Deployment`]): `hermes up` with the native gateway ([`ours`]), `hermes up` with the
+//! original agent's gateway (hermes-agent 0.19.0 and the 0.20.1 fixture), and the original
+//! agent under its own image's stop sequence ([`s6`]: real `s6-supervise`, the original's
+//! `finish`, SIGTERM then SIGKILL after s6-overlay's grace), so the bench can put the figures
+//! side by side.
+//!
+//! After every event: `PRAGMA integrity_check` is `ok` on every SQLite file of the volume, and
+//! the gateway serves again within its deadline (else it counts as left down). At the end: every
+//! turn a client saw acknowledged (a plain 200 answer, or a stream that ended with `[DONE]` and
+//! no error event) is in `state.db`. `HERMES_TORTURE_EVENTS` sets how many events (CI: 40 for
+//! the native gateway, 6 for each agent run), `HERMES_TORTURE_SEED` the seed; each run's tally
+//! is printed as one JSON line (`torture: {...}`), which the bench collects.
+
+mod ours;
+mod s6;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hermes_test_support::disk::SmallDisk;
+use hermes_test_support::{OriginalAgent, poll};
+
+use crate::load::StubUpstream;
+use crate::util::{TEST_API_KEY, TestContext, free_port};
+
+/// What the harness does to a deployment; each does it its own way.
+pub(crate) trait Deployment {
+    /// The run's name in the tally.
+    fn name(&self) -> String;
+    /// The gateway's process, while its supervisor counts it up.
+    fn gateway_pid(&self) -> Option<i32>;
+    /// What the supervisor says of the gateway, in its words (for a gateway left down).
+    fn gateway_state(&self) -> String;
+    /// Every process SIGKILLed at once (a killed container) and everything started again;
+    /// `mid_restart`: first ask for a gateway restart and kill that long after.
+    fn kill_everything(&mut self, mid_restart: Option<Duration>);
+    /// A gateway restart, as an operator asks for one.
+    fn restart(&mut self);
+    /// The container stopped, as its runtime stops it, and started again.
+    fn stop_and_start(&mut self);
+    /// A backup of the live volume; `Err` with what the command said when it failed.
+    fn backup(&mut self) -> Result<(), String>;
+    /// Brings a gateway left down back up (the harness has counted it).
+    fn revive(&mut self);
+    /// Stops everything for good, cleanly.
+    fn shut_down(&mut self);
+    /// How long a start may take before the gateway counts as left down.
+    fn start_deadline(&self) -> Duration;
+    /// The supervisor has given up on the gateway (no wait for the deadline then).
+    fn given_up(&self) -> bool;
+}
+
+/// The volume a run starts from: the default profile's API server on `port` with the test key,
+/// its model the stub at `model`; `engine` is written to `config.yaml` as `gateway.engine`.
+pub(crate) fn write_volume(root: &Path, port: u16, model: u16, engine: &str) {
+    std::fs::create_dir_all(root).unwrap();
+    std::fs::write(
+        root.join("config.yaml"),
+        format!(
+            "gateway:\n  engine: {engine}\n\
+             model:\n  default: stub\n  provider: custom\n  base_url: http://127.0.0.1:{model}/v1\n  \
+             api_key: upstream-key\n  context_length: 131072\n\
+             security:\n  tirith_enabled: false\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join(".env"),
+        format!("API_SERVER_ENABLED=true\nAPI_SERVER_PORT={port}\nAPI_SERVER_KEY={TEST_API_KEY}\n"),
+    )
+    .unwrap();
+}
+
+/// A small deterministic generator (xorshift64*): the same seed, the same run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// How one turn ended, as its client saw it.
+#[derive(PartialEq)]
+enum Turn {
+    /// A plain 200 with an answer, or a stream that ended with `[DONE]` and no error event.
+    Acknowledged,
+    /// The gateway said it could not store the turn (`session_not_stored`).
+    NotStored,
+    /// Refused, cut or answered with another error: which, in a few words.
+    Failed(String),
+}
+
+/// One turn in session `session` with the unique `words`.
+fn turn(port: u16, session: &str, words: &str, stream: bool) -> Turn {
+    let Ok(mut conn) = TcpStream::connect(("127.0.0.1", port)) else {
+        return Turn::Failed("refused".to_owned());
+    };
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(60)));
+    let body = format!(
+        r#"{{"model":"stub","stream":{stream},"messages":[{{"role":"user","content":"{words}"}}]}}"#
+    );
+    let sent = write!(
+        conn,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {TEST_API_KEY}\r\nx-hermes-session-id: {session}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut answer = String::new();
+    if sent.is_err() || conn.read_to_string(&mut answer).is_err() {
+        return Turn::Failed("cut".to_owned());
+    }
+    if answer.contains("session_not_stored") {
+        return Turn::NotStored;
+    }
+    let acknowledged = answer.starts_with("HTTP/1.1 200")
+        && !answer.contains("\"error\"")
+        && if stream {
+            answer.contains("data: [DONE]")
+        } else {
+            answer.contains("\"choices\"")
+        };
+    if acknowledged {
+        return Turn::Acknowledged;
+    }
+    let status = answer.lines().next().unwrap_or("no answer").trim();
+    let error = answer
+        .split("\"error\"")
+        .nth(1)
+        .map(|rest| rest.chars().take(60).collect::<String>());
+    Turn::Failed(match error {
+        Some(error) => format!("{status}: error{error}"),
+        None if answer.is_empty() => "cut".to_owned(),
+        None if stream => format!("{status}: stream cut before [DONE]"),
+        None => format!("{status}: body cut short"),
+    })
+}
+
+/// Clients writing their own sessions until stopped: the words of every acknowledged turn.
+struct Writers {
+    stop: Arc<AtomicBool>,
+    acked: Arc<Mutex<BTreeSet<String>>>,
+    sent: Arc<AtomicUsize>,
+    not_stored: Arc<AtomicUsize>,
+    failures: Arc<Mutex<BTreeMap<String, usize>>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Writers {
+    fn start(port: u16, clients: usize) -> Writers {
+        let stop = Arc::new(AtomicBool::new(false));
+        let acked = Arc::new(Mutex::new(BTreeSet::new()));
+        let sent = Arc::new(AtomicUsize::new(0));
+        let not_stored = Arc::new(AtomicUsize::new(0));
+        let failures = Arc::new(Mutex::new(BTreeMap::new()));
+        let threads = (0..clients)
+            .map(|k| {
+                let (stop, acked) = (stop.clone(), acked.clone());
+                let (sent, not_stored) = (sent.clone(), not_stored.clone());
+                let failures = failures.clone();
+                std::thread::spawn(move || {
+                    let mut n = 0;
+                    while !stop.load(Ordering::SeqCst) {
+                        n += 1;
+                        let words = format!("client{k}-turn{n}");
+                        let said = turn(port, &format!("torture-{k}"), &words, n % 3 == 0);
+                        sent.fetch_add(1, Ordering::SeqCst);
+                        match said {
+                            Turn::Acknowledged => {
+                                acked.lock().unwrap().insert(words);
+                            }
+                            Turn::NotStored => {
+                                not_stored.fetch_add(1, Ordering::SeqCst);
+                            }
+                            Turn::Failed(what) => {
+                                *failures.lock().unwrap().entry(what).or_default() += 1;
+                                std::thread::sleep(Duration::from_millis(50));
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        Writers {
+            stop,
+            acked,
+            sent,
+            not_stored,
+            failures,
+            threads,
+        }
+    }
+
+    /// How many turns have been acknowledged so far.
+    fn acknowledged(&self) -> usize {
+        self.acked.lock().unwrap().len()
+    }
+
+    /// Stops the clients: the acknowledged words, the turns sent, the turns refused as not
+    /// stored, and the other failures by kind.
+    fn finish(self) -> (BTreeSet<String>, usize, usize, BTreeMap<String, usize>) {
+        self.stop.store(true, Ordering::SeqCst);
+        for t in self.threads {
+            let _ = t.join();
+        }
+        let acked = std::mem::take(&mut *self.acked.lock().unwrap());
+        (
+            acked,
+            self.sent.load(Ordering::SeqCst),
+            self.not_stored.load(Ordering::SeqCst),
+            std::mem::take(&mut *self.failures.lock().unwrap()),
+        )
+    }
+}
+
+/// Every SQLite file of the volume, by its header (archives aside).
+fn databases(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() && entry.file_name() != "backups" {
+                dirs.push(path);
+            } else if kind.is_file() {
+                let mut head = [0u8; 16];
+                let is_db = std::fs::File::open(&path)
+                    .and_then(|mut f| f.read_exact(&mut head))
+                    .is_ok()
+                    && &head == b"SQLite format 3\0";
+                if is_db {
+                    found.push(path);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// `integrity_check` of every database: the ones that are not `ok`, with what it said.
+fn corrupt(root: &Path) -> Vec<String> {
+    databases(root)
+        .into_iter()
+        .filter_map(|db| {
+            let conn = rusqlite::Connection::open_with_flags(
+                &db,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            )
+            .ok()?;
+            let _ = conn.busy_timeout(Duration::from_secs(10));
+            let said: String = conn
+                .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                .unwrap_or_else(|e| e.to_string());
+            (said != "ok").then(|| format!("{}: {said}", db.display()))
+        })
+        .collect()
+}
+
+/// The user turns `state.db` holds (none when it cannot be read: every acknowledged turn lost).
+fn stored(root: &Path) -> BTreeSet<String> {
+    let Ok(conn) = rusqlite::Connection::open(root.join("state.db")) else {
+        return BTreeSet::new();
+    };
+    let Ok(mut stmt) = conn.prepare("SELECT content FROM messages WHERE role = 'user'") else {
+        return BTreeSet::new();
+    };
+    stmt.query_map([], |r| r.get::<_, String>(0))
+        .map(|rows| rows.flatten().collect())
+        .unwrap_or_default()
+}
+
+pub(crate) fn kill(pid: i32) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}
+
+/// `GET /health` on `port` answers 200.
+fn healthy(port: u16) -> bool {
+    let Ok(mut conn) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = write!(
+        conn,
+        "GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n"
+    );
+    let mut answer = String::new();
+    let _ = conn.read_to_string(&mut answer);
+    answer.starts_with("HTTP/1.1 200")
+}
+
+/// What a run counted.
+pub(crate) struct Tally {
+    pub lost: Vec<String>,
+    pub damaged: Vec<String>,
+    pub problems: Vec<String>,
+    pub left_down: Vec<String>,
+    pub acknowledged: usize,
+}
+
+/// How long the harness waits, after an event, for a turn to get through before the next.
+const SETTLE: Duration = Duration::from_secs(15);
+
+/// The events a run may draw, in the order the generator indexes them.
+const EVENTS: [&str; 6] = [
+    "kill-gateway",
+    "kill-everything",
+    "restart",
+    "stop-start",
+    "backup",
+    "full-volume",
+];
+
+/// `events` events from `seed` against `target`, whose volume is `root` (on `disk` when the run
+/// may fill it) and whose gateway serves `port`; prints the tally line and returns it.
+#[allow(clippy::print_stdout, reason = "the tally line the bench collects")]
+pub(crate) fn torture(
+    target: &mut dyn Deployment,
+    root: &Path,
+    disk: Option<&SmallDisk>,
+    port: u16,
+    events: usize,
+    seed: u64,
+) -> Tally {
+    let serving = |target: &dyn Deployment| {
+        let mut given_up = false;
+        let up = poll::within(target.start_deadline(), || {
+            given_up = target.given_up();
+            given_up || (target.gateway_pid().is_some() && healthy(port))
+        });
+        up && !given_up
+    };
+    assert!(serving(target), "{} never served", target.name());
+    let writers = Writers::start(port, 4);
+    let mut rng = Rng(seed | 1);
+    let mut by_kind = BTreeMap::<&str, usize>::new();
+    let (mut problems, mut damaged, mut left_down) = (Vec::new(), Vec::new(), Vec::new());
+    let kinds = if disk.is_some() {
+        &EVENTS[..]
+    } else {
+        &EVENTS[..5]
+    };
+    let started = Instant::now();
+    for event in 0..events {
+        std::thread::sleep(Duration::from_millis(200 + rng.below(600)));
+        let kind = kinds[rng.below(kinds.len() as u64) as usize];
+        *by_kind.entry(kind).or_default() += 1;
+        match kind {
+            "kill-gateway" => {
+                if let Some(pid) = target.gateway_pid() {
+                    kill(pid);
+                }
+            }
+            "kill-everything" => {
+                let mid_restart = (rng.below(2) == 0).then(|| Duration::from_millis(rng.below(50)));
+                target.kill_everything(mid_restart);
+            }
+            "restart" => target.restart(),
+            "stop-start" => target.stop_and_start(),
+            "backup" => {
+                if let Err(said) = target.backup() {
+                    // A full volume fails a backup, saying so; anything else is a problem.
+                    if !said.to_lowercase().contains("no space") {
+                        problems.push(format!("event {event}: backup failed: {said}"));
+                    }
+                }
+            }
+            "full-volume" => {
+                let disk = disk.unwrap();
+                disk.fill("ballast", 0);
+                std::thread::sleep(Duration::from_millis(300 + rng.below(700)));
+                let _ = std::fs::remove_file(disk.path().join("ballast"));
+            }
+            _ => unreachable!(),
+        }
+        if !serving(target) {
+            left_down.push(format!(
+                "event {event} ({kind}): {}",
+                target.gateway_state()
+            ));
+            target.revive();
+            assert!(serving(target), "{} could not be revived", target.name());
+        }
+        for bad in corrupt(root) {
+            damaged.push(format!("event {event} ({kind}): {bad}"));
+        }
+        // The next event only once a turn got through again (or after a while): every
+        // deployment gets the same chance to serve between events, however fast its own
+        // commands return.
+        let before = writers.acknowledged();
+        poll::within(SETTLE, || writers.acknowledged() > before);
+    }
+    let (acked, sent, not_stored, failures) = writers.finish();
+    target.shut_down();
+    for bad in corrupt(root) {
+        damaged.push(format!("at the end: {bad}"));
+    }
+    let stored = stored(root);
+    let lost: Vec<String> = acked.difference(&stored).cloned().collect();
+    println!(
+        "torture: {}",
+        serde_json::json!({
+            "target": target.name(), "events": events, "seed": seed, "by_kind": by_kind,
+            "seconds": started.elapsed().as_secs(), "turns_sent": sent,
+            "turns_acknowledged": acked.len(), "turns_not_stored": not_stored,
+            "lost": lost.len(), "corrupt": damaged.len(), "left_down": left_down.len(),
+            "other_problems": problems.len(), "full_volume": disk.is_some(),
+            "failed_turns": failures, "left_down_at": left_down,
+        })
+    );
+    Tally {
+        lost,
+        damaged,
+        problems,
+        left_down,
+        acknowledged: acked.len(),
+    }
+}
+
+/// `HERMES_TORTURE_EVENTS`, else `default`; `HERMES_TORTURE_SEED`, else the fixed one.
+fn events_and_seed(default: usize) -> (usize, u64) {
+    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
+    (
+        var("HERMES_TORTURE_EVENTS").map_or(default, |n: u64| n as usize),
+        var("HERMES_TORTURE_SEED").unwrap_or(0x5eed_cafe),
+    )
+}
+
+/// As root, the volume is a small file system of its own, which the run fills at times.
+fn small_disk(root: &Path) -> Option<SmallDisk> {
+    nix::unistd::geteuid()
+        .is_root()
+        .then(|| SmallDisk::mount(root, "256m"))
+}
+
+/// Ours must come through whole: nothing corrupt, nothing lost, never left down.
+fn assert_whole(tally: &Tally, events: usize) {
+    assert!(tally.damaged.is_empty(), "{:#?}", tally.damaged);
+    assert!(tally.problems.is_empty(), "{:#?}", tally.problems);
+    assert!(
+        tally.lost.is_empty(),
+        "{} acknowledged turns lost: {:?}",
+        tally.lost.len(),
+        tally.lost
+    );
+    assert!(
+        tally.left_down.is_empty(),
+        "the gateway was left down: {:#?}",
+        tally.left_down
+    );
+    assert!(
+        tally.acknowledged > events,
+        "the clients got through: {} acknowledged",
+        tally.acknowledged
+    );
+}
+
+#[test]
+fn the_native_gateway_loses_nothing_to_kills_stops_backups_and_a_full_volume() {
+    let (events, seed) = events_and_seed(40);
+    let t = TestContext::new();
+    let disk = small_disk(&t.root());
+    let upstream = StubUpstream::start();
+    let port = free_port();
+    write_volume(&t.root(), port, upstream.port, "native");
+    let mut target = ours::Ours::start(&t, "native", Vec::new());
+    let tally = torture(&mut target, &t.root(), disk.as_ref(), port, events, seed);
+    assert_whole(&tally, events);
+}
+
+/// `hermes up` running `agent`'s own gateway: as whole as the native one.
+fn agent_engine(agent: &OriginalAgent, version: &str) {
+    let (events, seed) = events_and_seed(6);
+    let overlay = crate::engine::aiohttp_overlay(&agent.python);
+    let t = TestContext::new();
+    let disk = small_disk(&t.root());
+    let upstream = StubUpstream::start();
+    let port = free_port();
+    write_volume(&t.root(), port, upstream.port, "agent");
+    let env = ours::agent_env(agent, &overlay);
+    let mut target = ours::Ours::start(&t, &format!("ours-agent-{version}"), env);
+    let tally = torture(&mut target, &t.root(), disk.as_ref(), port, events, seed);
+    assert_whole(&tally, events);
+}
+
+#[test]
+fn the_agents_gateway_under_hermes_up_loses_nothing_0_19() {
+    if let Some(agent) = hermes_test_support::original_agent() {
+        agent_engine(&agent, "0.19.0");
+    }
+}
+
+#[test]
+fn the_agents_gateway_under_hermes_up_loses_nothing_0_20() {
+    if let Some(agent) = hermes_test_support::fixture_agent() {
+        agent_engine(&agent, "0.20.1");
+    }
+}
+
+/// The original under its own stop sequence, for the bench's comparison: whatever it loses is
+/// its figure, so only the harness itself is checked (every event drawn, the clients got
+/// through).
+fn original_under_s6(agent: &OriginalAgent, version: &str) {
+    if hermes_test_support::skip_unless_on_path("s6-supervise") {
+        return;
+    }
+    let (events, seed) = events_and_seed(6);
+    let overlay = crate::engine::aiohttp_overlay(&agent.python);
+    let t = TestContext::new();
+    let disk = small_disk(&t.root());
+    let upstream = StubUpstream::start();
+    let port = free_port();
+    write_volume(&t.root(), port, upstream.port, "agent");
+    let mut target = s6::OriginalUnderS6::start(&t, agent, &overlay, version);
+    let tally = torture(&mut target, &t.root(), disk.as_ref(), port, events, seed);
+    assert!(
+        tally.acknowledged > 0,
+        "the clients got through to the original"
+    );
+}
+
+#[test]
+fn the_original_under_s6_stop_sequence_0_19() {
+    if let Some(agent) = hermes_test_support::original_agent() {
+        original_under_s6(&agent, "0.19.0");
+    }
+}
+
+#[test]
+fn the_original_under_s6_stop_sequence_0_20() {
+    if let Some(agent) = hermes_test_support::fixture_agent() {
+        original_under_s6(&agent, "0.20.1");
+    }
+}
