@@ -35,6 +35,7 @@ mod secret;
 pub mod server;
 mod service_control;
 pub mod status;
+mod storage_probe;
 
 pub use config::{Auth, Place, Settings};
 pub use error::Error;

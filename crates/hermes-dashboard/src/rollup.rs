@@ -12,7 +12,8 @@
 //!   while `running` or `draining` ([`gateway`]).
 //! * `dashboard` — this process's own health ([`crate::health`]).
 //! * `storage` — `{status}`: the read-only `state.db` probe of the gateway's readiness, a
-//!   missing file being ok (nothing has written one yet); degraded too while a database of the
+//!   missing file being ok (nothing has written one yet), remembered for a moment
+//!   ([`crate::storage_probe`]); degraded too while a database of the
 //!   profile failed its check and is still served (`hermes_home::db_check`).
 //! * `platforms` — `{status, configured, connected}` from the running gateway's recorded
 //!   `platforms` (none while it is not running); a platform switched off (`disabled`) is not
@@ -47,8 +48,7 @@ pub fn components<E>(root: &Path, rows: &Result<Vec<ServiceStatus>, E>) -> (Valu
         .and_then(|r| r.fields().get("platforms"))
         .and_then(Value::as_object)
         .filter(|_| running);
-    let mut storage =
-        hermes_sessions::probe::probe(&hermes_home::layout::state_db_path(root)).check(true);
+    let mut storage = crate::storage_probe::storage(&hermes_home::layout::state_db_path(root));
     // A database the last check found damaged and still serves degrades it too.
     let damaged = hermes_home::db_check::read(root).is_some_and(|r| {
         r.damaged
