@@ -75,7 +75,11 @@ done
 docker exec "$c" touch /tmp/stop
 docker stop "$c" >/dev/null
 summary=$(python3 "$HDT_LIB_DIR/full/integrity.py" lost "$data" "$out"/acked-*.txt)
-echo "torture-docker: events $((event - 1)) ($(for k in "${!tally[@]}"; do printf '%s=%s ' "$k" "${tally[$k]}"; done)) $(tail -n1 <<<"$summary") corrupt $corrupt"
+# One JSON line, which bench/torture/docker.sh collects.
+by_kind=$(for k in "${!tally[@]}"; do printf '"%s":%s\n' "$k" "${tally[$k]}"; done | sort | paste -sd,)
+read -r _ acknowledged _ lost <<<"$(tail -n1 <<<"$summary")"
+printf 'torture-docker: {"events":%s,"seed":%s,"seconds":%s,"by_kind":{%s},"turns_acknowledged":%s,"lost":%s,"corrupt":%s}\n' \
+    "$((event - 1))" "${HDT_TORTURE_SEED:-4242}" "$SECONDS" "$by_kind" "${acknowledged:-0}" "${lost:-0}" "$corrupt"
 assert_eq "$events" "$((event - 1))" "every event was followed by a serving gateway"
 assert_match "$(tail -n1 <<<"$summary")" "^acknowledged [1-9][0-9]* lost 0$" "no acknowledged turn lost"
 assert_eq 0 "$corrupt" "no database corrupt after any event"
