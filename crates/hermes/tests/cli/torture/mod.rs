@@ -321,6 +321,8 @@ pub(crate) struct Tally {
     pub damaged: Vec<String>,
     pub problems: Vec<String>,
     pub left_down: Vec<String>,
+    /// Events after which no turn got through within [`SETTLE`].
+    pub quiet: Vec<String>,
     pub acknowledged: usize,
 }
 
@@ -360,7 +362,8 @@ pub(crate) fn torture(
     let writers = Writers::start(port, 4);
     let mut rng = Rng(seed | 1);
     let mut by_kind = BTreeMap::<&str, usize>::new();
-    let (mut problems, mut damaged, mut left_down) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut problems, mut damaged) = (Vec::new(), Vec::new());
+    let (mut left_down, mut quiet) = (Vec::new(), Vec::new());
     let kinds = if disk.is_some() {
         &EVENTS[..]
     } else {
@@ -414,7 +417,9 @@ pub(crate) fn torture(
         // deployment gets the same chance to serve between events, however fast its own
         // commands return.
         let before = writers.acknowledged();
-        poll::within(SETTLE, || writers.acknowledged() > before);
+        if !poll::within(SETTLE, || writers.acknowledged() > before) {
+            quiet.push(format!("event {event} ({kind})"));
+        }
     }
     let (acked, sent, not_stored, failures) = writers.finish();
     target.shut_down();
@@ -430,6 +435,7 @@ pub(crate) fn torture(
             "seconds": started.elapsed().as_secs(), "turns_sent": sent,
             "turns_acknowledged": acked.len(), "turns_not_stored": not_stored,
             "lost": lost.len(), "corrupt": damaged.len(), "left_down": left_down.len(),
+            "no_turn_after": quiet.len(),
             "other_problems": problems.len(), "full_volume": disk.is_some(),
             "failed_turns": failures, "left_down_at": left_down,
         })
@@ -439,6 +445,7 @@ pub(crate) fn torture(
         damaged,
         problems,
         left_down,
+        quiet,
         acknowledged: acked.len(),
     }
 }
@@ -459,7 +466,8 @@ fn small_disk(root: &Path) -> Option<SmallDisk> {
         .then(|| SmallDisk::mount(root, "256m"))
 }
 
-/// Ours must come through whole: nothing corrupt, nothing lost, never left down.
+/// Ours must come through whole: nothing corrupt, nothing lost, never left down, serving a turn
+/// again soon after every event.
 fn assert_whole(tally: &Tally, events: usize) {
     assert!(tally.damaged.is_empty(), "{:#?}", tally.damaged);
     assert!(tally.problems.is_empty(), "{:#?}", tally.problems);
@@ -475,7 +483,12 @@ fn assert_whole(tally: &Tally, events: usize) {
         tally.left_down
     );
     assert!(
-        tally.acknowledged > events,
+        tally.quiet.is_empty(),
+        "no turn got through within {SETTLE:?} after: {:#?}",
+        tally.quiet
+    );
+    assert!(
+        tally.acknowledged >= events,
         "the clients got through: {} acknowledged",
         tally.acknowledged
     );
