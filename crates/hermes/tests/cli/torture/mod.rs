@@ -516,6 +516,7 @@ fn agent_engine(agent: &OriginalAgent, version: &str) {
     let upstream = StubUpstream::start();
     let port = free_port();
     write_volume(&t.root(), port, upstream.port, "agent");
+    ours::install_listen_hook(agent);
     let env = ours::agent_env(agent, &overlay);
     let mut target = ours::Ours::start(&t, &format!("ours-agent-{version}"), env);
     let tally = torture(&mut target, &t.root(), disk.as_ref(), port, events, seed);

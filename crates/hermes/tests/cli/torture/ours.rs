@@ -24,6 +24,16 @@ pub(crate) fn agent_env(agent: &OriginalAgent, overlay: &Path) -> Vec<(&'static 
     ]
 }
 
+/// The socket hook the full image installs in the agent's venv (`docker/agent-site.sh`), so
+/// PID 1 holds the agent's API port across its restarts as it does in the image. Inert in any
+/// process the supervisor did not hand a socket to (the original's own runs share the venv).
+pub(crate) fn install_listen_hook(agent: &OriginalAgent) {
+    let agent = hermes_services::agent::Agent::at(&agent.hermes).expect("the agent's venv");
+    let site = hermes_services::agent_hook::site_packages(&agent).expect("its site-packages");
+    hermes_services::agent_hook::install(&site).expect("install the hook");
+    assert!(hermes_services::agent_hook::is_installed(&agent));
+}
+
 pub(crate) struct Ours<'a> {
     t: &'a TestContext,
     name: String,
