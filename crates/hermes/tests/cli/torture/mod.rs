@@ -12,12 +12,13 @@
 //! `finish`, SIGTERM then SIGKILL after s6-overlay's grace), so the bench can put the figures
 //! side by side.
 //!
-//! After every event: `PRAGMA integrity_check` is `ok` on every SQLite file of the volume, and
-//! the gateway serves again within its deadline (else it counts as left down). At the end: every
-//! turn a client saw acknowledged (a plain 200 answer, or a stream that ended with `[DONE]` and
-//! no error event) is in `state.db`. `HERMES_TORTURE_EVENTS` sets how many events (CI: 40 for
-//! the native gateway, 6 for each agent run), `HERMES_TORTURE_SEED` the seed; each run's tally
-//! is printed as one JSON line (`torture: {...}`), which the bench collects.
+//! After every event: `PRAGMA integrity_check` is `ok` on every SQLite file of the volume, the
+//! gateway holds no `-wal`/`-shm` that was removed under it, and it serves again within its
+//! deadline (else it counts as left down), a turn getting through before the next event. At the
+//! end: every turn a client saw acknowledged (a plain 200 answer, or a stream that ended with
+//! `[DONE]` and no error event) is in `state.db`. `HERMES_TORTURE_EVENTS` sets how many events
+//! (CI: 40 for the native gateway, 6 for each agent run), `HERMES_TORTURE_SEED` the seed; each
+//! run's tally is printed as one JSON line (`torture: {...}`), which the bench collects.
 
 mod ours;
 mod s6;
@@ -300,6 +301,19 @@ pub(crate) fn kill(pid: i32) {
     );
 }
 
+/// The `-wal` and `-shm` files process `pid` holds open that are no longer on disk: removed
+/// under a live writer (the original's #101064, #110497), which loses what its log held.
+fn unlinked_sidecars(pid: i32) -> Vec<String> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .map(|target| target.to_string_lossy().into_owned())
+        .filter(|target| target.ends_with("-wal (deleted)") || target.ends_with("-shm (deleted)"))
+        .collect()
+}
+
 /// `GET /health` on `port` answers 200.
 fn healthy(port: u16) -> bool {
     let Ok(mut conn) = TcpStream::connect(("127.0.0.1", port)) else {
@@ -323,6 +337,8 @@ pub(crate) struct Tally {
     pub left_down: Vec<String>,
     /// Events after which no turn got through within [`SETTLE`].
     pub quiet: Vec<String>,
+    /// A `-wal` or `-shm` the gateway still held, found removed.
+    pub unlinked: Vec<String>,
     pub acknowledged: usize,
 }
 
@@ -363,7 +379,7 @@ pub(crate) fn torture(
     let mut rng = Rng(seed | 1);
     let mut by_kind = BTreeMap::<&str, usize>::new();
     let (mut problems, mut damaged) = (Vec::new(), Vec::new());
-    let (mut left_down, mut quiet) = (Vec::new(), Vec::new());
+    let (mut left_down, mut quiet, mut unlinked) = (Vec::new(), Vec::new(), Vec::new());
     let kinds = if disk.is_some() {
         &EVENTS[..]
     } else {
@@ -413,6 +429,11 @@ pub(crate) fn torture(
         for bad in corrupt(root) {
             damaged.push(format!("event {event} ({kind}): {bad}"));
         }
+        if let Some(pid) = target.gateway_pid() {
+            for file in unlinked_sidecars(pid) {
+                unlinked.push(format!("event {event} ({kind}): {file}"));
+            }
+        }
         // The next event only once a turn got through again (or after a while): every
         // deployment gets the same chance to serve between events, however fast its own
         // commands return.
@@ -435,7 +456,7 @@ pub(crate) fn torture(
             "seconds": started.elapsed().as_secs(), "turns_sent": sent,
             "turns_acknowledged": acked.len(), "turns_not_stored": not_stored,
             "lost": lost.len(), "corrupt": damaged.len(), "left_down": left_down.len(),
-            "no_turn_after": quiet.len(),
+            "no_turn_after": quiet.len(), "sidecars_unlinked": unlinked.len(),
             "other_problems": problems.len(), "full_volume": disk.is_some(),
             "failed_turns": failures, "left_down_at": left_down,
         })
@@ -446,6 +467,7 @@ pub(crate) fn torture(
         problems,
         left_down,
         quiet,
+        unlinked,
         acknowledged: acked.len(),
     }
 }
@@ -466,8 +488,8 @@ fn small_disk(root: &Path) -> Option<SmallDisk> {
         .then(|| SmallDisk::mount(root, "256m"))
 }
 
-/// Ours must come through whole: nothing corrupt, nothing lost, never left down, serving a turn
-/// again soon after every event.
+/// Ours must come through whole: nothing corrupt, nothing lost, no sidecar removed under the
+/// gateway, never left down, serving a turn again soon after every event.
 fn assert_whole(tally: &Tally, events: usize) {
     assert!(tally.damaged.is_empty(), "{:#?}", tally.damaged);
     assert!(tally.problems.is_empty(), "{:#?}", tally.problems);
@@ -483,6 +505,11 @@ fn assert_whole(tally: &Tally, events: usize) {
         tally.left_down
     );
     assert!(
+        tally.unlinked.is_empty(),
+        "sidecars removed under the gateway: {:#?}",
+        tally.unlinked
+    );
+    assert!(
         tally.quiet.is_empty(),
         "no turn got through within {SETTLE:?} after: {:#?}",
         tally.quiet
@@ -495,32 +522,85 @@ fn assert_whole(tally: &Tally, events: usize) {
 }
 
 #[test]
+fn a_sidecar_removed_under_its_writer_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+        .unwrap();
+    // Other tests of this process hold databases too: only this one's files count.
+    let mine = || {
+        let wal = db.with_file_name("state.db-wal");
+        unlinked_sidecars(std::process::id() as i32)
+            .into_iter()
+            .filter(|f| f.starts_with(&*wal.to_string_lossy()))
+            .collect::<Vec<_>>()
+    };
+    assert!(mine().is_empty());
+    std::fs::remove_file(dir.path().join("state.db-wal")).unwrap();
+    assert_eq!(
+        mine(),
+        [format!("{}-wal (deleted)", db.display())],
+        "the removed log, still held"
+    );
+    drop(conn);
+}
+
+/// A run's fresh volume: its small disk (as root; listed first, so it is unmounted before the
+/// test's directory goes), the test's context, the stub model and the gateway's port.
+struct Volume {
+    disk: Option<SmallDisk>,
+    t: TestContext,
+    _model: StubUpstream,
+    port: u16,
+}
+
+impl Volume {
+    /// The volume written for the gateway `engine` (`native` or `agent`).
+    fn new(engine: &str) -> Volume {
+        let t = TestContext::new();
+        let disk = small_disk(&t.root());
+        let model = StubUpstream::start();
+        let port = free_port();
+        write_volume(&t.root(), port, model.port, engine);
+        Volume {
+            disk,
+            t,
+            _model: model,
+            port,
+        }
+    }
+
+    fn torture(&self, target: &mut dyn Deployment, events: usize, seed: u64) -> Tally {
+        torture(
+            target,
+            &self.t.root(),
+            self.disk.as_ref(),
+            self.port,
+            events,
+            seed,
+        )
+    }
+}
+
+#[test]
 fn the_native_gateway_loses_nothing_to_kills_stops_backups_and_a_full_volume() {
     let (events, seed) = events_and_seed(40);
-    let t = TestContext::new();
-    let disk = small_disk(&t.root());
-    let upstream = StubUpstream::start();
-    let port = free_port();
-    write_volume(&t.root(), port, upstream.port, "native");
-    let mut target = ours::Ours::start(&t, "native", Vec::new());
-    let tally = torture(&mut target, &t.root(), disk.as_ref(), port, events, seed);
-    assert_whole(&tally, events);
+    let volume = Volume::new("native");
+    let mut target = ours::Ours::start(&volume.t, "native", Vec::new());
+    assert_whole(&volume.torture(&mut target, events, seed), events);
 }
 
 /// `hermes up` running `agent`'s own gateway: as whole as the native one.
 fn agent_engine(agent: &OriginalAgent, version: &str) {
     let (events, seed) = events_and_seed(6);
     let overlay = crate::engine::aiohttp_overlay(&agent.python);
-    let t = TestContext::new();
-    let disk = small_disk(&t.root());
-    let upstream = StubUpstream::start();
-    let port = free_port();
-    write_volume(&t.root(), port, upstream.port, "agent");
     ours::install_listen_hook(agent);
+    let volume = Volume::new("agent");
     let env = ours::agent_env(agent, &overlay);
-    let mut target = ours::Ours::start(&t, &format!("ours-agent-{version}"), env);
-    let tally = torture(&mut target, &t.root(), disk.as_ref(), port, events, seed);
-    assert_whole(&tally, events);
+    let mut target = ours::Ours::start(&volume.t, &format!("ours-agent-{version}"), env);
+    assert_whole(&volume.torture(&mut target, events, seed), events);
 }
 
 #[test]
@@ -538,21 +618,16 @@ fn the_agents_gateway_under_hermes_up_loses_nothing_0_20() {
 }
 
 /// The original under its own stop sequence, for the bench's comparison: whatever it loses is
-/// its figure, so only the harness itself is checked (every event drawn, the clients got
-/// through).
+/// its figure, so only the harness itself is checked (the clients got through).
 fn original_under_s6(agent: &OriginalAgent, version: &str) {
     if hermes_test_support::skip_unless_on_path("s6-supervise") {
         return;
     }
     let (events, seed) = events_and_seed(6);
     let overlay = crate::engine::aiohttp_overlay(&agent.python);
-    let t = TestContext::new();
-    let disk = small_disk(&t.root());
-    let upstream = StubUpstream::start();
-    let port = free_port();
-    write_volume(&t.root(), port, upstream.port, "agent");
-    let mut target = s6::OriginalUnderS6::start(&t, agent, &overlay, version);
-    let tally = torture(&mut target, &t.root(), disk.as_ref(), port, events, seed);
+    let volume = Volume::new("agent");
+    let mut target = s6::OriginalUnderS6::start(&volume.t, agent, &overlay, version);
+    let tally = volume.torture(&mut target, events, seed);
     assert!(
         tally.acknowledged > 0,
         "the clients got through to the original"
