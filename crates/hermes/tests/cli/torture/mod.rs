@@ -10,7 +10,8 @@
 //! original agent's gateway (hermes-agent 0.19.0 and the 0.20.1 fixture), and the original
 //! agent under its own image's stop sequence ([`s6`]: real `s6-supervise`, the original's
 //! `finish`, SIGTERM then SIGKILL after s6-overlay's grace), so the bench can put the figures
-//! side by side.
+//! side by side. The agent's volumes also hold a cron job it runs every minute, so its
+//! scheduler writes sessions beside the clients.
 //!
 //! After every event: `PRAGMA integrity_check` is `ok` on every SQLite file of the volume, the
 //! gateway holds no `-wal`/`-shm` that was removed under it, and it serves again within its
@@ -572,6 +573,15 @@ impl Volume {
         }
     }
 
+    /// The volume for the agent's gateway, with a cron job the agent runs every minute (a
+    /// session of its own, written while the clients write theirs), made by its own command.
+    fn with_cron_tick(agent: &OriginalAgent) -> Volume {
+        let volume = Volume::new("agent");
+        let tick = ["cron", "create", "every 1m", "Say tick", "--name", "tick"];
+        crate::migrate::original(&volume.t, agent, &tick);
+        volume
+    }
+
     fn torture(&self, target: &mut dyn Deployment, events: usize, seed: u64) -> Tally {
         torture(
             target,
@@ -597,7 +607,7 @@ fn agent_engine(agent: &OriginalAgent, version: &str) {
     let (events, seed) = events_and_seed(6);
     let overlay = crate::engine::aiohttp_overlay(&agent.python);
     ours::install_listen_hook(agent);
-    let volume = Volume::new("agent");
+    let volume = Volume::with_cron_tick(agent);
     let env = ours::agent_env(agent, &overlay);
     let mut target = ours::Ours::start(&volume.t, &format!("ours-agent-{version}"), env);
     assert_whole(&volume.torture(&mut target, events, seed), events);
@@ -625,7 +635,7 @@ fn original_under_s6(agent: &OriginalAgent, version: &str) {
     }
     let (events, seed) = events_and_seed(6);
     let overlay = crate::engine::aiohttp_overlay(&agent.python);
-    let volume = Volume::new("agent");
+    let volume = Volume::with_cron_tick(agent);
     let mut target = s6::OriginalUnderS6::start(&volume.t, agent, &overlay, version);
     let tally = volume.torture(&mut target, events, seed);
     assert!(
