@@ -17,7 +17,8 @@ EVENTS="${EVENTS:-500}"
 logs="${HERMES_DOCKER_ROOT:-/var/lib/hermes-docker-test}/logs"
 
 cd "$repo"
-HDT_TORTURE_EVENTS="$EVENTS" ${SEED:+HDT_TORTURE_SEED="$SEED"} \
+# `env`: a variable assignment that comes from an expansion is not one to the shell.
+env HDT_TORTURE_EVENTS="$EVENTS" ${SEED:+HDT_TORTURE_SEED="$SEED"} \
     HERMES_DOCKER_SCENARIO_TIMEOUT="$((EVENTS * 10 + 300))" scripts/docker-test.sh torture \
     || { echo "the Docker torture run failed (log: $logs/torture.log)" >&2; }
 line="$(grep -o '^torture-docker: {.*}' "$logs/torture.log" | tail -n1 | cut -d' ' -f2-)"

@@ -47,7 +47,8 @@ for target in $TARGETS; do
     log="$(mktemp)"
     echo "torture: $target, $EVENTS events (log: $log)" >&2
     # A run of ours that loses or corrupts anything fails its test; its tally is still printed.
-    HERMES_TEST_PYPI=1 HERMES_TORTURE_EVENTS="$EVENTS" ${SEED:+HERMES_TORTURE_SEED="$SEED"} \
+    # `env`: a variable assignment that comes from an expansion is not one to the shell.
+    env HERMES_TEST_PYPI=1 HERMES_TORTURE_EVENTS="$EVENTS" ${SEED:+HERMES_TORTURE_SEED="$SEED"} \
         cargo test --quiet -p hermes --test cli "$name" -- --exact --nocapture >"$log" 2>&1 \
         || { tail -n 40 "$log"; echo "the $target run failed (log: $log)" >&2; }
     line="$(grep -o 'torture: {.*}' "$log" | tail -n1 | cut -d' ' -f2-)"
