@@ -11,37 +11,33 @@ use std::time::{Duration, Instant};
 /// How often the condition is tried again.
 pub const INTERVAL: Duration = Duration::from_millis(20);
 
-/// Tries `check` every [`INTERVAL`] until it yields a value, and returns that value.
-///
-/// # Panics
-/// After `limit`, naming `what`.
-pub fn until<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+/// Tries `check` every [`INTERVAL`] until it yields a value (`Some`) or `limit` passes (`None`).
+pub fn try_until<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(value) = check() {
-            return value;
+            return Some(value);
         }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
+        if Instant::now() >= deadline {
+            return None;
+        }
         std::thread::sleep(INTERVAL);
     }
 }
 
-/// Tries `check` every [`INTERVAL`] until it holds (true) or `limit` passes (false): for a
-/// wait whose expiry is a finding to count, not a failure.
+/// Tries `check` every [`INTERVAL`] until it yields a value, and returns that value.
+///
+/// # Panics
+/// After `limit`, naming `what`.
+pub fn until<T>(what: &str, limit: Duration, check: impl FnMut() -> Option<T>) -> T {
+    try_until(limit, check)
+        .unwrap_or_else(|| panic!("timed out after {limit:?} waiting for {what}"))
+}
+
+/// Whether `check` held within `limit` (tried every [`INTERVAL`]): for a wait whose expiry is a
+/// finding to count, not a failure.
 pub fn within(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        if check() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(INTERVAL);
-    }
+    try_until(limit, || check().then_some(())).is_some()
 }
 
 /// [`until`] for a condition that holds or does not.

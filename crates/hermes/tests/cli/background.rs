@@ -7,7 +7,7 @@ use crate::util::TestContext;
 use hermes_test_support::poll;
 
 /// Whether `pid` runs (a zombie no longer does: whoever adopted it reaps it later).
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|stat| {

@@ -391,6 +391,14 @@ fn the_agent_reads_our_command_as_meant() {
 /// `profile_dir` served by the agent: its API server on `port` with the test key, the model a
 /// custom provider at the fake upstream, and nothing the agent would fetch from the network.
 fn agent_profile(profile_dir: &Path, port: u16, upstream: u16) {
+    gateway_profile(profile_dir, port, upstream, "agent");
+}
+
+/// `profile_dir` with its API server on `port` (the test key), served by the gateway `engine`
+/// (`native` or `agent`), the model a custom provider at `upstream`, and nothing the agent
+/// would fetch from the network.
+pub(crate) fn gateway_profile(profile_dir: &Path, port: u16, upstream: u16, engine: &str) {
+    fs::create_dir_all(profile_dir).unwrap();
     fs::write(
         profile_dir.join(".env"),
         format!("API_SERVER_ENABLED=true\nAPI_SERVER_PORT={port}\nAPI_SERVER_KEY={TEST_API_KEY}\n"),
@@ -399,7 +407,7 @@ fn agent_profile(profile_dir: &Path, port: u16, upstream: u16) {
     fs::write(
         profile_dir.join("config.yaml"),
         format!(
-            "gateway:\n  engine: agent\n\
+            "gateway:\n  engine: {engine}\n\
              model:\n  default: m\n  provider: custom\n  base_url: http://127.0.0.1:{upstream}/v1\n  \
              api_key: upstream-key\n  context_length: 131072\n\
              security:\n  tirith_enabled: false\n"

@@ -12,7 +12,7 @@ use crate::util::{Running, TestContext, api_env, free_port, render};
 use hermes_test_support::poll;
 
 /// `GET path` on 127.0.0.1:port; `None` while nothing listens.
-fn http_get(port: u16, path: &str) -> Option<String> {
+pub(crate) fn http_get(port: u16, path: &str) -> Option<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(

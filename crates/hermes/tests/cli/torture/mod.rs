@@ -65,27 +65,6 @@ pub(crate) trait Deployment {
     fn given_up(&self) -> bool;
 }
 
-/// The volume a run starts from: the default profile's API server on `port` with the test key,
-/// its model the stub at `model`; `engine` is written to `config.yaml` as `gateway.engine`.
-pub(crate) fn write_volume(root: &Path, port: u16, model: u16, engine: &str) {
-    std::fs::create_dir_all(root).unwrap();
-    std::fs::write(
-        root.join("config.yaml"),
-        format!(
-            "gateway:\n  engine: {engine}\n\
-             model:\n  default: stub\n  provider: custom\n  base_url: http://127.0.0.1:{model}/v1\n  \
-             api_key: upstream-key\n  context_length: 131072\n\
-             security:\n  tirith_enabled: false\n"
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join(".env"),
-        format!("API_SERVER_ENABLED=true\nAPI_SERVER_PORT={port}\nAPI_SERVER_KEY={TEST_API_KEY}\n"),
-    )
-    .unwrap();
-}
-
 /// A small deterministic generator (xorshift64*): the same seed, the same run.
 struct Rng(u64);
 
@@ -317,17 +296,7 @@ fn unlinked_sidecars(pid: i32) -> Vec<String> {
 
 /// `GET /health` on `port` answers 200.
 fn healthy(port: u16) -> bool {
-    let Ok(mut conn) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
-    let _ = write!(
-        conn,
-        "GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n"
-    );
-    let mut answer = String::new();
-    let _ = conn.read_to_string(&mut answer);
-    answer.starts_with("HTTP/1.1 200")
+    crate::gateway::http_get(port, "/health").is_some_and(|r| r.starts_with("HTTP/1.1 200"))
 }
 
 /// What a run counted.
@@ -564,7 +533,7 @@ impl Volume {
         let disk = small_disk(&t.root());
         let model = StubUpstream::start();
         let port = free_port();
-        write_volume(&t.root(), port, model.port, engine);
+        crate::engine::gateway_profile(&t.root(), port, model.port, engine);
         Volume {
             disk,
             t,

@@ -132,7 +132,9 @@ impl OriginalUnderS6 {
         if let Some(pid) = gateway {
             kill(-pid);
             kill(pid);
-            poll::until_true("the gateway gone", Duration::from_secs(30), || !alive(pid));
+            poll::until_true("the gateway gone", Duration::from_secs(30), || {
+                !crate::background::alive(pid)
+            });
         }
     }
 
@@ -147,15 +149,6 @@ impl OriginalUnderS6 {
             let _ = supervise.wait();
         }
     }
-}
-
-/// Whether `pid` is a live process (not gone, not a zombie).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit(") ")
-            .next()
-            .is_some_and(|r| !r.starts_with('Z'))
-    })
 }
 
 fn script(path: &Path, text: &str) {
