@@ -61,6 +61,25 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// Something in the install generations beside the durable target failed.
+    #[error("could not {action} `{path}`")]
+    Generations {
+        /// The directory or link.
+        path: PathBuf,
+        /// What was being done (`lock`, `switch`, `adopt`, …).
+        action: &'static str,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The durable target is something the generations do not manage.
+    #[error("the lazy install target `{path}` is {what}, not an install generation")]
+    ForeignTarget {
+        /// The target.
+        path: PathBuf,
+        /// What it is instead.
+        what: String,
+    },
     /// A temporary file (the constraints file) could not be written.
     #[error("could not write a temporary constraints file")]
     TempFile {
@@ -124,6 +143,14 @@ impl Error {
                 "make `{}` writable by the Hermes user, or point `HERMES_LAZY_INSTALL_TARGET` at a writable directory on the data volume",
                 path.display()
             ),
+            Self::Generations { path, .. } => format!(
+                "give `{}` to the user Hermes runs as (`chown -R`), or point `HERMES_LAZY_INSTALL_TARGET` at a writable directory on the data volume",
+                path.display()
+            ),
+            Self::ForeignTarget { path, .. } => format!(
+                "move `{}` aside; the next install creates a new generation there",
+                path.display()
+            ),
             Self::TempFile { .. } => {
                 "check that the temporary directory (`TMPDIR`, default `/tmp`) exists and is writable"
                     .to_string()
@@ -171,6 +198,15 @@ hermes_errors::every_variant!(Error {
     Error::TargetNotWritable { .. } => Error::TargetNotWritable {
         path: "/opt/data/lazy-packages".into(),
         source: std::io::Error::from_raw_os_error(30),
+    },
+    Error::Generations { .. } => Error::Generations {
+        path: "/opt/data/lazy-packages.generations".into(),
+        action: "lock",
+        source: std::io::Error::from_raw_os_error(13),
+    },
+    Error::ForeignTarget { .. } => Error::ForeignTarget {
+        path: "/opt/data/lazy-packages".into(),
+        what: "a link to `/tmp/elsewhere`".into(),
     },
     Error::TempFile { .. } => Error::TempFile {
         source: std::io::Error::from_raw_os_error(28),

@@ -34,13 +34,12 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::generations::Requester;
 use crate::process::{Captured, run_captured, tail};
 use crate::python::{Interpreter, venv_python};
 use crate::route::{BlockReason, Route, route};
 use crate::spec::check_spec;
-use crate::target::{
-    TargetPrep, constraint_lines, installed_distributions, prepare_target, write_constraints,
-};
+use crate::target::{constraint_lines, installed_distributions, write_constraints};
 use crate::{Environment, Error, pipconf};
 
 /// Default time limit for one installer run.
@@ -62,10 +61,31 @@ pub enum InstallEvent {
         /// Where.
         path: PathBuf,
     },
-    /// The durable target held packages built for another interpreter and was emptied.
-    TargetWiped {
+    /// A flat durable target from before generations became the first generation.
+    Adopted {
         /// The target.
         path: PathBuf,
+        /// Its generation number.
+        generation: u64,
+    },
+    /// Installing into a new generation beside the active one.
+    BuildingGeneration {
+        /// Its number.
+        generation: u64,
+        /// Its directory.
+        path: PathBuf,
+    },
+    /// Importing what the new generation holds before switching to it.
+    CheckingImports {
+        /// Its number.
+        generation: u64,
+    },
+    /// The durable target now names the new generation.
+    Switched {
+        /// The generation active before, if any.
+        from: Option<u64>,
+        /// The one active now.
+        to: u64,
     },
     /// pip was missing and is being bootstrapped with `ensurepip`.
     BootstrappingPip,
@@ -119,6 +139,8 @@ pub struct InstallOptions {
     pub installer: InstallerChoice,
     /// Progress callback.
     pub progress: Option<Progress>,
+    /// Who asks, recorded with each request in the new generation.
+    pub requested_by: Requester,
 }
 
 impl std::fmt::Debug for InstallOptions {
@@ -151,6 +173,7 @@ impl InstallOptions {
             no_index: false,
             installer: InstallerChoice::Auto,
             progress: None,
+            requested_by: Requester::Cli,
         }
     }
 
@@ -183,7 +206,7 @@ impl InstallOptions {
         ))
     }
 
-    fn emit(&self, event: InstallEvent) {
+    pub(crate) fn emit(&self, event: InstallEvent) {
         if let Some(p) = &self.progress {
             p(&event);
         }
@@ -215,6 +238,9 @@ pub struct InstallOutcome {
     pub dry_run: bool,
     /// A dry run's plan in the installer's own words (`Would install 1 package`, ` + six==1.17.0`).
     pub would: Vec<String>,
+    /// The generation of the durable target the install made active, if it made one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<u64>,
 }
 
 impl InstallOutcome {
@@ -399,7 +425,23 @@ pub fn install_specs(specs: &[impl AsRef<str>], options: &InstallOptions) -> Ins
     outcome
 }
 
-type StepError = (Error, Option<String>);
+pub(crate) type StepError = (Error, Option<String>);
+
+/// Installs into the core venv, or into the durable target: a dry run straight at it (it
+/// writes nothing), a real install as a new generation.
+fn run_install(
+    specs: &[String],
+    options: &InstallOptions,
+    venv: &Path,
+    managed: bool,
+    target: Option<&Path>,
+) -> Result<InstallOutcome, StepError> {
+    let core = prepare_core(options, venv, managed)?;
+    match target {
+        Some(t) if !options.dry_run => crate::generations::install(specs, options, &core, t),
+        _ => run_installer(specs, options, &core, target),
+    }
+}
 
 /// `path` made absolute against the caller's current directory (lexically:
 /// symlinks are not resolved). Children run elsewhere, in the private
@@ -476,27 +518,48 @@ fn core_python(
     })
 }
 
-fn run_install(
-    specs: &[String],
+/// The core interpreter an install works with, and the private directory its children run in
+/// (removed when this is dropped, after every child has exited).
+pub(crate) struct Core {
+    /// The core venv's interpreter.
+    pub python: PathBuf,
+    /// What it says about itself (ABI, site-packages).
+    pub info: crate::python::PythonInfo,
+    workdir: tempfile::TempDir,
+}
+
+/// Finds (or, for a managed venv, creates) the core interpreter and asks it about itself.
+pub(crate) fn prepare_core(
     options: &InstallOptions,
     venv: &Path,
     managed: bool,
+) -> Result<Core, StepError> {
+    let workdir = private_workdir().map_err(|e| (e, None))?;
+    let python = core_python(options, venv, managed, workdir.path()).map_err(|e| (e, None))?;
+    // The core interpreter WITHOUT the target: it is the one whose packages we pin.
+    let info = Interpreter::new(python.clone(), None, options.env.clone())
+        .info()
+        .map_err(|e| (e, None))?;
+    Ok(Core {
+        python,
+        info,
+        workdir,
+    })
+}
+
+/// Runs the installer for `specs`, into the core venv or (with `target`) into that
+/// directory with every shared dependency pinned to the core's version.
+pub(crate) fn run_installer(
+    specs: &[String],
+    options: &InstallOptions,
+    core: &Core,
     target: Option<&Path>,
 ) -> Result<InstallOutcome, StepError> {
-    // Dropped (and removed) when this function returns, after every child has exited.
-    let private = private_workdir().map_err(|e| (e, None))?;
-    let workdir = private.path();
-    let python = core_python(options, venv, managed, workdir).map_err(|e| (e, None))?;
-    // The core interpreter WITHOUT the target: it is the one whose packages we pin.
-    let core = Interpreter::new(python.clone(), None, options.env.clone());
-    let info = core.info().map_err(|e| (e, None))?;
+    let workdir = core.workdir.path();
+    let python = core.python.clone();
+    let info = &core.info;
     let mut lines = options.constraints.clone();
-    if let Some(t) = target {
-        if prepare_target(t, &info.abi).map_err(|e| (e, None))? == TargetPrep::Wiped {
-            options.emit(InstallEvent::TargetWiped {
-                path: t.to_path_buf(),
-            });
-        }
+    if target.is_some() {
         // If enumeration finds nothing the install simply runs unconstrained.
         lines.extend(constraint_lines(&installed_distributions(
             &info.site_packages,

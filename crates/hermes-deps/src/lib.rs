@@ -16,6 +16,7 @@ pub mod doctor;
 pub mod env;
 mod error;
 pub mod features;
+pub mod generations;
 pub mod install;
 pub mod pipconf;
 pub mod process;
@@ -32,6 +33,7 @@ pub use features::{
     EnsureOutcome, Feature, FeatureRegistry, FeatureStatus, ensure_feature, feature_status,
     render_status,
 };
+pub use generations::Requester;
 pub use install::{
     InstallEvent, InstallOptions, InstallOutcome, InstallerChoice, Progress, install_specs,
 };

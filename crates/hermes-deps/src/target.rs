@@ -1,11 +1,10 @@
-//! The durable install target: ABI stamp and core-version constraints.
+//! The durable install target's building blocks: the ABI stamp, distribution metadata and
+//! core-version constraints.
 //!
-//! The *durable target* is a plain directory (image: `/opt/data/lazy-packages`)
-//! that pip/uv fill with `--target`. It lives on the data volume, so it
-//! survives container re-creation, and that is exactly why it needs the
-//! `.python-abi` *stamp*: when a new image ships a different interpreter, the
-//! compiled extensions in the target no longer load, so [`prepare_target`]
-//! wipes the directory before the next install.
+//! The *durable target* (image: `/opt/data/lazy-packages`) lives on the data volume, so it
+//! survives container re-creation; it names the active install generation
+//! ([`crate::generations`]). Each generation carries the `.python-abi` *stamp* the agent's
+//! installer also reads: `<major>.<minor>:<EXT_SUFFIX>` of the interpreter it was built for.
 //!
 //! The *core constraints* pin every distribution installed in the core venv
 //! to its installed version (read straight from each `*.dist-info/METADATA`,
@@ -22,49 +21,11 @@ use crate::Error;
 /// Name of the ABI stamp file inside the durable target.
 pub const ABI_STAMP: &str = ".python-abi";
 
-/// What [`prepare_target`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TargetPrep {
-    /// The target was created or its stamp matched.
-    Ready,
-    /// The stamp named another interpreter; the old contents were deleted.
-    Wiped,
-}
-
 fn not_writable(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |source| Error::TargetNotWritable {
         path: path.to_path_buf(),
         source,
     }
-}
-
-/// Creates the target if needed, wipes it when its ABI stamp differs from
-/// `abi`, and (re)writes the stamp.
-pub fn prepare_target(dir: &Path, abi: &str) -> Result<TargetPrep, Error> {
-    std::fs::create_dir_all(dir).map_err(not_writable(dir))?;
-    let stamp = dir.join(ABI_STAMP);
-    let mut prep = TargetPrep::Ready;
-    match std::fs::read_to_string(&stamp) {
-        Ok(old) if old.trim() == abi => return Ok(TargetPrep::Ready),
-        Ok(_) => {
-            for entry in std::fs::read_dir(dir).map_err(not_writable(dir))? {
-                let entry = entry.map_err(not_writable(dir))?;
-                let path = entry.path();
-                // file_type() does not follow symlinks: a link is unlinked, never traversed.
-                let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
-                let r = if is_dir {
-                    std::fs::remove_dir_all(&path)
-                } else {
-                    std::fs::remove_file(&path)
-                };
-                r.map_err(not_writable(dir))?;
-            }
-            prep = TargetPrep::Wiped;
-        }
-        Err(_) => {}
-    }
-    std::fs::write(&stamp, format!("{abi}\n")).map_err(not_writable(dir))?;
-    Ok(prep)
 }
 
 /// Reads `Name` and `Version` from a METADATA/PKG-INFO header block.
@@ -114,6 +75,41 @@ pub fn installed_distributions(site_packages: &[PathBuf]) -> Vec<(String, String
     seen.into_values().collect()
 }
 
+/// The normalized names every distribution in `dir` requires (`Requires-Dist`, optional
+/// extras left out): what is not in this set was asked for, not pulled in.
+pub fn required_names(dir: &Path) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.filter_map(Result::ok) {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "dist-info") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(path.join("METADATA")) else {
+            continue;
+        };
+        for line in text.lines().take_while(|l| !l.trim().is_empty()) {
+            let Some(req) = line.strip_prefix("Requires-Dist:") else {
+                continue;
+            };
+            if req.contains("extra ==") || req.contains("extra==") {
+                continue;
+            }
+            let name: String = req
+                .trim()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c))
+                .collect();
+            if !name.is_empty() {
+                out.insert(crate::spec::normalize_name(&name));
+            }
+        }
+    }
+    out
+}
+
 /// One `Name==version` line per distribution.
 pub fn constraint_lines(dists: &[(String, String)]) -> Vec<String> {
     dists.iter().map(|(n, v)| format!("{n}=={v}")).collect()
@@ -148,29 +144,6 @@ pub fn probe_writable(dir: &Path) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stamp_wipes_on_abi_change_only() {
-        let d = tempfile::tempdir().unwrap();
-        let t = d.path().join("lazy");
-        assert_eq!(prepare_target(&t, "3.11:.so").unwrap(), TargetPrep::Ready);
-        std::fs::create_dir_all(t.join("pkg")).unwrap();
-        std::fs::write(t.join("pkg/__init__.py"), "").unwrap();
-        std::os::unix::fs::symlink("/etc", t.join("link")).unwrap();
-        assert_eq!(prepare_target(&t, "3.11:.so").unwrap(), TargetPrep::Ready);
-        assert!(t.join("pkg/__init__.py").exists());
-        assert_eq!(prepare_target(&t, "3.12:.so").unwrap(), TargetPrep::Wiped);
-        assert!(!t.join("pkg").exists());
-        assert!(!t.join("link").exists());
-        assert!(
-            std::path::Path::new("/etc/passwd").exists(),
-            "symlink target untouched"
-        );
-        assert_eq!(
-            std::fs::read_to_string(t.join(ABI_STAMP)).unwrap(),
-            "3.12:.so\n"
-        );
-    }
 
     #[test]
     fn reads_dist_info_metadata() {

@@ -86,6 +86,18 @@ pub fn write_zip(path: &Path, files: &[(String, Vec<u8>)]) {
 /// Writes `<dir>/<name>-<version>-py3-none-any.whl` whose package `<name>`
 /// has `__version__ = "<version>"`, with optional `Requires-Dist` lines.
 pub fn write_wheel(dir: &Path, name: &str, version: &str, requires: &[&str]) -> PathBuf {
+    let init = format!("__version__ = \"{version}\"\n");
+    write_wheel_with_init(dir, name, version, requires, &init)
+}
+
+/// [`write_wheel`] whose `<name>/__init__.py` is `init` (a module that fails to import, say).
+pub fn write_wheel_with_init(
+    dir: &Path,
+    name: &str,
+    version: &str,
+    requires: &[&str],
+    init: &str,
+) -> PathBuf {
     std::fs::create_dir_all(dir)
         .unwrap_or_else(|e| panic!("wheel: cannot create `{}`: {e}", dir.display()));
     let di = format!("{name}-{version}.dist-info");
@@ -94,10 +106,7 @@ pub fn write_wheel(dir: &Path, name: &str, version: &str, requires: &[&str]) -> 
         meta.push_str(&format!("Requires-Dist: {r}\n"));
     }
     let files = vec![
-        (
-            format!("{name}/__init__.py"),
-            format!("__version__ = \"{version}\"\n").into_bytes(),
-        ),
+        (format!("{name}/__init__.py"), init.as_bytes().to_vec()),
         (format!("{di}/METADATA"), meta.into_bytes()),
         (
             format!("{di}/WHEEL"),

@@ -430,6 +430,15 @@ pub enum DepsCommand {
 pub enum PluginsCommand {
     /// List plugins with their dependencies, environment and availability.
     List(JsonFlag),
+    /// List the install generations of the durable target (`HERMES_LAZY_INSTALL_TARGET`):
+    /// which one is active, what each holds and who asked for it.
+    ///
+    /// Every install builds a new generation beside the active one and switches to it only
+    /// once it imports; a failed or stopped install leaves the active one as it was.
+    Generations(JsonFlag),
+    /// Remove install generations older than the previous one (the active and the previous
+    /// one are kept), and any an install left unfinished.
+    Gc(JsonFlag),
 }
 
 /// `hermes config ...`

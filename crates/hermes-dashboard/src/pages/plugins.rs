@@ -117,8 +117,9 @@ struct Ctx {
 impl Ctx {
     fn open(app: &App, profile: Option<&str>) -> Step<Ctx> {
         let home = select_home(&app.root, profile)?;
-        let options = profile::install_options(&home, environment(&app.vars))
+        let mut options = profile::install_options(&home, environment(&app.vars))
             .map_err(|e| home_problem(&e))?;
+        options.requested_by = hermes_deps::Requester::Dashboard;
         let discovery = profile::discover_for(&home);
         Ok(Ctx {
             home,

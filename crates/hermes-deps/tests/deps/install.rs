@@ -5,7 +5,8 @@
 //! the same process; durable-target install next to a read-only core venv that
 //! is never written to; core wins a name collision at import; a resolve
 //! conflict against the core constraints fails with the installer's stderr;
-//! a stale ABI stamp wipes the target; uv (skipped when absent).
+//! a failed install leaves a flat target from before generations adopted and active; uv
+//! (skipped when absent). Generations themselves: `generations.rs`.
 
 #![allow(clippy::print_stdout)]
 #![allow(
@@ -23,44 +24,9 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use common::wheel::write_wheel;
+use common::{make_venv, options, pip_into_venv, python3};
 use hermes_deps::env::{DISABLE_VAR, TARGET_VAR, VENV_VAR};
 use hermes_deps::{Environment, InstallEvent, InstallOptions, InstallerChoice, install_specs};
-
-fn python3() -> Option<PathBuf> {
-    Environment::from_process().which("python3")
-}
-
-fn make_venv(path: &Path) {
-    let py = python3().expect("python3");
-    let st = Command::new(py)
-        .args(["-m", "venv"])
-        .arg(path)
-        .status()
-        .expect("venv");
-    assert!(st.success(), "python3 -m venv failed");
-}
-
-fn pip_into_venv(venv: &Path, wheelhouse: &Path, args: &[&str]) {
-    let out = Command::new(venv.join("bin/python"))
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            "--no-index",
-            "--find-links",
-        ])
-        .arg(wheelhouse)
-        .args(args)
-        .output()
-        .expect("pip");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// Path → (size, mtime, mode) for every entry under `root` (symlinks not followed).
 fn tree(root: &Path) -> BTreeMap<PathBuf, (u64, i64, u32)> {
@@ -87,14 +53,6 @@ fn chmod_tree(root: &Path, writable: bool) {
         .status()
         .expect("chmod");
     assert!(st.success());
-}
-
-fn options(home: &Path, env: Environment, wheelhouse: &Path) -> InstallOptions {
-    let mut o = InstallOptions::new(home, true, env);
-    o.no_index = true;
-    o.find_links = vec![wheelhouse.to_path_buf()];
-    o.installer = InstallerChoice::Pip;
-    o
 }
 
 fn assert_no_raw_os_error(o: &hermes_deps::InstallOutcome) {
@@ -205,12 +163,15 @@ fn durable_target_next_to_read_only_core() {
     chmod_tree(&venv, true);
 
     assert!(out.ok, "{out:?}");
+    let generation = d.path().join("data/lazy-packages.generations/0001");
     assert!(
         out.command
-            .contains(&format!("--target {}", target.display())),
-        "{}",
+            .contains(&format!("--target {}", generation.display())),
+        "installs go into a new generation: {}",
         out.command
     );
+    assert_eq!(out.generation, Some(1));
+    assert!(target.is_symlink(), "the target names the generation");
     assert!(target.join("hermes_lazy/__init__.py").exists());
     assert!(target.join(".python-abi").exists());
     assert_eq!(before, after, "the core venv must not be written to");
@@ -294,7 +255,7 @@ fn conflict_with_core_fails_with_stderr_passthrough() {
     make_venv(&venv);
     pip_into_venv(&venv, &wh, &["hermes-base==1.0"]);
     let target = d.path().join("lazy");
-    // A leftover from another interpreter: must be wiped by the ABI stamp.
+    // A flat target from before generations, built for another interpreter.
     std::fs::create_dir_all(target.join("stale_pkg")).unwrap();
     std::fs::write(target.join(".python-abi"), "2.7:.so\n").unwrap();
 
@@ -318,10 +279,19 @@ fn conflict_with_core_fails_with_stderr_passthrough() {
         out.stdout
     );
     assert!(out.stderr.chars().count() <= hermes_deps::install::STDERR_TAIL);
-    assert!(
-        !target.join("stale_pkg").exists(),
-        "ABI change wipes the target"
+    // The flat target was adopted as it was (nothing deleted) and stays active; the failed
+    // install left no generation behind.
+    let store = d.path().join("lazy.generations");
+    assert_eq!(
+        std::fs::read_link(&target).unwrap(),
+        Path::new("lazy.generations/0001")
     );
+    assert!(store.join("0001/stale_pkg").is_dir());
+    assert!(
+        !store.join("0002").exists(),
+        "the failed generation is removed"
+    );
+    assert_eq!(out.generation, None);
     assert_no_raw_os_error(&out);
 }
 
@@ -381,9 +351,10 @@ fn uv_installs_into_a_durable_target_when_available() {
     assert!(out.ok, "{out:?}");
     assert!(
         out.command.contains("uv pip install --python ")
-            && out
-                .command
-                .contains(&format!(" --target {} ", target.display())),
+            && out.command.contains(&format!(
+                " --target {}/0001 ",
+                d.path().join("lazy.generations").display()
+            )),
         "{}",
         out.command
     );

@@ -4,6 +4,8 @@
 //! Modules:
 //! * `agent_import` — What our installer puts in the durable target reaches the original
 //!   agent's Python
+//! * `generations` — Installs into the durable target as generations: built beside the
+//!   active one, switched to only when they import, collected
 //! * `install` — Real installs through the public API, hermetic
 //!
 //! Shared helpers live in `common`.
@@ -16,4 +18,5 @@
 
 mod agent_import;
 mod common;
+mod generations;
 mod install;

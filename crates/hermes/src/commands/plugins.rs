@@ -41,12 +41,20 @@ fn describe(event: &InstallEvent) -> Option<String> {
         InstallEvent::CreatingVenv { path } => {
             format!("creating the Python environment `{}`…", path.display())
         }
-        InstallEvent::TargetWiped { path } => {
-            format!(
-                "`{}` held packages for another Python; emptied it",
-                path.display()
-            )
+        InstallEvent::Adopted { path, generation } => format!(
+            "`{}` (installed before generations) is now generation {generation}, as it was",
+            path.display()
+        ),
+        InstallEvent::BuildingGeneration { generation, path } => {
+            format!("building generation {generation} in `{}`…", path.display())
         }
+        InstallEvent::CheckingImports { generation } => {
+            format!("checking that generation {generation} imports…")
+        }
+        InstallEvent::Switched { from, to } => match from {
+            Some(from) => format!("switched from generation {from} to {to}"),
+            None => format!("switched to generation {to}"),
+        },
         InstallEvent::BootstrappingPip => "bootstrapping pip…".into(),
         InstallEvent::Running { command } => format!("running `{command}`…"),
         InstallEvent::Rechecking => "checking availability…".into(),
@@ -141,8 +149,45 @@ pub fn run_plugins(ctx: &Context, command: PluginsCommand) -> CommandResult {
                 })?)?;
             }
         }
+        PluginsCommand::Generations(flag) => {
+            let overview = hermes_deps::generations::overview(&durable_target(&options)?);
+            if flag.json {
+                output::json(&overview)?;
+            } else {
+                output::stdout(&render_to_string(|b| overview.render(b))?)?;
+            }
+        }
+        PluginsCommand::Gc(flag) => {
+            let collected = hermes_deps::generations::collect(&durable_target(&options)?)?;
+            if flag.json {
+                output::json(&collected)?;
+            } else if collected.removed.is_empty() {
+                output::stdout("nothing to remove\n")?;
+            } else {
+                let ids: Vec<String> = collected.removed.iter().map(u64::to_string).collect();
+                output::stdout(&format!(
+                    "removed generation(s) {} ({:.1} MB freed)\n",
+                    ids.join(", "),
+                    collected.freed_bytes as f64 / 1_000_000.0
+                ))?;
+            }
+        }
     }
     Ok(ExitStatus::Success)
+}
+
+/// The durable target, or why there is none: generations exist only there.
+fn durable_target(options: &InstallOptions) -> Result<std::path::PathBuf, Failure> {
+    options.env.durable_target().ok_or_else(|| {
+        Failure::new(
+            "no durable install target: installs go to the Python environment itself",
+            Some(
+                "generations are kept for `HERMES_LAZY_INSTALL_TARGET` (the image sets it to \
+                 `/opt/data/lazy-packages`)"
+                    .into(),
+            ),
+        )
+    })
 }
 
 /// `hermes memory <sub>`.
@@ -181,7 +226,8 @@ fn setup(
         hermes_settings::Scope::of(home.profile().name()),
         hermes_settings::process_env(),
     )?;
-    let options = install_options(home)?;
+    let mut options = install_options(home)?;
+    options.requested_by = hermes_deps::Requester::MemorySetup;
     let disc = discovery(home);
     let interactive = !non_interactive && prompt::interactive();
 
