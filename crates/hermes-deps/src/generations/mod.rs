@@ -21,6 +21,7 @@
 
 pub mod check;
 pub mod record;
+pub mod resolve;
 pub mod status;
 pub mod store;
 pub mod tree;
@@ -30,7 +31,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 
-pub use record::{GenerationRecord, Origin, Request, Requester, Resolved};
+pub use record::{GenerationRecord, Origin, Request, Requester, Resolved, Unavailable};
+pub use resolve::{Resolution, ResolutionReport, resolve_again};
 pub use status::{GenerationSummary, Overview, overview};
 pub use store::{Generation, Pointer, Store, StoreLock};
 
@@ -82,6 +84,11 @@ pub(crate) fn prepare(store: &Store, options: &InstallOptions) -> Result<(), Ste
         .remove_unfinished()
         .map_err(store_error(store.root(), "remove an unfinished install in"))?;
     match store.pointer() {
+        Pointer::Flat if holds_nothing(store.target()) => {
+            // An empty directory (older boots made one) is not worth a generation.
+            std::fs::remove_dir_all(store.target())
+                .map_err(store_error(store.target(), "remove the empty"))?;
+        }
         Pointer::Flat => {
             let id = adopt_flat(store).map_err(store_error(store.target(), "adopt"))?;
             options.emit(InstallEvent::Adopted {
@@ -104,6 +111,15 @@ pub(crate) fn prepare(store: &Store, options: &InstallOptions) -> Result<(), Ste
         .repair_pointer()
         .map_err(store_error(store.target(), "point"))?;
     Ok(())
+}
+
+/// Whether a flat target holds nothing but (at most) its ABI stamp.
+fn holds_nothing(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .all(|e| e.file_name() == ABI_STAMP)
+    })
 }
 
 /// Moves a flat target from before generations into the store as it is, recording what it
@@ -142,6 +158,7 @@ fn adopt_flat(store: &Store) -> std::io::Result<u64> {
             .into_iter()
             .map(|(name, version)| Resolved { name, version })
             .collect(),
+        unavailable: Vec::new(),
     }
     .write(target)?;
     let path = store.path_of(id);
@@ -228,6 +245,7 @@ fn fill(
             .into_iter()
             .map(|(name, version)| Resolved { name, version })
             .collect(),
+        unavailable: Vec::new(),
     }
     .write(dir)
     .map_err(store_error(dir, "write the record of"))?;

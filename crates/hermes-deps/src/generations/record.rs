@@ -77,6 +77,19 @@ pub enum Origin {
     Reresolved,
     /// A flat target from before generations, moved in as it was.
     Adopted,
+    /// The previous generation's requests could not be resolved for this image and the
+    /// previous generation does not import with it: an empty generation that keeps the
+    /// requests (resolved again at the next boot or `hermes plugins repair`).
+    Unresolved,
+}
+
+/// A request that could not be satisfied, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unavailable {
+    /// The spec.
+    pub spec: String,
+    /// Why, in one line.
+    pub why: String,
 }
 
 /// The record of one generation.
@@ -101,6 +114,9 @@ pub struct GenerationRecord {
     pub requests: Vec<Request>,
     /// Every distribution installed in it.
     pub resolved: Vec<Resolved>,
+    /// Requests it could not satisfy ([`Origin::Unresolved`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<Unavailable>,
 }
 
 impl GenerationRecord {
@@ -195,6 +211,7 @@ mod tests {
                 name: "six".into(),
                 version: "1.17.0".into(),
             }],
+            unavailable: vec![],
         };
         assert_eq!(GenerationRecord::read(d.path()), None);
         rec.write(d.path()).unwrap();

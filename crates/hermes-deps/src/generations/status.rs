@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::record::{GenerationRecord, Origin, Request};
+use super::resolve::ResolutionReport;
 use super::store::{Pointer, Store};
 use super::tree;
 
@@ -45,6 +46,8 @@ pub struct Overview {
     pub pointer: String,
     /// Every generation, oldest first.
     pub generations: Vec<GenerationSummary>,
+    /// The last re-resolution (boot or `hermes plugins repair`), if any.
+    pub last_resolution: Option<ResolutionReport>,
 }
 
 /// Reads the store of `target`; changes nothing.
@@ -86,6 +89,7 @@ pub fn overview(target: &Path) -> Overview {
             Pointer::Foreign(what) => what,
         },
         generations,
+        last_resolution: ResolutionReport::read(target),
     }
 }
 
@@ -106,6 +110,7 @@ impl Overview {
                 Some(Origin::Install) => ", installed",
                 Some(Origin::Reresolved) => ", resolved again for a new image",
                 Some(Origin::Adopted) => ", adopted",
+                Some(Origin::Unresolved) => ", empty: its packages are unavailable with this image",
                 None => "",
             };
             writeln!(
@@ -122,6 +127,9 @@ impl Overview {
             for r in &g.requests {
                 writeln!(out, "  {} (asked by {})", r.spec, r.by)?;
             }
+        }
+        if let Some(report) = &self.last_resolution {
+            writeln!(out, "last check against this image: {}", report.summary())?;
         }
         Ok(())
     }

@@ -282,6 +282,7 @@ mod tests {
             core_lock: String::new(),
             requests: vec![],
             resolved: vec![],
+            unavailable: vec![],
         }
         .write(&p)
         .unwrap();

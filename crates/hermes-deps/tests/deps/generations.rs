@@ -270,3 +270,161 @@ fn a_dry_run_builds_no_generation() {
     assert!(f.store().list().is_empty());
     assert!(!Path::new(&f.target).join("gen_dry").exists());
 }
+
+/// Options that can reach no package at all: the image booted with no index reachable.
+fn offline(f: &Fixture) -> InstallOptions {
+    let empty = f.dir.path().join("no-wheels");
+    std::fs::create_dir_all(&empty).unwrap();
+    options(f.dir.path(), f.env(), &empty)
+}
+
+#[test]
+fn a_changed_core_is_resolved_again_and_an_unchanged_one_left_alone() {
+    let Some(f) = Fixture::new() else { return };
+    write_wheel(&f.wheels, "gen_plugin", "1.0", &[]);
+    write_wheel(&f.wheels, "gen_corepkg", "1.0", &[]);
+    assert!(install_specs(&["gen-plugin"], &f.options()).ok);
+
+    let report = generations::resolve_again(&f.options(), false).unwrap();
+    assert_eq!(
+        report.resolution,
+        generations::Resolution::UpToDate { generation: 1 }
+    );
+
+    // The new image's core holds another package: its lock changed.
+    pip_into_venv(&f.venv, &f.wheels, &["gen-corepkg"]);
+    let report = generations::resolve_again(&f.options(), false).unwrap();
+    assert_eq!(
+        report.resolution,
+        generations::Resolution::Reresolved { from: 1, to: 2 },
+        "{report:?}"
+    );
+    assert!(
+        report.reason.contains("core packages changed"),
+        "{report:?}"
+    );
+    assert_eq!(f.record(2).origin, generations::Origin::Reresolved);
+    assert_eq!(f.import("gen_plugin"), "1.0");
+    assert_eq!(
+        generations::ResolutionReport::read(&f.target).as_ref(),
+        Some(&report),
+        "the outcome is kept for doctor, status and the dashboard"
+    );
+    let again = generations::resolve_again(&f.options(), false).unwrap();
+    assert_eq!(
+        again.resolution,
+        generations::Resolution::UpToDate { generation: 2 }
+    );
+}
+
+#[test]
+fn offline_a_generation_that_still_imports_is_kept() {
+    let Some(f) = Fixture::new() else { return };
+    write_wheel(&f.wheels, "gen_pure", "1.0", &[]);
+    write_wheel(&f.wheels, "gen_corepkg", "1.0", &[]);
+    assert!(install_specs(&["gen-pure"], &f.options()).ok);
+    pip_into_venv(&f.venv, &f.wheels, &["gen-corepkg"]);
+
+    let report = generations::resolve_again(&offline(&f), false).unwrap();
+    match &report.resolution {
+        generations::Resolution::KeptCompatible { generation: 1, why } => {
+            assert!(why.contains("failed"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!report.degraded());
+    assert!(
+        report.summary().contains("hermes plugins repair"),
+        "{}",
+        report.summary()
+    );
+    assert_eq!(f.active(), Some(1));
+    assert_eq!(f.import("gen_pure"), "1.0");
+}
+
+#[test]
+fn offline_a_generation_that_no_longer_imports_is_never_served_and_comes_back_later() {
+    let Some(f) = Fixture::new() else { return };
+    // A plugin that needs what the old core had (and does not declare it).
+    write_wheel_with_init(
+        &f.wheels,
+        "gen_needs",
+        "1.0",
+        &[],
+        "import gen_oldcore\n__version__ = '1.0'\n",
+    );
+    write_wheel(&f.wheels, "gen_oldcore", "1.0", &[]);
+    pip_into_venv(&f.venv, &f.wheels, &["gen-oldcore"]);
+    assert!(install_specs(&["gen-needs"], &f.options()).ok);
+    assert_eq!(f.import("gen_needs"), "1.0");
+
+    // The new image's core lost it, and no index is reachable.
+    let st = std::process::Command::new(f.venv.join("bin/python"))
+        .args(["-m", "pip", "uninstall", "-y", "-q", "gen-oldcore"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let report = generations::resolve_again(&offline(&f), false).unwrap();
+    let generations::Resolution::Unavailable { from, to, packages } = &report.resolution else {
+        panic!("{report:?}");
+    };
+    assert_eq!((*from, *to), (1, 2));
+    assert_eq!(packages.len(), 1);
+    assert_eq!(packages[0].spec, "gen-needs");
+    assert!(
+        packages[0].why.contains("gen_oldcore"),
+        "the import that fails is named: {}",
+        packages[0].why
+    );
+    assert!(report.degraded());
+    let summary = report.summary();
+    assert!(
+        summary.contains("gen-needs") && summary.contains("hermes plugins repair"),
+        "{summary}"
+    );
+    assert_eq!(f.active(), Some(2), "the broken generation is not served");
+    let placeholder = f.record(2);
+    assert_eq!(placeholder.origin, generations::Origin::Unresolved);
+    assert_eq!(placeholder.specs(), ["gen-needs"], "the request is kept");
+    assert!(
+        f.store().path_of(1).exists(),
+        "the old one stays on the volume"
+    );
+
+    // Back online with what it needs: the next attempt brings it back.
+    write_wheel_with_init(&f.wheels, "gen_needs", "1.1", &[], "__version__ = '1.1'\n");
+    let report = generations::resolve_again(&f.options(), false).unwrap();
+    assert_eq!(
+        report.resolution,
+        generations::Resolution::Reresolved { from: 2, to: 3 },
+        "{report:?}"
+    );
+    assert!(report.reason.contains("unavailable"), "{}", report.reason);
+    assert_eq!(f.import("gen_needs"), "1.1");
+}
+
+#[test]
+fn a_new_interpreter_is_resolved_again() {
+    let Some(f) = Fixture::new() else { return };
+    write_wheel(&f.wheels, "gen_abi", "1.0", &[]);
+    assert!(install_specs(&["gen-abi"], &f.options()).ok);
+    // What a generation built by an image with another Python records.
+    let first = f.store().path_of(1);
+    let mut rec = f.record(1);
+    rec.abi = "3.99:.cpython-399-x86_64-linux-gnu.so".into();
+    std::fs::set_permissions(&first, std::fs::Permissions::from_mode(0o755)).unwrap();
+    rec.write(&first).unwrap();
+    std::fs::set_permissions(&first, std::fs::Permissions::from_mode(0o555)).unwrap();
+
+    let report = generations::resolve_again(&f.options(), false).unwrap();
+    assert_eq!(
+        report.resolution,
+        generations::Resolution::Reresolved { from: 1, to: 2 }
+    );
+    assert!(
+        report.reason.contains("interpreter changed") && report.reason.contains("3.99"),
+        "{}",
+        report.reason
+    );
+    assert_ne!(f.record(2).abi, rec.abi);
+}
