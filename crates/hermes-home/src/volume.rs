@@ -72,6 +72,8 @@ pub const OWNED_SUBTREES: &[&str] = &[
     "skins",
     "plugins",
     "lazy-packages",
+    // The install generations the image's `lazy-packages` names (`hermes_deps::generations`).
+    "lazy-packages.generations",
     "home",
     ".local",
     "cron",

@@ -43,7 +43,6 @@ pub const EXTRA_DIRS: &[&str] = &[
     "logs/gateways",
     "pairing",
     "platforms/pairing",
-    "lazy-packages",
 ];
 
 /// `.env` variable holding the loopback API server key.

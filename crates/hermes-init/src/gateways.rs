@@ -88,8 +88,8 @@ fn as_service_user(booted: &Booted, log: &mut dyn Write) -> Option<AsUser> {
 }
 
 /// Stage 7b: the gateway service of every profile of `volume`, reconciled as the service user
-/// and logged (`[init] reconcile: …` lines and `container-boot.log`, after stage 6c's
-/// `databases` lines), then the services
+/// and logged (`[init] reconcile: …` lines and `container-boot.log`, after the lines of stages
+/// 6c and 6d, `databases`), then the services
 /// declared in the root's `config.yaml`, each run as the service user. A failure to act as the
 /// service user is a warning and no services.
 pub fn stage_gateways(

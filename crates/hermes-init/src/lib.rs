@@ -13,6 +13,8 @@
 //!   older agent, migrate with a backup);
 //! * [`databases`] — stage 6c: every profile's databases checked (and a damaged one restored)
 //!   before any gateway starts;
+//! * [`plugins`] — stage 6d: the volume's plugin packages resolved again when the image's
+//!   Python or core packages changed;
 //! * [`gateways`] — stage 7: profile gateways as the service user, the boot log, PID 1's
 //!   hooks ([`gateways::InitHooks`]);
 //! * [`run`](mod@run) — the whole life of PID 1 ([`run()`]);
@@ -35,6 +37,7 @@ mod error;
 pub mod gateways;
 pub mod migrate;
 pub mod pages;
+pub mod plugins;
 pub mod route;
 pub mod run;
 pub mod settings;

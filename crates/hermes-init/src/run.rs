@@ -103,7 +103,13 @@ pub fn run<'o>(
     let schema = crate::migrate::stage_agent_schema(settings, &booted, log);
     let volume = stage_read_volume(settings, &booted, log);
     let checked = match volume {
-        Some(_) => crate::databases::stage_check_databases(settings, log),
+        Some(_) => {
+            let mut lines = crate::databases::stage_check_databases(settings, log);
+            lines.extend(crate::plugins::stage_resolve_plugins(
+                settings, &booted, log,
+            ));
+            lines
+        }
         None => Vec::new(),
     };
     let mut specs = match &volume {

@@ -439,6 +439,28 @@ pub enum PluginsCommand {
     /// Remove install generations older than the previous one (the active and the previous
     /// one are kept), and any an install left unfinished.
     Gc(JsonFlag),
+    /// Install the durable target's packages again for this image when its Python or core
+    /// packages changed since they were installed (boot does this before any gateway starts).
+    ///
+    /// The packages asked for are resolved into a new generation, active once it imports.
+    /// When that fails (no package index reachable, a conflict) the previous generation stays
+    /// if it still imports with this image; otherwise none is served and each package is
+    /// named with why. Exit 1 when a package asked for is unavailable.
+    Repair {
+        /// Resolve again even when nothing changed.
+        #[arg(long)]
+        force: bool,
+        /// Time limit of each installer run, in seconds (default 300).
+        #[arg(long, value_name = "SECONDS")]
+        timeout: Option<u64>,
+        /// Boot's form: one line per step for the boot log, and a package index that does not
+        /// answer fails fast.
+        #[arg(long, hide = true)]
+        at_start: bool,
+        /// Print machine-readable JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `hermes config ...`

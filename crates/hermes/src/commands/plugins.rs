@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
 
+use hermes_deps::generations::Resolution;
 use hermes_deps::{Environment, InstallEvent, InstallOptions};
 use hermes_home::Home;
 use hermes_plugins::{Discovery, SetupPlan};
@@ -172,8 +173,59 @@ pub fn run_plugins(ctx: &Context, command: PluginsCommand) -> CommandResult {
                 ))?;
             }
         }
+        PluginsCommand::Repair {
+            force,
+            timeout,
+            at_start,
+            json,
+        } => return repair(options, force, timeout, at_start, json),
     }
     Ok(ExitStatus::Success)
+}
+
+/// Settings that make an unreachable index fail in seconds, not minutes (pip retries five
+/// times with a 15 s timeout by default), unless the operator set them.
+const FAIL_FAST: [(&str, &str); 3] = [
+    ("PIP_RETRIES", "1"),
+    ("PIP_DEFAULT_TIMEOUT", "10"),
+    ("UV_HTTP_TIMEOUT", "10"),
+];
+
+/// `hermes plugins repair`.
+fn repair(
+    mut options: InstallOptions,
+    force: bool,
+    timeout: Option<u64>,
+    at_start: bool,
+    json: bool,
+) -> CommandResult {
+    if let Some(seconds) = timeout {
+        options.timeout = std::time::Duration::from_secs(seconds.max(1));
+    }
+    if at_start {
+        for (key, value) in FAIL_FAST {
+            if options.env.get(key).is_none() {
+                options.env = options.env.with(key, value);
+            }
+        }
+    }
+    let report = hermes_deps::generations::resolve_again(&options, force)?;
+    let quiet = at_start
+        && matches!(
+            report.resolution,
+            Resolution::UpToDate { .. } | Resolution::NothingInstalled
+        );
+    if json {
+        output::json(&report)?;
+    } else if !quiet {
+        // At boot only a change is worth a line in the boot log.
+        output::stdout(&format!("{}\n", report.summary()))?;
+    }
+    Ok(if report.degraded() {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
 }
 
 /// The durable target, or why there is none: generations exist only there.

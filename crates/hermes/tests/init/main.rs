@@ -6,6 +6,7 @@
 //! * `backup_schedule` — the `backup` service: registered with a schedule, its run recorded
 //! * `dashboard` — the `dashboard` service: `disabled` unless `HERMES_DASHBOARD` is truthy
 //! * `gateways` — profile gateways as services, `desired_state` hooks, ordered stop
+//! * `plugins` — stage 6d: the volume's plugin packages resolved again for a changed image
 //! * `pid1` — reaping (100 orphans, zero zombies), the exit-code table, PID 1 vs sub-reaper
 //! * `signals` — forwarding to the main program's process group, Ctrl-C through a TTY
 //! * `routing` — the CMD routing table and environment passthrough
@@ -27,6 +28,7 @@ mod boot_record;
 mod dashboard;
 mod gateways;
 mod pid1;
+mod plugins;
 mod privilege;
 mod routing;
 mod signals;
