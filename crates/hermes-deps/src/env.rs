@@ -82,10 +82,16 @@ impl Environment {
 
     /// Finds an executable by name on this snapshot's `PATH`.
     pub fn which(&self, name: &str) -> Option<PathBuf> {
+        self.which_not(name, |_| false)
+    }
+
+    /// Finds an executable by name on `PATH`, skipping the ones `skip` refuses (the `uv`
+    /// shim, which is this very program under another name).
+    pub fn which_not(&self, name: &str, skip: impl Fn(&Path) -> bool) -> Option<PathBuf> {
         let path = self.get("PATH")?;
         std::env::split_paths(path)
             .map(|d| d.join(name))
-            .find(|p| is_executable(p))
+            .find(|p| is_executable(p) && !skip(p))
     }
 
     /// Variables handed to installer children: everything except credentials,
@@ -105,6 +111,15 @@ pub fn is_credential(key: &str) -> bool {
         || k.ends_with("_TOKEN")
         || k.ends_with("_SECRET")
         || k.contains("PASSWORD")
+}
+
+/// Whether `path` is the running program itself (a link to it under another name, as the
+/// `uv` shim is): both resolve to the same file.
+pub fn is_this_program(path: &Path) -> bool {
+    match (std::fs::canonicalize(path), std::env::current_exe()) {
+        (Ok(found), Ok(me)) => std::fs::canonicalize(me).is_ok_and(|me| me == found),
+        _ => false,
+    }
 }
 
 /// True for a regular file with an execute bit.

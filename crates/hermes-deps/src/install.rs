@@ -182,16 +182,17 @@ impl InstallOptions {
         route(self.allow_lazy_installs, &self.env, &self.hermes_home)
     }
 
-    /// The uv binary to use: Hermes-managed (`$HERMES_HOME/bin/uv`) first, then `PATH`.
+    /// The uv binary to use: Hermes-managed (`$HERMES_HOME/bin/uv`) first, then `PATH` —
+    /// never the `uv` shim, which is this program (it would install by calling itself).
     pub fn uv(&self) -> Option<PathBuf> {
         if self.installer == InstallerChoice::Pip {
             return None;
         }
         let managed = self.hermes_home.join("bin").join("uv");
-        if crate::env::is_executable(&managed) {
+        if crate::env::is_executable(&managed) && !crate::env::is_this_program(&managed) {
             return Some(managed);
         }
-        self.env.which("uv")
+        self.env.which_not("uv", crate::env::is_this_program)
     }
 
     /// The interpreter for availability checks (core venv + durable target),

@@ -36,6 +36,7 @@ pub mod held;
 pub mod jwt;
 pub mod logs;
 pub mod poll;
+pub mod shadow_venv;
 pub mod wheel;
 
 /// Whether skips are failures (see the crate doc).

@@ -29,6 +29,9 @@ fn main() -> ExitCode {
     if let Err(failure) = commands::init::root_exec_shim() {
         return report(&failure, Format::Text);
     }
+    if commands::uv_shim::invoked_as_uv() {
+        return commands::uv_shim::run(&std::env::args_os().collect::<Vec<_>>());
+    }
     let args = arguments();
     // Built once: the command tree is most of what parsing costs (PID 1 starts through here).
     let mut command = cli::command();

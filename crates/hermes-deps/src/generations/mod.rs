@@ -25,6 +25,7 @@ pub mod resolve;
 pub mod status;
 pub mod store;
 pub mod tree;
+pub mod uv_shim;
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};

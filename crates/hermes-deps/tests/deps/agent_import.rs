@@ -38,18 +38,15 @@ use hermes_deps::env::{DISABLE_VAR, TARGET_VAR, VENV_VAR};
 use hermes_deps::process::{Captured, run_captured};
 use hermes_deps::{Environment, InstallOptions, InstallerChoice, install_specs};
 use hermes_test_support::original_agent;
+use hermes_test_support::shadow_venv::ShadowVenv;
 
 const TIMEOUT: Duration = Duration::from_secs(180);
-
-/// The script the image build runs on the agent's venv.
-fn site_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docker/agent-site.sh")
-}
 
 /// A shadow of the agent's venv, a durable target, a home and a wheelhouse in one temp dir.
 struct Fixture {
     _dir: tempfile::TempDir,
     root: PathBuf,
+    shadow: ShadowVenv,
     venv: PathBuf,
     /// The shadow venv's site-packages.
     site: PathBuf,
@@ -86,36 +83,14 @@ impl Fixture {
         let agent = original_agent()?;
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
-        let agent_venv = agent.python.parent().unwrap().parent().unwrap();
-        let bare = Environment::default().with("PATH", "/usr/bin:/bin");
-        let purelib = python(
-            &agent.python,
-            &bare.clone().with("PYTHONDONTWRITEBYTECODE", "1"),
-            &root,
-            "import sysconfig; print(sysconfig.get_path('purelib'))",
-        );
-        assert!(purelib.success, "{}", purelib.stderr);
-        let agent_site = PathBuf::from(purelib.stdout.trim());
-        let rel = agent_site.strip_prefix(agent_venv).unwrap();
-
-        let venv = root.join("agent-venv");
-        let site = venv.join(rel);
-        std::fs::create_dir_all(venv.join("bin")).unwrap();
-        std::fs::create_dir_all(&site).unwrap();
-        std::fs::copy(agent_venv.join("pyvenv.cfg"), venv.join("pyvenv.cfg")).unwrap();
-        let interpreter = std::fs::canonicalize(&agent.python).unwrap();
-        std::os::unix::fs::symlink(&interpreter, venv.join("bin/python3")).unwrap();
-        std::os::unix::fs::symlink("python3", venv.join("bin/python")).unwrap();
-        for entry in std::fs::read_dir(&agent_site).unwrap() {
-            let entry = entry.unwrap();
-            std::os::unix::fs::symlink(entry.path(), site.join(entry.file_name())).unwrap();
-        }
+        let shadow = ShadowVenv::of(&agent.python, &root);
         let fixture = Self {
             target: root.join("data/lazy-packages"),
             home: root.join("data"),
             wheels: root.join("wheels"),
-            venv,
-            site,
+            venv: shadow.venv.clone(),
+            site: shadow.site.clone(),
+            shadow,
             root,
             _dir: dir,
         };
@@ -125,19 +100,7 @@ impl Fixture {
 
     /// Runs `docker/agent-site.sh` on the shadow venv, as the image build does.
     fn apply_site_script(&self) {
-        let out = Command::new("sh")
-            .arg(site_script())
-            .arg(&self.venv)
-            .env("PATH", "/usr/bin:/bin")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let written = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        assert_eq!(written.parent(), Some(self.site.as_path()));
+        self.shadow.apply_site_script();
     }
 
     /// The environment the `full` image gives the agent's processes and our CLI.
@@ -176,6 +139,28 @@ impl Fixture {
         out
     }
 
+    /// [`Fixture::agent`] with the file permissions of the images' service user, never
+    /// root's: as root (CI) it runs through `setpriv` without the capabilities that let root
+    /// write anywhere (`CAP_DAC_OVERRIDE`, `CAP_FOWNER`), so a sealed generation stops it as it
+    /// stops the service user. (A real uid switch cannot run this interpreter, which may live
+    /// under `/root`.)
+    fn agent_as_service_user(&self, env: &Environment, code: &str) -> Captured {
+        let python = self.venv.join("bin/python3");
+        let mut cmd = if effective_uid() == Some(0) {
+            let mut c = Command::new("setpriv");
+            c.args(["--bounding-set", "-dac_override,-fowner", "--"])
+                .arg(&python);
+            c
+        } else {
+            Command::new(&python)
+        };
+        cmd.env_clear()
+            .envs(env.child_vars())
+            .current_dir(&self.root)
+            .args(["-c", code]);
+        run_captured(&mut cmd, TIMEOUT).unwrap()
+    }
+
     /// The version of `dist` the agent's interpreter sees.
     fn agent_version(&self, dist: &str) -> String {
         let out = self.agent(
@@ -190,12 +175,7 @@ impl Fixture {
     fn install_ours(&self, spec: &str) {
         let out = install_specs(&[spec], &self.ours());
         assert!(out.ok, "{out:?}");
-        assert!(
-            out.command
-                .contains(&format!("--target {}", self.target.display())),
-            "{}",
-            out.command
-        );
+        assert!(out.generation.is_some(), "a new generation: {out:?}");
         assert!(out.still_missing.is_empty(), "{:?}", out.still_missing);
     }
 }
@@ -335,13 +315,15 @@ fn agent_ensure(feature: &str, spec: &str, module: &str) -> String {
 }
 
 #[test]
-fn agent_installer_and_ours_share_the_target() {
+fn agent_installer_finds_our_install_and_cannot_write_into_a_generation() {
     let Some(f) = Fixture::new() else { return };
     f.apply_site_script();
     write_wheel(&f.wheels, "hermes_probe_plugin", "1.0", &[]);
     write_wheel(&f.wheels, "hermes_probe_two", "2.0", &[]);
     f.install_ours("hermes-probe-plugin==1.0");
-    let stamp = std::fs::read_to_string(f.target.join(".python-abi")).unwrap();
+    let store = hermes_deps::generations::Store::for_target(&f.target);
+    let generation = store.active().expect("an active generation").path;
+    let before = std::fs::read_dir(&generation).unwrap().count();
 
     // The agent's installer, asked for what we installed, finds it: with no index reachable,
     // an install attempt would fail.
@@ -362,43 +344,34 @@ fn agent_installer_and_ours_share_the_target() {
         lines[1]
     );
 
-    // The agent's installer installs a package of its own: same directory, same layout.
+    // Without the `uv` shim on PATH its installer falls to `pip install --target`, which
+    // cannot write into the sealed generation: the install fails and nothing is mixed in.
+    // (With the shim, as in the images, it lands in a new generation: the CLI suite's
+    // `agent_installs` tests.)
     let env = f
         .image_env()
         .with("PIP_FIND_LINKS", &f.wheels.to_string_lossy());
-    let theirs = f.agent(
+    let theirs = f.agent_as_service_user(
         &env,
-        &agent_ensure("test.theirs", "hermes-probe-two==2.0", "hermes_probe_two"),
+        &format!(
+            "try:\n    exec({:?})\nexcept Exception as e:\n    print('refused', type(e).__name__)\n",
+            agent_ensure("test.theirs", "hermes-probe-two==2.0", "hermes_probe_two")
+        ),
     );
-    assert!(theirs.success, "{}", theirs.stderr);
-    let lines: Vec<&str> = theirs.stdout.lines().collect();
-    assert_eq!(lines[0], "['hermes-probe-two==2.0']");
-    assert_eq!(
-        Path::new(lines[1]),
-        f.target.join("hermes_probe_two/__init__.py")
-    );
-    assert!(
-        f.target
-            .join("hermes_probe_two-2.0.dist-info/METADATA")
-            .is_file()
-    );
-    assert!(
-        f.target.join("hermes_probe_plugin/__init__.py").is_file(),
-        "the agent's installer kept our install (same ABI stamp, no wipe)"
-    );
-    let their_stamp = std::fs::read_to_string(f.target.join(".python-abi")).unwrap();
-    assert_eq!(their_stamp.trim(), stamp.trim());
+    assert!(theirs.stdout.contains("refused"), "{theirs:?}");
+    assert_eq!(std::fs::read_dir(&generation).unwrap().count(), before);
+    assert_eq!(store.active().map(|g| g.path), Some(generation));
+}
 
-    // Ours sees theirs, and a later install of ours keeps it.
-    let interp = f.ours().interpreter().unwrap();
-    assert!(
-        interp
-            .missing(&["hermes-probe-two==2.0".to_string()])
-            .unwrap()
-            .is_empty()
-    );
-    f.install_ours("hermes-probe-plugin==1.0");
-    assert!(f.target.join("hermes_probe_two/__init__.py").is_file());
+/// The effective uid, from /proc (this test binary links no libc binding).
+fn effective_uid() -> Option<u32> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2)?.parse().ok())
+        })
 }
 
 /// With `HERMES_VENV` naming the agent's venv (as the `full` image sets it), our installer

@@ -18,3 +18,4 @@ pub mod profile;
 pub mod prompt;
 pub mod service;
 pub mod up;
+pub mod uv_shim;

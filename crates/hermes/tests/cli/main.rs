@@ -1,6 +1,8 @@
 //! End-to-end tests of the `hermes` binary, each in a fresh temporary home.
 //!
 //! Table of contents:
+//! * `agent_installs` — the agent's own installer through the `uv` shim, as install generations;
+//!   a killed install; `plugins generations|gc|repair`
 //! * `binary` — how the binary is linked (packed relocations)
 //! * `config_cmd` — `hermes config` and byte-preserving `config.yaml` writes
 //! * `profiles` — create / clone / list / show / use / delete, names, aliases
@@ -39,6 +41,7 @@
     reason = "test code, helpers included: a failed unwrap is a failed test"
 )]
 
+mod agent_installs;
 mod auth;
 mod background;
 mod backup;

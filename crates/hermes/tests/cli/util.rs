@@ -301,6 +301,20 @@ impl PyEnv {
             .unwrap()
     }
 
+    /// The venv's Python importing `module` with `target` at the end of `sys.path`.
+    pub fn import_from(&self, target: &Path, module: &str) -> Output {
+        Command::new(self.venv.join("bin/python"))
+            .args([
+                "-c",
+                &format!(
+                    "import sys; sys.path.append({:?}); import {module}",
+                    target.display().to_string()
+                ),
+            ])
+            .output()
+            .unwrap()
+    }
+
     /// `hermes ARGS` installing into the venv from the index alone.
     pub fn hermes(&self, t: &TestContext, args: &[&str]) -> Command {
         let url = self.index.url();

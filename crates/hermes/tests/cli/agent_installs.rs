@@ -1,0 +1,314 @@
+//! The original agent's runtime installer (`tools/lazy_deps.py`, unchanged) lands its installs
+//! into the durable target as install generations through the `uv` shim (`hermes` under the
+//! name `uv`, first on `PATH` as in the images): hermes-agent 0.19.0 and the 0.20.1 fixture.
+//! Its request is recorded as the agent's beside ours, the new generation holds both, and a
+//! failed or killed install of ours leaves the previous generation active.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hermes_test_support::shadow_venv::ShadowVenv;
+use hermes_test_support::wheel::{WheelIndex, write_wheel};
+use hermes_test_support::{OriginalAgent, fixture_agent, original_agent};
+
+use crate::util::{PyEnv, TestContext, render};
+
+/// A volume with a durable target, a shadow of the agent's venv with the image's site script,
+/// a `uv` shim and a loopback index.
+struct Volume {
+    t: TestContext,
+    shadow: ShadowVenv,
+    shims: PathBuf,
+    index: WheelIndex,
+}
+
+impl Volume {
+    fn new(agent: &OriginalAgent) -> Self {
+        let t = TestContext::new();
+        t.ok(&["profile", "list"]);
+        let dir = t.dir.path();
+        let shadow = ShadowVenv::of(&agent.python, dir);
+        shadow.apply_site_script();
+        let shims = dir.join("shims");
+        std::fs::create_dir_all(&shims).unwrap();
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_hermes"), shims.join("uv")).unwrap();
+        let wheels = dir.join("wheels");
+        write_wheel(&wheels, "hermes_ours_pkg", "1.0", &[]);
+        write_wheel(&wheels, "hermes_agents_pkg", "2.0", &[]);
+        let index = WheelIndex::serve(&wheels);
+        Self {
+            t,
+            shadow,
+            shims,
+            index,
+        }
+    }
+
+    fn target(&self) -> PathBuf {
+        self.t.root().join("lazy-packages")
+    }
+
+    /// The image's environment, for the agent's processes and our CLI alike.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        let url = self.index.url();
+        vec![
+            ("PATH", format!("{}:/usr/bin:/bin", self.shims.display())),
+            ("HOME", self.t.home().display().to_string()),
+            ("HERMES_HOME", self.t.root().display().to_string()),
+            ("HERMES_VENV", self.shadow.venv.display().to_string()),
+            ("HERMES_DISABLE_LAZY_INSTALLS", "1".into()),
+            (
+                "HERMES_LAZY_INSTALL_TARGET",
+                self.target().display().to_string(),
+            ),
+            ("PYTHONDONTWRITEBYTECODE", "1".into()),
+            ("PIP_INDEX_URL", url.clone()),
+            ("UV_INDEX_URL", url),
+            ("PIP_CONFIG_FILE", "/dev/null".into()),
+            ("PIP_DISABLE_PIP_VERSION_CHECK", "1".into()),
+        ]
+    }
+
+    fn hermes(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
+        cmd.args(args).env_clear().envs(self.env());
+        cmd
+    }
+
+    /// The agent's interpreter running its own installer for `spec`, then importing `module`.
+    fn agent_installs(&self, spec: &str, module: &str) -> std::process::Output {
+        let code = format!(
+            "from tools import lazy_deps as L\n\
+             L.LAZY_DEPS['test.agent'] = ({spec:?},)\n\
+             L.ensure('test.agent', prompt=False)\n\
+             import {module}\n\
+             print({module}.__file__)\n"
+        );
+        Command::new(self.shadow.venv.join("bin/python3"))
+            .args(["-c", &code])
+            .env_clear()
+            .envs(self.env())
+            .current_dir(self.t.dir.path())
+            .output()
+            .unwrap()
+    }
+
+    fn generations(&self) -> serde_json::Value {
+        let out = self
+            .hermes(&["plugins", "generations", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", render(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+fn requests_of(overview: &serde_json::Value, id: u64) -> Vec<(String, String)> {
+    overview["generations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["id"] == id)
+        .unwrap_or_else(|| panic!("no generation {id}: {overview}"))["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["spec"].as_str().unwrap().to_string(),
+                r["by"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn the_agents_installer_lands_in_a_new_generation(agent: &OriginalAgent) {
+    let v = Volume::new(agent);
+    let ours = v
+        .hermes(&["deps", "install", "hermes-ours-pkg==1.0"])
+        .output()
+        .unwrap();
+    assert!(ours.status.success(), "{}", render(&ours));
+
+    let theirs = v.agent_installs("hermes-agents-pkg==2.0", "hermes_agents_pkg");
+    let text = render(&theirs);
+    assert!(theirs.status.success(), "{text}");
+    assert!(
+        Path::new(String::from_utf8_lossy(&theirs.stdout).trim()).starts_with(v.target()),
+        "imported from the durable target: {text}"
+    );
+    let overview = v.generations();
+    assert_eq!(overview["pointer"], "generation 2", "{overview}");
+    assert_eq!(
+        requests_of(&overview, 2),
+        [
+            ("hermes-ours-pkg==1.0".to_string(), "cli".to_string()),
+            ("hermes-agents-pkg==2.0".to_string(), "agent".to_string())
+        ]
+    );
+    // Both in the active generation; the first one untouched.
+    assert!(v.target().join("hermes_ours_pkg/__init__.py").is_file());
+    let first = v.t.root().join("lazy-packages.generations/0001");
+    assert!(first.join("hermes_ours_pkg").is_dir() && !first.join("hermes_agents_pkg").exists());
+
+    // What the shim is not for goes to a real uv, and there is none here.
+    let other = Command::new(v.shims.join("uv"))
+        .arg("--version")
+        .env_clear()
+        .env("PATH", format!("{}:/nonexistent", v.shims.display()))
+        .output()
+        .unwrap();
+    assert_eq!(other.status.code(), Some(127), "{}", render(&other));
+    assert!(
+        render(&other).contains("not installed here"),
+        "{}",
+        render(&other)
+    );
+}
+
+#[test]
+fn the_agents_installer_lands_in_a_new_generation_0_19() {
+    if let Some(agent) = original_agent() {
+        the_agents_installer_lands_in_a_new_generation(&agent);
+    }
+}
+
+#[test]
+fn the_agents_installer_lands_in_a_new_generation_0_20() {
+    if let Some(agent) = fixture_agent() {
+        the_agents_installer_lands_in_a_new_generation(&agent);
+    }
+}
+
+/// `hermes deps install` SIGKILLed while its installer is writing: the previous generation
+/// stays active, the half-written one is listed as unfinished and the next install removes it.
+#[test]
+fn a_killed_install_leaves_the_previous_generation_active() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let Some(py) = PyEnv::new(&t, "hermes_killed_pkg") else {
+        return;
+    };
+    let target = t.root().join("lazy-packages");
+    let sealed = |cmd: &mut Command| {
+        cmd.env("HERMES_DISABLE_LAZY_INSTALLS", "1")
+            .env("HERMES_LAZY_INSTALL_TARGET", &target);
+    };
+    let mut first = py.hermes(&t, &["deps", "install", "hermes-killed-pkg==1.0"]);
+    sealed(&mut first);
+    let out = first.output().unwrap();
+    assert!(out.status.success(), "{}", render(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("switched to generation 1"),
+        "{}",
+        render(&out)
+    );
+
+    // An installer that writes part of a package, then hangs until killed.
+    let slow = t.dir.path().join("slow-bin");
+    std::fs::create_dir_all(&slow).unwrap();
+    std::fs::write(
+        slow.join("uv"),
+        "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = --target ] && t=$2; shift; done\n\
+         mkdir -p \"$t/partial_pkg\" && echo 'x =' > \"$t/partial_pkg/__init__.py\"\nexec sleep 60\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(slow.join("uv"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut killed = py.hermes(&t, &["deps", "install", "hermes-killed-pkg==1.0", "other"]);
+    sealed(&mut killed);
+    killed
+        .env("PATH", format!("{}:/usr/bin:/bin", slow.display()))
+        .process_group(0);
+    let mut child = killed.spawn().unwrap();
+    let partial = t
+        .root()
+        .join("lazy-packages.generations/0002/partial_pkg/__init__.py");
+    hermes_test_support::poll::until_true(
+        "the half-written package",
+        std::time::Duration::from_secs(60),
+        || partial.exists(),
+    );
+    let pgid = i32::try_from(child.id()).unwrap();
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pgid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let _ = child.wait();
+
+    let mut listed = t.cmd(&["plugins", "generations", "--json"]);
+    sealed(&mut listed);
+    let overview: serde_json::Value =
+        serde_json::from_slice(&listed.output().unwrap().stdout).unwrap();
+    assert_eq!(overview["pointer"], "generation 1", "{overview}");
+    let unfinished: Vec<&serde_json::Value> = overview["generations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["finished"] == false)
+        .collect();
+    assert_eq!(unfinished.len(), 1, "{overview}");
+    assert_eq!(
+        std::fs::read_link(&target).unwrap(),
+        Path::new("lazy-packages.generations/0001")
+    );
+    assert!(
+        py.import_from(&target, "hermes_killed_pkg")
+            .status
+            .success()
+    );
+
+    let mut again = py.hermes(&t, &["deps", "install", "hermes-killed-pkg==1.0"]);
+    sealed(&mut again);
+    let out = again.output().unwrap();
+    assert!(out.status.success(), "{}", render(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("switched from generation 1 to 2"),
+        "{}",
+        render(&out)
+    );
+    assert!(
+        !target.join("partial_pkg").exists(),
+        "the half-written install is gone"
+    );
+}
+
+#[test]
+fn repair_gc_and_generations_say_what_there_is() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let out = t
+        .cmd(&["plugins", "gc"])
+        .env_remove("HERMES_LAZY_INSTALL_TARGET")
+        .output()
+        .unwrap();
+    let text = render(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("no durable install target") && text.contains("HERMES_LAZY_INSTALL_TARGET"),
+        "{text}"
+    );
+    let target = t.root().join("lazy-packages");
+    let repair = t
+        .cmd(&["plugins", "repair"])
+        .env("HERMES_DISABLE_LAZY_INSTALLS", "1")
+        .env("HERMES_LAZY_INSTALL_TARGET", &target)
+        .output()
+        .unwrap();
+    let text = render(&repair);
+    assert_eq!(repair.status.code(), Some(0), "{text}");
+    assert!(text.contains("no plugin packages installed"), "{text}");
+    let listed = t
+        .cmd(&["plugins", "generations"])
+        .env("HERMES_LAZY_INSTALL_TARGET", &target)
+        .output()
+        .unwrap();
+    let text = render(&listed);
+    assert!(listed.status.success(), "{text}");
+    assert!(
+        text.contains("missing (nothing installed yet)") && text.contains("no generations yet"),
+        "{text}"
+    );
+}
