@@ -12,6 +12,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 idx=$HDT_TMP/index
 python3 "$here/full/wheel_index.py" "$idx" agentplug-sdk 0.1.0 'ORIGIN = "durable-target"' \
     || { fail "building the test wheel"; finish; }
+python3 "$here/full/wheel_index.py" "$idx" agentlazy-sdk 0.2.0 'ORIGIN = "the-agents-installer"' \
+    || { fail "building the second test wheel"; finish; }
 chmod -R a+rX "$idx"
 
 v=$(mkvolume data)
@@ -37,6 +39,20 @@ agent_import='import agentplug_sdk, sys; print(agentplug_sdk.ORIGIN, sys.path.in
 assert_rc 0 "the agent's interpreter imports it, as the hermes user" -- \
     docker exec -u hermes "$c" /opt/hermes-agent/bin/python -c "$agent_import"
 assert_eq "durable-target True" "$OUT" "imported from the target, which is last on the agent's sys.path"
+
+# The agent's own runtime installer (its code unchanged) goes through the `uv` shim on PATH: a
+# new install generation holding both packages, its request recorded as the agent's.
+agent_lazy='from tools import lazy_deps as L; L.LAZY_DEPS["test.agent"] = ("agentlazy-sdk==0.2.0",); L.ensure("test.agent", prompt=False); import agentlazy_sdk; print(agentlazy_sdk.ORIGIN)'
+assert_rc 0 "the agent's own installer installs, as the hermes user" -- \
+    docker exec -u hermes -e PIP_INDEX_URL=http://127.0.0.1:8000/simple -e PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    "$c" /opt/hermes-agent/bin/python -c "$agent_lazy"
+assert_eq "the-agents-installer" "$OUT" "imported from what the agent's installer put in the target"
+assert_rc 0 "hermes plugins generations" -- docker exec "$c" hermes plugins generations
+assert_contains "$OUT" "generation 2 (active, installed)" "the agent's install is a new generation"
+assert_contains "$OUT" "agentlazy-sdk==0.2.0 (asked by the agent's installer)" "recorded as the agent's"
+assert_contains "$OUT" "agentplug-sdk==0.1.0 (asked by hermes deps)" "ours kept beside it"
+assert_empty "$(docker exec "$c" find /opt/hermes-agent /opt/hermes/.venv -newer /tmp/before-install -not -type d)" \
+    "still nothing written into either venv"
 
 docker rm -f "$c" >/dev/null
 assert_rc 0 "after docker rm + docker run on the same volume, the agent still imports it" -- \

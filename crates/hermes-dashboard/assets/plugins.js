@@ -69,10 +69,13 @@
       select.appendChild(o);
     });
     var inst = data.installs || {};
+    var gen = inst.generation || {};
     installsNote.textContent = inst.possible
-      ? "Installs go to " + (inst.target ? "the durable target " + inst.target : "the Python environment " + inst.venv) + "."
+      ? "Installs go to " + (inst.target ? "the durable target " + inst.target : "the Python environment " + inst.venv) + "." +
+        (gen.active ? " Install generation " + gen.active + " is active." : "") +
+        (gen.last_check ? " " + gen.last_check : "")
       : "Installs are blocked: " + inst.reason + (inst.hint ? " — " + inst.hint : "");
-    installsNote.className = inst.possible ? "installs muted" : "installs blocked";
+    installsNote.className = !inst.possible || gen.degraded ? "installs blocked" : "installs muted";
     rows.textContent = "";
     (data.providers || []).forEach(function (p) {
       var tr = Hermes.el("tr", { "data-plugin": p.name });

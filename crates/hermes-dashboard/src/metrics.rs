@@ -60,9 +60,12 @@ pub async fn scrape(State(app): State<App>) -> Response {
     let (root, vars) = (app.root.clone(), app.vars.clone());
     let asked = crate::server::blocking(move || {
         let boot = hermes_services::boot_record::read(&root, &*vars);
-        (status::snapshot(&root, &*vars), boot)
+        let plugins = vars(hermes_deps::env::TARGET_VAR)
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| hermes_deps::generations::overview(std::path::Path::new(t.trim())));
+        (status::snapshot(&root, &*vars), boot, plugins)
     });
-    let (snapshot, boot) = match asked.await {
+    let (snapshot, boot, plugins) = match asked.await {
         Ok(s) => s,
         Err(answer) => return answer,
     };
@@ -83,6 +86,7 @@ pub async fn scrape(State(app): State<App>) -> Response {
     let mut out = String::with_capacity(16 * 1024);
     render_container(&mut out, &snapshot, &rows);
     render_boot(&mut out, boot);
+    render_plugins(&mut out, plugins.as_ref());
     let mut families = Families::default();
     header(
         &mut out,
@@ -276,6 +280,37 @@ fn render_databases(out: &mut String, snapshot: &Value) {
             );
         }
     }
+}
+
+/// The durable target's install generations, when there is a target: the active one and how
+/// many packages asked for are unavailable with this image (`hermes plugins repair`).
+fn render_plugins(out: &mut String, overview: Option<&hermes_deps::generations::Overview>) {
+    let Some(overview) = overview else {
+        return;
+    };
+    header(
+        out,
+        "hermes_plugin_generation",
+        "The active install generation of the plugin packages (0: none).",
+        "gauge",
+    );
+    let active = overview.generations.iter().find(|g| g.active);
+    let _ = writeln!(
+        out,
+        "hermes_plugin_generation {}",
+        active.map_or(0, |g| g.id)
+    );
+    header(
+        out,
+        "hermes_plugin_packages_unavailable",
+        "Plugin packages asked for that the last check found unavailable with this image (run `hermes plugins repair`).",
+        "gauge",
+    );
+    let unavailable = match overview.last_resolution.as_ref().map(|r| &r.resolution) {
+        Some(hermes_deps::generations::Resolution::Unavailable { packages, .. }) => packages.len(),
+        _ => 0,
+    };
+    let _ = writeln!(out, "hermes_plugin_packages_unavailable {unavailable}");
 }
 
 /// PID 1's boot, when it recorded one (`hermes up` has no boot stages).

@@ -6,6 +6,7 @@
 //! file (mode bits lie for root and on read-only mounts); nothing else is
 //! written.
 
+use crate::generations::{Pointer, Resolution, Store};
 use crate::install::InstallOptions;
 use crate::python::{Interpreter, venv_python};
 use crate::route::{BlockReason, Route};
@@ -121,7 +122,7 @@ pub fn installer_rows(options: &InstallOptions) -> Vec<DoctorRow> {
         )),
     }
     match &route {
-        Route::Target { target, .. } => rows.push(match probe_writable(target) {
+        Route::Target { target, .. } => rows.push(match probe_store(target) {
             Ok(()) => DoctorRow::new(
                 "target writable",
                 Status::Ok,
@@ -151,6 +152,9 @@ pub fn installer_rows(options: &InstallOptions) -> Vec<DoctorRow> {
         }
         _ => {}
     }
+    if let Route::Target { target, .. } = &route {
+        rows.push(generations_row(target));
+    }
     rows.push(match options.uv() {
         Some(uv) => DoctorRow::new("installer", Status::Ok, format!("uv (`{}`)", uv.display())),
         None => DoctorRow::new(
@@ -160,6 +164,57 @@ pub fn installer_rows(options: &InstallOptions) -> Vec<DoctorRow> {
         ),
     });
     rows
+}
+
+/// Whether a new generation can be made: the store beside the target (where generations are
+/// built) and the target's directory (where its link is swapped) take a new file. The target
+/// itself names a sealed generation, which nothing writes.
+fn probe_store(target: &std::path::Path) -> Result<(), crate::Error> {
+    let store = Store::for_target(target);
+    if store.root().is_dir() {
+        probe_writable(store.root())?;
+    }
+    match target.parent() {
+        Some(parent) => probe_writable(parent),
+        None => Ok(()),
+    }
+}
+
+/// The active generation and the last check of it against this image.
+fn generations_row(target: &std::path::Path) -> DoctorRow {
+    let label = "plugin packages";
+    let overview = crate::generations::overview(target);
+    let active = overview.generations.iter().find(|g| g.active);
+    let state = match (&overview.pointer, active) {
+        (_, Some(g)) => format!(
+            "generation {} active ({} package(s) asked for)",
+            g.id,
+            g.requests.len()
+        ),
+        (pointer, None) if matches!(Store::for_target(target).pointer(), Pointer::Foreign(_)) => {
+            return DoctorRow::new(
+                label,
+                Status::Fail,
+                format!(
+                    "`{}` is {pointer}, not an install generation; move it aside (the next \
+                     install makes a new generation)",
+                    target.display()
+                ),
+            );
+        }
+        (pointer, None) => pointer.clone(),
+    };
+    match &overview.last_resolution {
+        Some(report) => {
+            let status = match report.resolution {
+                Resolution::Unavailable { .. } => Status::Fail,
+                Resolution::KeptCompatible { .. } => Status::Warn,
+                _ => Status::Ok,
+            };
+            DoctorRow::new(label, status, format!("{state}; {}", report.summary()))
+        }
+        None => DoctorRow::new(label, Status::Ok, state),
+    }
 }
 
 #[cfg(test)]
@@ -195,5 +250,47 @@ mod tests {
             Environment::default(),
         ));
         assert_eq!(rows[0].status, Status::Warn);
+    }
+
+    #[test]
+    fn unavailable_plugin_packages_fail_doctor_with_the_fix() {
+        use crate::generations::{ResolutionReport, Unavailable, resolve::REPORT_FILE};
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("lazy-packages");
+        let row = generations_row(&target);
+        assert_eq!(row.status, Status::Ok);
+        assert!(row.detail.contains("nothing installed"), "{row:?}");
+
+        let store = Store::for_target(&target);
+        store.create().unwrap();
+        let report = ResolutionReport {
+            at: 1,
+            resolution: Resolution::Unavailable {
+                from: 1,
+                to: 2,
+                packages: vec![Unavailable {
+                    spec: "honcho-ai==2.2.0".into(),
+                    why: "no package index reachable".into(),
+                }],
+            },
+            reason: "the interpreter changed: 3.13 → 3.11".into(),
+            fix: "hermes plugins repair".into(),
+        };
+        std::fs::write(
+            store.root().join(REPORT_FILE),
+            serde_json::to_string(&report).unwrap(),
+        )
+        .unwrap();
+        let row = generations_row(&target);
+        assert_eq!(row.status, Status::Fail);
+        assert!(
+            row.detail.contains("honcho-ai==2.2.0") && row.detail.contains("hermes plugins repair"),
+            "{row:?}"
+        );
+
+        std::os::unix::fs::symlink("/etc", &target).unwrap();
+        let row = generations_row(&target);
+        assert_eq!(row.status, Status::Fail);
+        assert!(row.detail.contains("move it aside"), "{row:?}");
     }
 }

@@ -168,9 +168,23 @@ fn installs(options: &InstallOptions) -> Value {
         }),
         Route::Venv { venv, .. } => json!({ "possible": true, "venv": venv }),
         Route::Target { venv, target, .. } => {
-            json!({ "possible": true, "venv": venv, "target": target })
+            json!({ "possible": true, "venv": venv, "target": target, "generation": generation(&target) })
         }
     }
+}
+
+/// The durable target's active install generation and the last check of it against this
+/// image (`hermes plugins generations`): `{active, packages, last_check, degraded}`.
+fn generation(target: &std::path::Path) -> Value {
+    let overview = hermes_deps::generations::overview(target);
+    let active = overview.generations.iter().find(|g| g.active);
+    let report = overview.last_resolution.as_ref();
+    json!({
+        "active": active.map(|g| g.id),
+        "packages": active.map(|g| g.requests.iter().map(|r| r.spec.clone()).collect::<Vec<_>>()),
+        "last_check": report.filter(|r| r.notable()).map(|r| r.summary()),
+        "degraded": report.is_some_and(|r| r.degraded()),
+    })
 }
 
 /// A provider's row: its status, the pip specs still missing, whether it is the active one.
@@ -360,7 +374,7 @@ pub fn api_paths() -> Value {
         "/api/plugins": { "get": {
             "summary": "Memory providers of a profile: availability, missing dependencies, the active one, where installs go (or why they are blocked)",
             "parameters": [profile],
-            "responses": responses(&refusals, "{profile, profiles, active, active_unknown, installs: {possible, venv?, target?, reason?, hint?}, providers: [{name, description, version, source, dependencies, missing, env_missing, external, available, active}], problems}"),
+            "responses": responses(&refusals, "{profile, profiles, active, active_unknown, installs: {possible, venv?, target?, generation?: {active, packages, last_check, degraded}, reason?, hint?}, providers: [{name, description, version, source, dependencies, missing, env_missing, external, available, active}], problems}"),
         }},
         "/api/plugins/{name}/install": { "post": {
             "summary": "Installs a memory provider's missing pip dependencies through the installer (one at a time); result rows per step and availability checked afresh",

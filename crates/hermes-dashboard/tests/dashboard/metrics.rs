@@ -610,3 +610,27 @@ fn wrong_metrics_tokens_and_wrong_sign_ins_are_limited_apart() {
     assert_eq!(ui(&d), 429);
     assert_eq!(scrape(&d, &[bearer(METRICS_TOKEN)]).status, 200);
 }
+
+#[test]
+fn unavailable_plugin_packages_are_counted() {
+    let home = tempfile::tempdir().unwrap();
+    let target = home.path().join("lazy-packages");
+    common::plant_unavailable_plugins(&target);
+    let target_text = target.to_string_lossy().into_owned();
+    let _sup = FakeSupervisor::serve(home.path(), vec![]);
+    let d = dashboard(
+        home,
+        &[
+            ("HERMES_METRICS_TOKEN", METRICS_TOKEN),
+            ("HERMES_LAZY_INSTALL_TARGET", &target_text),
+        ],
+    );
+    let a = scrape(&d, &[bearer(METRICS_TOKEN)]);
+    assert_eq!(a.status, 200, "{}", a.body);
+    let s = parse(&a.body);
+    assert_eq!(value(&s, "hermes_plugin_generation", &[]), Some(2.0));
+    assert_eq!(
+        value(&s, "hermes_plugin_packages_unavailable", &[]),
+        Some(1.0)
+    );
+}

@@ -336,3 +336,33 @@ fn a_second_install_while_one_runs_is_refused_with_409() {
         "one run per accepted install: {runs}"
     );
 }
+
+#[test]
+fn the_active_generation_and_unavailable_packages_are_shown() {
+    let volume = tempfile::tempdir().unwrap();
+    let target = volume.path().join("lazy-packages");
+    common::plant_unavailable_plugins(&target);
+    let target_text = target.to_string_lossy().into_owned();
+    let d = start(
+        "127.0.0.1",
+        &[
+            ("HERMES_DASHBOARD_SESSION_TOKEN", TOKEN),
+            ("HERMES_DISABLE_LAZY_INSTALLS", "1"),
+            ("HERMES_LAZY_INSTALL_TARGET", &target_text),
+        ],
+    );
+    let list = get(&d, "/api/plugins");
+    assert_eq!(list.status, 200, "{}", list.body);
+    let generation = &list.json()["installs"]["generation"];
+    assert_eq!(generation["active"], 2, "{generation}");
+    assert_eq!(generation["degraded"], true, "{generation}");
+    assert_eq!(
+        generation["packages"][0], "honcho-ai==2.2.0",
+        "{generation}"
+    );
+    let said = generation["last_check"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("honcho-ai==2.2.0") && said.contains("hermes plugins repair"),
+        "{generation}"
+    );
+}

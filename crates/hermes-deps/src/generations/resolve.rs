@@ -90,6 +90,15 @@ impl ResolutionReport {
         serde_json::from_str(&text).ok()
     }
 
+    /// Worth saying where people look (status, dashboard): anything but "up to date" and
+    /// "nothing installed".
+    pub fn notable(&self) -> bool {
+        !matches!(
+            self.resolution,
+            Resolution::UpToDate { .. } | Resolution::NothingInstalled
+        )
+    }
+
     /// True when a package asked for is not importable now.
     pub fn degraded(&self) -> bool {
         matches!(self.resolution, Resolution::Unavailable { .. })

@@ -135,6 +135,9 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
                     .collect();
                 output::stdout(&with_notes(&table, &notes))?;
                 output::stdout(&super::gateway::engines::engines_line(&view))?;
+                if let Some(report) = plugins_report() {
+                    output::stdout(&format!("plugins: {}\n", report.summary()))?;
+                }
             }
         }
         ServiceCommand::Start { name, wait } => {
@@ -179,6 +182,13 @@ pub fn run(ctx: &Context, command: ServiceCommand) -> CommandResult {
         } => logs(&root, &name, lines, follow)?,
     }
     Ok(ExitStatus::Success)
+}
+
+/// The last check of the volume's plugin packages against this image, when it is worth a
+/// line (a re-resolution, a generation kept offline, packages unavailable).
+fn plugins_report() -> Option<hermes_deps::generations::ResolutionReport> {
+    let target = hermes_deps::Environment::from_process().durable_target()?;
+    hermes_deps::generations::ResolutionReport::read(&target).filter(|r| r.notable())
 }
 
 /// The entries of `services:` in the root's `config.yaml` left out as invalid

@@ -312,3 +312,55 @@ fn repair_gc_and_generations_say_what_there_is() {
         "{text}"
     );
 }
+
+/// What a boot leaves when none of the plugin packages could be resolved for a new image is
+/// said by `hermes service status` and failed by `hermes doctor`, each with the fix.
+#[test]
+fn status_and_doctor_name_unavailable_plugin_packages() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    t.free_ports(&[]);
+    let target = t.root().join("lazy-packages");
+    let store = t.root().join("lazy-packages.generations");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::write(
+        store.join("last-resolution.json"),
+        r#"{"at": 0, "resolution": {"result": "unavailable", "from": 1, "to": 2,
+            "packages": [{"spec": "honcho-ai==2.2.0", "why": "no package index reachable"}]},
+            "reason": "the interpreter changed: 3.13 → 3.11", "fix": "hermes plugins repair"}"#,
+    )
+    .unwrap();
+    let env = [
+        ("HERMES_DISABLE_LAZY_INSTALLS", "1"),
+        ("HERMES_LAZY_INSTALL_TARGET", target.to_str().unwrap()),
+    ];
+    let (_up, _) = t.up_detached(&env);
+    let mut status = t.cmd(&["service", "status"]);
+    status.envs(env);
+    let out = status.output().unwrap();
+    let text = render(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("plugins: plugin packages unavailable with this image")
+            && text.contains("honcho-ai==2.2.0 (no package index reachable)")
+            && text.contains("run `hermes plugins repair`"),
+        "{text}"
+    );
+    let mut doctor = t.cmd(&["doctor"]);
+    doctor.envs(env);
+    let out = doctor.output().unwrap();
+    let text = render(&out);
+    let row = text
+        .lines()
+        .find(|l| l.contains("plugin packages:"))
+        .unwrap_or_else(|| panic!("no plugin packages row: {text}"));
+    assert!(
+        row.contains("honcho-ai==2.2.0") && row.contains("hermes plugins repair"),
+        "{row}"
+    );
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "a failed check fails doctor: {text}"
+    );
+}

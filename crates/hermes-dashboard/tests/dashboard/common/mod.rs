@@ -303,3 +303,56 @@ pub fn agent_python(agent: &hermes_test_support::OriginalAgent, dir: &Path, code
     );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
+
+/// Plants what a boot leaves when a new image could resolve none of the plugin packages
+/// (`hermes_deps::generations::resolve`): an empty generation 2 active that keeps the request
+/// `honcho-ai==2.2.0`, and the report naming it unavailable.
+pub fn plant_unavailable_plugins(target: &Path) {
+    use hermes_deps::generations::{
+        GenerationRecord, Origin, Request, Requester, Resolution, ResolutionReport, Store,
+        Unavailable, resolve::REPORT_FILE,
+    };
+    let store = Store::for_target(target);
+    store.create().unwrap();
+    let dir = store.path_of(2);
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = "honcho-ai==2.2.0".to_string();
+    let missing = Unavailable {
+        spec: spec.clone(),
+        why: "no package index reachable".into(),
+    };
+    GenerationRecord {
+        format: 1,
+        id: 2,
+        parent: Some(1),
+        origin: Origin::Unresolved,
+        created_at: 0,
+        abi: "3.11:.cpython-311-x86_64-linux-gnu.so".into(),
+        core_lock: "0123456789abcdef".into(),
+        requests: vec![Request {
+            spec,
+            by: Requester::Dashboard,
+            at: 0,
+        }],
+        resolved: Vec::new(),
+        unavailable: vec![missing.clone()],
+    }
+    .write(&dir)
+    .unwrap();
+    store.point_to(2).unwrap();
+    let report = ResolutionReport {
+        at: 0,
+        resolution: Resolution::Unavailable {
+            from: 1,
+            to: 2,
+            packages: vec![missing],
+        },
+        reason: "the interpreter changed: 3.13 → 3.11".into(),
+        fix: "hermes plugins repair".into(),
+    };
+    std::fs::write(
+        store.root().join(REPORT_FILE),
+        serde_json::to_string(&report).unwrap(),
+    )
+    .unwrap();
+}
