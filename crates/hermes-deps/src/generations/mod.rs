@@ -250,6 +250,8 @@ fn fill(
     }
     .write(dir)
     .map_err(store_error(dir, "write the record of"))?;
+    // Built by root (a `docker exec` as root): the service user's like the rest of the volume.
+    store.hand_tree_to_volume_owner(dir);
     tree::seal(dir).map_err(store_error(dir, "seal"))?;
     store
         .point_to(id)

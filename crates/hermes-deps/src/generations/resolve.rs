@@ -55,6 +55,14 @@ pub enum Resolution {
         /// Why the new one could not be built.
         why: String,
     },
+    /// The active generation was built for another image, but installs are switched off
+    /// (`security.allow_lazy_installs: false`): nothing was installed, nothing changed.
+    Blocked {
+        /// The active generation, left as it is.
+        generation: u64,
+        /// Why installs are off.
+        why: String,
+    },
     /// Neither a new generation nor the old one works with this image: the requests are kept
     /// in an empty generation and their packages are unavailable until resolved.
     Unavailable {
@@ -119,6 +127,11 @@ impl ResolutionReport {
                 "plugin packages kept (generation {generation} still imports with this image; \
                  resolving them again failed: {why}); run `{FIX_COMMAND}` to try again"
             ),
+            Resolution::Blocked { generation, why } => format!(
+                "plugin packages not resolved again for this image ({}): {why}; generation \
+                 {generation} is left as it is",
+                self.reason
+            ),
             Resolution::Unavailable { packages, .. } => {
                 let list: Vec<String> = packages
                     .iter()
@@ -170,13 +183,16 @@ fn failed(err: &Error) -> String {
 /// changed since it was built (or always, with `force`), as the module doc says, and writes
 /// the report. Takes the store's lock: never races an install.
 pub fn resolve_again(options: &InstallOptions, force: bool) -> Result<ResolutionReport, Error> {
-    let Route::Target {
-        venv,
-        managed,
-        target,
-    } = options.route()
-    else {
-        return Ok(report(Resolution::NothingInstalled, String::new(), None));
+    let (venv, managed, target) = match options.route() {
+        Route::Target {
+            venv,
+            managed,
+            target,
+        } => (venv, managed, target),
+        Route::Blocked(reason) => return blocked(options, &reason.to_string()),
+        Route::Venv { .. } => {
+            return Ok(report(Resolution::NothingInstalled, String::new(), None));
+        }
     };
     let store = Store::for_target(&target);
     if !store.root().exists() && !target.exists() {
@@ -293,6 +309,7 @@ pub fn resolve_again(options: &InstallOptions, force: bool) -> Result<Resolution
     )
     .map_err(io("write the ABI stamp of"))?;
     placeholder.write(&dir).map_err(io("write the record of"))?;
+    store.hand_tree_to_volume_owner(&dir);
     super::tree::seal(&dir).map_err(io("seal"))?;
     store.point_to(to).map_err(io("switch to"))?;
     Ok(report(
@@ -304,6 +321,42 @@ pub fn resolve_again(options: &InstallOptions, force: bool) -> Result<Resolution
         reason,
         Some(&target),
     ))
+}
+
+/// Installs are switched off: say whether the active generation was built for another image
+/// (without installing or changing anything). Nothing is said without a durable target.
+fn blocked(options: &InstallOptions, why: &str) -> Result<ResolutionReport, Error> {
+    let Some(target) = options.env.durable_target() else {
+        return Ok(report(Resolution::NothingInstalled, String::new(), None));
+    };
+    let store = Store::for_target(&target);
+    let Some((active, rec)) = store
+        .active()
+        .and_then(|g| g.record.clone().map(|r| (g, r)))
+    else {
+        return Ok(report(Resolution::NothingInstalled, String::new(), None));
+    };
+    let (venv, _) = crate::route::core_venv(&options.env, &options.hermes_home);
+    let Some(python) = crate::python::venv_python(&venv) else {
+        return Ok(report(Resolution::NothingInstalled, String::new(), None));
+    };
+    let info = crate::python::Interpreter::new(python, None, options.env.clone()).info()?;
+    let resolution = match stale_because(&rec, &info.abi, &core_lock(&info.site_packages)) {
+        Some(reason) => {
+            return Ok(report(
+                Resolution::Blocked {
+                    generation: active.id,
+                    why: why.to_string(),
+                },
+                reason,
+                Some(&target),
+            ));
+        }
+        None => Resolution::UpToDate {
+            generation: active.id,
+        },
+    };
+    Ok(report(resolution, String::new(), Some(&target)))
 }
 
 /// The report, written into the store when there is one (best effort: the boot log has it).
@@ -320,6 +373,7 @@ fn report(resolution: Resolution, reason: String, target: Option<&Path>) -> Reso
         let path = report_path(target);
         let tmp = path.with_extension("json.tmp");
         if std::fs::write(&tmp, text + "\n").is_ok() {
+            Store::for_target(target).hand_to_volume_owner(&tmp);
             let _ = std::fs::rename(&tmp, &path);
         }
     }

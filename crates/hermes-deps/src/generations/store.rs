@@ -149,6 +149,16 @@ impl Store {
         }
     }
 
+    /// [`Store::hand_to_volume_owner`] for a whole tree (a generation root built), as best
+    /// effort in the same way: only root may chown, and then it succeeds.
+    pub fn hand_tree_to_volume_owner(&self, path: &Path) {
+        let Some(owner) = self.target.parent().and_then(|p| std::fs::metadata(p).ok()) else {
+            return;
+        };
+        // Every entry is looked at: the root may be the owner's while what root put in it is not.
+        let _ = tree::give_to(path, owner.uid(), owner.gid());
+    }
+
     /// Every generation directory, oldest first.
     pub fn list(&self) -> Vec<Generation> {
         let Ok(entries) = std::fs::read_dir(&self.root) else {
