@@ -62,6 +62,12 @@ pub const OWNED_FILES: &[OwnedFile] = &[
     OwnedFile::owned("active_profile"),
 ];
 
+/// Top-level entries that are the service user's and may be a symlink the volume holds itself:
+/// `lazy-packages`, the image's durable install target, is a link to its active install
+/// generation (a directory on volumes from before generations). A link is re-owned itself and
+/// never followed; a directory is a subtree like [`OWNED_SUBTREES`].
+pub const OWNED_LINKS: &[&str] = &["lazy-packages"];
+
 /// Subtrees of a Hermes data volume that belong to the service user, relative to its root.
 pub const OWNED_SUBTREES: &[&str] = &[
     "profiles",
@@ -71,7 +77,6 @@ pub const OWNED_SUBTREES: &[&str] = &[
     "skills",
     "skins",
     "plugins",
-    "lazy-packages",
     // The install generations the image's `lazy-packages` names (`hermes_deps::generations`).
     "lazy-packages.generations",
     "home",

@@ -364,6 +364,7 @@ pub fn data_volume_plan(home: &Path) -> RepairPlan {
         None => FileRule::owned(f.name),
     });
     RepairPlan::data_volume(home, files, volume::OWNED_SUBTREES.iter().copied())
+        .with_links(volume::OWNED_LINKS.iter().copied())
 }
 
 /// Stage 4.
@@ -1002,5 +1003,7 @@ mod tests {
         assert!(plan.files.contains(&FileRule::owned("auth.json")));
         assert_eq!(plan.subtrees.len(), volume::OWNED_SUBTREES.len());
         assert!(plan.subtrees.contains(&"platforms/pairing".into()));
+        assert!(plan.subtrees.contains(&"lazy-packages.generations".into()));
+        assert_eq!(plan.links, [Path::new("lazy-packages")]);
     }
 }

@@ -113,7 +113,7 @@ fn anything_installed(target: &Path) -> bool {
 }
 
 /// Runs `cmd` until it exits or `limit` passes (then kills it): its status (`None` when
-/// stopped) and what it wrote to stdout and stderr, in that order.
+/// stopped) and what it wrote to stderr (its progress) then stdout (its result).
 fn run_bounded(
     mut cmd: Command,
     limit: Duration,

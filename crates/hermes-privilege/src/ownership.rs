@@ -97,6 +97,10 @@ pub struct RepairPlan {
     pub files: Vec<FileRule>,
     /// Subtrees to re-own recursively, relative to the root (`platforms/pairing`).
     pub subtrees: Vec<PathBuf>,
+    /// Top-level subtrees that may also be a symlink the volume itself holds (the durable
+    /// install target, a link to its active generation): as a link it is re-owned itself,
+    /// never followed, and not reported; as a directory it is a subtree like the others.
+    pub links: Vec<PathBuf>,
 }
 
 impl RepairPlan {
@@ -114,7 +118,25 @@ impl RepairPlan {
             chown_root: true,
             files: files.into_iter().collect(),
             subtrees: subtrees.into_iter().map(Into::into).collect(),
+            links: Vec::new(),
         }
+    }
+
+    /// The plan with `subtrees` added to its own.
+    #[must_use]
+    pub fn with_subtrees_added<P: Into<PathBuf>>(
+        mut self,
+        subtrees: impl IntoIterator<Item = P>,
+    ) -> Self {
+        self.subtrees.extend(subtrees.into_iter().map(Into::into));
+        self
+    }
+
+    /// The plan with `links` (see [`RepairPlan::links`]).
+    #[must_use]
+    pub fn with_links<P: Into<PathBuf>>(mut self, links: impl IntoIterator<Item = P>) -> Self {
+        self.links = links.into_iter().map(Into::into).collect();
+        self
     }
 }
 
@@ -206,6 +228,19 @@ pub fn repair_ownership(plan: &RepairPlan, uid: u32, gid: u32) -> Result<RepairR
     for rule in &plan.files {
         repair_file(root.as_fd(), &plan.root, rule, ids, &mut report);
     }
+    for link in &plan.links {
+        if repair_link(root.as_fd(), &plan.root, link, ids, &mut report) {
+            continue;
+        }
+        repair_subtree(
+            root.as_fd(),
+            &plan.root,
+            link,
+            root_stat.st_dev,
+            ids,
+            &mut report,
+        );
+    }
     for subtree in &plan.subtrees {
         repair_subtree(
             root.as_fd(),
@@ -257,6 +292,41 @@ impl Ids {
             Ok(()) => report.changed += 1,
             Err(errno) => report.fail("chown", path, errno),
         }
+    }
+}
+
+/// When the top-level entry `rel` is a symlink: re-owns the link itself (never its target)
+/// and returns true; false when it is anything else (then it is repaired as a subtree).
+fn repair_link(
+    root: BorrowedFd<'_>,
+    root_path: &Path,
+    rel: &Path,
+    ids: Ids,
+    report: &mut RepairReport,
+) -> bool {
+    let mut parts = rel.components();
+    let (Some(std::path::Component::Normal(name)), None) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let Ok(cname) = CString::new(name.as_bytes()) else {
+        return false;
+    };
+    let path = root_path.join(name);
+    let fd = match openat(
+        root,
+        cname.as_c_str(),
+        OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(_) => return false,
+    };
+    match fstat(&fd) {
+        Ok(st) if is_kind(&st, SFlag::S_IFLNK) => {
+            ids.chown_path_fd(&fd, &st, &path, report);
+            true
+        }
+        _ => false,
     }
 }
 
@@ -527,6 +597,7 @@ mod tests {
             chown_root: false,
             files: vec![FileRule::owned("a/b")],
             subtrees: vec![PathBuf::from("../escape"), PathBuf::from("/abs")],
+            links: Vec::new(),
         };
         let report = repair_ownership(&plan, uid, gid).unwrap();
         assert_eq!(report.warnings.len(), 3, "{report:?}");

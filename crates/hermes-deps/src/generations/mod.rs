@@ -30,8 +30,6 @@ pub mod uv_shim;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use sha2::{Digest, Sha256};
-
 pub use record::{GenerationRecord, Origin, Request, Requester, Resolved, Unavailable};
 pub use resolve::{Resolution, ResolutionReport, resolve_again};
 pub use status::{GenerationSummary, Overview, overview};
@@ -44,16 +42,21 @@ use crate::install::{
 use crate::target::{ABI_STAMP, constraint_lines, installed_distributions};
 
 /// The core environment's lock: a digest of every distribution installed in it, name and
-/// version. Two images whose core venvs hold the same versions have the same lock.
+/// version. Two images whose core venvs hold the same versions have the same lock. (FNV-1a:
+/// it tells sets of versions apart, it guards nothing, and PID 1's installer stays small.)
 pub fn core_lock(site_packages: &[std::path::PathBuf]) -> String {
-    let lines = constraint_lines(&installed_distributions(site_packages));
-    let mut h = Sha256::new();
-    for l in &lines {
-        h.update(l.to_ascii_lowercase().as_bytes());
-        h.update(b"\n");
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for line in constraint_lines(&installed_distributions(site_packages)) {
+        for byte in line
+            .to_ascii_lowercase()
+            .bytes()
+            .chain(std::iter::once(b'\n'))
+        {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
     }
-    let digest = h.finalize();
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    format!("{hash:016x}")
 }
 
 pub(crate) fn now() -> u64 {
@@ -364,4 +367,35 @@ pub fn collect(target: &Path) -> Result<Collected, Error> {
 
 fn store_root(target: &Path) -> std::path::PathBuf {
     Store::for_target(target).root().to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_core_lock_changes_with_any_version_and_only_then() {
+        let d = tempfile::tempdir().unwrap();
+        let dist = |name: &str, version: &str| {
+            let info = d.path().join(format!("{name}-{version}.dist-info"));
+            std::fs::create_dir_all(&info).unwrap();
+            std::fs::write(
+                info.join("METADATA"),
+                format!("Name: {name}\nVersion: {version}\n"),
+            )
+            .unwrap();
+            info
+        };
+        let sites = [d.path().to_path_buf()];
+        dist("six", "1.17.0");
+        let first = core_lock(&sites);
+        assert_eq!(first.len(), 16);
+        assert_eq!(core_lock(&sites), first, "stable");
+        let idna = dist("idna", "3.10");
+        let second = core_lock(&sites);
+        assert_ne!(second, first);
+        std::fs::remove_dir_all(idna).unwrap();
+        dist("idna", "3.11");
+        assert_ne!(core_lock(&sites), second, "a version bump is a new lock");
+    }
 }

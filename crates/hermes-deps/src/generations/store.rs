@@ -110,27 +110,39 @@ impl Store {
     }
 
     /// Takes the store's lock, waiting for whoever holds it.
+    ///
+    /// A lock file this user cannot even read (one root created for itself, mode 0600) is
+    /// replaced by a fresh one renamed over it: a lock nobody else could be waiting on through
+    /// this user's eyes must not stop every install, nor the boot.
     pub fn lock(&self) -> std::io::Result<StoreLock> {
         self.create()?;
         let path = self.root.join(LOCK_FILE);
         let file = match File::open(&path) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // Created empty, then opened read-only like every other holder.
-                drop(
-                    std::fs::OpenOptions::new()
-                        .write(true)
-                        .create(true)
-                        .truncate(false)
-                        .open(&path)?,
-                );
-                self.hand_to_volume_owner(&path);
-                File::open(&path)?
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.new_lock_file(&path)?,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                self.new_lock_file(&path)?
             }
             Err(e) => return Err(e),
         };
         file.lock()?;
         Ok(StoreLock { _file: file })
+    }
+
+    /// An empty lock file at `path`: made beside it, given to the volume's owner, renamed over
+    /// whatever was there, then opened read-only like every other holder.
+    fn new_lock_file(&self, path: &Path) -> std::io::Result<File> {
+        let fresh = self
+            .root
+            .join(format!("{LOCK_FILE}.{}", std::process::id()));
+        drop(File::create(&fresh)?);
+        self.hand_to_volume_owner(&fresh);
+        std::fs::set_permissions(&fresh, std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
+        if let Err(e) = std::fs::rename(&fresh, path) {
+            let _ = std::fs::remove_file(&fresh);
+            return Err(e);
+        }
+        File::open(path)
     }
 
     /// When running as root, gives `path` (never followed) to the owner of the target's

@@ -208,6 +208,7 @@ fn symlinked_parent_of_a_nested_subtree_is_refused() {
         chown_root: false,
         files: vec![],
         subtrees: vec!["platforms/pairing".into()],
+        links: Vec::new(),
     };
     let report = repair_ownership(&plan, UID, GID).unwrap();
     assert_eq!(report.refused, 1, "{report:?}");
@@ -233,6 +234,7 @@ fn repair_to_the_current_owner_changes_nothing_and_needs_no_root() {
             FileRule::owned("absent.json"),
         ],
         subtrees: vec!["logs".into(), "missing".into()],
+        links: Vec::new(),
     };
     let report = repair_ownership(&plan, uid, gid).unwrap();
     assert_eq!(report.changed, 0, "{report:?}");
@@ -287,6 +289,7 @@ fn not_root_means_failures_are_reported_not_fatal() {
         chown_root: false,
         files: vec![],
         subtrees: vec!["logs".into()],
+        links: Vec::new(),
     };
     let report = repair_ownership(&plan, 0, 0).unwrap();
     assert!(report.failed >= 1, "{report:?}");
@@ -391,8 +394,67 @@ fn repair_tightens_modes_and_never_loosens_them() {
             FileRule::with_mode("loose.yaml", 0o640),
         ],
         subtrees: vec![],
+        links: Vec::new(),
     };
     repair_ownership(&plan, UID, GID).unwrap();
     assert_eq!(mode(&dir.path().join("config.yaml")), 0o600);
     assert_eq!(mode(&dir.path().join("loose.yaml")), 0o640);
+}
+
+/// The durable install target is a link the volume holds itself (to its active generation):
+/// the link is re-owned, never followed, and no warning is raised; a link planted to point
+/// outside is re-owned the same way and what it points at is left alone; a directory there
+/// (a volume from before generations) is repaired as a subtree.
+#[test]
+fn the_volumes_own_links_are_reowned_themselves_without_a_warning() {
+    if hermes_test_support::skip_unless_root("re-owning files to another uid needs root") {
+        return;
+    }
+    let v = volume();
+    let store = v.root.join("lazy-packages.generations");
+    write(&store.join("0001/pkg/__init__.py"), "", 0o444);
+    symlink(
+        "lazy-packages.generations/0001",
+        v.root.join("lazy-packages"),
+    )
+    .unwrap();
+    let plan = data_volume(&v.root)
+        .with_links(["lazy-packages"])
+        .with_subtrees_added(["lazy-packages.generations"]);
+    let report = repair_ownership(&plan, UID, GID).unwrap();
+    assert!(
+        !report.warnings.iter().any(|w| w.contains("lazy-packages")),
+        "{report:?}"
+    );
+    assert_eq!(
+        owner(&v.root.join("lazy-packages")),
+        (UID, GID),
+        "the link itself"
+    );
+    assert_eq!(
+        owner(&store.join("0001/pkg/__init__.py")),
+        (UID, GID),
+        "through the store"
+    );
+
+    // Pointed outside: only the link changes hands.
+    std::fs::remove_file(v.root.join("lazy-packages")).unwrap();
+    symlink(&v.outside, v.root.join("lazy-packages")).unwrap();
+    let report = repair_ownership(&plan, UID, GID).unwrap();
+    assert_eq!(owner(&v.root.join("lazy-packages")), (UID, GID));
+    assert_eq!(
+        owner(&v.outside.join("target.txt")),
+        (0, 0),
+        "never followed"
+    );
+    assert_eq!(
+        report.refused, 1,
+        "only `skills`, the planted subtree link: {report:?}"
+    );
+
+    // A flat directory from before generations: a subtree.
+    std::fs::remove_file(v.root.join("lazy-packages")).unwrap();
+    write(&v.root.join("lazy-packages/six.py"), "", 0o644);
+    repair_ownership(&plan, UID, GID).unwrap();
+    assert_eq!(owner(&v.root.join("lazy-packages/six.py")), (UID, GID));
 }
