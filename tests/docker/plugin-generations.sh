@@ -191,7 +191,7 @@ assert_rc 0 "image C's boot" -- docker logs "$c"
 assert_contains "$OUT" "[init] plugins: plugin packages unavailable with this image" "the boot says the packages are unavailable"
 assert_contains "$OUT" "tinymem-sdk==0.1.0 (import tinymem_sdk: AssertionError: tinymem-sdk needs corepin 1" "it names the package and why"
 assert_contains "$OUT" "run \`hermes plugins repair\`" "and the command that fixes it"
-wait_for 30 "the supervisor's services are up" -- supervisor_up "$c"
+wait_for 60 "the default profile's gateway starts all the same" -- service_is "$c" gateway-default up
 assert_rc 0 "service status" -- docker exec "$c" hermes service status
 assert_contains "$OUT" "plugins: plugin packages unavailable with this image" "service status says it"
 assert_rc 1 "doctor fails" -- docker exec "$c" hermes doctor

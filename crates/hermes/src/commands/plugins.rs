@@ -191,6 +191,26 @@ const FAIL_FAST: [(&str, &str); 3] = [
     ("UV_HTTP_TIMEOUT", "10"),
 ];
 
+/// What `hermes up` does before its gateways start, as PID 1's boot stage 6d: the plugin
+/// packages resolved again when this Python or its core packages changed; the line to say,
+/// when there is one worth saying.
+pub fn resolve_before_start(home: &Home) -> Result<Option<String>, Failure> {
+    let mut options = install_options(home)?;
+    fail_fast(&mut options);
+    let report = hermes_deps::generations::resolve_again(&options, false)?;
+    Ok(report
+        .notable()
+        .then(|| format!("plugins: {}", report.summary())))
+}
+
+fn fail_fast(options: &mut InstallOptions) {
+    for (key, value) in FAIL_FAST {
+        if options.env.get(key).is_none() {
+            options.env = options.env.clone().with(key, value);
+        }
+    }
+}
+
 /// `hermes plugins repair`.
 fn repair(
     mut options: InstallOptions,
@@ -203,11 +223,7 @@ fn repair(
         options.timeout = std::time::Duration::from_secs(seconds.max(1));
     }
     if at_start {
-        for (key, value) in FAIL_FAST {
-            if options.env.get(key).is_none() {
-                options.env = options.env.with(key, value);
-            }
-        }
+        fail_fast(&mut options);
     }
     let report = hermes_deps::generations::resolve_again(&options, force)?;
     let quiet = at_start

@@ -86,6 +86,9 @@ pub fn run(ctx: &Context, args: &UpArgs) -> CommandResult {
     for line in check_databases(&root) {
         lines.push_str(&format!("hermes up: {}\n", printable(&line)));
     }
+    if let Some(line) = resolve_plugins(ctx) {
+        lines.push_str(&format!("hermes up: {}\n", printable(&line)));
+    }
     if let Some(token) = &sign_in {
         lines.push_str(&sign_in_notice(&root, &runtime_dir, token));
     }
@@ -128,6 +131,21 @@ fn check_databases(root: &std::path::Path) -> Vec<String> {
             "warning: the databases were not checked: {}",
             e.one_line()
         )],
+    }
+}
+
+/// The plugin packages resolved again when this Python or its core packages changed since
+/// they were installed (PID 1's boot stage 6d); a failure is a warning, the gateways start.
+fn resolve_plugins(ctx: &Context) -> Option<String> {
+    let resolved = ctx
+        .home()
+        .and_then(|home| crate::commands::plugins::resolve_before_start(&home));
+    match resolved {
+        Ok(line) => line,
+        Err(e) => Some(format!(
+            "warning: the plugin packages were not checked against this Python: {}",
+            e.one_line()
+        )),
     }
 }
 

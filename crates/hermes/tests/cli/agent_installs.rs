@@ -364,3 +364,55 @@ fn status_and_doctor_name_unavailable_plugin_packages() {
         "a failed check fails doctor: {text}"
     );
 }
+
+/// `hermes up` does what PID 1's boot does before its gateways start: packages installed for
+/// another core are resolved again, and it says so.
+#[test]
+fn hermes_up_resolves_the_packages_again_for_a_changed_core() {
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    t.free_ports(&[]);
+    let Some(py) = PyEnv::new(&t, "hermes_up_pkg") else {
+        return;
+    };
+    let target = t.root().join("lazy-packages");
+    let image = |cmd: &mut Command| {
+        cmd.env("HERMES_DISABLE_LAZY_INSTALLS", "1")
+            .env("HERMES_LAZY_INSTALL_TARGET", &target);
+    };
+    let mut install = py.hermes(&t, &["deps", "install", "hermes-up-pkg==1.0"]);
+    image(&mut install);
+    let out = install.output().unwrap();
+    assert!(out.status.success(), "{}", render(&out));
+
+    // The core gains a package: its lock changes.
+    let wheels = t.dir.path().join("core-wheels");
+    write_wheel(&wheels, "hermes_core_extra", "1.0", &[]);
+    let pip = Command::new(py.venv.join("bin/python"))
+        .args(["-m", "pip", "install", "-q", "--no-index", "--find-links"])
+        .arg(&wheels)
+        .arg("hermes-core-extra")
+        .output()
+        .unwrap();
+    assert!(pip.status.success(), "{}", render(&pip));
+
+    let mut up = py.hermes(&t, &["up", "-d"]);
+    image(&mut up);
+    let out = up.output().unwrap();
+    let said = render(&out);
+    assert!(out.status.success(), "{said}");
+    let _stop = crate::util::Detached::from_said(&said);
+    // Detached, it says it in its log.
+    let log = t.root().join("logs/up.log");
+    let line = "hermes up: plugins: plugin packages resolved again for this image (the core \
+                packages changed): generation 1 → 2";
+    hermes_test_support::poll::until_true(
+        "the line in up.log",
+        std::time::Duration::from_secs(60),
+        || std::fs::read_to_string(&log).is_ok_and(|text| text.contains(line)),
+    );
+    assert_eq!(
+        std::fs::read_link(&target).unwrap(),
+        Path::new("lazy-packages.generations/0002")
+    );
+}

@@ -149,6 +149,17 @@ impl Drop for Running {
 pub struct Detached(pub Option<i32>);
 
 impl Detached {
+    /// The supervisor `hermes up -d` started, from what it said (`… (pid N)`).
+    pub fn from_said(said: &str) -> Detached {
+        let pid = said
+            .split("(pid ")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no pid in: {said}"));
+        Detached(Some(pid))
+    }
+
     /// Its pid.
     pub fn pid(&self) -> i32 {
         self.0.expect("still running")
@@ -208,13 +219,7 @@ impl TestContext {
         let out = cmd.output().unwrap();
         let said = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{said}");
-        let pid = said
-            .split("(pid ")
-            .nth(1)
-            .and_then(|rest| rest.split(')').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no pid in: {said}"));
-        (Detached(Some(pid)), said)
+        (Detached::from_said(&said), said)
     }
 
     /// One service's status row from the supervisor (`Null` when it has none).
