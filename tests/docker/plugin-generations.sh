@@ -96,7 +96,8 @@ derive c corepin-2.0-py3-none-any.whl
 
 v=$(mkvolume data)
 # The provider's manifest on the volume, as an operator puts it there.
-drun -i -v "$v:/opt/data" -- sh -c 'mkdir -p /opt/data/plugins/tinymem && cat >/opt/data/plugins/tinymem/plugin.yaml' <<'YAML' >/dev/null 2>&1
+# The first boot marks the default profile's gateway running, so every boot below starts it.
+drun -i -v "$v:/opt/data" -e HERMES_GATEWAY_BOOTSTRAP_STATE=running -- sh -c 'mkdir -p /opt/data/plugins/tinymem && cat >/opt/data/plugins/tinymem/plugin.yaml' <<'YAML' >/dev/null 2>&1
 name: tinymem
 version: 0.1.0
 description: test memory provider
