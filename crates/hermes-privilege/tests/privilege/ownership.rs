@@ -448,8 +448,12 @@ fn the_volumes_own_links_are_reowned_themselves_without_a_warning() {
         "never followed"
     );
     assert_eq!(
-        report.refused, 1,
-        "only `skills`, the planted subtree link: {report:?}"
+        report.refused, 2,
+        "only the volume's planted links, `auth.json` and `skills`: {report:?}"
+    );
+    assert!(
+        !report.warnings.iter().any(|w| w.contains("lazy-packages")),
+        "{report:?}"
     );
 
     // A flat directory from before generations: a subtree.

@@ -334,7 +334,9 @@ fn status_and_doctor_name_unavailable_plugin_packages() {
         ("HERMES_DISABLE_LAZY_INSTALLS", "1"),
         ("HERMES_LAZY_INSTALL_TARGET", target.to_str().unwrap()),
     ];
-    let (_up, _) = t.up_detached(&env);
+    // The supervisor without the target (its own check would find no generation and say so):
+    // the surfaces below read the report with the target their environment names.
+    let (_up, _) = t.up_detached(&[]);
     let mut status = t.cmd(&["service", "status"]);
     status.envs(env);
     let out = status.output().unwrap();

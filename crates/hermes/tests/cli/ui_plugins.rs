@@ -205,3 +205,109 @@ fn a_sealed_image_without_target_shows_why_installs_are_blocked() {
     );
     assert!(!t.root().join("venv").exists(), "nothing ran");
 }
+
+/// After a boot (here `hermes plugins repair`) found the plugin packages unusable with this
+/// image and no index to resolve them again, the page says so where it says where installs
+/// go, with the command that fixes it.
+#[test]
+fn unavailable_plugin_packages_are_said_with_their_fix() {
+    if !python_on_the_tests_path() {
+        return;
+    }
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let venv = t.dir.path().join("core");
+    let made = std::process::Command::new("python3")
+        .env("PATH", "/usr/bin:/bin")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let wheels = t.dir.path().join("wheels");
+    hermes_test_support::wheel::write_wheel_with_init(
+        &wheels,
+        "hermes_uiplug",
+        "1.0",
+        &[],
+        "import hermes_uicore\n",
+    );
+    write_wheel(&wheels, "hermes_uicore", "1.0", &[]);
+    let pip = |args: &[&str]| {
+        let out = std::process::Command::new(venv.join("bin/python"))
+            .args(["-m", "pip", "-q", "--disable-pip-version-check"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    pip(&[
+        "install",
+        "--no-index",
+        "--find-links",
+        wheels.to_str().unwrap(),
+        "hermes-uicore",
+    ]);
+    let index = WheelIndex::serve(&wheels);
+    let target = t.root().join("lazy-packages");
+    let target_text = target.to_string_lossy().into_owned();
+    let venv_text = venv.to_string_lossy().into_owned();
+    let image = [
+        ("HERMES_VENV", venv_text.as_str()),
+        ("HERMES_DISABLE_LAZY_INSTALLS", "1"),
+        ("HERMES_LAZY_INSTALL_TARGET", target_text.as_str()),
+        ("PIP_CONFIG_FILE", "/dev/null"),
+    ];
+    let installed = t
+        .cmd(&["deps", "install", "hermes-uiplug==1.0"])
+        .envs(image)
+        .env("PIP_INDEX_URL", index.url())
+        .output()
+        .unwrap();
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    // The new image's core lost what the package imports, and no index answers.
+    pip(&["uninstall", "-y", "hermes-uicore"]);
+    let repair = t
+        .cmd(&["plugins", "repair"])
+        .envs(image)
+        .env("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+        .env("PIP_RETRIES", "0")
+        .output()
+        .unwrap();
+    assert_eq!(
+        repair.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&repair.stdout)
+    );
+
+    let Some(ui) = Ui::open(&t, &image) else {
+        return;
+    };
+    ui.goto("plugins");
+    ui.browser.wait_until("the installs note", WAIT, |_| {
+        text(&ui, "#installs").contains("generation 2 is active")
+    });
+    let note = text(&ui, "#installs");
+    assert!(
+        note.contains("plugin packages unavailable with this image")
+            && note.contains("hermes-uiplug==1.0")
+            && note.contains("hermes plugins repair"),
+        "{note}"
+    );
+    let class = ui
+        .browser
+        .find("#installs")
+        .attribute("class")
+        .unwrap_or_default();
+    assert!(class.contains("blocked"), "shown as a problem: {class}");
+    ui.screenshot("plugins-unavailable");
+}
