@@ -37,42 +37,18 @@ if [[ -z $markupsafe ]]; then
         markupsafe=$(ls "$cache"/plugin-test-wheels/markupsafe-*-cp313-*.whl | head -n 1)
     fi
 fi
-cp "$markupsafe" "$idx/files/"
+wheels=(python3 "$(dirname "$0")/full/wheel_index.py")
+"${wheels[@]}" --link "$idx" "$markupsafe" || { fail "serving markupsafe"; finish; }
 
 # The test's own wheels: the SDK (needs markupsafe's compiled module and corepin 1), corepin 1
-# and 2, and an unrelated core package for image B. Then a "simple" page per project.
-python3 - "$idx/files" <<'PY' || { fail "building the test wheels"; finish; }
-import base64, hashlib, sys, zipfile
-out = sys.argv[1]
-def wheel(dist, version, init, requires=()):
-    mod = dist.replace("-", "_")
-    info = f"{mod}-{version}.dist-info"
-    meta = f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires)
-    files = {f"{mod}/__init__.py": init, f"{info}/METADATA": meta,
-             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
-    rows = []
-    for path, text in files.items():
-        d = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        rows.append(f"{path},sha256={d},{len(text.encode())}")
-    rows.append(f"{info}/RECORD,,")
-    files[f"{info}/RECORD"] = "\n".join(rows) + "\n"
-    with zipfile.ZipFile(f"{out}/{mod}-{version}-py3-none-any.whl", "w") as z:
-        for path, text in files.items():
-            z.writestr(path, text)
-wheel("tinymem-sdk", "0.1.0",
-      "import corepin\nassert corepin.API == 1, 'tinymem-sdk needs corepin 1, found API %s' % corepin.API\n"
-      "from markupsafe import _speedups\nVERSION = '0.1.0'\n",
-      ["markupsafe>=2", "corepin<2"])
-wheel("corepin", "1.0", "API = 1\n")
-wheel("corepin", "2.0", "API = 2\n")
-wheel("coreextra", "1.0", "X = 1\n")
-PY
-for f in "$idx"/files/*.whl; do
-    base=$(basename "$f")
-    project=$(tr 'A-Z_' 'a-z-' <<<"${base%%-*}")
-    mkdir -p "$idx/simple/$project"
-    printf '<a href="../../files/%s">%s</a>\n' "$base" "$base" >>"$idx/simple/$project/index.html"
-done
+# and 2, and an unrelated core package for image B.
+"${wheels[@]}" "$idx" tinymem-sdk 0.1.0 "import corepin
+assert corepin.API == 1, 'tinymem-sdk needs corepin 1, found API %s' % corepin.API
+from markupsafe import _speedups
+VERSION = '0.1.0'" 'markupsafe>=2' 'corepin<2' || { fail "building the SDK's wheel"; finish; }
+"${wheels[@]}" "$idx" corepin 1.0 'API = 1' || { fail "building corepin 1"; finish; }
+"${wheels[@]}" "$idx" corepin 2.0 'API = 2' || { fail "building corepin 2"; finish; }
+"${wheels[@]}" "$idx" coreextra 1.0 'X = 1' || { fail "building coreextra"; finish; }
 chmod -R a+rX "$idx"
 
 # Images B and C: image A with one more core package, or with another corepin.

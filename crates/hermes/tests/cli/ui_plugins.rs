@@ -10,7 +10,7 @@ use std::time::Duration;
 use hermes_test_support::wheel::{WheelIndex, write_wheel};
 
 use crate::ui::{Ui, WAIT};
-use crate::util::TestContext;
+use crate::util::{PyEnv, TestContext};
 
 /// An install creates the Python environment first: allow for a slow machine.
 const INSTALL_WAIT: Duration = Duration::from_secs(240);
@@ -216,14 +216,10 @@ fn unavailable_plugin_packages_are_said_with_their_fix() {
     }
     let t = TestContext::new();
     t.ok(&["profile", "list"]);
-    let venv = t.dir.path().join("core");
-    let made = std::process::Command::new("python3")
-        .env("PATH", "/usr/bin:/bin")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    // The core venv and an index serving hermes_uicore, which the plugin's package imports.
+    let Some(py) = PyEnv::new(&t, "hermes_uicore") else {
+        return;
+    };
     let wheels = t.dir.path().join("wheels");
     hermes_test_support::wheel::write_wheel_with_init(
         &wheels,
@@ -232,9 +228,8 @@ fn unavailable_plugin_packages_are_said_with_their_fix() {
         &[],
         "import hermes_uicore\n",
     );
-    write_wheel(&wheels, "hermes_uicore", "1.0", &[]);
     let pip = |args: &[&str]| {
-        let out = std::process::Command::new(venv.join("bin/python"))
+        let out = std::process::Command::new(py.venv.join("bin/python"))
             .args(["-m", "pip", "-q", "--disable-pip-version-check"])
             .args(args)
             .output()
@@ -252,10 +247,9 @@ fn unavailable_plugin_packages_are_said_with_their_fix() {
         wheels.to_str().unwrap(),
         "hermes-uicore",
     ]);
-    let index = WheelIndex::serve(&wheels);
     let target = t.root().join("lazy-packages");
     let target_text = target.to_string_lossy().into_owned();
-    let venv_text = venv.to_string_lossy().into_owned();
+    let venv_text = py.venv.to_string_lossy().into_owned();
     let image = [
         ("HERMES_VENV", venv_text.as_str()),
         ("HERMES_DISABLE_LAZY_INSTALLS", "1"),
@@ -265,7 +259,7 @@ fn unavailable_plugin_packages_are_said_with_their_fix() {
     let installed = t
         .cmd(&["deps", "install", "hermes-uiplug==1.0"])
         .envs(image)
-        .env("PIP_INDEX_URL", index.url())
+        .env("PIP_INDEX_URL", py.index.url())
         .output()
         .unwrap();
     assert!(
