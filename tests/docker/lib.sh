@@ -108,6 +108,18 @@ dstart() {
 # A container name this scenario will remove at exit (for `docker run` without -d).
 track() { HDT_CONTAINERS+=("$HDT_PREFIX-$1"); printf '%s\n' "$HDT_PREFIX-$1"; }
 
+# A user memory provider NAME needing the pip package SPEC, put on VOLUME as an operator would
+# (its manifest in plugins/NAME/plugin.yaml; the container's boot seeds the volume too):
+#   plant_memory_plugin VOLUME NAME SPEC [docker options]
+plant_memory_plugin() {
+    local volume=$1 name=$2 spec=$3
+    shift 3
+    printf 'name: %s\nversion: 0.1.0\ndescription: test memory provider\nkind: memory\npip_dependencies:\n  - %s\n' \
+        "$name" "$spec" \
+        | drun -i -v "$volume:/opt/data" "$@" -- sh -c "mkdir -p /opt/data/plugins/$name && cat >/opt/data/plugins/$name/plugin.yaml" \
+            >/dev/null 2>&1
+}
+
 # A fresh named volume, removed at exit: v=$(mkvolume NAME)
 mkvolume() {
     local name="$HDT_PREFIX-$1"

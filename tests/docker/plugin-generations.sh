@@ -73,14 +73,7 @@ derive c corepin-2.0-py3-none-any.whl
 v=$(mkvolume data)
 # The provider's manifest on the volume, as an operator puts it there.
 # The first boot marks the default profile's gateway running, so every boot below starts it.
-drun -i -v "$v:/opt/data" -e HERMES_GATEWAY_BOOTSTRAP_STATE=running -- sh -c 'mkdir -p /opt/data/plugins/tinymem && cat >/opt/data/plugins/tinymem/plugin.yaml' <<'YAML' >/dev/null 2>&1
-name: tinymem
-version: 0.1.0
-description: test memory provider
-kind: memory
-pip_dependencies:
-  - tinymem-sdk==0.1.0
-YAML
+plant_memory_plugin "$v" tinymem tinymem-sdk==0.1.0 -e HERMES_GATEWAY_BOOTSTRAP_STATE=running
 
 token=hdt-plugin-token-$$
 index=(-e PIP_INDEX_URL=http://127.0.0.1:8000/simple -e PIP_DISABLE_PIP_VERSION_CHECK=1)

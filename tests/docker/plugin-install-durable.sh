@@ -30,14 +30,7 @@ printf '<html><body><a href="../../files/tinymem_sdk-0.1.0-py3-none-any.whl">tin
 
 v=$(mkvolume data)
 # The plugin's manifest on the volume (as an operator would put it there).
-drun -i -v "$v:/opt/data" -- sh -c 'mkdir -p /opt/data/plugins/tinymem && cat >/opt/data/plugins/tinymem/plugin.yaml' <<'YAML' >/dev/null 2>&1
-name: tinymem
-version: 0.1.0
-description: test memory provider
-kind: memory
-pip_dependencies:
-  - tinymem-sdk==0.1.0
-YAML
+plant_memory_plugin "$v" tinymem tinymem-sdk==0.1.0
 
 serve=(python3 -m http.server 8000 --bind 127.0.0.1 --directory /index)
 c=$(dstart one -v "$v:/opt/data" -v "$idx:/index:ro" -- "${serve[@]}")
