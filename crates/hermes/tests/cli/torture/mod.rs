@@ -135,10 +135,11 @@ fn turn(port: u16, session: &str, words: &str, stream: bool) -> Turn {
     })
 }
 
-/// Clients writing their own sessions until stopped: the words of every acknowledged turn.
+/// Clients writing their own sessions until stopped: the words of every acknowledged turn, with
+/// when its acknowledgement came.
 struct Writers {
     stop: Arc<AtomicBool>,
-    acked: Arc<Mutex<BTreeSet<String>>>,
+    acked: Arc<Mutex<BTreeMap<String, Instant>>>,
     sent: Arc<AtomicUsize>,
     not_stored: Arc<AtomicUsize>,
     failures: Arc<Mutex<BTreeMap<String, usize>>>,
@@ -148,7 +149,7 @@ struct Writers {
 impl Writers {
     fn start(port: u16, clients: usize) -> Writers {
         let stop = Arc::new(AtomicBool::new(false));
-        let acked = Arc::new(Mutex::new(BTreeSet::new()));
+        let acked = Arc::new(Mutex::new(BTreeMap::new()));
         let sent = Arc::new(AtomicUsize::new(0));
         let not_stored = Arc::new(AtomicUsize::new(0));
         let failures = Arc::new(Mutex::new(BTreeMap::new()));
@@ -166,7 +167,7 @@ impl Writers {
                         sent.fetch_add(1, Ordering::SeqCst);
                         match said {
                             Turn::Acknowledged => {
-                                acked.lock().unwrap().insert(words);
+                                acked.lock().unwrap().insert(words, Instant::now());
                             }
                             Turn::NotStored => {
                                 not_stored.fetch_add(1, Ordering::SeqCst);
@@ -197,7 +198,14 @@ impl Writers {
 
     /// Stops the clients: the acknowledged words, the turns sent, the turns refused as not
     /// stored, and the other failures by kind.
-    fn finish(self) -> (BTreeSet<String>, usize, usize, BTreeMap<String, usize>) {
+    fn finish(
+        self,
+    ) -> (
+        BTreeMap<String, Instant>,
+        usize,
+        usize,
+        BTreeMap<String, usize>,
+    ) {
         self.stop.store(true, Ordering::SeqCst);
         for t in self.threads {
             let _ = t.join();
@@ -356,10 +364,12 @@ pub(crate) fn torture(
         &EVENTS[..5]
     };
     let started = Instant::now();
+    let mut happened: Vec<(Instant, usize, &str)> = Vec::new();
     for event in 0..events {
         std::thread::sleep(Duration::from_millis(200 + rng.below(600)));
         let kind = kinds[rng.below(kinds.len() as u64) as usize];
         *by_kind.entry(kind).or_default() += 1;
+        happened.push((Instant::now(), event, kind));
         match kind {
             "kill-gateway" => {
                 if let Some(pid) = target.gateway_pid() {
@@ -418,7 +428,15 @@ pub(crate) fn torture(
         damaged.push(format!("at the end: {bad}"));
     }
     let stored = stored(root);
-    let lost: Vec<String> = acked.difference(&stored).cloned().collect();
+    let lost: Vec<String> = acked
+        .keys()
+        .filter(|words| !stored.contains(*words))
+        .cloned()
+        .collect();
+    let lost_at: Vec<String> = lost
+        .iter()
+        .map(|words| around(words, acked[words], started, &happened))
+        .collect();
     println!(
         "torture: {}",
         serde_json::json!({
@@ -428,11 +446,12 @@ pub(crate) fn torture(
             "lost": lost.len(), "corrupt": damaged.len(), "left_down": left_down.len(),
             "no_turn_after": quiet.len(), "sidecars_unlinked": unlinked.len(),
             "other_problems": problems.len(), "full_volume": disk.is_some(),
-            "failed_turns": failures, "left_down_at": left_down,
+            "failed_turns": failures, "left_down_at": left_down, "lost_at": &lost_at,
         })
     );
     Tally {
-        lost,
+        // Each with where it fell among the events, for the failure's message.
+        lost: lost_at,
         damaged,
         problems,
         left_down,
@@ -440,6 +459,42 @@ pub(crate) fn torture(
         unlinked,
         acknowledged: acked.len(),
     }
+}
+
+/// Where a lost turn's acknowledgement fell among the events: the last one started before it
+/// and the next one (`client0-turn7: acknowledged at 12.3 s, after event 40 (full-volume) at
+/// 12.1 s, before event 41 (restart) at 12.9 s`), to tell which event took it.
+fn around(
+    words: &str,
+    at: Instant,
+    started: Instant,
+    happened: &[(Instant, usize, &str)],
+) -> String {
+    let secs = |t: Instant| t.duration_since(started).as_secs_f64();
+    let mut said = format!("{words}: acknowledged at {:.1} s", secs(at));
+    if let Some((t, n, kind)) = happened.iter().rev().find(|(t, _, _)| *t <= at) {
+        said.push_str(&format!(", after event {n} ({kind}) at {:.1} s", secs(*t)));
+    }
+    if let Some((t, n, kind)) = happened.iter().find(|(t, _, _)| *t > at) {
+        said.push_str(&format!(", before event {n} ({kind}) at {:.1} s", secs(*t)));
+    }
+    said
+}
+
+#[test]
+fn a_lost_turn_is_placed_among_the_events() {
+    let t0 = Instant::now();
+    let s = Duration::from_secs;
+    let happened = [(t0 + s(1), 0, "restart"), (t0 + s(3), 1, "full-volume")];
+    assert_eq!(
+        around("client0-turn7", t0 + s(2), t0, &happened),
+        "client0-turn7: acknowledged at 2.0 s, after event 0 (restart) at 1.0 s, before event 1 \
+         (full-volume) at 3.0 s"
+    );
+    assert_eq!(
+        around("client1-turn1", t0, t0, &happened),
+        "client1-turn1: acknowledged at 0.0 s, before event 0 (restart) at 1.0 s"
+    );
 }
 
 /// `HERMES_TORTURE_EVENTS`, else `default`; `HERMES_TORTURE_SEED`, else the fixed one.
