@@ -185,7 +185,6 @@ pub(crate) fn build(
     let id = store.next_id();
     let dir = store.path_of(id);
     std::fs::create_dir(&dir).map_err(store_error(&dir, "create"))?;
-    store.hand_to_volume_owner(&dir);
     options.emit(InstallEvent::BuildingGeneration {
         generation: id,
         path: dir.clone(),
@@ -253,8 +252,6 @@ fn fill(
     }
     .write(dir)
     .map_err(store_error(dir, "write the record of"))?;
-    // Built by root (a `docker exec` as root): the service user's like the rest of the volume.
-    store.hand_tree_to_volume_owner(dir);
     tree::seal(dir).map_err(store_error(dir, "seal"))?;
     store
         .point_to(id)

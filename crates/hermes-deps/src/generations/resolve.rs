@@ -309,7 +309,6 @@ pub fn resolve_again(options: &InstallOptions, force: bool) -> Result<Resolution
     )
     .map_err(io("write the ABI stamp of"))?;
     placeholder.write(&dir).map_err(io("write the record of"))?;
-    store.hand_tree_to_volume_owner(&dir);
     super::tree::seal(&dir).map_err(io("seal"))?;
     store.point_to(to).map_err(io("switch to"))?;
     Ok(report(
@@ -373,7 +372,6 @@ fn report(resolution: Resolution, reason: String, target: Option<&Path>) -> Reso
         let path = report_path(target);
         let tmp = path.with_extension("json.tmp");
         if std::fs::write(&tmp, text + "\n").is_ok() {
-            Store::for_target(target).hand_to_volume_owner(&tmp);
             let _ = std::fs::rename(&tmp, &path);
         }
     }

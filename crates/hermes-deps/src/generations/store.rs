@@ -16,11 +16,12 @@
 //! mounted anywhere.
 //!
 //! The lock is opened read-only: `flock` needs no write permission, so a lock file that a
-//! `docker exec` as root created (and owns) never locks the service user out. Anything the
-//! store creates while running as root is handed to the owner of the target's directory.
+//! `docker exec` as root created (and owns) never locks the service user out. Nothing here
+//! changes owners: a caller running as root acts as the volume's owner first (the CLI does,
+//! `hermes_privilege::AsUser::owner_of`), so what the store makes is that user's and no path the
+//! user can swap is ever followed by root.
 
 use std::fs::File;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::record::{GenerationRecord, RECORD_FILE};
@@ -104,9 +105,7 @@ impl Store {
 
     /// Creates the store directory (and the target's parent) when missing.
     pub fn create(&self) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.root)?;
-        self.hand_to_volume_owner(&self.root);
-        Ok(())
+        std::fs::create_dir_all(&self.root)
     }
 
     /// Takes the store's lock, waiting for whoever holds it.
@@ -136,39 +135,12 @@ impl Store {
             .root
             .join(format!("{LOCK_FILE}.{}", std::process::id()));
         drop(File::create(&fresh)?);
-        self.hand_to_volume_owner(&fresh);
         std::fs::set_permissions(&fresh, std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
         if let Err(e) = std::fs::rename(&fresh, path) {
             let _ = std::fs::remove_file(&fresh);
             return Err(e);
         }
         File::open(path)
-    }
-
-    /// When running as root, gives `path` (never followed) to the owner of the target's
-    /// directory, so the service user can manage what root created. Elsewhere a no-op: only
-    /// root may chown, and a failure leaves the file as it is, still readable.
-    pub fn hand_to_volume_owner(&self, path: &Path) {
-        let Some(parent) = self.target.parent() else {
-            return;
-        };
-        let (Ok(owner), Ok(meta)) = (std::fs::metadata(parent), std::fs::symlink_metadata(path))
-        else {
-            return;
-        };
-        if (meta.uid(), meta.gid()) != (owner.uid(), owner.gid()) {
-            let _ = std::os::unix::fs::lchown(path, Some(owner.uid()), Some(owner.gid()));
-        }
-    }
-
-    /// [`Store::hand_to_volume_owner`] for a whole tree (a generation root built), as best
-    /// effort in the same way: only root may chown, and then it succeeds.
-    pub fn hand_tree_to_volume_owner(&self, path: &Path) {
-        let Some(owner) = self.target.parent().and_then(|p| std::fs::metadata(p).ok()) else {
-            return;
-        };
-        // Every entry is looked at: the root may be the owner's while what root put in it is not.
-        let _ = tree::give_to(path, owner.uid(), owner.gid());
     }
 
     /// Every generation directory, oldest first.
@@ -241,7 +213,6 @@ impl Store {
         let tmp = self.target.with_file_name(tmp_name);
         let _ = std::fs::remove_file(&tmp);
         std::os::unix::fs::symlink(&link, &tmp)?;
-        self.hand_to_volume_owner(&tmp);
         if let Err(e) = std::fs::rename(&tmp, &self.target) {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);

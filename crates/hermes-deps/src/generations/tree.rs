@@ -80,24 +80,6 @@ pub fn remove(root: &Path) -> std::io::Result<()> {
     std::fs::remove_dir_all(root)
 }
 
-/// Gives `root` and everything under it to `uid`:`gid` where they differ (links themselves,
-/// never what they point at). Used when root built a generation on the service user's volume.
-pub fn give_to(root: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let give = |path: &Path, meta: &std::fs::Metadata| {
-        if (meta.uid(), meta.gid()) == (uid, gid) {
-            return Ok(());
-        }
-        // Not allowed (not root): nothing to give; the caller knows this is best effort.
-        match std::os::unix::fs::lchown(path, Some(uid), Some(gid)) {
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Ok(()),
-            other => other,
-        }
-    };
-    give(root, &std::fs::symlink_metadata(root)?)?;
-    walk(root, &mut |path, meta| give(path, meta))
-}
-
 /// Total size in bytes of the regular files under `root`.
 pub fn size(root: &Path) -> u64 {
     let mut total = 0;

@@ -449,37 +449,3 @@ fn with_installs_switched_off_a_changed_core_is_said_and_nothing_installed() {
     assert_eq!(f.store().list().len(), 1, "nothing was built");
     assert_eq!(f.active(), Some(1));
 }
-
-/// Root (a `docker exec` as root) installing on the service user's volume leaves nothing of
-/// root's: the generation, the lock, the link and the report are the volume owner's.
-#[test]
-fn as_root_every_file_of_a_generation_is_the_volume_owners() {
-    if hermes_test_support::skip_unless_root("only root makes files for another user") {
-        return;
-    }
-    let Some(f) = Fixture::new() else { return };
-    write_wheel(&f.wheels, "gen_rooted", "1.0", &[]);
-    let volume = f.target.parent().unwrap();
-    std::fs::create_dir_all(volume).unwrap();
-    std::os::unix::fs::chown(volume, Some(65534), Some(65534)).unwrap();
-    assert!(install_specs(&["gen-rooted"], &f.options()).ok);
-    generations::resolve_again(&f.options(), true).unwrap();
-
-    let mut not_theirs = Vec::new();
-    let mut stack = vec![volume.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            use std::os::unix::fs::MetadataExt;
-            if meta.uid() != 65534 || meta.gid() != 65534 {
-                not_theirs.push(path.clone());
-            }
-            if meta.is_dir() {
-                stack.push(path);
-            }
-        }
-    }
-    assert!(not_theirs.is_empty(), "left to root: {not_theirs:?}");
-    assert_eq!(f.active(), Some(2));
-}

@@ -36,6 +36,24 @@ pub fn install_options(home: &Home) -> Result<InstallOptions, Failure> {
     Ok(options)
 }
 
+/// Root working on the durable target acts as the owner of the directory that holds it (the
+/// volume's owner, `AsUser::owner_of`) for as long as the value lives: everything an install,
+/// a repair or a collection makes is that user's, and no path that user can swap is followed
+/// with root's rights. Anyone else, or no target: nothing changes.
+pub fn as_volume_owner(options: &InstallOptions) -> Result<hermes_privilege::AsUser, Failure> {
+    let dir = options
+        .env
+        .durable_target()
+        .and_then(|t| std::path::absolute(t).ok())
+        .and_then(|t| t.parent().map(std::path::Path::to_path_buf))
+        .filter(|d| d.is_dir());
+    let owner = match dir {
+        Some(dir) => hermes_privilege::AsUser::owner_of(&dir)?,
+        None => hermes_privilege::AsUser::enter(None).map_err(std::io::Error::from)?,
+    };
+    Ok(owner)
+}
+
 fn describe(event: &InstallEvent) -> Option<String> {
     Some(match event {
         InstallEvent::Blocked { reason } => format!("blocked: {reason}"),
@@ -76,6 +94,7 @@ fn render_to_string(
 pub fn run_deps(ctx: &Context, command: DepsCommand) -> CommandResult {
     let home = ctx.home()?;
     let mut options = install_options(&home)?;
+    let _owner = as_volume_owner(&options)?;
     match command {
         DepsCommand::Status(flag) => {
             let rows = hermes_deps::feature_status(&hermes_plugins::feature_registry()?, &options)?;
@@ -134,6 +153,7 @@ fn discovery(home: &Home) -> Discovery {
 pub fn run_plugins(ctx: &Context, command: PluginsCommand) -> CommandResult {
     let home = ctx.home()?;
     let options = install_options(&home)?;
+    let _owner = as_volume_owner(&options)?;
     let disc = discovery(&home);
     for problem in &disc.problems {
         let problem = hermes_errors::one_line(problem);
@@ -296,6 +316,7 @@ fn setup(
     )?;
     let mut options = install_options(home)?;
     options.requested_by = hermes_deps::Requester::MemorySetup;
+    let _owner = as_volume_owner(&options)?;
     let disc = discovery(home);
     let interactive = !non_interactive && prompt::interactive();
 

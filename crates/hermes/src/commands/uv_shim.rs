@@ -68,6 +68,7 @@ fn install(specs: &[String]) -> Result<ExitCode, Failure> {
     {
         options.env = options.env.clone().with(VENV_VAR, &venv);
     }
+    let _owner = super::plugins::as_volume_owner(&options)?;
     let outcome = hermes_deps::install_specs(specs, &options);
     let mut text = Vec::new();
     outcome.render(&mut text)?;

@@ -418,3 +418,53 @@ fn hermes_up_resolves_the_packages_again_for_a_changed_core() {
         Path::new("lazy-packages.generations/0002")
     );
 }
+
+/// Root (a `docker exec` as root with the shim's drop switched off, a root shell on a host)
+/// installing on the service user's volume acts as that user: every file of the new generation,
+/// the lock, the link and the store are theirs, and root followed none of their paths.
+#[test]
+fn as_root_an_install_acts_as_the_volume_owner() {
+    if hermes_test_support::skip_unless_root("only root acts as another user") {
+        return;
+    }
+    let t = TestContext::new();
+    t.ok(&["profile", "list"]);
+    let Some(py) = PyEnv::new(&t, "hermes_rooted_pkg") else {
+        return;
+    };
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // The venv must be reachable by the volume's owner, as the image's is.
+    std::fs::set_permissions(t.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A temporary directory of theirs too (this machine's /tmp need not be 1777).
+    let tmp = t.dir.path().join("owner-tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let chown = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(t.root())
+        .arg(&tmp)
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let target = t.root().join("lazy-packages");
+    let out = py
+        .hermes(&t, &["deps", "install", "hermes-rooted-pkg==1.0"])
+        .env("TMPDIR", &tmp)
+        .env("HERMES_DISABLE_LAZY_INSTALLS", "1")
+        .env("HERMES_LAZY_INSTALL_TARGET", &target)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", render(&out));
+    let mut not_theirs = Vec::new();
+    let mut stack = vec![t.root().join("lazy-packages.generations"), target.clone()];
+    while let Some(path) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if (meta.uid(), meta.gid()) != (65534, 65534) {
+            not_theirs.push(path.clone());
+        }
+        if meta.is_dir() {
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    assert!(not_theirs.is_empty(), "left to root: {not_theirs:?}");
+    assert!(target.join("hermes_rooted_pkg/__init__.py").is_file());
+}
